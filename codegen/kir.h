@@ -1,0 +1,218 @@
+/* kir.h - Kernel IR: small, target-neutral, structured kernels.
+ *
+ *   Graph IR op (or fused group) --emitter(target)--> kir_kernel --printer--> CUDA C  (NVRTC)
+ *                                                                 \-printer--> LLVM IR (NVPTX / host)
+ *
+ * A kernel has parameters (buffers and i64 scalars), an iteration space, local
+ * variables, optional shared-memory arrays, and a body of statements over
+ * scalar expressions. Every value has a gc_dtype; arithmetic happens only in
+ * f32, f64, i32, i64 and bool (emitters cast f16/bf16/i8/u8 on load and store).
+ *
+ * Iteration spaces (kir_launch):
+ *   KIR_LAUNCH_ITEMS  `n` independent items; the body runs once per item with
+ *                     the item index (i64) in variable `item_var`. GPU: grid-stride
+ *                     loop over threads. CPU: a loop, split across threads.
+ *   KIR_LAUNCH_BLOCKS `n` independent groups of `block` cooperating threads; the
+ *                     body runs once per group per thread with the group index in
+ *                     `item_var`; it may use KIR_SP_THREAD, KIR_SP_BLOCK_DIM, shared
+ *                     memory, barriers and warp shuffles. GPU: grid-stride loop over
+ *                     blocks (barriers stay uniform). CPU emitters do not produce it.
+ *
+ * Ownership: a kir_module owns an arena holding all its kernels; the builder
+ * functions allocate from it. kir_module_free releases everything.
+ */
+#ifndef GC_KIR_H
+#define GC_KIR_H
+
+#include "../ir/ir.h"
+
+typedef enum kir_target_kind { KIR_TARGET_CUDA, KIR_TARGET_HOST } kir_target_kind;
+
+/* What an emitter may assume about the machine it schedules for. */
+typedef struct kir_target {
+  kir_target_kind kind;
+  int sm;                 /* CUDA compute capability x10 (90 for sm_90); 0 for host */
+  int warp_size;          /* 32 on CUDA, 1 on host */
+  int max_threads;        /* per block */
+  int num_sms;            /* multiprocessors (or host cores) */
+  int shared_bytes;       /* shared memory per block usable without opt-in */
+  int vector_bytes;       /* widest vector access, 16 */
+} kir_target;
+
+/* Fill a target description with defaults (sm_90 / host). */
+void kir_target_cuda(kir_target *t, int sm);
+void kir_target_host(kir_target *t, int cores);
+
+typedef enum kir_op {
+  /* unary */
+  KIR_NEG, KIR_ABS, KIR_NOT, KIR_EXP, KIR_LOG, KIR_SQRT, KIR_RSQRT, KIR_TANH, KIR_ERF,
+  KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL,
+  /* binary */
+  KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX, KIR_POW,
+  KIR_AND, KIR_OR, KIR_XOR,  /* bool or integer */
+  KIR_EQ, KIR_NE, KIR_LT, KIR_LE, KIR_GT, KIR_GE,  /* result bool */
+  KIR_OP_COUNT_
+} kir_op;
+
+typedef enum kir_special {
+  KIR_SP_THREAD,          /* thread index in its group (i32), BLOCKS launches */
+  KIR_SP_BLOCK_DIM,       /* threads per group (i32) */
+  KIR_SP_LANE,            /* thread index within the warp (i32) */
+  KIR_SP_WARP             /* warp index within the group (i32) */
+} kir_special;
+
+typedef enum kir_expr_kind {
+  KIR_E_CONST,            /* literal: u.i for ints and bool, u.f for floats */
+  KIR_E_VAR,              /* read local variable u.var */
+  KIR_E_PARAM,            /* read scalar parameter u.param */
+  KIR_E_SPECIAL,          /* u.special */
+  KIR_E_UNARY,            /* u.op.op on a */
+  KIR_E_BINARY,           /* u.op.op on a, b (same type, comparisons give bool) */
+  KIR_E_SELECT,           /* a ? b : c  (a bool) */
+  KIR_E_CAST,             /* a converted to `type` (float->int truncates, ->bool is != 0) */
+  KIR_E_LOAD,             /* element u.mem.index of buffer/shared u.mem.buf */
+  KIR_E_SHFL_XOR          /* warp shuffle: a from lane (lane ^ u.shfl_mask) */
+} kir_expr_kind;
+
+typedef enum kir_space { KIR_GLOBAL, KIR_SHARED } kir_space;
+
+typedef struct kir_expr kir_expr;
+struct kir_expr {
+  kir_expr_kind kind;
+  gc_dtype type;
+  union {
+    int64_t i;
+    double f;
+    int var;
+    int param;
+    kir_special special;
+    struct { kir_op op; kir_expr *a, *b, *c; } op;  /* UNARY, BINARY, SELECT, CAST(a) */
+    struct { kir_space space; int buf; kir_expr *index; } mem;  /* LOAD; index i64 */
+    struct { kir_expr *a; int mask; } shfl;
+  } u;
+};
+
+typedef enum kir_stmt_kind {
+  KIR_S_ASSIGN,           /* var = value (declares on first assignment in printers) */
+  KIR_S_STORE,            /* buf[index] = value */
+  KIR_S_LOAD_VEC,         /* vars[0..width) = buf[index .. index+width); index % width == 0 */
+  KIR_S_STORE_VEC,        /* buf[index .. index+width) = values[0..width) */
+  KIR_S_FOR,              /* for (var = lo; var < hi; var += step) body   (i64) */
+  KIR_S_IF,               /* if (cond) then else els */
+  KIR_S_BARRIER           /* all threads of the group; shared memory visible after */
+} kir_stmt_kind;
+
+#define KIR_MAX_VEC 8
+
+/* Statement lists: a kir_block collects statements in order. */
+typedef struct kir_stmt kir_stmt;
+typedef struct kir_block { kir_stmt *head, *tail; } kir_block;
+
+struct kir_stmt {
+  kir_stmt_kind kind;
+  kir_stmt *next;         /* statements form singly linked lists */
+  union {
+    struct { int var; kir_expr *value; } assign;
+    struct { kir_space space; int buf; kir_expr *index; kir_expr *value; } store;
+    struct {
+      kir_space space; int buf; kir_expr *index; int width;
+      int vars[KIR_MAX_VEC];        /* LOAD_VEC */
+      kir_expr *values[KIR_MAX_VEC];/* STORE_VEC */
+    } vec;
+    struct { int var; kir_expr *lo, *hi, *step; struct kir_block body; } loop;
+    struct { kir_expr *cond; struct kir_block then, els; } cond;  /* els.head NULL: no else */
+  } u;
+};
+
+typedef enum kir_param_kind { KIR_PARAM_BUFFER, KIR_PARAM_I64 } kir_param_kind;
+
+typedef struct kir_param {
+  const char *name;
+  kir_param_kind kind;
+  gc_dtype dtype;         /* element type of a buffer */
+  int readonly;           /* buffer only read (const __restrict__ / noalias readonly) */
+  int binding;            /* which executable buffer this is: see codegen/lower.h */
+} kir_param;
+
+typedef struct kir_shared {
+  gc_dtype dtype;
+  int64_t count;
+} kir_shared;
+
+typedef struct kir_var {
+  const char *name;       /* hint for printers, unique in the kernel */
+  gc_dtype type;
+} kir_var;
+
+typedef enum kir_launch_kind { KIR_LAUNCH_ITEMS, KIR_LAUNCH_BLOCKS } kir_launch_kind;
+
+typedef struct kir_launch {
+  kir_launch_kind kind;
+  int64_t n;              /* items or groups */
+  int block;              /* threads per group (BLOCKS); preferred block size (ITEMS) */
+} kir_launch;
+
+typedef struct kir_kernel {
+  const char *name;       /* C identifier, unique in the module */
+  int n_params, cap_params;
+  kir_param *params;
+  int n_shared, cap_shared;
+  kir_shared *shared;
+  int n_vars, cap_vars;
+  kir_var *vars;
+  kir_launch launch;
+  int item_var;           /* i64 variable holding the item / group index */
+  kir_block body;
+  double bytes_moved;     /* modeled bytes read + written, for stats */
+  double flops;           /* modeled arithmetic, for stats */
+} kir_kernel;
+
+typedef struct kir_module {
+  gc_arena arena;
+  int n_kernels, cap_kernels;
+  kir_kernel **kernels;
+} kir_module;
+
+/* ---- building (codegen/kir.c) --------------------------------------------------- */
+kir_module *kir_module_new(void);
+void kir_module_free(kir_module *m);
+kir_kernel *kir_kernel_new(kir_module *m, const char *name, kir_launch launch);
+int kir_add_param(kir_module *m, kir_kernel *k, const char *name, kir_param_kind kind,
+                  gc_dtype dtype, int readonly, int binding);
+int kir_add_shared(kir_module *m, kir_kernel *k, gc_dtype dtype, int64_t count);
+int kir_add_var(kir_module *m, kir_kernel *k, const char *hint, gc_dtype type);
+
+kir_expr *kir_const_i(kir_module *m, gc_dtype t, int64_t v);
+kir_expr *kir_const_f(kir_module *m, gc_dtype t, double v);
+kir_expr *kir_var_ref(kir_module *m, const kir_kernel *k, int var);
+kir_expr *kir_param_ref(kir_module *m, const kir_kernel *k, int param);
+kir_expr *kir_special_ref(kir_module *m, kir_special sp);
+kir_expr *kir_unary(kir_module *m, kir_op op, kir_expr *a);
+kir_expr *kir_binary(kir_module *m, kir_op op, kir_expr *a, kir_expr *b);
+kir_expr *kir_select(kir_module *m, kir_expr *c, kir_expr *a, kir_expr *b);
+kir_expr *kir_cast(kir_module *m, gc_dtype t, kir_expr *a);
+kir_expr *kir_load(kir_module *m, const kir_kernel *k, kir_space sp, int buf, kir_expr *index);
+kir_expr *kir_shfl_xor(kir_module *m, kir_expr *a, int mask);
+
+void kir_emit_assign(kir_module *m, kir_block *b, int var, kir_expr *value);
+void kir_emit_store(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
+                    kir_expr *value);
+void kir_emit_load_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
+                       int width, const int *vars);
+void kir_emit_store_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
+                        int width, kir_expr *const *values);
+/* Returns the body block (inside the new statement) to fill. */
+kir_block *kir_emit_for(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
+                        kir_expr *step);
+/* Sets *then_b and *else_b (else_b may be NULL: no else) to blocks inside the new statement. */
+void kir_emit_if(kir_module *m, kir_block *b, kir_expr *cond, kir_block **then_b,
+                 kir_block **else_b);
+void kir_emit_barrier(kir_module *m, kir_block *b);
+
+/* Check invariants (types agree, vars assigned before use, shared only in
+ * BLOCKS launches); GC_ASSERT on violation: a violation is an emitter bug. */
+void kir_verify(const kir_kernel *k);
+/* Human-readable dump for --emit kir and debugging. */
+void kir_print(gc_sbuf *b, const kir_kernel *k);
+
+#endif /* GC_KIR_H */

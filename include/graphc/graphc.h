@@ -1,0 +1,193 @@
+/* graphc.h - public C API of the graphc graph compiler.
+ *
+ * All state lives in handles: a context, models loaded into it, and executables
+ * compiled from models. Every call that can fail returns a graphc_status_t and,
+ * when `err` is not NULL, fills it with the first error's message and source
+ * position. The full rendered diagnostics of the last failing call (every
+ * error, with source line and caret) are kept by the context.
+ *
+ * Ownership: strings returned through `char **` are malloc'd and freed by the
+ * caller with graphc_free(). `const char *` results are owned by the handle
+ * they came from and live as long as it does.
+ */
+#ifndef GRAPHC_GRAPHC_H
+#define GRAPHC_GRAPHC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GRAPHC_VERSION_MAJOR 0
+#define GRAPHC_VERSION_MINOR 1
+#define GRAPHC_VERSION_PATCH 0
+#define GRAPHC_VERSION_STRING "0.1.0"
+
+#define GRAPHC_MAX_RANK 8
+
+typedef enum graphc_status {
+  GRAPHC_STATUS_OK = 0,
+  GRAPHC_STATUS_INVALID_ARGUMENT,   /* NULL handle, bad option, wrong input count/shape */
+  GRAPHC_STATUS_SYNTAX_ERROR,       /* .graph text does not parse */
+  GRAPHC_STATUS_VERIFY_ERROR,       /* parses, but types/shapes/attributes are wrong */
+  GRAPHC_STATUS_IO_ERROR,           /* file cannot be opened, read or written */
+  GRAPHC_STATUS_WEIGHTS_ERROR,      /* safetensors malformed or not matching params */
+  GRAPHC_STATUS_OUT_OF_MEMORY,      /* host or device allocation failed */
+  GRAPHC_STATUS_UNSUPPORTED,        /* valid request this build/backend cannot do */
+  GRAPHC_STATUS_BACKEND_UNAVAILABLE,/* e.g. no libcuda.so.1 or no CUDA device */
+  GRAPHC_STATUS_COMPILE_ERROR,      /* NVRTC / LLVM / ptxas rejected generated code */
+  GRAPHC_STATUS_DEVICE_ERROR,       /* CUDA driver call failed at run time */
+  GRAPHC_STATUS_RUNTIME_ERROR,      /* e.g. gather index out of range */
+  GRAPHC_STATUS_INTERNAL,           /* a bug in graphc */
+  GRAPHC_STATUS_COUNT_
+} graphc_status_t;
+
+/* Short, static, human-readable name of a status ("ok", "syntax error", ...). */
+const char *graphc_status_string(graphc_status_t status);
+
+typedef struct graphc_error {
+  graphc_status_t code;
+  char file[512];    /* source file of the error, "" when none */
+  int line;          /* 1-based, 0 when the error has no position */
+  int col;           /* 1-based, 0 when the error has no position */
+  char message[1024];/* first error, without position prefix */
+} graphc_error_t;
+
+typedef enum graphc_dtype {
+  GRAPHC_DTYPE_F64 = 0,
+  GRAPHC_DTYPE_F32,
+  GRAPHC_DTYPE_F16,
+  GRAPHC_DTYPE_BF16,
+  GRAPHC_DTYPE_I64,
+  GRAPHC_DTYPE_I32,
+  GRAPHC_DTYPE_I8,
+  GRAPHC_DTYPE_U8,
+  GRAPHC_DTYPE_BOOL,
+  GRAPHC_DTYPE_COUNT_
+} graphc_dtype_t;
+
+/* "f32", "bf16", ...; NULL for an invalid value. */
+const char *graphc_dtype_name(graphc_dtype_t dtype);
+/* Bytes per element (bool is one byte); 0 for an invalid value. */
+size_t graphc_dtype_size(graphc_dtype_t dtype);
+
+/* A dense, row-major host (or device) tensor described by the caller. */
+typedef struct graphc_tensor {
+  graphc_dtype_t dtype;
+  int rank;
+  int64_t dims[GRAPHC_MAX_RANK];
+  void *data;        /* host pointer (graphc_executable_run) or device pointer (run_device) */
+  size_t nbytes;     /* size of the buffer at data, checked against dtype x dims */
+} graphc_tensor_t;
+
+/* Name, dtype and shape of an executable's input or output. */
+typedef struct graphc_tensor_info {
+  const char *name;  /* owned by the executable */
+  graphc_dtype_t dtype;
+  int rank;
+  int64_t dims[GRAPHC_MAX_RANK];
+  size_t nbytes;
+} graphc_tensor_info_t;
+
+typedef enum graphc_backend {
+  GRAPHC_BACKEND_DEFAULT = 0, /* cuda when a device is present, else cpu, else interp */
+  GRAPHC_BACKEND_INTERP,      /* reference interpreter (float64 accumulation) */
+  GRAPHC_BACKEND_CPU,         /* LLVM host JIT */
+  GRAPHC_BACKEND_CUDA         /* CUDA driver API */
+} graphc_backend_t;
+
+typedef enum graphc_codegen {
+  GRAPHC_CODEGEN_DEFAULT = 0, /* nvrtc for cuda */
+  GRAPHC_CODEGEN_NVRTC,       /* Kernel IR -> CUDA C -> NVRTC */
+  GRAPHC_CODEGEN_LLVM         /* Kernel IR -> LLVM IR -> NVPTX */
+} graphc_codegen_t;
+
+/* "default", "interp", "cpu", "cuda" / "default", "nvrtc", "llvm". */
+const char *graphc_backend_name(graphc_backend_t backend);
+const char *graphc_codegen_name(graphc_codegen_t codegen);
+
+typedef struct graphc_compile_options {
+  graphc_backend_t backend;
+  graphc_codegen_t codegen;
+  const char *arch;          /* "sm_90"; NULL: the device's, else sm_90 */
+  int eager;                 /* 1: launch kernel by kernel, no CUDA graph replay */
+  int optimize;              /* 0: no optimization passes; 1 (default): all */
+  const char *print_after;   /* pass name or "all": IR printed to stderr after it */
+  const char *print_before;  /* likewise, before */
+  const char *disable_passes;/* comma-separated pass names */
+  int time_passes;           /* 1: time each pass and stage, see graphc_executable_stats */
+} graphc_compile_options_t;
+
+/* Fill `opts` with the defaults. */
+void graphc_compile_options_init(graphc_compile_options_t *opts);
+
+typedef struct graphc_context graphc_context_t;
+typedef struct graphc_model graphc_model_t;
+typedef struct graphc_executable graphc_executable_t;
+
+/* Free memory that graphc returned through a `char **` or `void **`. */
+void graphc_free(void *ptr);
+
+/* ---- context ---------------------------------------------------------- */
+graphc_status_t graphc_context_create(graphc_context_t **out);
+void graphc_context_destroy(graphc_context_t *ctx);
+/* Rendered diagnostics of the last failing call on this context (all errors,
+ * each "file:line:col: error: msg", the source line and a caret), "" if none. */
+const char *graphc_context_diagnostics(const graphc_context_t *ctx);
+
+/* ---- model ------------------------------------------------------------ */
+/* Parse and verify a .graph file. Weights are resolved relative to it. */
+graphc_status_t graphc_model_load_file(graphc_context_t *ctx, const char *path,
+                                       graphc_model_t **out, graphc_error_t *err);
+/* Parse and verify .graph text; `name` is used in diagnostics, and relative
+ * weights paths resolve against the current directory. */
+graphc_status_t graphc_model_load_string(graphc_context_t *ctx, const char *name,
+                                         const char *text, size_t len,
+                                         graphc_model_t **out, graphc_error_t *err);
+void graphc_model_destroy(graphc_model_t *model);
+
+/* Choose the entry graph by name (with or without '@'); default: the first. */
+graphc_status_t graphc_model_set_entry(graphc_model_t *model, const char *graph,
+                                       graphc_error_t *err);
+/* Bind a symbolic dim of the entry graph, e.g. ("B", 64). */
+graphc_status_t graphc_model_bind(graphc_model_t *model, const char *symbol,
+                                  int64_t value, graphc_error_t *err);
+/* Override the weights file named in the model (NULL: back to the model's). */
+graphc_status_t graphc_model_set_weights(graphc_model_t *model, const char *path,
+                                         graphc_error_t *err);
+/* The model as .graph text (re-parses to the same text). Free with graphc_free. */
+graphc_status_t graphc_model_print(const graphc_model_t *model, char **out_text,
+                                   graphc_error_t *err);
+
+/* ---- executable ------------------------------------------------------- */
+/* Compile the entry graph (all symbolic dims bound) for a backend. Loads the
+ * weights file and checks it against every param. `opts` may be NULL. */
+graphc_status_t graphc_compile(graphc_model_t *model, const graphc_compile_options_t *opts,
+                               graphc_executable_t **out, graphc_error_t *err);
+void graphc_executable_destroy(graphc_executable_t *exe);
+
+graphc_backend_t graphc_executable_backend(const graphc_executable_t *exe);
+size_t graphc_executable_num_inputs(const graphc_executable_t *exe);
+size_t graphc_executable_num_outputs(const graphc_executable_t *exe);
+graphc_status_t graphc_executable_input_info(const graphc_executable_t *exe, size_t i,
+                                             graphc_tensor_info_t *info);
+graphc_status_t graphc_executable_output_info(const graphc_executable_t *exe, size_t i,
+                                              graphc_tensor_info_t *info);
+
+/* Run with host tensors. Inputs and outputs are checked for count, dtype, shape
+ * and buffer size; outputs are caller-allocated and written in full. */
+graphc_status_t graphc_executable_run(graphc_executable_t *exe,
+                                      const graphc_tensor_t *inputs, size_t n_inputs,
+                                      graphc_tensor_t *outputs, size_t n_outputs,
+                                      graphc_error_t *err);
+
+/* Compile statistics as text (kernels, bytes, peak memory, stage times).
+ * Owned by the executable. */
+const char *graphc_executable_stats(const graphc_executable_t *exe);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GRAPHC_GRAPHC_H */

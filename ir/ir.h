@@ -1,0 +1,281 @@
+/* ir.h - the graph IR: arenas, types, attributes, SSA values, ops, graphs, modules.
+ *
+ * Prefixes: gc_ for IR and utilities. A module owns one arena for itself and
+ * each graph owns its own arena; destroying a module frees everything.
+ * Values are SSA: defined once (by an op result or a graph argument), typed
+ * with dtype + static shape. Every op carries its source location.
+ */
+#ifndef GC_IR_H
+#define GC_IR_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "graphc/graphc.h"
+
+/* ---- internal assertions: bugs in graphc, never user errors ------------------ */
+void gc_assert_fail(const char *expr, const char *file, int line);
+#define GC_ASSERT(e) ((e) ? (void)0 : gc_assert_fail(#e, __FILE__, __LINE__))
+
+/* ---- arena: grows by chunks, freed in one call ------------------------------- */
+typedef struct gc_arena_chunk gc_arena_chunk;
+typedef struct gc_arena {
+  gc_arena_chunk *head;
+  size_t total;          /* bytes handed out, for stats */
+  int failed;            /* set once an allocation failed */
+} gc_arena;
+
+void gc_arena_init(gc_arena *a);
+void gc_arena_free(gc_arena *a);
+/* Zeroed, 16-byte aligned; NULL (and a->failed set) when out of memory. */
+void *gc_arena_alloc(gc_arena *a, size_t size);
+char *gc_arena_strdup(gc_arena *a, const char *s);
+char *gc_arena_strndup(gc_arena *a, const char *s, size_t n);
+char *gc_arena_printf(gc_arena *a, const char *fmt, ...);
+
+/* ---- growable string buffer (malloc) ----------------------------------------- */
+typedef struct gc_sbuf {
+  char *data;
+  size_t len, cap;
+  int failed;            /* an allocation failed; contents truncated */
+} gc_sbuf;
+
+void gc_sbuf_printf(gc_sbuf *b, const char *fmt, ...);
+void gc_sbuf_vprintf(gc_sbuf *b, const char *fmt, va_list ap);
+void gc_sbuf_puts(gc_sbuf *b, const char *s);
+void gc_sbuf_putc(gc_sbuf *b, char c);
+/* Take ownership of the string (never NULL unless out of memory); resets b. */
+char *gc_sbuf_take(gc_sbuf *b);
+void gc_sbuf_free(gc_sbuf *b);
+
+/* ---- source locations and diagnostics ---------------------------------------- */
+typedef struct gc_loc {
+  int line, col;         /* 1-based; 0 = unknown */
+} gc_loc;
+
+typedef enum gc_diag_level { GC_DIAG_ERROR, GC_DIAG_WARNING, GC_DIAG_NOTE } gc_diag_level;
+
+typedef struct gc_diag {
+  gc_diag_level level;
+  gc_loc loc;
+  char *msg;             /* malloc'd */
+} gc_diag;
+
+/* A list of diagnostics for one source text. Not an arena: survives modules. */
+typedef struct gc_diags {
+  char *file;            /* malloc'd copy, "" when none */
+  const char *source;    /* borrowed text for rendering source lines, may be NULL */
+  size_t source_len;
+  gc_diag *items;
+  int n, cap;
+  int n_errors;
+  graphc_status_t status;/* status of the first error */
+} gc_diags;
+
+void gc_diags_init(gc_diags *d, const char *file, const char *source, size_t len);
+void gc_diags_free(gc_diags *d);
+/* Report an error. `status` classifies it (syntax, verify, weights, ...). */
+void gc_error_at(gc_diags *d, graphc_status_t status, gc_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void gc_note_at(gc_diags *d, gc_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Render all diagnostics: "file:line:col: error: msg\n<line>\n<caret>\n". malloc'd. */
+char *gc_diags_render(const gc_diags *d);
+/* Copy the first error into a public error struct (err may be NULL). */
+void gc_diags_to_error(const gc_diags *d, graphc_error_t *err);
+/* Fill a public error struct without a position (err may be NULL); returns status. */
+graphc_status_t gc_set_error(graphc_error_t *err, graphc_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- dtypes --------------------------------------------------------------------- */
+typedef graphc_dtype_t gc_dtype;
+int gc_dtype_is_float(gc_dtype t);   /* f64 f32 f16 bf16 */
+int gc_dtype_is_int(gc_dtype t);     /* i64 i32 i8 u8 */
+int gc_dtype_is_signed(gc_dtype t);  /* floats and signed ints */
+/* Parse "f32" etc. Returns -1 when not a dtype name. */
+int gc_dtype_from_name(const char *s, size_t n);
+
+/* ---- shapes and types ----------------------------------------------------------- */
+#define GC_MAX_RANK GRAPHC_MAX_RANK
+/* A dim is a positive int, or a symbolic dim: GC_DIM_SYM(i) names the graph's
+ * i-th symbol (declared in <...>). Symbols are replaced by values at binding. */
+#define GC_DIM_SYM_BASE (INT64_C(1) << 62)
+#define GC_DIM_SYM(i) (GC_DIM_SYM_BASE + (int64_t)(i))
+#define GC_DIM_IS_SYM(d) ((d) >= GC_DIM_SYM_BASE)
+#define GC_DIM_SYM_INDEX(d) ((int)((d) - GC_DIM_SYM_BASE))
+
+typedef struct gc_type {
+  gc_dtype dtype;
+  int rank;
+  int64_t dims[GC_MAX_RANK];
+} gc_type;
+
+int gc_type_equal(const gc_type *a, const gc_type *b);
+int gc_type_is_concrete(const gc_type *t);   /* no symbolic dims */
+/* Element count of a concrete type; -1 on overflow past 2^62 or symbolic dims. */
+int64_t gc_type_numel(const gc_type *t);
+/* Print "f32[B, 128]" (symbol names from `syms`, may be NULL -> "?i"). */
+void gc_type_print(gc_sbuf *b, const gc_type *t, const char *const *syms);
+
+/* ---- attributes ----------------------------------------------------------------- */
+typedef enum gc_attr_kind {
+  GC_ATTR_INT, GC_ATTR_FLOAT, GC_ATTR_STR, GC_ATTR_BOOL, GC_ATTR_DTYPE, GC_ATTR_LIST
+} gc_attr_kind;
+
+typedef struct gc_attr gc_attr;
+struct gc_attr {
+  gc_attr_kind kind;
+  gc_loc loc;
+  union {
+    int64_t i;           /* INT; a symbolic dim name is stored as GC_DIM_SYM(idx) */
+    double f;            /* FLOAT */
+    const char *s;       /* STR (arena) */
+    int b;               /* BOOL */
+    gc_dtype dt;         /* DTYPE */
+    struct { gc_attr *items; int n; } list;  /* LIST */
+  } u;
+};
+
+typedef struct gc_named_attr {
+  const char *name;      /* arena */
+  gc_attr val;
+} gc_named_attr;
+
+/* ---- ops -------------------------------------------------------------------------- */
+typedef enum gc_opcode {
+#define OP(ID, NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, RULE, EVAL, KIND) GC_OP_##ID,
+#include "ops.def"
+#undef OP
+  GC_OP_COUNT_
+} gc_opcode;
+
+typedef enum gc_kind {
+  GC_KIND_SOURCE, GC_KIND_ELEMENTWISE, GC_KIND_REDUCE, GC_KIND_NORM,
+  GC_KIND_MATMUL, GC_KIND_CONV, GC_KIND_POOL, GC_KIND_MOVE
+} gc_kind;
+
+typedef struct gc_op_info {
+  const char *name;
+  int min_in, max_in, n_out;
+  const char *attrs;     /* schema string, see ops.def */
+  gc_kind kind;
+} gc_op_info;
+
+extern const gc_op_info gc_op_infos[GC_OP_COUNT_];
+/* Opcode for an op name, or -1. */
+int gc_opcode_from_name(const char *s, size_t n);
+
+typedef struct gc_op gc_op;
+typedef struct gc_graph gc_graph;
+
+typedef struct gc_value {
+  int id;                /* dense per graph, in definition order */
+  const char *name;      /* without '%', arena */
+  gc_type type;
+  gc_op *def;            /* NULL for graph arguments */
+  int def_index;         /* result index in def, or argument index */
+  gc_loc loc;            /* where it is defined */
+  int n_uses;            /* maintained by gc_graph_recount_uses */
+} gc_value;
+
+struct gc_op {
+  gc_opcode opcode;
+  gc_loc loc;
+  int id;                /* unique per graph, stable */
+  int n_operands;
+  gc_value **operands;
+  int n_results;
+  gc_value **results;
+  int n_attrs;
+  gc_named_attr *attrs;
+  int typed;             /* result types were written in the source */
+  gc_op *prev, *next;    /* program order */
+};
+
+struct gc_graph {
+  gc_arena arena;
+  const char *name;      /* without '@' */
+  gc_loc loc;
+  int n_syms;
+  const char **sym_names;
+  int64_t *sym_values;   /* 0 = unbound */
+  int n_args;
+  gc_value **args;
+  int n_result_types;
+  gc_type *result_types; /* declared in the signature */
+  int n_outputs;
+  gc_value **outputs;    /* return statement */
+  gc_loc ret_loc;
+  gc_op *first, *last;
+  int n_ops;
+  int next_value_id;
+  int next_op_id;
+};
+
+typedef struct gc_module {
+  gc_arena arena;
+  const char *file;      /* path as given, for diagnostics */
+  int version;
+  const char *weights;   /* path as written (NULL when no weights statement) */
+  gc_loc weights_loc;
+  int n_graphs;
+  gc_graph **graphs;
+} gc_module;
+
+/* ---- construction ---------------------------------------------------------------- */
+gc_module *gc_module_new(const char *file);
+void gc_module_free(gc_module *m);
+gc_graph *gc_graph_new(gc_module *m, const char *name, gc_loc loc);
+gc_graph *gc_module_find_graph(const gc_module *m, const char *name);
+
+gc_value *gc_graph_add_arg(gc_graph *g, const char *name, const gc_type *type, gc_loc loc);
+/* New op with room for operands/results/attrs; results get fresh values named
+ * `result_names[i]` (NULL -> numbered automatically). Appended at the end. */
+gc_op *gc_op_new(gc_graph *g, gc_opcode opc, int n_operands, gc_value *const *operands,
+                 int n_results, const char *const *result_names, gc_loc loc);
+void gc_op_set_attrs(gc_graph *g, gc_op *op, int n, const gc_named_attr *attrs);
+/* Unlink op (its results must be unused). */
+void gc_op_remove(gc_graph *g, gc_op *op);
+/* Insert a detached op before `before` (NULL = at end). */
+void gc_op_insert_before(gc_graph *g, gc_op *op, gc_op *before);
+/* Replace every use of `from` (operands and outputs) by `to`. */
+void gc_value_replace_uses(gc_graph *g, gc_value *from, gc_value *to);
+void gc_graph_recount_uses(gc_graph *g);
+/* Fresh numeric value name not used in g. */
+const char *gc_graph_fresh_name(gc_graph *g);
+
+/* Attribute lookup by name; NULL when absent. */
+const gc_attr *gc_op_attr(const gc_op *op, const char *name);
+int64_t gc_op_attr_int(const gc_op *op, const char *name, int64_t dflt);
+double gc_op_attr_float(const gc_op *op, const char *name, double dflt);
+int gc_op_attr_bool(const gc_op *op, const char *name, int dflt);
+const char *gc_op_attr_str(const gc_op *op, const char *name, const char *dflt);
+/* Attribute as a number: int, float or bool. */
+double gc_attr_number(const gc_attr *a);
+/* Copy a list of ints (or a single int) into out[max]; returns count, -1 if not ints. */
+int gc_attr_ints(const gc_attr *a, int64_t *out, int max);
+
+/* ---- passes over the IR (files in ir/) --------------------------------------------------- */
+/* Shape/dtype inference for one op (ir/infer.c): computes result types into
+ * `out` (n_results entries) or reports an error at the op and returns 0. */
+int gc_infer_op(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d);
+/* Result count of an op whose N_OUT is -1 (split), from its attributes; -1 if bad. */
+int gc_op_result_count(const gc_op *op);
+/* Verifier (ir/verify.c): SSA, arity, attribute schema, types; returns #errors. */
+int gc_verify_graph(gc_graph *g, gc_diags *d);
+int gc_verify_module(gc_module *m, gc_diags *d);
+/* Replace symbolic dims by bound values everywhere in g (types and dims attrs);
+ * errors name unbound symbols. Returns #errors. */
+int gc_graph_specialize(gc_graph *g, gc_diags *d);
+
+/* Printer (ir/print.c): exact .graph syntax that re-parses to the same text. */
+void gc_print_module(gc_sbuf *b, const gc_module *m);
+void gc_print_graph(gc_sbuf *b, const gc_graph *g);
+
+/* Frontend (frontend/parser.c): parse text into a module; NULL on errors
+ * (all reported in d). Does not verify. */
+gc_module *gc_parse(const char *file, const char *text, size_t len, gc_diags *d);
+
+#endif /* GC_IR_H */

@@ -1,0 +1,361 @@
+/* util.c - arenas, string buffers, diagnostics, dtypes, statuses. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+void gc_assert_fail(const char *expr, const char *file, int line) {
+  fprintf(stderr, "graphc: internal error: %s:%d: assertion failed: %s\n", file, line, expr);
+  abort();
+}
+
+/* ---- arena ------------------------------------------------------------------ */
+struct gc_arena_chunk {
+  gc_arena_chunk *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char data[];
+};
+
+void gc_arena_init(gc_arena *a) { memset(a, 0, sizeof *a); }
+
+void gc_arena_free(gc_arena *a) {
+  gc_arena_chunk *c = a->head;
+  while (c) {
+    gc_arena_chunk *n = c->next;
+    free(c);
+    c = n;
+  }
+  memset(a, 0, sizeof *a);
+}
+
+/* Bump-allocate from the head chunk; a new chunk (at least 64 KiB, doubling
+ * with the arena's size) when it does not fit. */
+void *gc_arena_alloc(gc_arena *a, size_t size) {
+  size = (size + 15) & ~(size_t)15;
+  if (size == 0) size = 16;
+  gc_arena_chunk *c = a->head;
+  if (!c || c->cap - c->used < size) {
+    size_t cap = 64 * 1024;
+    if (a->total / 2 > cap) cap = a->total / 2;
+    if (cap < size) cap = size;
+    c = malloc(sizeof *c + cap);
+    if (!c) {
+      a->failed = 1;
+      return NULL;
+    }
+    c->next = a->head;
+    c->used = 0;
+    c->cap = cap;
+    a->head = c;
+  }
+  void *p = c->data + c->used;
+  c->used += size;
+  a->total += size;
+  memset(p, 0, size);
+  return p;
+}
+
+char *gc_arena_strndup(gc_arena *a, const char *s, size_t n) {
+  char *p = gc_arena_alloc(a, n + 1);
+  if (!p) return NULL;
+  memcpy(p, s, n);
+  p[n] = 0;
+  return p;
+}
+
+char *gc_arena_strdup(gc_arena *a, const char *s) { return gc_arena_strndup(a, s, strlen(s)); }
+
+char *gc_arena_printf(gc_arena *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *p = gc_arena_alloc(a, (size_t)n + 1);
+  if (!p) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(p, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return p;
+}
+
+/* ---- string buffer ------------------------------------------------------------- */
+static int sbuf_reserve(gc_sbuf *b, size_t extra) {
+  if (b->failed) return 0;
+  if (b->len + extra + 1 <= b->cap) return 1;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra + 1) cap *= 2;
+  char *p = realloc(b->data, cap);
+  if (!p) {
+    b->failed = 1;
+    return 0;
+  }
+  b->data = p;
+  b->cap = cap;
+  return 1;
+}
+
+void gc_sbuf_vprintf(gc_sbuf *b, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0 || !sbuf_reserve(b, (size_t)n)) return;
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  b->len += (size_t)n;
+}
+
+void gc_sbuf_printf(gc_sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  gc_sbuf_vprintf(b, fmt, ap);
+  va_end(ap);
+}
+
+void gc_sbuf_puts(gc_sbuf *b, const char *s) {
+  size_t n = strlen(s);
+  if (!sbuf_reserve(b, n)) return;
+  memcpy(b->data + b->len, s, n + 1);
+  b->len += n;
+}
+
+void gc_sbuf_putc(gc_sbuf *b, char c) {
+  if (!sbuf_reserve(b, 1)) return;
+  b->data[b->len++] = c;
+  b->data[b->len] = 0;
+}
+
+char *gc_sbuf_take(gc_sbuf *b) {
+  if (b->failed) {
+    gc_sbuf_free(b);
+    return NULL;
+  }
+  if (!b->data && !sbuf_reserve(b, 0)) return NULL;
+  b->data[b->len] = 0;
+  char *p = b->data;
+  memset(b, 0, sizeof *b);
+  return p;
+}
+
+void gc_sbuf_free(gc_sbuf *b) {
+  free(b->data);
+  memset(b, 0, sizeof *b);
+}
+
+/* ---- diagnostics ----------------------------------------------------------------- */
+void gc_diags_init(gc_diags *d, const char *file, const char *source, size_t len) {
+  memset(d, 0, sizeof *d);
+  d->file = strdup(file ? file : "");
+  d->source = source;
+  d->source_len = len;
+}
+
+void gc_diags_free(gc_diags *d) {
+  for (int i = 0; i < d->n; i++) free(d->items[i].msg);
+  free(d->items);
+  free(d->file);
+  memset(d, 0, sizeof *d);
+}
+
+static void diag_add(gc_diags *d, gc_diag_level lvl, gc_loc loc, const char *fmt, va_list ap) {
+  if (d->n == d->cap) {
+    int cap = d->cap ? d->cap * 2 : 8;
+    gc_diag *p = realloc(d->items, (size_t)cap * sizeof *p);
+    if (!p) return; /* diagnostics are best effort when memory is gone */
+    d->items = p;
+    d->cap = cap;
+  }
+  gc_sbuf b = {0};
+  gc_sbuf_vprintf(&b, fmt, ap);
+  char *msg = gc_sbuf_take(&b);
+  if (!msg) return;
+  d->items[d->n].level = lvl;
+  d->items[d->n].loc = loc;
+  d->items[d->n].msg = msg;
+  d->n++;
+}
+
+void gc_error_at(gc_diags *d, graphc_status_t status, gc_loc loc, const char *fmt, ...) {
+  if (d->n_errors == 0) d->status = status;
+  d->n_errors++;
+  va_list ap;
+  va_start(ap, fmt);
+  diag_add(d, GC_DIAG_ERROR, loc, fmt, ap);
+  va_end(ap);
+}
+
+void gc_note_at(gc_diags *d, gc_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_add(d, GC_DIAG_NOTE, loc, fmt, ap);
+  va_end(ap);
+}
+
+/* Find the text of 1-based `line` in the source; returns its length. */
+static size_t source_line(const gc_diags *d, int line, const char **start) {
+  if (!d->source || line <= 0) return 0;
+  const char *p = d->source, *end = d->source + d->source_len;
+  for (int l = 1; l < line && p < end; p++)
+    if (*p == '\n') l++;
+  if (p >= end && line > 1) return 0;
+  const char *e = p;
+  while (e < end && *e != '\n' && *e != '\r') e++;
+  *start = p;
+  return (size_t)(e - p);
+}
+
+char *gc_diags_render(const gc_diags *d) {
+  static const char *const names[] = {"error", "warning", "note"};
+  gc_sbuf b = {0};
+  for (int i = 0; i < d->n; i++) {
+    const gc_diag *g = &d->items[i];
+    if (g->loc.line > 0)
+      gc_sbuf_printf(&b, "%s:%d:%d: %s: %s\n", d->file, g->loc.line, g->loc.col,
+                     names[g->level], g->msg);
+    else
+      gc_sbuf_printf(&b, "%s%s%s: %s\n", d->file, d->file[0] ? ": " : "", names[g->level],
+                     g->msg);
+    const char *ls;
+    size_t n = source_line(d, g->loc.line, &ls);
+    if (n > 0 || (g->loc.line > 0 && d->source)) {
+      gc_sbuf_printf(&b, "%5d | ", g->loc.line);
+      for (size_t k = 0; k < n; k++) gc_sbuf_putc(&b, ls[k] == '\t' ? ' ' : ls[k]);
+      gc_sbuf_puts(&b, "\n      | ");
+      for (int k = 1; k < g->loc.col; k++) gc_sbuf_putc(&b, ' ');
+      gc_sbuf_puts(&b, "^\n");
+    }
+  }
+  char *s = gc_sbuf_take(&b);
+  return s;
+}
+
+void gc_diags_to_error(const gc_diags *d, graphc_error_t *err) {
+  if (!err) return;
+  memset(err, 0, sizeof *err);
+  err->code = d->n_errors ? d->status : GRAPHC_STATUS_OK;
+  snprintf(err->file, sizeof err->file, "%s", d->file ? d->file : "");
+  for (int i = 0; i < d->n; i++) {
+    if (d->items[i].level != GC_DIAG_ERROR) continue;
+    err->line = d->items[i].loc.line;
+    err->col = d->items[i].loc.col;
+    snprintf(err->message, sizeof err->message, "%s", d->items[i].msg);
+    break;
+  }
+}
+
+graphc_status_t gc_set_error(graphc_error_t *err, graphc_status_t status, const char *fmt, ...) {
+  if (!err) return status;
+  memset(err, 0, sizeof *err);
+  err->code = status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+/* ---- statuses and dtypes ------------------------------------------------------------ */
+const char *graphc_status_string(graphc_status_t s) {
+  static const char *const names[GRAPHC_STATUS_COUNT_] = {
+      "ok",           "invalid argument", "syntax error",  "verification error",
+      "I/O error",    "weights error",    "out of memory", "unsupported",
+      "backend unavailable", "compile error", "device error", "runtime error",
+      "internal error"};
+  if ((unsigned)s >= GRAPHC_STATUS_COUNT_) return "unknown status";
+  return names[s];
+}
+
+static const char *const dtype_names[GRAPHC_DTYPE_COUNT_] = {"f64", "f32", "f16", "bf16", "i64",
+                                                             "i32", "i8",  "u8",  "bool"};
+static const size_t dtype_sizes[GRAPHC_DTYPE_COUNT_] = {8, 4, 2, 2, 8, 4, 1, 1, 1};
+
+const char *graphc_dtype_name(graphc_dtype_t t) {
+  return (unsigned)t < GRAPHC_DTYPE_COUNT_ ? dtype_names[t] : NULL;
+}
+
+size_t graphc_dtype_size(graphc_dtype_t t) {
+  return (unsigned)t < GRAPHC_DTYPE_COUNT_ ? dtype_sizes[t] : 0;
+}
+
+int gc_dtype_from_name(const char *s, size_t n) {
+  for (int i = 0; i < GRAPHC_DTYPE_COUNT_; i++)
+    if (strlen(dtype_names[i]) == n && memcmp(dtype_names[i], s, n) == 0) return i;
+  return -1;
+}
+
+int gc_dtype_is_float(gc_dtype t) {
+  return t == GRAPHC_DTYPE_F64 || t == GRAPHC_DTYPE_F32 || t == GRAPHC_DTYPE_F16 ||
+         t == GRAPHC_DTYPE_BF16;
+}
+
+int gc_dtype_is_int(gc_dtype t) {
+  return t == GRAPHC_DTYPE_I64 || t == GRAPHC_DTYPE_I32 || t == GRAPHC_DTYPE_I8 ||
+         t == GRAPHC_DTYPE_U8;
+}
+
+int gc_dtype_is_signed(gc_dtype t) {
+  return gc_dtype_is_float(t) || t == GRAPHC_DTYPE_I64 || t == GRAPHC_DTYPE_I32 ||
+         t == GRAPHC_DTYPE_I8;
+}
+
+const char *graphc_backend_name(graphc_backend_t b) {
+  switch (b) {
+    case GRAPHC_BACKEND_DEFAULT: return "default";
+    case GRAPHC_BACKEND_INTERP: return "interp";
+    case GRAPHC_BACKEND_CPU: return "cpu";
+    case GRAPHC_BACKEND_CUDA: return "cuda";
+  }
+  return "unknown";
+}
+
+const char *graphc_codegen_name(graphc_codegen_t c) {
+  switch (c) {
+    case GRAPHC_CODEGEN_DEFAULT: return "default";
+    case GRAPHC_CODEGEN_NVRTC: return "nvrtc";
+    case GRAPHC_CODEGEN_LLVM: return "llvm";
+  }
+  return "unknown";
+}
+
+void graphc_free(void *p) { free(p); }
+
+/* ---- types ---------------------------------------------------------------------------- */
+int gc_type_equal(const gc_type *a, const gc_type *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return 0;
+  return 1;
+}
+
+int gc_type_is_concrete(const gc_type *t) {
+  for (int i = 0; i < t->rank; i++)
+    if (GC_DIM_IS_SYM(t->dims[i])) return 0;
+  return 1;
+}
+
+int64_t gc_type_numel(const gc_type *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t d = t->dims[i];
+    if (GC_DIM_IS_SYM(d) || d < 0) return -1;
+    if (d != 0 && n > (INT64_C(1) << 62) / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+void gc_type_print(gc_sbuf *b, const gc_type *t, const char *const *syms) {
+  gc_sbuf_printf(b, "%s[", graphc_dtype_name(t->dtype));
+  for (int i = 0; i < t->rank; i++) {
+    if (i) gc_sbuf_puts(b, ", ");
+    int64_t d = t->dims[i];
+    if (GC_DIM_IS_SYM(d)) {
+      if (syms)
+        gc_sbuf_puts(b, syms[GC_DIM_SYM_INDEX(d)]);
+      else
+        gc_sbuf_printf(b, "?%d", GC_DIM_SYM_INDEX(d));
+    } else {
+      gc_sbuf_printf(b, "%lld", (long long)d);
+    }
+  }
+  gc_sbuf_putc(b, ']');
+}

@@ -1,0 +1,49 @@
+/* exec.h - the executable handle and the backend interface.
+ *
+ * A backend is a table of function pointers; the API layer (runtime/api.c)
+ * validates arguments and I/O, then calls through the table. Backends:
+ * interp (runtime/interp_backend.c), cpu (runtime/cpu_backend.c), cuda
+ * (runtime/cuda_backend.c).
+ */
+#ifndef GC_EXEC_H
+#define GC_EXEC_H
+
+#include "../ir/ir.h"
+#include "safetensors.h"
+
+typedef struct graphc_executable gc_exec;
+
+typedef struct gc_backend {
+  const char *name;
+  /* Required. Generate code, load it, allocate device memory. */
+  graphc_status_t (*prepare)(gc_exec *exe, const graphc_compile_options_t *opts, gc_diags *d);
+  /* Required. Run with validated host tensors (outputs caller-allocated). */
+  graphc_status_t (*run)(gc_exec *exe, const graphc_tensor_t *inputs, graphc_tensor_t *outputs,
+                         gc_diags *d);
+  /* Optional (NULL: unsupported). Run with caller-owned device pointers. */
+  graphc_status_t (*run_device)(gc_exec *exe, const graphc_tensor_t *inputs,
+                                graphc_tensor_t *outputs, gc_diags *d);
+  /* Required. Free everything `prepare` made; safe after a failed prepare. */
+  void (*release)(gc_exec *exe);
+} gc_backend;
+
+extern const gc_backend gc_backend_interp;
+extern const gc_backend gc_backend_cuda;   /* runtime/cuda_backend.c */
+
+/* 1 when the CUDA backend can run here (driver loads and a device exists). */
+int gc_cuda_available(void);
+
+struct graphc_executable {
+  gc_module *module;             /* private copy, entry graph specialized */
+  gc_graph *graph;               /* verified, all dims concrete */
+  gc_safetensors *weights;       /* NULL when the graph has no params */
+  graphc_backend_t kind;
+  const gc_backend *backend;
+  void *state;                   /* the backend's */
+  graphc_compile_options_t opts;
+  size_t n_inputs, n_outputs;
+  graphc_tensor_info_t *inputs, *outputs;
+  gc_sbuf stats;                 /* appended to by passes and backends */
+};
+
+#endif

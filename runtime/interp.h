@@ -1,0 +1,30 @@
+/* interp.h - the reference interpreter: slow, simple, the oracle for every backend.
+ *
+ * Runs a verified, fully specialized graph on host tensors. Every value is
+ * stored in its own dtype (so f16/bf16 rounding matches the graph's meaning);
+ * reductions, matmul, conv and normalizations accumulate in float64 (int64 for
+ * integer sums). It shares no code with codegen on purpose.
+ */
+#ifndef GC_INTERP_H
+#define GC_INTERP_H
+
+#include "../ir/ir.h"
+#include "safetensors.h"
+
+/* inputs: one per graph argument, checked by the caller for dtype/shape.
+ * outputs: one per graph output, caller-allocated with the right nbytes.
+ * Run-time errors (gather index out of range, out of memory) are reported at
+ * the op's source position; returns GRAPHC_STATUS_OK or the error status. */
+graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
+                              const graphc_tensor_t *inputs, int n_inputs,
+                              graphc_tensor_t *outputs, int n_outputs, gc_diags *d);
+
+/* Scalar conversions shared by the interpreter and host-side helpers. */
+double gc_load_f64(const void *base, gc_dtype t, int64_t i);
+void gc_store_f64(void *base, gc_dtype t, int64_t i, double v);
+float gc_half_to_float(uint16_t h);
+uint16_t gc_float_to_half(float f);     /* round to nearest even */
+float gc_bf16_to_float(uint16_t h);
+uint16_t gc_float_to_bf16(float f);     /* round to nearest even */
+
+#endif

@@ -1,0 +1,56 @@
+/* safetensors.h - reading and writing safetensors weight files.
+ *
+ * Format: 8-byte little-endian header length N, N bytes of JSON (parsed with
+ * cJSON) mapping tensor names to {dtype, shape, data_offsets}, then the data.
+ * The reader checks the header size, dtypes, shapes, and that offsets are in
+ * range, do not overlap, and cover shape x dtype bytes exactly.
+ */
+#ifndef GC_SAFETENSORS_H
+#define GC_SAFETENSORS_H
+
+#include "../ir/ir.h"
+
+typedef struct gc_st_tensor {
+  const char *name;
+  gc_dtype dtype;
+  int rank;
+  int64_t dims[GC_MAX_RANK];
+  const void *data;      /* points into the file's data section (or caller's, for write) */
+  size_t nbytes;
+} gc_st_tensor;
+
+typedef struct gc_safetensors {
+  int n;
+  gc_st_tensor *tensors; /* in file order of data offsets */
+  void *blob;            /* whole file contents (malloc) */
+  size_t blob_len;
+  char *path;
+} gc_safetensors;
+
+/* Load and validate `path`. Errors go to `d` (status GRAPHC_STATUS_IO_ERROR or
+ * GRAPHC_STATUS_WEIGHTS_ERROR, no source position, message names the file). */
+gc_safetensors *gc_safetensors_load(const char *path, gc_diags *d);
+/* The same from memory (copied); `name` for messages. */
+gc_safetensors *gc_safetensors_parse(const char *name, const void *bytes, size_t len, gc_diags *d);
+void gc_safetensors_free(gc_safetensors *st);
+const gc_st_tensor *gc_safetensors_find(const gc_safetensors *st, const char *name);
+
+/* Write tensors (names unique) to `path`; header keys sorted by name, data in
+ * the given order, 8-byte aligned. Returns 0 on success, else reports to d. */
+int gc_safetensors_write(const char *path, const gc_st_tensor *tensors, int n, gc_diags *d);
+
+/* Check every param of `g` against `st`: present, dtype and shape equal. Errors
+ * are reported at each param's source position (status WEIGHTS_ERROR). Returns
+ * the number of errors. */
+int gc_weights_check(const gc_graph *g, const gc_safetensors *st, gc_diags *d);
+
+/* Deterministic pseudo-random data for a tensor of type t (seeded, splitmix64):
+ * floats uniform in [-s, s] with s = 1/sqrt(fan_in) for rank >= 2 (fan_in =
+ * last dim for 2-D weights, product of all but the first dim otherwise) and
+ * s = 1 otherwise; ints uniform in [0, 4); bools 0/1. `out` holds numel x size. */
+void gc_random_fill(void *out, const gc_type *t, uint64_t seed);
+
+/* Write a weights file with random data for every param of g (seeded). */
+int gc_weights_write_random(const gc_graph *g, const char *path, uint64_t seed, gc_diags *d);
+
+#endif

@@ -1,0 +1,80 @@
+/* testutil.c - helpers shared by the Check suites. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *tu_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *p = malloc((size_t)n + 1);
+  if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+    free(p);
+    p = NULL;
+  }
+  fclose(f);
+  if (!p) return NULL;
+  p[n] = 0;
+  if (len) *len = (size_t)n;
+  return p;
+}
+
+const char *tu_src(const char *rel) {
+  static char ring[8][4096];
+  static int k;
+  char *b = ring[k++ & 7];
+  snprintf(b, 4096, "%s/%s", GRAPHC_SOURCE_DIR, rel);
+  return b;
+}
+
+const char *tu_tmpdir(void) {
+  static char dir[256];
+  if (!dir[0]) {
+    snprintf(dir, sizeof dir, "/tmp/graphc-test-XXXXXX");
+    if (!mkdtemp(dir)) {
+      perror("mkdtemp");
+      abort();
+    }
+  }
+  return dir;
+}
+
+int tu_run_suite(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
+
+int tu_run_cmd(const char *cmd, char **out) {
+  char full[8192];
+  snprintf(full, sizeof full, "(%s) 2>&1", cmd);
+  FILE *p = popen(full, "r");
+  if (!p) return -1;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  size_t n;
+  while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    len += n;
+    if (cap - len < 1024) {
+      cap *= 2;
+      char *nb = realloc(buf, cap);
+      if (!nb) break;
+      buf = nb;
+    }
+  }
+  if (buf) buf[len] = 0;
+  int st = pclose(p);
+  if (out)
+    *out = buf;
+  else
+    free(buf);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
