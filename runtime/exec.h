@@ -29,11 +29,17 @@ typedef struct gc_backend {
 
 extern const gc_backend gc_backend_interp;
 extern const gc_backend gc_backend_cuda;   /* runtime/cuda_backend.c */
+/* runtime/cpu_backend.c; its .prepare is NULL in builds without a CPU backend. */
+extern const gc_backend gc_backend_cpu;
 
 /* 1 when the CUDA backend can run here (driver loads and a device exists). */
 int gc_cuda_available(void);
 
 struct graphc_executable {
+  graphc_context_t *ctx;
+  char *file;                    /* source name, for diagnostics */
+  char *source;                  /* source text (run-time errors point into it) */
+  size_t source_len;
   gc_module *module;             /* private copy, entry graph specialized */
   gc_graph *graph;               /* verified, all dims concrete */
   gc_safetensors *weights;       /* NULL when the graph has no params */
@@ -45,5 +51,8 @@ struct graphc_executable {
   graphc_tensor_info_t *inputs, *outputs;
   gc_sbuf stats;                 /* appended to by passes and backends */
 };
+
+/* "sm_90" -> 90; 0 when malformed (runtime/api.c). */
+int gc_parse_arch(const char *arch);
 
 #endif

@@ -157,6 +157,19 @@ graphc_status_t graphc_model_bind(graphc_model_t *model, const char *symbol,
 /* Override the weights file named in the model (NULL: back to the model's). */
 graphc_status_t graphc_model_set_weights(graphc_model_t *model, const char *path,
                                          graphc_error_t *err);
+/* Apply the bound dims to the entry graph now (substitute and re-verify), so
+ * that printing shows concrete shapes. Every symbolic dim must be bound. */
+graphc_status_t graphc_model_specialize(graphc_model_t *model, graphc_error_t *err);
+/* Write a safetensors file with deterministic random data (splitmix64 from
+ * `seed`) for every param of the entry graph; param shapes must be concrete. */
+graphc_status_t graphc_model_write_random_weights(graphc_model_t *model, const char *path,
+                                                  uint64_t seed, graphc_error_t *err);
+/* Generated code for the entry graph without running it: `what` is "kir"
+ * (Kernel IR dump), "cuda" (CUDA C), "llvm" (LLVM IR), "ptx" or "cubin".
+ * opts->codegen picks the path for ptx/cubin and opts->arch the target.
+ * *out is malloc'd (free with graphc_free), *len its size in bytes. */
+graphc_status_t graphc_model_emit(graphc_model_t *model, const graphc_compile_options_t *opts,
+                                  const char *what, void **out, size_t *len, graphc_error_t *err);
 /* The model as .graph text (re-parses to the same text). Free with graphc_free. */
 graphc_status_t graphc_model_print(const graphc_model_t *model, char **out_text,
                                    graphc_error_t *err);

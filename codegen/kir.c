@@ -1,0 +1,862 @@
+/* kir.c - Kernel IR: targets, builders, the verifier and the readable dump.
+ *
+ *   emitter --kir_kernel_new / kir_add_* / kir_<expr> / kir_emit_*--> kir_kernel
+ *           --kir_verify--> (asserts: emitter bugs)   --kir_print--> text
+ *
+ * Typing rules (checked by the constructors, re-checked by kir_verify):
+ *   arithmetic types   f32 f64 i32 i64 bool; loads, stores, casts, selects,
+ *                      shuffles and variables may use any dtype (f16 bf16 i8 u8).
+ *   NEG ABS ADD SUB MUL DIV REM MIN MAX     numeric: f32 f64 i32 i64
+ *   EXP LOG SQRT RSQRT TANH ERF SIN COS FLOOR CEIL POW   float: f32 f64
+ *   NOT AND OR XOR                          bool, i32, i64 (bitwise on ints)
+ *   EQ NE LT LE GT GE                       any arithmetic type; result bool
+ *   indices, loop bounds, scalar params     i64;  specials i32
+ *
+ * kir_kernel_new creates variable 0, "item" (i64), as the kernel's item_var;
+ * it counts as assigned on entry.
+ *
+ * Out of memory: constructors return NULL (and NULL operands propagate),
+ * emitters skip statements they cannot allocate, and the module arena's
+ * `failed` flag is set. Callers check `m->arena.failed` after building and
+ * report GRAPHC_STATUS_OUT_OF_MEMORY before verifying or printing.
+ */
+#include "kir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The module as allocated: the public part plus a block that absorbs
+ * statements when the arena is out of memory. */
+typedef struct kir_module_priv {
+  kir_module pub;
+  kir_block sink;
+} kir_module_priv;
+
+/* ---- targets ------------------------------------------------------------------------ */
+
+/* Defaults for an NVIDIA GPU of compute capability sm/10 (the runtime
+ * overwrites num_sms and shared_bytes from the device's properties). */
+void kir_target_cuda(kir_target *t, int sm) {
+  memset(t, 0, sizeof *t);
+  t->kind = KIR_TARGET_CUDA;
+  t->sm = sm > 0 ? sm : 90;
+  t->warp_size = 32;
+  t->max_threads = 1024;
+  t->num_sms = 132;
+  t->shared_bytes = 48 * 1024;
+  t->vector_bytes = 16;
+}
+
+/* Defaults for the host: one "thread" per group, `cores` workers. */
+void kir_target_host(kir_target *t, int cores) {
+  memset(t, 0, sizeof *t);
+  t->kind = KIR_TARGET_HOST;
+  t->sm = 0;
+  t->warp_size = 1;
+  t->max_threads = 1;
+  t->num_sms = cores > 0 ? cores : 1;
+  t->shared_bytes = 0;
+  t->vector_bytes = 16;
+}
+
+/* ---- type classes --------------------------------------------------------------------- */
+
+/* Arithmetic happens only in these types. */
+static int is_arith(gc_dtype t) {
+  return t == GRAPHC_DTYPE_F32 || t == GRAPHC_DTYPE_F64 || t == GRAPHC_DTYPE_I32 ||
+         t == GRAPHC_DTYPE_I64 || t == GRAPHC_DTYPE_BOOL;
+}
+
+/* f32 or f64: the types transcendental ops run in. */
+static int is_arith_float(gc_dtype t) { return t == GRAPHC_DTYPE_F32 || t == GRAPHC_DTYPE_F64; }
+
+/* f32, f64, i32, i64. */
+static int is_numeric(gc_dtype t) { return is_arith(t) && t != GRAPHC_DTYPE_BOOL; }
+
+/* Types the bitwise/logical ops accept. */
+static int is_logical(gc_dtype t) {
+  return t == GRAPHC_DTYPE_BOOL || t == GRAPHC_DTYPE_I32 || t == GRAPHC_DTYPE_I64;
+}
+
+static int is_valid_dtype(gc_dtype t) { return (unsigned)t < GRAPHC_DTYPE_COUNT_; }
+
+/* Does op take one operand? */
+static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_CEIL; }
+static int op_is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
+
+/* Is `t` a valid operand type for op (unary or binary)? */
+static int op_accepts(kir_op op, gc_dtype t) {
+  switch (op) {
+    case KIR_NEG: case KIR_ABS: case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
+    case KIR_REM: case KIR_MIN: case KIR_MAX:
+      return is_numeric(t);
+    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_RSQRT: case KIR_TANH: case KIR_ERF:
+    case KIR_SIN: case KIR_COS: case KIR_FLOOR: case KIR_CEIL: case KIR_POW:
+      return is_arith_float(t);
+    case KIR_NOT: case KIR_AND: case KIR_OR: case KIR_XOR:
+      return is_logical(t);
+    case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
+      return is_arith(t);
+    case KIR_OP_COUNT_:
+      break;
+  }
+  return 0;
+}
+
+/* ---- module, kernels, params, shared, vars ------------------------------------------------ */
+
+/* New empty module with its own arena. NULL when out of memory. */
+kir_module *kir_module_new(void) {
+  kir_module_priv *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  gc_arena_init(&p->pub.arena);
+  return &p->pub;
+}
+
+/* Free the module, its kernels and every expression and statement. */
+void kir_module_free(kir_module *m) {
+  if (!m) return;
+  gc_arena_free(&m->arena);
+  free((kir_module_priv *)m);
+}
+
+/* Grow an arena-held array of `elem`-byte items to hold at least n+1. */
+static void *grow(kir_module *m, void *arr, int n, int *cap, size_t elem) {
+  if (n < *cap) return arr;
+  int nc = *cap ? *cap * 2 : 8;
+  void *p = gc_arena_alloc(&m->arena, (size_t)nc * elem);
+  if (!p) return NULL;
+  if (n) memcpy(p, arr, (size_t)n * elem);
+  *cap = nc;
+  return p;
+}
+
+/* Is s a C identifier (letters, digits, '_', not starting with a digit)? */
+static int is_c_ident(const char *s) {
+  if (!s || !*s || (*s >= '0' && *s <= '9')) return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_'))
+      return 0;
+  return 1;
+}
+
+/* Copy `s` into the arena as an identifier: other characters become '_',
+ * a leading digit gets a '_' prefix, empty/NULL becomes `dflt`. */
+static char *sanitize(kir_module *m, const char *s, const char *dflt) {
+  if (!s || !*s) s = dflt;
+  size_t n = strlen(s);
+  int lead = (s[0] >= '0' && s[0] <= '9');
+  char *p = gc_arena_alloc(&m->arena, n + 1 + (size_t)lead);
+  if (!p) return NULL;
+  if (lead) p[0] = '_';
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    p[i + (size_t)lead] = ok ? c : '_';
+  }
+  return p;
+}
+
+/* New kernel appended to the module; creates the item variable (var 0). */
+kir_kernel *kir_kernel_new(kir_module *m, const char *name, kir_launch launch) {
+  GC_ASSERT(is_c_ident(name));
+  for (int i = 0; i < m->n_kernels; i++) GC_ASSERT(strcmp(m->kernels[i]->name, name) != 0);
+  GC_ASSERT(launch.kind == KIR_LAUNCH_ITEMS || launch.kind == KIR_LAUNCH_BLOCKS);
+  GC_ASSERT(launch.n >= 0 && launch.block >= 1 && launch.block <= 1024);
+  kir_kernel **ks = grow(m, m->kernels, m->n_kernels, &m->cap_kernels, sizeof *ks);
+  kir_kernel *k = gc_arena_alloc(&m->arena, sizeof *k);
+  char *nm = gc_arena_strdup(&m->arena, name);
+  if (!ks || !k || !nm) return NULL;
+  m->kernels = ks;
+  k->name = nm;
+  k->launch = launch;
+  k->item_var = kir_add_var(m, k, "item", GRAPHC_DTYPE_I64);
+  if (k->item_var < 0) return NULL;
+  m->kernels[m->n_kernels++] = k;
+  return k;
+}
+
+/* Append a parameter; returns its index (-1 when out of memory). Names are
+ * made identifiers and unique (a clash gets "_<index>"). */
+int kir_add_param(kir_module *m, kir_kernel *k, const char *name, kir_param_kind kind,
+                  gc_dtype dtype, int readonly, int binding) {
+  GC_ASSERT(kind == KIR_PARAM_BUFFER || kind == KIR_PARAM_I64);
+  GC_ASSERT(is_valid_dtype(dtype));
+  if (kind == KIR_PARAM_I64) GC_ASSERT(dtype == GRAPHC_DTYPE_I64);
+  char *nm = sanitize(m, name, "p");
+  if (!nm) return -1;
+  for (int i = 0; i < k->n_params; i++)
+    if (strcmp(k->params[i].name, nm) == 0) {
+      nm = gc_arena_printf(&m->arena, "%s_%d", nm, k->n_params);
+      if (!nm) return -1;
+      break;
+    }
+  kir_param *ps = grow(m, k->params, k->n_params, &k->cap_params, sizeof *ps);
+  if (!ps) return -1;
+  k->params = ps;
+  kir_param *p = &k->params[k->n_params];
+  p->name = nm;
+  p->kind = kind;
+  p->dtype = dtype;
+  p->readonly = kind == KIR_PARAM_BUFFER ? (readonly != 0) : 1;
+  p->binding = binding;
+  return k->n_params++;
+}
+
+/* Append a shared-memory array of `count` elements; returns its index. */
+int kir_add_shared(kir_module *m, kir_kernel *k, gc_dtype dtype, int64_t count) {
+  GC_ASSERT(is_valid_dtype(dtype) && count >= 1);
+  kir_shared *ss = grow(m, k->shared, k->n_shared, &k->cap_shared, sizeof *ss);
+  if (!ss) return -1;
+  k->shared = ss;
+  k->shared[k->n_shared].dtype = dtype;
+  k->shared[k->n_shared].count = count;
+  return k->n_shared++;
+}
+
+/* Append a local variable named "<hint>_<index>"; returns its index. */
+int kir_add_var(kir_module *m, kir_kernel *k, const char *hint, gc_dtype type) {
+  GC_ASSERT(is_valid_dtype(type));
+  char *h = sanitize(m, hint, "v");
+  char *nm = h ? gc_arena_printf(&m->arena, "%s_%d", h, k->n_vars) : NULL;
+  kir_var *vs = grow(m, k->vars, k->n_vars, &k->cap_vars, sizeof *vs);
+  if (!nm || !vs) return -1;
+  k->vars = vs;
+  k->vars[k->n_vars].name = nm;
+  k->vars[k->n_vars].type = type;
+  return k->n_vars++;
+}
+
+/* ---- expressions ------------------------------------------------------------------------- */
+
+/* Fresh expression node of `kind` and `type` (NULL when out of memory). */
+static kir_expr *new_expr(kir_module *m, kir_expr_kind kind, gc_dtype type) {
+  kir_expr *e = gc_arena_alloc(&m->arena, sizeof *e);
+  if (!e) return NULL;
+  e->kind = kind;
+  e->type = type;
+  return e;
+}
+
+/* Integer or bool literal (bool: v != 0 stored as 1). */
+kir_expr *kir_const_i(kir_module *m, gc_dtype t, int64_t v) {
+  GC_ASSERT(gc_dtype_is_int(t) || t == GRAPHC_DTYPE_BOOL);
+  kir_expr *e = new_expr(m, KIR_E_CONST, t);
+  if (e) e->u.i = t == GRAPHC_DTYPE_BOOL ? (v != 0) : v;
+  return e;
+}
+
+/* Float literal of a float dtype (printers round it to the dtype). */
+kir_expr *kir_const_f(kir_module *m, gc_dtype t, double v) {
+  GC_ASSERT(gc_dtype_is_float(t));
+  kir_expr *e = new_expr(m, KIR_E_CONST, t);
+  if (e) e->u.f = v;
+  return e;
+}
+
+/* Read of a local variable; typed as the variable. */
+kir_expr *kir_var_ref(kir_module *m, const kir_kernel *k, int var) {
+  GC_ASSERT(var >= 0 && var < k->n_vars);
+  kir_expr *e = new_expr(m, KIR_E_VAR, k->vars[var].type);
+  if (e) e->u.var = var;
+  return e;
+}
+
+/* Read of a scalar (i64) parameter. */
+kir_expr *kir_param_ref(kir_module *m, const kir_kernel *k, int param) {
+  GC_ASSERT(param >= 0 && param < k->n_params && k->params[param].kind == KIR_PARAM_I64);
+  kir_expr *e = new_expr(m, KIR_E_PARAM, GRAPHC_DTYPE_I64);
+  if (e) e->u.param = param;
+  return e;
+}
+
+/* Thread / block-size / lane / warp index (i32). */
+kir_expr *kir_special_ref(kir_module *m, kir_special sp) {
+  GC_ASSERT(sp >= KIR_SP_THREAD && sp <= KIR_SP_WARP);
+  kir_expr *e = new_expr(m, KIR_E_SPECIAL, GRAPHC_DTYPE_I32);
+  if (e) e->u.special = sp;
+  return e;
+}
+
+/* Unary op; the result has the operand's type. */
+kir_expr *kir_unary(kir_module *m, kir_op op, kir_expr *a) {
+  GC_ASSERT(op_is_unary(op));
+  if (!a) return NULL;
+  GC_ASSERT(op_accepts(op, a->type));
+  kir_expr *e = new_expr(m, KIR_E_UNARY, a->type);
+  if (e) {
+    e->u.op.op = op;
+    e->u.op.a = a;
+  }
+  return e;
+}
+
+/* Binary op on equal types; comparisons give bool. */
+kir_expr *kir_binary(kir_module *m, kir_op op, kir_expr *a, kir_expr *b) {
+  GC_ASSERT(op >= KIR_ADD && op < KIR_OP_COUNT_);
+  if (!a || !b) return NULL;
+  GC_ASSERT(a->type == b->type);
+  GC_ASSERT(op_accepts(op, a->type));
+  kir_expr *e = new_expr(m, KIR_E_BINARY, op_is_compare(op) ? GRAPHC_DTYPE_BOOL : a->type);
+  if (e) {
+    e->u.op.op = op;
+    e->u.op.a = a;
+    e->u.op.b = b;
+  }
+  return e;
+}
+
+/* c ? a : b with c bool and a, b of one type (any dtype). */
+kir_expr *kir_select(kir_module *m, kir_expr *c, kir_expr *a, kir_expr *b) {
+  if (!c || !a || !b) return NULL;
+  GC_ASSERT(c->type == GRAPHC_DTYPE_BOOL && a->type == b->type);
+  kir_expr *e = new_expr(m, KIR_E_SELECT, a->type);
+  if (e) {
+    e->u.op.a = c;
+    e->u.op.b = a;
+    e->u.op.c = b;
+  }
+  return e;
+}
+
+/* Conversion to `t` (semantics in kir.h / the op table's cast). A cast to
+ * the operand's own type returns the operand. */
+kir_expr *kir_cast(kir_module *m, gc_dtype t, kir_expr *a) {
+  GC_ASSERT(is_valid_dtype(t));
+  if (!a) return NULL;
+  if (a->type == t) return a;
+  kir_expr *e = new_expr(m, KIR_E_CAST, t);
+  if (e) e->u.op.a = a;
+  return e;
+}
+
+/* Element `index` (i64) of a buffer parameter or shared array. */
+kir_expr *kir_load(kir_module *m, const kir_kernel *k, kir_space sp, int buf, kir_expr *index) {
+  gc_dtype t;
+  if (sp == KIR_GLOBAL) {
+    GC_ASSERT(buf >= 0 && buf < k->n_params && k->params[buf].kind == KIR_PARAM_BUFFER);
+    t = k->params[buf].dtype;
+  } else {
+    GC_ASSERT(sp == KIR_SHARED && buf >= 0 && buf < k->n_shared);
+    t = k->shared[buf].dtype;
+  }
+  if (!index) return NULL;
+  GC_ASSERT(index->type == GRAPHC_DTYPE_I64);
+  kir_expr *e = new_expr(m, KIR_E_LOAD, t);
+  if (e) {
+    e->u.mem.space = sp;
+    e->u.mem.buf = buf;
+    e->u.mem.index = index;
+  }
+  return e;
+}
+
+/* Value of `a` in lane (lane ^ mask); mask in 1..31. */
+kir_expr *kir_shfl_xor(kir_module *m, kir_expr *a, int mask) {
+  GC_ASSERT(mask >= 1 && mask <= 31);
+  if (!a) return NULL;
+  kir_expr *e = new_expr(m, KIR_E_SHFL_XOR, a->type);
+  if (e) {
+    e->u.shfl.a = a;
+    e->u.shfl.mask = mask;
+  }
+  return e;
+}
+
+/* ---- statements ---------------------------------------------------------------------------- */
+
+/* Append a fresh statement of `kind` to b (NULL when out of memory). */
+static kir_stmt *new_stmt(kir_module *m, kir_block *b, kir_stmt_kind kind) {
+  kir_stmt *s = gc_arena_alloc(&m->arena, sizeof *s);
+  if (!s) return NULL;
+  s->kind = kind;
+  if (b->tail)
+    b->tail->next = s;
+  else
+    b->head = s;
+  b->tail = s;
+  return s;
+}
+
+/* Block handed out when a statement could not be allocated: stays empty. */
+static kir_block *sink(kir_module *m) {
+  kir_module_priv *p = (kir_module_priv *)m;
+  p->sink.head = p->sink.tail = NULL;
+  return &p->sink;
+}
+
+/* var = value. Types are checked by kir_verify (the var is not known here). */
+void kir_emit_assign(kir_module *m, kir_block *b, int var, kir_expr *value) {
+  GC_ASSERT(var >= 0);
+  if (!value) return;
+  kir_stmt *s = new_stmt(m, b, KIR_S_ASSIGN);
+  if (!s) return;
+  s->u.assign.var = var;
+  s->u.assign.value = value;
+}
+
+/* buf[index] = value. */
+void kir_emit_store(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
+                    kir_expr *value) {
+  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED);
+  if (!index || !value) return;
+  GC_ASSERT(index->type == GRAPHC_DTYPE_I64);
+  kir_stmt *s = new_stmt(m, b, KIR_S_STORE);
+  if (!s) return;
+  s->u.store.space = sp;
+  s->u.store.buf = buf;
+  s->u.store.index = index;
+  s->u.store.value = value;
+}
+
+/* vars[0..width) = buf[index .. index+width). */
+void kir_emit_load_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
+                       int width, const int *vars) {
+  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED);
+  GC_ASSERT(width >= 1 && width <= KIR_MAX_VEC);
+  if (!index) return;
+  kir_stmt *s = new_stmt(m, b, KIR_S_LOAD_VEC);
+  if (!s) return;
+  s->u.vec.space = sp;
+  s->u.vec.buf = buf;
+  s->u.vec.index = index;
+  s->u.vec.width = width;
+  for (int i = 0; i < width; i++) s->u.vec.vars[i] = vars[i];
+}
+
+/* buf[index .. index+width) = values[0..width). */
+void kir_emit_store_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
+                        int width, kir_expr *const *values) {
+  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED);
+  GC_ASSERT(width >= 1 && width <= KIR_MAX_VEC);
+  if (!index) return;
+  for (int i = 0; i < width; i++)
+    if (!values[i]) return;
+  kir_stmt *s = new_stmt(m, b, KIR_S_STORE_VEC);
+  if (!s) return;
+  s->u.vec.space = sp;
+  s->u.vec.buf = buf;
+  s->u.vec.index = index;
+  s->u.vec.width = width;
+  for (int i = 0; i < width; i++) s->u.vec.values[i] = values[i];
+}
+
+/* for (var = lo; var < hi; var += step); returns the body block. */
+kir_block *kir_emit_for(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
+                        kir_expr *step) {
+  GC_ASSERT(var >= 0);
+  if (!lo || !hi || !step) return sink(m);
+  kir_stmt *s = new_stmt(m, b, KIR_S_FOR);
+  if (!s) return sink(m);
+  s->u.loop.var = var;
+  s->u.loop.lo = lo;
+  s->u.loop.hi = hi;
+  s->u.loop.step = step;
+  return &s->u.loop.body;
+}
+
+/* if (cond) *then_b else *else_b (else_b NULL: no else branch). */
+void kir_emit_if(kir_module *m, kir_block *b, kir_expr *cond, kir_block **then_b,
+                 kir_block **else_b) {
+  GC_ASSERT(then_b);
+  kir_stmt *s = cond ? new_stmt(m, b, KIR_S_IF) : NULL;
+  if (!s) {
+    *then_b = sink(m);
+    if (else_b) *else_b = sink(m);
+    return;
+  }
+  GC_ASSERT(cond->type == GRAPHC_DTYPE_BOOL);
+  s->u.cond.cond = cond;
+  *then_b = &s->u.cond.then;
+  if (else_b) *else_b = &s->u.cond.els;
+}
+
+/* Barrier over the threads of the group. */
+void kir_emit_barrier(kir_module *m, kir_block *b) { new_stmt(m, b, KIR_S_BARRIER); }
+
+/* ---- verifier ---------------------------------------------------------------------------- */
+
+typedef struct verify_ctx {
+  const kir_kernel *k;
+  unsigned char *assigned;   /* per var: assigned earlier in program order */
+  int blocks;                /* BLOCKS launch */
+  int uses_shfl;
+} verify_ctx;
+
+/* Dtype of buffer `buf` in space sp (asserts it exists). */
+static gc_dtype buf_dtype(const kir_kernel *k, kir_space sp, int buf) {
+  if (sp == KIR_GLOBAL) {
+    GC_ASSERT(buf >= 0 && buf < k->n_params && k->params[buf].kind == KIR_PARAM_BUFFER);
+    return k->params[buf].dtype;
+  }
+  GC_ASSERT(sp == KIR_SHARED && buf >= 0 && buf < k->n_shared);
+  return k->shared[buf].dtype;
+}
+
+/* Check one expression tree: kinds, types, uses of vars/params/specials. */
+static void verify_expr(verify_ctx *c, const kir_expr *e) {
+  const kir_kernel *k = c->k;
+  GC_ASSERT(e != NULL);
+  GC_ASSERT(is_valid_dtype(e->type));
+  switch (e->kind) {
+    case KIR_E_CONST:
+      if (gc_dtype_is_float(e->type)) break;
+      if (e->type == GRAPHC_DTYPE_BOOL) GC_ASSERT(e->u.i == 0 || e->u.i == 1);
+      if (e->type == GRAPHC_DTYPE_I32) GC_ASSERT(e->u.i >= INT32_MIN && e->u.i <= INT32_MAX);
+      if (e->type == GRAPHC_DTYPE_I8) GC_ASSERT(e->u.i >= -128 && e->u.i <= 127);
+      if (e->type == GRAPHC_DTYPE_U8) GC_ASSERT(e->u.i >= 0 && e->u.i <= 255);
+      break;
+    case KIR_E_VAR:
+      GC_ASSERT(e->u.var >= 0 && e->u.var < k->n_vars);
+      GC_ASSERT(e->type == k->vars[e->u.var].type);
+      GC_ASSERT(c->assigned[e->u.var]);  /* read before any assignment */
+      break;
+    case KIR_E_PARAM:
+      GC_ASSERT(e->u.param >= 0 && e->u.param < k->n_params);
+      GC_ASSERT(k->params[e->u.param].kind == KIR_PARAM_I64 && e->type == GRAPHC_DTYPE_I64);
+      break;
+    case KIR_E_SPECIAL:
+      GC_ASSERT(c->blocks);  /* thread indices only mean something in BLOCKS launches */
+      GC_ASSERT(e->u.special >= KIR_SP_THREAD && e->u.special <= KIR_SP_WARP);
+      GC_ASSERT(e->type == GRAPHC_DTYPE_I32);
+      break;
+    case KIR_E_UNARY:
+      verify_expr(c, e->u.op.a);
+      GC_ASSERT(op_is_unary(e->u.op.op) && op_accepts(e->u.op.op, e->u.op.a->type));
+      GC_ASSERT(e->type == e->u.op.a->type);
+      break;
+    case KIR_E_BINARY:
+      verify_expr(c, e->u.op.a);
+      verify_expr(c, e->u.op.b);
+      GC_ASSERT(e->u.op.op >= KIR_ADD && e->u.op.op < KIR_OP_COUNT_);
+      GC_ASSERT(e->u.op.a->type == e->u.op.b->type && op_accepts(e->u.op.op, e->u.op.a->type));
+      GC_ASSERT(e->type == (op_is_compare(e->u.op.op) ? GRAPHC_DTYPE_BOOL : e->u.op.a->type));
+      break;
+    case KIR_E_SELECT:
+      verify_expr(c, e->u.op.a);
+      verify_expr(c, e->u.op.b);
+      verify_expr(c, e->u.op.c);
+      GC_ASSERT(e->u.op.a->type == GRAPHC_DTYPE_BOOL);
+      GC_ASSERT(e->u.op.b->type == e->type && e->u.op.c->type == e->type);
+      break;
+    case KIR_E_CAST:
+      verify_expr(c, e->u.op.a);
+      break;
+    case KIR_E_LOAD:
+      if (e->u.mem.space == KIR_SHARED) GC_ASSERT(c->blocks);
+      GC_ASSERT(e->type == buf_dtype(k, e->u.mem.space, e->u.mem.buf));
+      verify_expr(c, e->u.mem.index);
+      GC_ASSERT(e->u.mem.index->type == GRAPHC_DTYPE_I64);
+      break;
+    case KIR_E_SHFL_XOR:
+      GC_ASSERT(c->blocks);
+      GC_ASSERT(e->u.shfl.mask >= 1 && e->u.shfl.mask <= 31);
+      verify_expr(c, e->u.shfl.a);
+      GC_ASSERT(e->type == e->u.shfl.a->type);
+      c->uses_shfl = 1;
+      break;
+    default:
+      GC_ASSERT(!"unknown kir expression kind");
+  }
+}
+
+/* Check a store/vector target: existing buffer, writable, right space. */
+static gc_dtype verify_target(verify_ctx *c, kir_space sp, int buf) {
+  gc_dtype t = buf_dtype(c->k, sp, buf);
+  if (sp == KIR_SHARED)
+    GC_ASSERT(c->blocks);
+  return t;
+}
+
+/* Check the statements of one block in program order. */
+static void verify_block(verify_ctx *c, const kir_block *b) {
+  const kir_kernel *k = c->k;
+  for (const kir_stmt *s = b->head; s; s = s->next) {
+    GC_ASSERT(s->next || s == b->tail);
+    switch (s->kind) {
+      case KIR_S_ASSIGN:
+        GC_ASSERT(s->u.assign.var >= 0 && s->u.assign.var < k->n_vars);
+        verify_expr(c, s->u.assign.value);
+        GC_ASSERT(s->u.assign.value->type == k->vars[s->u.assign.var].type);
+        c->assigned[s->u.assign.var] = 1;
+        break;
+      case KIR_S_STORE: {
+        gc_dtype t = verify_target(c, s->u.store.space, s->u.store.buf);
+        if (s->u.store.space == KIR_GLOBAL) GC_ASSERT(!k->params[s->u.store.buf].readonly);
+        verify_expr(c, s->u.store.index);
+        verify_expr(c, s->u.store.value);
+        GC_ASSERT(s->u.store.index->type == GRAPHC_DTYPE_I64);
+        GC_ASSERT(s->u.store.value->type == t);
+        break;
+      }
+      case KIR_S_LOAD_VEC:
+      case KIR_S_STORE_VEC: {
+        gc_dtype t = verify_target(c, s->u.vec.space, s->u.vec.buf);
+        int w = s->u.vec.width;
+        /* power of two, at most 16 bytes: one aligned vector access */
+        GC_ASSERT(w >= 1 && w <= KIR_MAX_VEC && (w & (w - 1)) == 0);
+        GC_ASSERT((size_t)w * graphc_dtype_size(t) <= 16);
+        verify_expr(c, s->u.vec.index);
+        GC_ASSERT(s->u.vec.index->type == GRAPHC_DTYPE_I64);
+        for (int i = 0; i < w; i++) {
+          if (s->kind == KIR_S_LOAD_VEC) {
+            int v = s->u.vec.vars[i];
+            GC_ASSERT(v >= 0 && v < k->n_vars && k->vars[v].type == t);
+          } else {
+            verify_expr(c, s->u.vec.values[i]);
+            GC_ASSERT(s->u.vec.values[i]->type == t);
+          }
+        }
+        if (s->kind == KIR_S_LOAD_VEC)
+          for (int i = 0; i < w; i++) c->assigned[s->u.vec.vars[i]] = 1;
+        else if (s->u.vec.space == KIR_GLOBAL)
+          GC_ASSERT(!k->params[s->u.vec.buf].readonly);
+        break;
+      }
+      case KIR_S_FOR:
+        GC_ASSERT(s->u.loop.var >= 0 && s->u.loop.var < k->n_vars);
+        GC_ASSERT(k->vars[s->u.loop.var].type == GRAPHC_DTYPE_I64);
+        verify_expr(c, s->u.loop.lo);
+        verify_expr(c, s->u.loop.hi);
+        verify_expr(c, s->u.loop.step);
+        GC_ASSERT(s->u.loop.lo->type == GRAPHC_DTYPE_I64 && s->u.loop.hi->type == GRAPHC_DTYPE_I64 &&
+                  s->u.loop.step->type == GRAPHC_DTYPE_I64);
+        if (s->u.loop.step->kind == KIR_E_CONST) GC_ASSERT(s->u.loop.step->u.i >= 1);
+        c->assigned[s->u.loop.var] = 1;
+        verify_block(c, &s->u.loop.body);
+        break;
+      case KIR_S_IF:
+        verify_expr(c, s->u.cond.cond);
+        GC_ASSERT(s->u.cond.cond->type == GRAPHC_DTYPE_BOOL);
+        verify_block(c, &s->u.cond.then);
+        verify_block(c, &s->u.cond.els);
+        break;
+      case KIR_S_BARRIER:
+        GC_ASSERT(c->blocks);
+        break;
+      default:
+        GC_ASSERT(!"unknown kir statement kind");
+    }
+  }
+}
+
+/* Check the kernel's invariants; any violation is an emitter bug. */
+void kir_verify(const kir_kernel *k) {
+  GC_ASSERT(k && is_c_ident(k->name));
+  GC_ASSERT(k->launch.kind == KIR_LAUNCH_ITEMS || k->launch.kind == KIR_LAUNCH_BLOCKS);
+  GC_ASSERT(k->launch.n >= 0 && k->launch.block >= 1 && k->launch.block <= 1024);
+  GC_ASSERT(k->item_var >= 0 && k->item_var < k->n_vars);
+  GC_ASSERT(k->vars[k->item_var].type == GRAPHC_DTYPE_I64);
+  int blocks = k->launch.kind == KIR_LAUNCH_BLOCKS;
+  GC_ASSERT(blocks || k->n_shared == 0);
+  int64_t shared_bytes = 0;
+  for (int i = 0; i < k->n_shared; i++) {
+    GC_ASSERT(k->shared[i].count >= 1);
+    shared_bytes += k->shared[i].count * (int64_t)graphc_dtype_size(k->shared[i].dtype);
+    shared_bytes = (shared_bytes + 15) & ~(int64_t)15;
+  }
+  GC_ASSERT(shared_bytes <= 48 * 1024);  /* static shared memory limit */
+  for (int i = 0; i < k->n_params; i++) {
+    GC_ASSERT(is_c_ident(k->params[i].name));
+    for (int j = 0; j < i; j++) GC_ASSERT(strcmp(k->params[i].name, k->params[j].name) != 0);
+  }
+  for (int i = 0; i < k->n_vars; i++) GC_ASSERT(is_c_ident(k->vars[i].name));
+  verify_ctx c = {0};
+  c.k = k;
+  c.blocks = blocks;
+  c.assigned = calloc((size_t)k->n_vars, 1);
+  GC_ASSERT(c.assigned != NULL);
+  c.assigned[k->item_var] = 1;
+  verify_block(&c, &k->body);
+  free(c.assigned);
+  /* full-warp shuffles need whole warps */
+  if (c.uses_shfl) GC_ASSERT(k->launch.block % 32 == 0);
+}
+
+/* ---- readable dump ---------------------------------------------------------------------- */
+
+static const char *const op_names[KIR_OP_COUNT_] = {
+    "neg", "abs", "not", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "floor",
+    "ceil", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
+    ">", ">="};
+
+static const char *const special_names[] = {"thread", "block_dim", "lane", "warp"};
+
+/* Print an expression in a compact infix syntax. */
+static void print_expr(gc_sbuf *b, const kir_kernel *k, const kir_expr *e) {
+  switch (e->kind) {
+    case KIR_E_CONST:
+      if (gc_dtype_is_float(e->type)) {
+        double v = e->u.f;
+        if (isnan(v))
+          gc_sbuf_puts(b, "nan");
+        else if (isinf(v))
+          gc_sbuf_puts(b, v < 0 ? "-inf" : "inf");
+        else
+          gc_sbuf_printf(b, "%.17g", v);
+      } else if (e->type == GRAPHC_DTYPE_BOOL) {
+        gc_sbuf_puts(b, e->u.i ? "true" : "false");
+        return;
+      } else {
+        gc_sbuf_printf(b, "%lld", (long long)e->u.i);
+      }
+      gc_sbuf_printf(b, ":%s", graphc_dtype_name(e->type));
+      break;
+    case KIR_E_VAR: gc_sbuf_printf(b, "%%%s", k->vars[e->u.var].name); break;
+    case KIR_E_PARAM: gc_sbuf_printf(b, "$%s", k->params[e->u.param].name); break;
+    case KIR_E_SPECIAL: gc_sbuf_puts(b, special_names[e->u.special]); break;
+    case KIR_E_UNARY:
+      gc_sbuf_printf(b, "%s(", op_names[e->u.op.op]);
+      print_expr(b, k, e->u.op.a);
+      gc_sbuf_putc(b, ')');
+      break;
+    case KIR_E_BINARY:
+      if (e->u.op.op == KIR_MIN || e->u.op.op == KIR_MAX || e->u.op.op == KIR_POW) {
+        gc_sbuf_printf(b, "%s(", op_names[e->u.op.op]);
+        print_expr(b, k, e->u.op.a);
+        gc_sbuf_puts(b, ", ");
+        print_expr(b, k, e->u.op.b);
+        gc_sbuf_putc(b, ')');
+      } else {
+        gc_sbuf_putc(b, '(');
+        print_expr(b, k, e->u.op.a);
+        gc_sbuf_printf(b, " %s ", op_names[e->u.op.op]);
+        print_expr(b, k, e->u.op.b);
+        gc_sbuf_putc(b, ')');
+      }
+      break;
+    case KIR_E_SELECT:
+      gc_sbuf_puts(b, "select(");
+      print_expr(b, k, e->u.op.a);
+      gc_sbuf_puts(b, ", ");
+      print_expr(b, k, e->u.op.b);
+      gc_sbuf_puts(b, ", ");
+      print_expr(b, k, e->u.op.c);
+      gc_sbuf_putc(b, ')');
+      break;
+    case KIR_E_CAST:
+      gc_sbuf_printf(b, "%s(", graphc_dtype_name(e->type));
+      print_expr(b, k, e->u.op.a);
+      gc_sbuf_putc(b, ')');
+      break;
+    case KIR_E_LOAD:
+      if (e->u.mem.space == KIR_GLOBAL)
+        gc_sbuf_puts(b, k->params[e->u.mem.buf].name);
+      else
+        gc_sbuf_printf(b, "smem%d", e->u.mem.buf);
+      gc_sbuf_putc(b, '[');
+      print_expr(b, k, e->u.mem.index);
+      gc_sbuf_putc(b, ']');
+      break;
+    case KIR_E_SHFL_XOR:
+      gc_sbuf_puts(b, "shfl_xor(");
+      print_expr(b, k, e->u.shfl.a);
+      gc_sbuf_printf(b, ", %d)", e->u.shfl.mask);
+      break;
+  }
+}
+
+/* Name of buffer `buf` in space sp, for the dump. */
+static void print_buf(gc_sbuf *b, const kir_kernel *k, kir_space sp, int buf) {
+  if (sp == KIR_GLOBAL)
+    gc_sbuf_puts(b, k->params[buf].name);
+  else
+    gc_sbuf_printf(b, "smem%d", buf);
+}
+
+/* Print a block's statements at `depth` levels of two-space indentation. */
+static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, int depth) {
+  for (const kir_stmt *s = blk->head; s; s = s->next) {
+    for (int i = 0; i < depth; i++) gc_sbuf_puts(b, "  ");
+    switch (s->kind) {
+      case KIR_S_ASSIGN:
+        gc_sbuf_printf(b, "%%%s = ", k->vars[s->u.assign.var].name);
+        print_expr(b, k, s->u.assign.value);
+        gc_sbuf_putc(b, '\n');
+        break;
+      case KIR_S_STORE:
+        print_buf(b, k, s->u.store.space, s->u.store.buf);
+        gc_sbuf_putc(b, '[');
+        print_expr(b, k, s->u.store.index);
+        gc_sbuf_puts(b, "] = ");
+        print_expr(b, k, s->u.store.value);
+        gc_sbuf_putc(b, '\n');
+        break;
+      case KIR_S_LOAD_VEC:
+        for (int i = 0; i < s->u.vec.width; i++)
+          gc_sbuf_printf(b, "%s%%%s", i ? ", " : "", k->vars[s->u.vec.vars[i]].name);
+        gc_sbuf_puts(b, " = ");
+        print_buf(b, k, s->u.vec.space, s->u.vec.buf);
+        gc_sbuf_putc(b, '[');
+        print_expr(b, k, s->u.vec.index);
+        gc_sbuf_printf(b, " x%d]\n", s->u.vec.width);
+        break;
+      case KIR_S_STORE_VEC:
+        print_buf(b, k, s->u.vec.space, s->u.vec.buf);
+        gc_sbuf_putc(b, '[');
+        print_expr(b, k, s->u.vec.index);
+        gc_sbuf_printf(b, " x%d] = (", s->u.vec.width);
+        for (int i = 0; i < s->u.vec.width; i++) {
+          if (i) gc_sbuf_puts(b, ", ");
+          print_expr(b, k, s->u.vec.values[i]);
+        }
+        gc_sbuf_puts(b, ")\n");
+        break;
+      case KIR_S_FOR:
+        gc_sbuf_printf(b, "for %%%s = ", k->vars[s->u.loop.var].name);
+        print_expr(b, k, s->u.loop.lo);
+        gc_sbuf_puts(b, " to ");
+        print_expr(b, k, s->u.loop.hi);
+        gc_sbuf_puts(b, " step ");
+        print_expr(b, k, s->u.loop.step);
+        gc_sbuf_puts(b, " {\n");
+        print_block(b, k, &s->u.loop.body, depth + 1);
+        for (int i = 0; i < depth; i++) gc_sbuf_puts(b, "  ");
+        gc_sbuf_puts(b, "}\n");
+        break;
+      case KIR_S_IF:
+        gc_sbuf_puts(b, "if ");
+        print_expr(b, k, s->u.cond.cond);
+        gc_sbuf_puts(b, " {\n");
+        print_block(b, k, &s->u.cond.then, depth + 1);
+        for (int i = 0; i < depth; i++) gc_sbuf_puts(b, "  ");
+        if (s->u.cond.els.head) {
+          gc_sbuf_puts(b, "} else {\n");
+          print_block(b, k, &s->u.cond.els, depth + 1);
+          for (int i = 0; i < depth; i++) gc_sbuf_puts(b, "  ");
+        }
+        gc_sbuf_puts(b, "}\n");
+        break;
+      case KIR_S_BARRIER:
+        gc_sbuf_puts(b, "barrier\n");
+        break;
+    }
+  }
+}
+
+/* Human-readable dump: header, params, shared arrays, vars, then the body. */
+void kir_print(gc_sbuf *b, const kir_kernel *k) {
+  gc_sbuf_printf(b, "kernel %s %s(n=%lld, block=%d) item=%%%s\n", k->name,
+                 k->launch.kind == KIR_LAUNCH_ITEMS ? "items" : "blocks",
+                 (long long)k->launch.n, k->launch.block, k->vars[k->item_var].name);
+  for (int i = 0; i < k->n_params; i++) {
+    const kir_param *p = &k->params[i];
+    if (p->kind == KIR_PARAM_I64)
+      gc_sbuf_printf(b, "  param $%s: i64\n", p->name);
+    else
+      gc_sbuf_printf(b, "  param %s: %s*%s binding=%d\n", p->name, graphc_dtype_name(p->dtype),
+                     p->readonly ? " readonly" : "", p->binding);
+  }
+  for (int i = 0; i < k->n_shared; i++)
+    gc_sbuf_printf(b, "  shared smem%d: %s[%lld]\n", i, graphc_dtype_name(k->shared[i].dtype),
+                   (long long)k->shared[i].count);
+  for (int i = 0; i < k->n_vars; i++)
+    gc_sbuf_printf(b, "  var %%%s: %s\n", k->vars[i].name, graphc_dtype_name(k->vars[i].type));
+  if (k->bytes_moved > 0 || k->flops > 0)
+    gc_sbuf_printf(b, "  cost bytes=%.0f flops=%.0f\n", k->bytes_moved, k->flops);
+  gc_sbuf_puts(b, "{\n");
+  print_block(b, k, &k->body, 1);
+  gc_sbuf_puts(b, "}\n");
+}

@@ -1,0 +1,639 @@
+/* api.c - the public C API: contexts, models, compilation, execution.
+ *
+ * The API layer owns argument checking and I/O validation; work is done by
+ * the frontend (gc_parse), the verifier, the weights reader and a backend
+ * behind the gc_backend table (runtime/exec.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "interp.h"
+#include "../passes/pipeline.h"
+#include "../codegen/codegen.h"
+#include "../codegen/lower.h"
+
+struct graphc_context {
+  char *diagnostics;     /* rendered diagnostics of the last call that made any */
+};
+
+struct graphc_model {
+  graphc_context_t *ctx;
+  char *name;            /* file path or caller's name, for diagnostics */
+  char *dir;             /* directory that relative weights paths resolve against */
+  char *source;
+  size_t source_len;
+  gc_module *module;     /* parsed and verified, symbolic dims kept */
+  int entry;             /* index of the entry graph */
+  char *weights_override;
+};
+
+/* ---- context ------------------------------------------------------------------ */
+graphc_status_t graphc_context_create(graphc_context_t **out) {
+  if (!out) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  *out = calloc(1, sizeof **out);
+  return *out ? GRAPHC_STATUS_OK : GRAPHC_STATUS_OUT_OF_MEMORY;
+}
+
+void graphc_context_destroy(graphc_context_t *ctx) {
+  if (!ctx) return;
+  free(ctx->diagnostics);
+  free(ctx);
+}
+
+const char *graphc_context_diagnostics(const graphc_context_t *ctx) {
+  return ctx && ctx->diagnostics ? ctx->diagnostics : "";
+}
+
+/* Keep the rendered form of `d` as the context's diagnostics (errors and warnings). */
+static void ctx_keep_diags(graphc_context_t *ctx, const gc_diags *d) {
+  if (!ctx) return;
+  free(ctx->diagnostics);
+  ctx->diagnostics = d->n ? gc_diags_render(d) : NULL;
+}
+
+/* Finish a call: copy the first error to `err`, keep diagnostics, return status. */
+static graphc_status_t finish(graphc_context_t *ctx, gc_diags *d, graphc_error_t *err) {
+  graphc_status_t st = d->n_errors ? d->status : GRAPHC_STATUS_OK;
+  if (st == GRAPHC_STATUS_OK && err) memset(err, 0, sizeof *err);
+  if (st != GRAPHC_STATUS_OK) gc_diags_to_error(d, err);
+  ctx_keep_diags(ctx, d);
+  gc_diags_free(d);
+  return st;
+}
+
+void graphc_compile_options_init(graphc_compile_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->optimize = 1;
+}
+
+/* ---- loading ---------------------------------------------------------------------- */
+static char *read_whole_file(const char *path, size_t *len, gc_diags *d) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    gc_error_at(d, GRAPHC_STATUS_IO_ERROR, (gc_loc){0, 0}, "cannot open '%s': %s", path,
+                strerror(errno));
+    return NULL;
+  }
+  gc_sbuf b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    size_t old = b.len;
+    gc_sbuf_printf(&b, "%.*s", (int)n, chunk);
+    if (!b.failed && b.len != old + n) { /* embedded NUL: keep bytes exactly */
+      b.len = old;
+      for (size_t i = 0; i < n; i++) gc_sbuf_putc(&b, chunk[i]);
+    }
+  }
+  int rerr = ferror(f);
+  fclose(f);
+  if (rerr) {
+    gc_sbuf_free(&b);
+    gc_error_at(d, GRAPHC_STATUS_IO_ERROR, (gc_loc){0, 0}, "cannot read '%s'", path);
+    return NULL;
+  }
+  *len = b.len;
+  char *s = gc_sbuf_take(&b);
+  if (!s) gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+  return s;
+}
+
+/* Parse + verify `src` into a module; NULL with errors in d. */
+static gc_module *parse_and_verify(const char *name, const char *src, size_t len, gc_diags *d) {
+  gc_module *m = gc_parse(name, src, len, d);
+  if (!m) return NULL;
+  if (m->n_graphs == 0) {
+    gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, (gc_loc){1, 1}, "the file defines no graph");
+    gc_module_free(m);
+    return NULL;
+  }
+  if (gc_verify_module(m, d) > 0 || d->n_errors) {
+    gc_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+static graphc_status_t model_load(graphc_context_t *ctx, const char *name, const char *dir,
+                                  char *src, size_t len, graphc_model_t **out,
+                                  graphc_error_t *err) {
+  gc_diags d;
+  gc_diags_init(&d, name, src, len);
+  graphc_model_t *m = calloc(1, sizeof *m);
+  if (m) {
+    m->ctx = ctx;
+    m->name = strdup(name);
+    m->dir = strdup(dir);
+    m->source = src;
+    m->source_len = len;
+  }
+  if (!m || !m->name || !m->dir) {
+    if (m) m->source = NULL;
+    graphc_model_destroy(m);
+    free(src);
+    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    return finish(ctx, &d, err);
+  }
+  m->module = parse_and_verify(name, src, len, &d);
+  graphc_status_t st = finish(ctx, &d, err);
+  if (st != GRAPHC_STATUS_OK) {
+    graphc_model_destroy(m);
+    return st;
+  }
+  *out = m;
+  return GRAPHC_STATUS_OK;
+}
+
+graphc_status_t graphc_model_load_file(graphc_context_t *ctx, const char *path,
+                                       graphc_model_t **out, graphc_error_t *err) {
+  if (out) *out = NULL;
+  if (!ctx || !path || !out)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "graphc_model_load_file: NULL context, path or out");
+  gc_diags d;
+  gc_diags_init(&d, path, NULL, 0);
+  size_t len = 0;
+  char *src = read_whole_file(path, &len, &d);
+  if (!src) return finish(ctx, &d, err);
+  gc_diags_free(&d);
+  char *dir = strdup(path);
+  if (!dir) {
+    free(src);
+    return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  }
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    slash[1] = 0;
+  else
+    dir[0] = 0;
+  graphc_status_t st = model_load(ctx, path, dir, src, len, out, err);
+  free(dir);
+  return st;
+}
+
+graphc_status_t graphc_model_load_string(graphc_context_t *ctx, const char *name,
+                                         const char *text, size_t len, graphc_model_t **out,
+                                         graphc_error_t *err) {
+  if (out) *out = NULL;
+  if (!ctx || !text || !out)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "graphc_model_load_string: NULL context, text or out");
+  char *src = malloc(len + 1);
+  if (!src) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  memcpy(src, text, len);
+  src[len] = 0;
+  return model_load(ctx, name ? name : "<string>", "", src, len, out, err);
+}
+
+void graphc_model_destroy(graphc_model_t *m) {
+  if (!m) return;
+  gc_module_free(m->module);
+  free(m->name);
+  free(m->dir);
+  free(m->source);
+  free(m->weights_override);
+  free(m);
+}
+
+graphc_status_t graphc_model_set_entry(graphc_model_t *m, const char *graph, graphc_error_t *err) {
+  if (!m || !graph)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_set_entry: NULL argument");
+  const char *name = graph[0] == '@' ? graph + 1 : graph;
+  for (int i = 0; i < m->module->n_graphs; i++)
+    if (strcmp(m->module->graphs[i]->name, name) == 0) {
+      m->entry = i;
+      if (err) memset(err, 0, sizeof *err);
+      return GRAPHC_STATUS_OK;
+    }
+  return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s: no graph named @%s", m->name,
+                      name);
+}
+
+graphc_status_t graphc_model_bind(graphc_model_t *m, const char *symbol, int64_t value,
+                                  graphc_error_t *err) {
+  if (!m || !symbol)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_bind: NULL argument");
+  gc_graph *g = m->module->graphs[m->entry];
+  for (int i = 0; i < g->n_syms; i++)
+    if (strcmp(g->sym_names[i], symbol) == 0) {
+      if (value < 1 || value >= (INT64_C(1) << 40))
+        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                            "cannot bind %s=%lld: a dim must be between 1 and 2^40", symbol,
+                            (long long)value);
+      g->sym_values[i] = value;
+      if (err) memset(err, 0, sizeof *err);
+      return GRAPHC_STATUS_OK;
+    }
+  gc_sbuf b = {0};
+  for (int i = 0; i < g->n_syms; i++) gc_sbuf_printf(&b, "%s%s", i ? ", " : "", g->sym_names[i]);
+  graphc_status_t st = gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                                    "graph @%s has no symbolic dim '%s' (it has: %s)", g->name,
+                                    symbol, b.len ? b.data : "none");
+  gc_sbuf_free(&b);
+  return st;
+}
+
+graphc_status_t graphc_model_set_weights(graphc_model_t *m, const char *path, graphc_error_t *err) {
+  if (!m) return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_set_weights: NULL model");
+  char *p = NULL;
+  if (path && !(p = strdup(path))) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  free(m->weights_override);
+  m->weights_override = p;
+  if (err) memset(err, 0, sizeof *err);
+  return GRAPHC_STATUS_OK;
+}
+
+graphc_status_t graphc_model_print(const graphc_model_t *m, char **out, graphc_error_t *err) {
+  if (!m || !out) return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_print: NULL argument");
+  gc_sbuf b = {0};
+  gc_print_module(&b, m->module);
+  *out = gc_sbuf_take(&b);
+  if (!*out) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (err) memset(err, 0, sizeof *err);
+  return GRAPHC_STATUS_OK;
+}
+
+/* ---- compilation ------------------------------------------------------------------ */
+/* Resolve the weights path: the override as given, else the module's relative to
+ * the model's directory (absolute paths kept). malloc'd; NULL when none. */
+static char *weights_path(const graphc_model_t *m, const gc_module *mod) {
+  if (m->weights_override) return strdup(m->weights_override);
+  if (!mod->weights) return NULL;
+  if (mod->weights[0] == '/' || !m->dir[0]) return strdup(mod->weights);
+  size_t n = strlen(m->dir) + strlen(mod->weights) + 1;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s%s", m->dir, mod->weights);
+  return p;
+}
+
+static int graph_has_params(const gc_graph *g) {
+  for (const gc_op *op = g->first; op; op = op->next)
+    if (op->opcode == GC_OP_PARAM) return 1;
+  return 0;
+}
+
+/* Signature info (names point into the executable's module arena). */
+static int fill_infos(gc_exec *exe) {
+  gc_graph *g = exe->graph;
+  exe->n_inputs = (size_t)g->n_args;
+  exe->n_outputs = (size_t)g->n_outputs;
+  exe->inputs = calloc(exe->n_inputs + 1, sizeof *exe->inputs);
+  exe->outputs = calloc(exe->n_outputs + 1, sizeof *exe->outputs);
+  if (!exe->inputs || !exe->outputs) return -1;
+  for (int pass = 0; pass < 2; pass++) {
+    int n = pass ? g->n_outputs : g->n_args;
+    for (int i = 0; i < n; i++) {
+      gc_value *v = pass ? g->outputs[i] : g->args[i];
+      graphc_tensor_info_t *t = pass ? &exe->outputs[i] : &exe->inputs[i];
+      t->name = v->name;
+      t->dtype = v->type.dtype;
+      t->rank = v->type.rank;
+      memcpy(t->dims, v->type.dims, sizeof t->dims);
+      t->nbytes = (size_t)gc_type_numel(&v->type) * graphc_dtype_size(v->type.dtype);
+    }
+  }
+  return 0;
+}
+
+/* The backend table for a kind; DEFAULT picks cuda when a device is present,
+ * else the best host backend this build has. */
+static const gc_backend *backend_for(graphc_backend_t *kind) {
+  if (*kind == GRAPHC_BACKEND_DEFAULT)
+    *kind = gc_cuda_available() ? GRAPHC_BACKEND_CUDA
+                                : (gc_backend_cpu.prepare ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP);
+  switch (*kind) {
+    case GRAPHC_BACKEND_INTERP: return &gc_backend_interp;
+    case GRAPHC_BACKEND_CUDA: return &gc_backend_cuda;
+    case GRAPHC_BACKEND_CPU: return gc_backend_cpu.prepare ? &gc_backend_cpu : NULL;
+    default: return NULL;
+  }
+}
+
+graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t *opts_in,
+                               graphc_executable_t **out, graphc_error_t *err) {
+  if (out) *out = NULL;
+  if (!m || !out)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_compile: NULL model or out");
+  graphc_compile_options_t opts;
+  if (opts_in)
+    opts = *opts_in;
+  else
+    graphc_compile_options_init(&opts);
+
+  gc_diags d;
+  gc_diags_init(&d, m->name, m->source, m->source_len);
+  gc_exec *exe = calloc(1, sizeof *exe);
+  if (!exe) {
+    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    return finish(m->ctx, &d, err);
+  }
+  exe->ctx = m->ctx;
+  exe->opts = opts;
+  exe->opts.arch = exe->opts.print_after = exe->opts.print_before = exe->opts.disable_passes = NULL;
+  exe->file = strdup(m->name);
+  exe->source = malloc(m->source_len + 1);
+  if (!exe->file || !exe->source) {
+    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    goto fail;
+  }
+  memcpy(exe->source, m->source, m->source_len + 1);
+  exe->source_len = m->source_len;
+
+  /* A private copy of the module, specialized to the bound dims. */
+  exe->module = parse_and_verify(m->name, m->source, m->source_len, &d);
+  if (!exe->module) goto fail;
+  gc_graph *src_g = m->module->graphs[m->entry];
+  exe->graph = exe->module->graphs[m->entry];
+  memcpy(exe->graph->sym_values, src_g->sym_values, (size_t)src_g->n_syms * sizeof(int64_t));
+  if (gc_graph_specialize(exe->graph, &d) > 0 || gc_verify_graph(exe->graph, &d) > 0) goto fail;
+
+  /* Weights: loaded once, checked against every param. */
+  if (graph_has_params(exe->graph)) {
+    char *wp = weights_path(m, exe->module);
+    if (!wp) {
+      const gc_op *p = exe->graph->first;
+      while (p->opcode != GC_OP_PARAM) p = p->next;
+      gc_error_at(&d, GRAPHC_STATUS_WEIGHTS_ERROR, p->loc,
+                  "graph @%s has params but the file names no weights file (add `weights \"FILE\";` "
+                  "or pass one with --weights)",
+                  exe->graph->name);
+      goto fail;
+    }
+    gc_diags wd;
+    gc_diags_init(&wd, wp, NULL, 0);
+    exe->weights = gc_safetensors_load(wp, &wd);
+    for (int i = 0; i < wd.n; i++)
+      gc_error_at(&d, wd.status ? wd.status : GRAPHC_STATUS_WEIGHTS_ERROR, (gc_loc){0, 0}, "%s",
+                  wd.items[i].msg);
+    gc_diags_free(&wd);
+    free(wp);
+    if (!exe->weights) goto fail;
+    if (gc_weights_check(exe->graph, exe->weights, &d) > 0) goto fail;
+  }
+
+  /* Graph-level passes. */
+  if (gc_run_pipeline(exe->graph, &opts, &exe->stats, &d) != 0) goto fail;
+
+  if (fill_infos(exe) != 0) {
+    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    goto fail;
+  }
+  exe->kind = opts.backend;
+  exe->backend = backend_for(&exe->kind);
+  if (!exe->backend) {
+    if (exe->kind == GRAPHC_BACKEND_CPU)
+      gc_error_at(&d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0},
+                  "the cpu backend is not part of this build; use --backend interp");
+    else
+      gc_error_at(&d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "unknown backend %d",
+                  (int)opts.backend);
+    goto fail;
+  }
+  if (exe->backend->prepare(exe, opts_in ? opts_in : &opts, &d) != GRAPHC_STATUS_OK ||
+      d.n_errors)
+    goto fail;
+  *out = exe;
+  return finish(m->ctx, &d, err);
+
+fail:
+  if (!d.n_errors) gc_error_at(&d, GRAPHC_STATUS_INTERNAL, (gc_loc){0, 0}, "compile failed");
+  graphc_executable_destroy(exe);
+  return finish(m->ctx, &d, err);
+}
+
+void graphc_executable_destroy(graphc_executable_t *exe) {
+  if (!exe) return;
+  if (exe->backend) exe->backend->release(exe);
+  gc_module_free(exe->module);
+  gc_safetensors_free(exe->weights);
+  free(exe->inputs);
+  free(exe->outputs);
+  free(exe->file);
+  free(exe->source);
+  gc_sbuf_free(&exe->stats);
+  free(exe);
+}
+
+graphc_backend_t graphc_executable_backend(const graphc_executable_t *exe) {
+  return exe ? exe->kind : GRAPHC_BACKEND_DEFAULT;
+}
+size_t graphc_executable_num_inputs(const graphc_executable_t *exe) { return exe ? exe->n_inputs : 0; }
+size_t graphc_executable_num_outputs(const graphc_executable_t *exe) { return exe ? exe->n_outputs : 0; }
+
+graphc_status_t graphc_executable_input_info(const graphc_executable_t *exe, size_t i,
+                                             graphc_tensor_info_t *info) {
+  if (!exe || !info || i >= exe->n_inputs) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  *info = exe->inputs[i];
+  return GRAPHC_STATUS_OK;
+}
+
+graphc_status_t graphc_executable_output_info(const graphc_executable_t *exe, size_t i,
+                                              graphc_tensor_info_t *info) {
+  if (!exe || !info || i >= exe->n_outputs) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  *info = exe->outputs[i];
+  return GRAPHC_STATUS_OK;
+}
+
+const char *graphc_executable_stats(const graphc_executable_t *exe) {
+  return exe && exe->stats.data ? exe->stats.data : "";
+}
+
+/* ---- running ---------------------------------------------------------------------- */
+static void shape_str(char *buf, size_t n, graphc_dtype_t dt, int rank, const int64_t *dims) {
+  gc_type t = {.dtype = dt, .rank = rank};
+  if (rank < 0 || rank > GC_MAX_RANK || !graphc_dtype_name(dt)) {
+    snprintf(buf, n, "<invalid dtype %d / rank %d>", (int)dt, rank);
+    return;
+  }
+  memcpy(t.dims, dims, (size_t)rank * sizeof *dims);
+  gc_sbuf b = {0};
+  gc_type_print(&b, &t, NULL);
+  snprintf(buf, n, "%s", b.data ? b.data : "?");
+  gc_sbuf_free(&b);
+}
+
+/* Check caller tensors against the signature: count, dtype, shape, nbytes, data. */
+static graphc_status_t check_tensors(const char *what, const graphc_tensor_info_t *info,
+                                     size_t n_info, const graphc_tensor_t *t, size_t n,
+                                     graphc_error_t *err) {
+  if (n != n_info)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "expected %zu %s, got %zu", n_info,
+                        what, n);
+  if (n && !t)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s array is NULL", what);
+  for (size_t i = 0; i < n; i++) {
+    const graphc_tensor_info_t *e = &info[i];
+    int same = t[i].dtype == e->dtype && t[i].rank == e->rank;
+    for (int k = 0; same && k < e->rank; k++) same = t[i].dims[k] == e->dims[k];
+    if (!same) {
+      char got[256], want[256];
+      shape_str(got, sizeof got, t[i].dtype, t[i].rank, t[i].dims);
+      shape_str(want, sizeof want, e->dtype, e->rank, e->dims);
+      return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s %zu (%%%s): expected %s, got %s",
+                          what, i, e->name, want, got);
+    }
+    if (!t[i].data)
+      return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s %zu (%%%s): data is NULL", what,
+                          i, e->name);
+    if (t[i].nbytes < e->nbytes)
+      return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                          "%s %zu (%%%s): buffer has %zu bytes, needs %zu", what, i, e->name,
+                          t[i].nbytes, e->nbytes);
+  }
+  return GRAPHC_STATUS_OK;
+}
+
+graphc_status_t graphc_executable_run(graphc_executable_t *exe, const graphc_tensor_t *inputs,
+                                      size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
+                                      graphc_error_t *err) {
+  if (!exe) return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_executable_run: NULL executable");
+  graphc_status_t st = check_tensors("inputs", exe->inputs, exe->n_inputs, inputs, n_inputs, err);
+  if (st == GRAPHC_STATUS_OK)
+    st = check_tensors("outputs", exe->outputs, exe->n_outputs, outputs, n_outputs, err);
+  if (st != GRAPHC_STATUS_OK) return st;
+  gc_diags d;
+  gc_diags_init(&d, exe->file, exe->source, exe->source_len);
+  st = exe->backend->run(exe, inputs, outputs, &d);
+  if (st != GRAPHC_STATUS_OK && !d.n_errors)
+    gc_error_at(&d, st, (gc_loc){0, 0}, "%s backend: run failed", exe->backend->name);
+  return finish(exe->ctx, &d, err);
+}
+
+/* ---- the interpreter backend ------------------------------------------------------- */
+static graphc_status_t interp_prepare(gc_exec *exe, const graphc_compile_options_t *o, gc_diags *d) {
+  return GRAPHC_STATUS_OK;
+}
+
+static graphc_status_t interp_run(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_t *out,
+                                  gc_diags *d) {
+  return gc_interp_run(exe->graph, exe->weights, in, (int)exe->n_inputs, out,
+                       (int)exe->n_outputs, d);
+}
+
+static void interp_release(gc_exec *exe) {}
+
+const gc_backend gc_backend_interp = {
+    .name = "interp", .prepare = interp_prepare, .run = interp_run, .release = interp_release};
+
+/* ---- model utilities: specialize, random weights, emit ------------------------------ */
+graphc_status_t graphc_model_specialize(graphc_model_t *m, graphc_error_t *err) {
+  if (!m) return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_specialize: NULL model");
+  gc_diags d;
+  gc_diags_init(&d, m->name, m->source, m->source_len);
+  gc_graph *g = m->module->graphs[m->entry];
+  if (gc_graph_specialize(g, &d) == 0) gc_verify_graph(g, &d);
+  return finish(m->ctx, &d, err);
+}
+
+graphc_status_t graphc_model_write_random_weights(graphc_model_t *m, const char *path,
+                                                  uint64_t seed, graphc_error_t *err) {
+  if (!m || !path)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_write_random_weights: NULL argument");
+  gc_diags d;
+  gc_diags_init(&d, m->name, m->source, m->source_len);
+  gc_weights_write_random(m->module->graphs[m->entry], path, seed, &d);
+  return finish(m->ctx, &d, err);
+}
+
+/* Parse "sm_90" / "sm_90a" into 90; 0 when malformed. */
+int gc_parse_arch(const char *arch) {
+  if (!arch || strncmp(arch, "sm_", 3) != 0) return 0;
+  char *end;
+  long v = strtol(arch + 3, &end, 10);
+  if (end == arch + 3 || (*end && strcmp(end, "a") != 0) || v < 50 || v > 200) return 0;
+  return (int)v;
+}
+
+graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_options_t *opts_in,
+                                  const char *what, void **out, size_t *len, graphc_error_t *err) {
+  if (!m || !what || !out || !len)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_emit: NULL argument");
+  *out = NULL;
+  *len = 0;
+  graphc_compile_options_t opts;
+  if (opts_in)
+    opts = *opts_in;
+  else
+    graphc_compile_options_init(&opts);
+  int sm = opts.arch ? gc_parse_arch(opts.arch) : 90;
+  if (!sm)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "bad --arch '%s' (expected e.g. sm_90)", opts.arch);
+  int kind = strcmp(what, "kir") == 0 ? 0 : strcmp(what, "cuda") == 0 ? 1 : strcmp(what, "llvm") == 0 ? 2
+           : strcmp(what, "ptx") == 0 ? 3 : strcmp(what, "cubin") == 0 ? 4 : -1;
+  if (kind < 0)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "cannot emit '%s' (kir, cuda, llvm, ptx, cubin)", what);
+  gc_diags d;
+  gc_diags_init(&d, m->name, m->source, m->source_len);
+  gc_sbuf stats = {0};
+  gc_plan *plan = NULL;
+  gc_module *mod = parse_and_verify(m->name, m->source, m->source_len, &d);
+  if (mod) {
+    gc_graph *g = mod->graphs[m->entry];
+    memcpy(g->sym_values, m->module->graphs[m->entry]->sym_values, (size_t)g->n_syms * sizeof(int64_t));
+    if (gc_graph_specialize(g, &d) == 0 && gc_verify_graph(g, &d) == 0 &&
+        gc_run_pipeline(g, &opts, &stats, &d) == 0) {
+      kir_target t;
+      kir_target_cuda(&t, sm);
+      plan = gc_lower(g, NULL, &t, &d);
+    }
+  }
+  if (plan) {
+    gc_sbuf b = {0};
+    char *text = NULL;
+    int rc = 0;
+    int llvm = opts.codegen == GRAPHC_CODEGEN_LLVM;
+    switch (kind) {
+      case 0:
+        for (int i = 0; i < plan->kir->n_kernels; i++) kir_print(&b, plan->kir->kernels[i]);
+        break;
+      case 1: gc_cuda_c_print(&b, plan->kir); break;
+      case 2: rc = gc_llvm_ptx(plan->kir, sm, NULL, &text, &d); break;
+      case 3:
+      case 4:
+        if (llvm) {
+          rc = gc_llvm_ptx(plan->kir, sm, &text, NULL, &d);
+          if (rc == 0 && kind == 4) {
+            rc = gc_ptx_to_cubin(text, sm, out, len, &d);
+            free(text);
+            text = NULL;
+          }
+        } else {
+          gc_cuda_c_print(&b, plan->kir);
+          char *src = gc_sbuf_take(&b);
+          rc = src ? gc_nvrtc_compile(src, sm, kind == 3 ? &text : NULL, kind == 4 ? out : NULL,
+                                      kind == 4 ? len : NULL, &d)
+                   : -1;
+          free(src);
+        }
+        break;
+    }
+    if (rc == 0 && !*out) {
+      if (text) {
+        *out = text;
+        *len = strlen(text);
+        text = NULL;
+      } else {
+        *len = b.len;
+        *out = gc_sbuf_take(&b);
+        if (!*out) gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+      }
+    }
+    free(text);
+    gc_sbuf_free(&b);
+    gc_plan_free(plan);
+  }
+  gc_sbuf_free(&stats);
+  gc_module_free(mod);
+  if (!d.n_errors && !*out) gc_error_at(&d, GRAPHC_STATUS_INTERNAL, (gc_loc){0, 0}, "emit failed");
+  graphc_status_t st = finish(m->ctx, &d, err);
+  if (st != GRAPHC_STATUS_OK) {
+    free(*out);
+    *out = NULL;
+    *len = 0;
+  }
+  return st;
+}

@@ -1,0 +1,429 @@
+/* interp.c - the reference interpreter's driver and scalar conversions.
+ *
+ * gc_interp_run walks the ops in program order. Each result gets a fresh,
+ * zeroed buffer in its own dtype; the op's kernel (interp_<EVAL>, picked from
+ * the table that ops.def expands into) fills it. Uses are counted up front so
+ * an intermediate is freed right after its last reader; graph outputs are
+ * copied into the caller's buffers as soon as they are produced.
+ *
+ * The half/bfloat16 conversions round a double exactly once (nearest even), so
+ * values rounded here never suffer double rounding through float.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp_internal.h"
+
+/* ---- binary16 / bfloat16 ------------------------------------------------------ */
+
+/* Round the magnitude m * 2^e2 (m > 0) to a binary format with `mant` fraction
+ * bits and normal exponents [emin, emax], nearest even. Returns the format's
+ * exponent|fraction bits; overflow gives the infinity pattern. */
+static uint32_t round_magnitude(uint64_t m, int e2, int mant, int emin, int emax) {
+  uint32_t inf_bits = (uint32_t)(emax - emin + 2) << mant;
+  if (m == 0) return 0;
+  int e = 63 - __builtin_clzll(m) + e2; /* value is in [2^e, 2^(e+1)) */
+  if (e > emax) return inf_bits;
+  int eff = e < emin ? emin : e;
+  int s = eff - mant - e2;              /* low bits of m below the last kept bit */
+  uint64_t q;
+  if (s <= 0) {
+    q = m << -s;                        /* exact: fits in mant+1 bits */
+  } else if (s > 64) {
+    q = 0;                              /* below half the smallest subnormal */
+  } else {
+    uint64_t rem, half;
+    if (s == 64) {
+      q = 0, rem = m, half = UINT64_C(1) << 63;
+    } else {
+      q = m >> s;
+      rem = m & ((UINT64_C(1) << s) - 1);
+      half = UINT64_C(1) << (s - 1);
+    }
+    if (rem > half || (rem == half && (q & 1))) q++;
+  }
+  /* Subnormals have eff == emin and q < 2^mant; a carry out of the fraction
+   * lands in the exponent field, which is the right answer in both cases. */
+  uint64_t bits = ((uint64_t)(eff - emin) << mant) + q;
+  return bits >= inf_bits ? inf_bits : (uint32_t)bits;
+}
+
+/* Split a finite double into sign, integer significand and exponent. */
+static void f64_parts(double x, int *neg, uint64_t *m, int *e2) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  *neg = (int)(b >> 63);
+  int ex = (int)((b >> 52) & 0x7ff);
+  uint64_t frac = b & ((UINT64_C(1) << 52) - 1);
+  *m = ex ? frac | (UINT64_C(1) << 52) : frac;
+  *e2 = ex ? ex - 1075 : -1074;
+}
+
+/* double -> IEEE binary16 bits, round to nearest even; NaN stays a quiet NaN. */
+static uint16_t f64_to_half(double x) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
+  if (isnan(x)) return (uint16_t)(sign | 0x7e00 | ((b >> 42) & 0x3ff));
+  if (isinf(x)) return (uint16_t)(sign | 0x7c00);
+  int neg, e2;
+  uint64_t m;
+  f64_parts(x, &neg, &m, &e2);
+  return (uint16_t)(sign | round_magnitude(m, e2, 10, -14, 15));
+}
+
+/* double -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN. */
+static uint16_t f64_to_bf16(double x) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
+  if (isnan(x)) return (uint16_t)(sign | 0x7fc0 | ((b >> 45) & 0x7f));
+  if (isinf(x)) return (uint16_t)(sign | 0x7f80);
+  int neg, e2;
+  uint64_t m;
+  f64_parts(x, &neg, &m, &e2);
+  return (uint16_t)(sign | round_magnitude(m, e2, 7, -126, 127));
+}
+
+/* int64 -> binary16 / bfloat16 bits, rounded once from the exact integer. */
+static uint16_t i64_to_narrow(int64_t v, int bf16) {
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  return (uint16_t)(sign | (bf16 ? round_magnitude(m, 0, 7, -126, 127)
+                                 : round_magnitude(m, 0, 10, -14, 15)));
+}
+
+/* binary16 bits -> double (exact). */
+static double half_to_f64(uint16_t h) {
+  int sign = h >> 15, ex = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  double v;
+  if (ex == 0x1f) {
+    if (frac == 0) return sign ? -INFINITY : INFINITY;
+    uint32_t fb = ((uint32_t)sign << 31) | 0x7f800000u | ((uint32_t)frac << 13);
+    float f;
+    memcpy(&f, &fb, sizeof f);
+    return f;                                  /* NaN with the payload kept */
+  }
+  v = ex == 0 ? ldexp(frac, -24) : ldexp(1024 + frac, ex - 25);
+  return sign ? -v : v;
+}
+
+float gc_half_to_float(uint16_t h) { return (float)half_to_f64(h); }
+uint16_t gc_float_to_half(float f) { return f64_to_half(f); }
+
+float gc_bf16_to_float(uint16_t h) {
+  uint32_t fb = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &fb, sizeof f);
+  return f;
+}
+
+uint16_t gc_float_to_bf16(float f) { return f64_to_bf16(f); }
+
+/* ---- element loads and stores -------------------------------------------------- */
+
+void interp_int_range(gc_dtype t, int64_t *lo, int64_t *hi) {
+  switch (t) {
+    case GRAPHC_DTYPE_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+    case GRAPHC_DTYPE_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+    case GRAPHC_DTYPE_U8: *lo = 0, *hi = UINT8_MAX; break;
+    case GRAPHC_DTYPE_BOOL: *lo = 0, *hi = 1; break;
+    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+  }
+}
+
+int64_t interp_f64_to_int_sat(double v, int64_t lo, int64_t hi) {
+  if (isnan(v)) return 0;
+  if (v <= (double)lo) return lo;
+  if (v >= (double)hi) return hi;  /* (double)INT64_MAX is 2^63: still correct */
+  return (int64_t)v;               /* truncates toward zero, in range */
+}
+
+double gc_load_f64(const void *base, gc_dtype t, int64_t i) {
+  const unsigned char *p = base;
+  switch (t) {
+    case GRAPHC_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
+    case GRAPHC_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
+    case GRAPHC_DTYPE_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return half_to_f64(h); }
+    case GRAPHC_DTYPE_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return gc_bf16_to_float(h); }
+    case GRAPHC_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+    case GRAPHC_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    case GRAPHC_DTYPE_I8: return (int8_t)p[i];
+    case GRAPHC_DTYPE_U8: return p[i];
+    case GRAPHC_DTYPE_BOOL: return p[i] != 0;
+    default: GC_ASSERT(!"bad dtype"); return 0;
+  }
+}
+
+void gc_store_f64(void *base, gc_dtype t, int64_t i, double v) {
+  unsigned char *p = base;
+  switch (t) {
+    case GRAPHC_DTYPE_F64: memcpy(p + 8 * i, &v, 8); return;
+    case GRAPHC_DTYPE_F32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); return; }
+    case GRAPHC_DTYPE_F16: { uint16_t h = f64_to_half(v); memcpy(p + 2 * i, &h, 2); return; }
+    case GRAPHC_DTYPE_BF16: { uint16_t h = f64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
+    case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;  /* NaN != 0: true */
+    default: {
+      int64_t lo, hi;
+      interp_int_range(t, &lo, &hi);
+      interp_store_i64(base, t, i, interp_f64_to_int_sat(v, lo, hi));
+      return;
+    }
+  }
+}
+
+int64_t interp_load_i64(const void *base, gc_dtype t, int64_t i) {
+  const unsigned char *p = base;
+  switch (t) {
+    case GRAPHC_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return v; }
+    case GRAPHC_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    case GRAPHC_DTYPE_I8: return (int8_t)p[i];
+    case GRAPHC_DTYPE_U8: return p[i];
+    case GRAPHC_DTYPE_BOOL: return p[i] != 0;
+    default: return interp_f64_to_int_sat(gc_load_f64(base, t, i), INT64_MIN, INT64_MAX);
+  }
+}
+
+void interp_store_i64(void *base, gc_dtype t, int64_t i, int64_t v) {
+  unsigned char *p = base;
+  switch (t) {
+    case GRAPHC_DTYPE_I64: memcpy(p + 8 * i, &v, 8); return;
+    case GRAPHC_DTYPE_I32: { uint32_t w = (uint32_t)(uint64_t)v; memcpy(p + 4 * i, &w, 4); return; }
+    case GRAPHC_DTYPE_I8:
+    case GRAPHC_DTYPE_U8: p[i] = (unsigned char)(uint64_t)v; return;
+    case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;
+    case GRAPHC_DTYPE_F64: { double d = (double)v; memcpy(p + 8 * i, &d, 8); return; }
+    case GRAPHC_DTYPE_F32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); return; }
+    case GRAPHC_DTYPE_F16: { uint16_t h = i64_to_narrow(v, 0); memcpy(p + 2 * i, &h, 2); return; }
+    case GRAPHC_DTYPE_BF16: { uint16_t h = i64_to_narrow(v, 1); memcpy(p + 2 * i, &h, 2); return; }
+    default: GC_ASSERT(!"bad dtype"); return;
+  }
+}
+
+void interp_store_attr(void *base, gc_dtype t, int64_t i, const gc_attr *a) {
+  switch (a->kind) {
+    case GC_ATTR_INT: interp_store_i64(base, t, i, a->u.i); return;
+    case GC_ATTR_BOOL: interp_store_i64(base, t, i, a->u.b != 0); return;
+    case GC_ATTR_FLOAT: gc_store_f64(base, t, i, a->u.f); return;
+    default: GC_ASSERT(!"attribute is not a number"); return;
+  }
+}
+
+/* ---- kernel helpers ---------------------------------------------------------------- */
+
+void *interp_alloc(interp_ctx *cx, const gc_op *op, size_t count, size_t size) {
+  if (count == 0) count = 1;
+  if (size && count > SIZE_MAX / size) {
+    gc_error_at(cx->d, GRAPHC_STATUS_OUT_OF_MEMORY, op->loc,
+                "out of memory: %zu x %zu bytes overflow in '%s'", count, size,
+                gc_op_infos[op->opcode].name);
+    return NULL;
+  }
+  void *p = calloc(count, size);
+  if (!p)
+    gc_error_at(cx->d, GRAPHC_STATUS_OUT_OF_MEMORY, op->loc,
+                "out of memory allocating %zu bytes in '%s'", count * size,
+                gc_op_infos[op->opcode].name);
+  return p;
+}
+
+double *interp_to_f64(interp_ctx *cx, const gc_op *op, const itensor *t) {
+  double *v = interp_alloc(cx, op, (size_t)t->numel, sizeof *v);
+  if (!v) return NULL;
+  for (int64_t i = 0; i < t->numel; i++) v[i] = gc_load_f64(t->data, t->type->dtype, i);
+  return v;
+}
+
+int64_t *interp_to_i64(interp_ctx *cx, const gc_op *op, const itensor *t) {
+  int64_t *v = interp_alloc(cx, op, (size_t)t->numel, sizeof *v);
+  if (!v) return NULL;
+  for (int64_t i = 0; i < t->numel; i++) v[i] = interp_load_i64(t->data, t->type->dtype, i);
+  return v;
+}
+
+int interp_axis(int64_t axis, int rank) {
+  return (int)(axis < 0 ? axis + rank : axis);
+}
+
+void interp_strides(const gc_type *t, int64_t *strides) {
+  int64_t s = 1;
+  for (int k = t->rank - 1; k >= 0; k--) {
+    strides[k] = s;
+    s *= t->dims[k];
+  }
+}
+
+void interp_bcast_strides(const gc_type *in, const gc_type *out, int64_t *strides) {
+  int64_t own[GC_MAX_RANK];
+  interp_strides(in, own);
+  int shift = out->rank - in->rank;
+  GC_ASSERT(shift >= 0);
+  for (int k = 0; k < out->rank; k++) {
+    int j = k - shift;
+    strides[k] = (j < 0 || in->dims[j] == 1) ? 0 : own[j];
+  }
+}
+
+int interp_next(int rank, const int64_t *dims, int64_t *idx, int n, int64_t *offs,
+                int64_t (*strides)[GC_MAX_RANK]) {
+  for (int k = rank - 1; k >= 0; k--) {
+    if (++idx[k] < dims[k]) {
+      for (int j = 0; j < n; j++) offs[j] += strides[j][k];
+      return 1;
+    }
+    for (int j = 0; j < n; j++) offs[j] -= strides[j][k] * (dims[k] - 1);
+    idx[k] = 0;
+  }
+  return 0;
+}
+
+/* ---- the driver ----------------------------------------------------------------------- */
+
+static const interp_eval_fn evals[GC_OP_COUNT_] = {
+#define OP(ID, NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, RULE, EVAL, KIND) [GC_OP_##ID] = interp_##EVAL,
+#include "../ir/ops.def"
+#undef OP
+};
+
+/* Run-time state of one value. */
+typedef struct islot {
+  void *data;
+  int owned;       /* data is ours to free (args and params are borrowed) */
+  int uses;        /* operand uses not yet executed */
+} islot;
+
+/* Bytes of a concrete type, or report and return -1 (symbolic or huge). */
+static int64_t value_bytes(interp_ctx *cx, const gc_value *v, int64_t *numel) {
+  int64_t n = gc_type_numel(&v->type);
+  size_t es = graphc_dtype_size(v->type.dtype);
+  if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)INT64_MAX / es) {
+    gc_error_at(cx->d, GRAPHC_STATUS_INVALID_ARGUMENT, v->loc,
+                "interpreter needs a concrete type for %%%s; bind its symbolic dims", v->name);
+    return -1;
+  }
+  *numel = n;
+  return n * (int64_t)es;
+}
+
+/* Copy a freshly available value into every output slot that returns it. */
+static graphc_status_t emit_outputs(interp_ctx *cx, const gc_value *v, const void *data,
+                                    graphc_tensor_t *outputs) {
+  for (int j = 0; j < cx->g->n_outputs; j++) {
+    if (cx->g->outputs[j] != v) continue;
+    int64_t numel, nb = value_bytes(cx, v, &numel);
+    if (nb < 0) return cx->d->status;
+    if (!outputs[j].data || outputs[j].nbytes < (size_t)nb) {
+      gc_error_at(cx->d, GRAPHC_STATUS_INVALID_ARGUMENT, cx->g->ret_loc,
+                  "output %d needs %lld bytes, buffer has %zu", j, (long long)nb,
+                  outputs[j].data ? outputs[j].nbytes : 0);
+      return GRAPHC_STATUS_INVALID_ARGUMENT;
+    }
+    memmove(outputs[j].data, data, (size_t)nb);
+  }
+  return GRAPHC_STATUS_OK;
+}
+
+/* Execute one op: allocate its results, run its kernel, publish the results,
+ * and release operands whose last use this was. */
+static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
+                              graphc_tensor_t *outputs) {
+  const gc_op_info *info = &gc_op_infos[op->opcode];
+  GC_ASSERT(op->n_operands >= info->min_in && (info->max_in < 0 || op->n_operands <= info->max_in));
+  itensor *in = interp_alloc(cx, op, (size_t)op->n_operands + (size_t)op->n_results, sizeof *in);
+  if (!in) return GRAPHC_STATUS_OUT_OF_MEMORY;
+  itensor *out = in + op->n_operands;
+  graphc_status_t st = GRAPHC_STATUS_OK;
+  for (int i = 0; i < op->n_operands; i++) {
+    const gc_value *v = op->operands[i];
+    GC_ASSERT(v && vals[v->id].data);
+    in[i].type = &v->type;
+    in[i].data = vals[v->id].data;
+    in[i].numel = gc_type_numel(&v->type);
+  }
+  for (int r = 0; r < op->n_results && st == GRAPHC_STATUS_OK; r++) {
+    const gc_value *v = op->results[r];
+    int64_t numel, nb = value_bytes(cx, v, &numel);
+    if (nb < 0) {
+      st = cx->d->status;
+      break;
+    }
+    out[r].type = &v->type;
+    out[r].numel = numel;
+    if (op->opcode != GC_OP_PARAM) {
+      out[r].data = interp_alloc(cx, op, (size_t)nb, 1);
+      if (!out[r].data) st = GRAPHC_STATUS_OUT_OF_MEMORY;
+    }
+  }
+  if (st == GRAPHC_STATUS_OK) st = evals[op->opcode](cx, op, in, out);
+  if (st != GRAPHC_STATUS_OK) {
+    if (op->opcode != GC_OP_PARAM)
+      for (int r = 0; r < op->n_results; r++) free(out[r].data);
+    free(in);
+    return st;
+  }
+  for (int r = 0; r < op->n_results; r++) {
+    islot *s = &vals[op->results[r]->id];
+    s->data = out[r].data;
+    s->owned = op->opcode != GC_OP_PARAM;
+    if (st == GRAPHC_STATUS_OK) st = emit_outputs(cx, op->results[r], s->data, outputs);
+    if (s->uses == 0 && s->owned) {   /* dead or output-only: done with it */
+      free(s->data);
+      s->data = NULL;
+      s->owned = 0;
+    }
+  }
+  for (int i = 0; i < op->n_operands; i++) {
+    islot *s = &vals[op->operands[i]->id];
+    if (--s->uses == 0 && s->owned) {
+      free(s->data);
+      s->data = NULL;
+      s->owned = 0;
+    }
+  }
+  free(in);
+  return st;
+}
+
+graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
+                              const graphc_tensor_t *inputs, int n_inputs,
+                              graphc_tensor_t *outputs, int n_outputs, gc_diags *d) {
+  interp_ctx cx = {g, weights, d};
+  if (n_inputs != g->n_args || n_outputs != g->n_outputs) {
+    gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, g->loc,
+                "graph @%s takes %d inputs and returns %d outputs; got %d and %d", g->name,
+                g->n_args, g->n_outputs, n_inputs, n_outputs);
+    return GRAPHC_STATUS_INVALID_ARGUMENT;
+  }
+  islot *vals = calloc((size_t)(g->next_value_id ? g->next_value_id : 1), sizeof *vals);
+  if (!vals) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, g->loc, "out of memory starting the interpreter");
+    return GRAPHC_STATUS_OUT_OF_MEMORY;
+  }
+  for (const gc_op *op = g->first; op; op = op->next)
+    for (int i = 0; i < op->n_operands; i++) vals[op->operands[i]->id].uses++;
+
+  graphc_status_t st = GRAPHC_STATUS_OK;
+  for (int i = 0; i < g->n_args && st == GRAPHC_STATUS_OK; i++) {
+    const gc_value *v = g->args[i];
+    int64_t numel, nb = value_bytes(&cx, v, &numel);
+    if (nb < 0) {
+      st = d->status;
+    } else if (!inputs[i].data || inputs[i].nbytes < (size_t)nb) {
+      gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, v->loc,
+                  "input %d (%%%s) needs %lld bytes, buffer has %zu", i, v->name, (long long)nb,
+                  inputs[i].data ? inputs[i].nbytes : 0);
+      st = GRAPHC_STATUS_INVALID_ARGUMENT;
+    } else {
+      vals[v->id].data = inputs[i].data;
+      st = emit_outputs(&cx, v, inputs[i].data, outputs);
+    }
+  }
+  for (const gc_op *op = g->first; op && st == GRAPHC_STATUS_OK; op = op->next)
+    st = run_op(&cx, op, vals, outputs);
+
+  for (int i = 0; i < g->next_value_id; i++)
+    if (vals[i].owned) free(vals[i].data);
+  free(vals);
+  return st;
+}

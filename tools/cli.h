@@ -1,0 +1,38 @@
+/* cli.h - shared pieces of the graphc command-line tool. */
+#ifndef GC_CLI_H
+#define GC_CLI_H
+
+#include <stdint.h>
+
+#include "graphc/graphc.h"
+
+#define CLI_MAX_BINDS 32
+
+typedef struct cli_opts {
+  const char *file;
+  const char *entry;
+  int n_binds;
+  char bind_names[CLI_MAX_BINDS][64];
+  int64_t bind_values[CLI_MAX_BINDS];
+  graphc_compile_options_t copts;
+  const char *weights, *inputs, *output, *emit;
+  uint64_t seed;
+  int random, full, stats, help, bad;
+  int runs, warmup;
+} cli_opts;
+
+/* Parse options shared by all commands; -1 on a bad command line (message printed). */
+int cli_parse(int argc, char **argv, cli_opts *o, const char *usage);
+/* Load o->file, apply --entry, --bind, --weights. */
+graphc_status_t cli_load(graphc_context_t *ctx, const cli_opts *o, graphc_model_t **model,
+                         graphc_error_t *err);
+/* Print diagnostics; return the exit code for a status (0, 1 user error, 2 internal). */
+int cli_report(graphc_context_t *ctx, graphc_status_t st, const graphc_error_t *err);
+
+int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usage_compile);
+int cli_cmd_weights(int argc, char **argv, const char *usage_common);
+int cli_cmd_compile(int argc, char **argv, const char *usage_common, const char *usage_compile);
+/* tools/bench.c */
+int gc_cli_bench(int argc, char **argv);
+
+#endif

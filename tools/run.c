@@ -1,0 +1,253 @@
+/* run.c - the `run`, `weights` and `compile` commands of the graphc tool. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/interp.h"
+#include "runtime/safetensors.h"
+#include "tools/cli.h"
+
+/* Print one tensor: its type and values (first 16 unless full), min/max/mean. */
+static void print_tensor(const graphc_tensor_info_t *info, const void *data, int full) {
+  int64_t n = 1;
+  for (int k = 0; k < info->rank; k++) n *= info->dims[k];
+  printf("%%%s: %s[", info->name, graphc_dtype_name(info->dtype));
+  for (int k = 0; k < info->rank; k++) printf("%s%lld", k ? ", " : "", (long long)info->dims[k]);
+  printf("] = [");
+  int64_t shown = full || n <= 16 ? n : 16;
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v = gc_load_f64(data, info->dtype, i);
+    if (i < shown) printf("%s%.6g", i ? ", " : "", v);
+    lo = fmin(lo, v);
+    hi = fmax(hi, v);
+    sum += v;
+  }
+  if (shown < n) printf(", ... (%lld more)", (long long)(n - shown));
+  printf("]\n    min %.6g  max %.6g  mean %.6g\n", lo, hi, sum / (double)n);
+}
+
+static const char *const usage_run_head =
+    "usage: graphc run FILE [options]\n"
+    "Compile FILE's entry graph and run it once; print (or save) the outputs.\n\noptions:\n"
+    "  --inputs F.safetensors  inputs by argument name (without %%)\n"
+    "  --random               random inputs (default when --inputs is absent)\n"
+    "  --seed N               seed for random inputs (default 0)\n"
+    "  --output F.safetensors save the outputs by value name\n"
+    "  --full                 print every output value\n";
+
+/* Fill host inputs: from a safetensors file by argument name, or random. */
+static graphc_status_t make_inputs(graphc_executable_t *exe, const cli_opts *o,
+                                   graphc_tensor_t *in, gc_safetensors **file) {
+  size_t n = graphc_executable_num_inputs(exe);
+  if (o->inputs) {
+    gc_diags d;
+    gc_diags_init(&d, o->inputs, NULL, 0);
+    *file = gc_safetensors_load(o->inputs, &d);
+    if (!*file) {
+      char *r = gc_diags_render(&d);
+      fputs(r ? r : "graphc: cannot load inputs\n", stderr);
+      free(r);
+      gc_diags_free(&d);
+      return GRAPHC_STATUS_WEIGHTS_ERROR;
+    }
+    gc_diags_free(&d);
+  }
+  for (size_t i = 0; i < n; i++) {
+    graphc_tensor_info_t info;
+    graphc_executable_input_info(exe, i, &info);
+    in[i].dtype = info.dtype;
+    in[i].rank = info.rank;
+    memcpy(in[i].dims, info.dims, sizeof in[i].dims);
+    in[i].nbytes = info.nbytes;
+    if (*file) {
+      const gc_st_tensor *t = gc_safetensors_find(*file, info.name);
+      if (!t) {
+        fprintf(stderr, "graphc: error: %s has no tensor '%s' for input %%%s\n", o->inputs,
+                info.name, info.name);
+        return GRAPHC_STATUS_INVALID_ARGUMENT;
+      }
+      /* Shape/dtype are checked by graphc_executable_run. */
+      in[i].dtype = t->dtype;
+      in[i].rank = t->rank;
+      memcpy(in[i].dims, t->dims, sizeof in[i].dims);
+      in[i].nbytes = t->nbytes;
+      in[i].data = malloc(t->nbytes ? t->nbytes : 1);
+      if (!in[i].data) return GRAPHC_STATUS_OUT_OF_MEMORY;
+      memcpy(in[i].data, t->data, t->nbytes);
+    } else {
+      in[i].data = malloc(info.nbytes ? info.nbytes : 1);
+      if (!in[i].data) return GRAPHC_STATUS_OUT_OF_MEMORY;
+      gc_type ty = {.dtype = info.dtype, .rank = info.rank};
+      memcpy(ty.dims, info.dims, sizeof ty.dims);
+      gc_random_fill(in[i].data, &ty, o->seed * 7919 + i + 1);
+    }
+  }
+  return GRAPHC_STATUS_OK;
+}
+
+/* Save outputs to a safetensors file named by output value names. */
+static int save_outputs(graphc_executable_t *exe, const graphc_tensor_t *out, const char *path) {
+  size_t n = graphc_executable_num_outputs(exe);
+  gc_st_tensor *ts = calloc(n + 1, sizeof *ts);
+  if (!ts) return -1;
+  for (size_t i = 0; i < n; i++) {
+    graphc_tensor_info_t info;
+    graphc_executable_output_info(exe, i, &info);
+    ts[i].name = info.name;
+    ts[i].dtype = info.dtype;
+    ts[i].rank = info.rank;
+    memcpy(ts[i].dims, info.dims, sizeof ts[i].dims);
+    ts[i].data = out[i].data;
+    ts[i].nbytes = info.nbytes;
+  }
+  /* The same value returned twice is saved once. */
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int dup = 0;
+    for (size_t j = 0; j < k; j++) dup |= strcmp(ts[j].name, ts[i].name) == 0;
+    if (!dup) ts[k++] = ts[i];
+  }
+  gc_diags d;
+  gc_diags_init(&d, path, NULL, 0);
+  int rc = gc_safetensors_write(path, ts, (int)k, &d);
+  if (rc != 0) {
+    char *r = gc_diags_render(&d);
+    fputs(r ? r : "graphc: cannot write outputs\n", stderr);
+    free(r);
+  }
+  gc_diags_free(&d);
+  free(ts);
+  return rc;
+}
+
+int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usage_compile) {
+  char usage[4096];
+  snprintf(usage, sizeof usage, "%s%s%s", usage_run_head, usage_common, usage_compile);
+  cli_opts o;
+  if (cli_parse(argc, argv, &o, usage) != 0) return 1;
+  if (o.help) return 0;
+  graphc_context_t *ctx;
+  if (graphc_context_create(&ctx) != GRAPHC_STATUS_OK) return 2;
+  graphc_error_t err;
+  graphc_model_t *m = NULL;
+  graphc_executable_t *exe = NULL;
+  graphc_tensor_t *in = NULL, *out = NULL;
+  gc_safetensors *file = NULL;
+  size_t n_in = 0, n_out = 0;
+  graphc_status_t st = cli_load(ctx, &o, &m, &err);
+  if (st == GRAPHC_STATUS_OK) st = graphc_compile(m, &o.copts, &exe, &err);
+  if (st == GRAPHC_STATUS_OK) {
+    n_in = graphc_executable_num_inputs(exe);
+    n_out = graphc_executable_num_outputs(exe);
+    in = calloc(n_in + 1, sizeof *in);
+    out = calloc(n_out + 1, sizeof *out);
+    st = in && out ? make_inputs(exe, &o, in, &file) : GRAPHC_STATUS_OUT_OF_MEMORY;
+    if (st != GRAPHC_STATUS_OK) err.message[0] = 0;
+  }
+  for (size_t i = 0; st == GRAPHC_STATUS_OK && i < n_out; i++) {
+    graphc_tensor_info_t info;
+    graphc_executable_output_info(exe, i, &info);
+    out[i].dtype = info.dtype;
+    out[i].rank = info.rank;
+    memcpy(out[i].dims, info.dims, sizeof out[i].dims);
+    out[i].nbytes = info.nbytes;
+    out[i].data = malloc(info.nbytes ? info.nbytes : 1);
+    if (!out[i].data) st = GRAPHC_STATUS_OUT_OF_MEMORY;
+  }
+  if (st == GRAPHC_STATUS_OK) st = graphc_executable_run(exe, in, n_in, out, n_out, &err);
+  if (st == GRAPHC_STATUS_OK) {
+    printf("# %s on %s\n", o.file, graphc_backend_name(graphc_executable_backend(exe)));
+    for (size_t i = 0; i < n_out; i++) {
+      graphc_tensor_info_t info;
+      graphc_executable_output_info(exe, i, &info);
+      print_tensor(&info, out[i].data, o.full);
+    }
+    if (o.stats) printf("# stats\n%s", graphc_executable_stats(exe));
+    if (o.output && save_outputs(exe, out, o.output) != 0) st = GRAPHC_STATUS_IO_ERROR;
+  }
+  int rc = cli_report(ctx, st, &err);
+  for (size_t i = 0; in && i < n_in; i++) free(in[i].data);
+  for (size_t i = 0; out && i < n_out; i++) free(out[i].data);
+  free(in);
+  free(out);
+  gc_safetensors_free(file);
+  graphc_executable_destroy(exe);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  return rc;
+}
+
+int cli_cmd_weights(int argc, char **argv, const char *usage_common) {
+  char usage[2048];
+  snprintf(usage, sizeof usage,
+           "usage: graphc weights FILE --random [--seed N] -o W.safetensors [options]\n"
+           "Write deterministic random data for every param of the entry graph.\n\noptions:\n"
+           "  --random          random data (the only mode)\n"
+           "  --seed N          seed (default 0)\n"
+           "  -o, --output W    the weights file to write\n%s",
+           usage_common);
+  cli_opts o;
+  if (cli_parse(argc, argv, &o, usage) != 0) return 1;
+  if (o.help) return 0;
+  if (!o.random || !o.output) {
+    fprintf(stderr, "graphc: weights needs --random and -o FILE\n");
+    return 1;
+  }
+  graphc_context_t *ctx;
+  if (graphc_context_create(&ctx) != GRAPHC_STATUS_OK) return 2;
+  graphc_error_t err;
+  graphc_model_t *m = NULL;
+  graphc_status_t st = cli_load(ctx, &o, &m, &err);
+  if (st == GRAPHC_STATUS_OK && o.n_binds) st = graphc_model_specialize(m, &err);
+  if (st == GRAPHC_STATUS_OK) st = graphc_model_write_random_weights(m, o.output, o.seed, &err);
+  int rc = cli_report(ctx, st, &err);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  return rc;
+}
+
+int cli_cmd_compile(int argc, char **argv, const char *usage_common, const char *usage_compile) {
+  char usage[4096];
+  snprintf(usage, sizeof usage,
+           "usage: graphc compile FILE --emit WHAT [-o OUT] [options]\n"
+           "Write generated code for the entry graph (all symbolic dims bound).\n\noptions:\n"
+           "  --emit WHAT       kir | cuda | llvm | ptx | cubin\n"
+           "  -o, --output OUT  output file (default: stdout, except cubin)\n%s%s",
+           usage_common, usage_compile);
+  cli_opts o;
+  if (cli_parse(argc, argv, &o, usage) != 0) return 1;
+  if (o.help) return 0;
+  if (!o.emit) {
+    fprintf(stderr, "graphc: compile needs --emit kir|cuda|llvm|ptx|cubin\n");
+    return 1;
+  }
+  if (strcmp(o.emit, "cubin") == 0 && !o.output) {
+    fprintf(stderr, "graphc: --emit cubin writes a binary: give -o FILE\n");
+    return 1;
+  }
+  graphc_context_t *ctx;
+  if (graphc_context_create(&ctx) != GRAPHC_STATUS_OK) return 2;
+  graphc_error_t err;
+  graphc_model_t *m = NULL;
+  void *bytes = NULL;
+  size_t len = 0;
+  graphc_status_t st = cli_load(ctx, &o, &m, &err);
+  if (st == GRAPHC_STATUS_OK) st = graphc_model_emit(m, &o.copts, o.emit, &bytes, &len, &err);
+  if (st == GRAPHC_STATUS_OK) {
+    FILE *f = o.output ? fopen(o.output, "wb") : stdout;
+    if (!f || fwrite(bytes, 1, len, f) != len) {
+      fprintf(stderr, "graphc: error: cannot write '%s': %s\n", o.output, strerror(errno));
+      st = GRAPHC_STATUS_IO_ERROR;
+      err.message[0] = 0;
+    }
+    if (f && f != stdout && fclose(f) != 0) st = GRAPHC_STATUS_IO_ERROR;
+  }
+  int rc = st == GRAPHC_STATUS_IO_ERROR && !err.message[0] ? 1 : cli_report(ctx, st, &err);
+  graphc_free(bytes);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  return rc;
+}
