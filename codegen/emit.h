@@ -28,7 +28,7 @@ typedef struct gc_buf_hint {
   int cand[GC_MAX_INPLACE];
 } gc_buf_hint;
 
-typedef struct gc_lower {
+typedef struct gc_lowerer {
   const gc_graph *g;
   const gc_safetensors *w;
   const kir_target *t;
@@ -39,23 +39,28 @@ typedef struct gc_lower {
   int cap_buffers, cap_consts, cap_launches;
   gc_buf_hint *hints;        /* parallel to p->buffers */
   int oom;                   /* an allocation failed */
-} gc_lower;
+} gc_lowerer;
 
 /* An emitter lowers one op; returns 0, or -1 after reporting to c->d. */
-typedef int (*gc_emit_fn)(gc_lower *c, const gc_op *op);
+typedef int (*gc_emit_fn)(gc_lowerer *c, const gc_op *op);
 
-int gc_emit_source(gc_lower *c, const gc_op *op);      /* emit_move.c: param, const, iota */
-int gc_emit_elementwise(gc_lower *c, const gc_op *op); /* emit_elementwise.c */
-int gc_emit_reduce(gc_lower *c, const gc_op *op);      /* emit_reduce.c: reduce_*, argmax */
-int gc_emit_norm(gc_lower *c, const gc_op *op);        /* emit_reduce.c: softmax ... rmsnorm */
-int gc_emit_matmul(gc_lower *c, const gc_op *op);      /* emit_linalg.c */
-int gc_emit_conv(gc_lower *c, const gc_op *op);        /* emit_linalg.c */
-int gc_emit_pool(gc_lower *c, const gc_op *op);        /* emit_linalg.c */
-int gc_emit_move(gc_lower *c, const gc_op *op);        /* emit_move.c */
+int gc_emit_source(gc_lowerer *c, const gc_op *op);      /* emit_move.c: param, const, iota */
+int gc_emit_elementwise(gc_lowerer *c, const gc_op *op); /* emit_elementwise.c */
+int gc_emit_reduce(gc_lowerer *c, const gc_op *op);      /* emit_reduce.c: reduce_*, argmax */
+int gc_emit_norm(gc_lowerer *c, const gc_op *op);        /* emit_reduce.c: softmax ... rmsnorm */
+int gc_emit_matmul(gc_lowerer *c, const gc_op *op);      /* emit_linalg.c */
+int gc_emit_conv(gc_lowerer *c, const gc_op *op);        /* emit_linalg.c */
+int gc_emit_pool(gc_lowerer *c, const gc_op *op);        /* emit_linalg.c */
+int gc_emit_move(gc_lowerer *c, const gc_op *op);        /* emit_move.c */
 
 /* Copy kernel `name`: buffer src -> buffer dst, both of type t (lower.c uses it
  * for outputs that alias inputs, consts, views or other outputs). */
-int gc_emit_copy(gc_lower *c, const char *name, int src, int dst, const gc_type *t);
+int gc_emit_copy(gc_lowerer *c, const char *name, int src, int dst, const gc_type *t);
+
+/* lower.c: a CONST buffer (and plan const) for value v backed by `data`, which
+ * the weights file or the plan arena owns. Returns the buffer index, -1 on OOM. */
+int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, const void *data,
+                          size_t bytes);
 
 /* buffers.c: place TEMP buffers (offsets, arena_bytes, arena_lower_bound);
  * hints may let an elementwise result take over a dying operand's slot. */
@@ -65,26 +70,26 @@ void gc_assign_buffers(gc_plan *p, const gc_buf_hint *hints);
 /* Arithmetic type for a storage dtype: f16/bf16 -> f32, i8/u8 -> i32. */
 gc_dtype gc_ec_compute_type(gc_dtype t);
 /* New kernel "<opname>_<op id><suffix>" (suffix may be NULL). */
-kir_kernel *gc_ec_kernel(gc_lower *c, const gc_op *op, const char *suffix, kir_launch_kind kind,
+kir_kernel *gc_ec_kernel(gc_lowerer *c, const gc_op *op, const char *suffix, kir_launch_kind kind,
                          int64_t n, int block);
 /* Buffer parameter bound to value v's buffer. */
-int gc_ec_param(gc_lower *c, kir_kernel *k, const char *hint, const gc_value *v, int readonly);
+int gc_ec_param(gc_lowerer *c, kir_kernel *k, const char *hint, const gc_value *v, int readonly);
 /* Buffer parameter bound to plan buffer `buf` with element type dt. */
-int gc_ec_param_buf(gc_lower *c, kir_kernel *k, const char *hint, int buf, gc_dtype dt,
+int gc_ec_param_buf(gc_lowerer *c, kir_kernel *k, const char *hint, int buf, gc_dtype dt,
                     int readonly);
 /* Verify k, append a launch of it and extend the live ranges of its buffers. */
-void gc_ec_launch(gc_lower *c, kir_kernel *k);
-/* Fresh variable (the hint gets a number so names stay unique). */
-int gc_ec_var(gc_lower *c, kir_kernel *k, const char *hint, gc_dtype t);
+void gc_ec_launch(gc_lowerer *c, kir_kernel *k);
+/* Fresh variable named after `hint` (kir numbers it). */
+int gc_ec_var(gc_lowerer *c, kir_kernel *k, const char *hint, gc_dtype t);
 /* Fresh variable assigned `e` at the end of block b. */
-int gc_ec_let(gc_lower *c, kir_kernel *k, kir_block *b, const char *hint, kir_expr *e);
+int gc_ec_let(gc_lowerer *c, kir_kernel *k, kir_block *b, const char *hint, kir_expr *e);
 /* Load param[idx] converted to its compute type. */
-kir_expr *gc_ec_load(gc_lower *c, kir_kernel *k, int param, kir_expr *idx);
+kir_expr *gc_ec_load(gc_lowerer *c, kir_kernel *k, int param, kir_expr *idx);
 /* Store `value` converted to the param's dtype. */
-void gc_ec_store(gc_lower *c, kir_kernel *k, kir_block *b, int param, kir_expr *idx,
+void gc_ec_store(gc_lowerer *c, kir_kernel *k, kir_block *b, int param, kir_expr *idx,
                  kir_expr *value);
 /* Float or int literal of type t. */
-kir_expr *gc_ec_num(gc_lower *c, gc_dtype t, double v);
+kir_expr *gc_ec_num(gc_lowerer *c, gc_dtype t, double v);
 /* Normalize a possibly negative axis. */
 int gc_ec_axis(int64_t axis, int rank);
 /* Product of dims[lo, hi). */
@@ -92,7 +97,7 @@ int64_t gc_ec_prod(const int64_t *dims, int lo, int hi);
 /* Size in bytes of a value. */
 double gc_ec_bytes(const gc_type *t);
 /* Report an unsupported case at the op. */
-int gc_ec_unsupported(gc_lower *c, const gc_op *op, const char *what);
+int gc_ec_unsupported(gc_lowerer *c, const gc_op *op, const char *what);
 
 /* ---- index math over affine views (emit_util.c) ------------------------------------- */
 #define GC_EC_MAX_VIEWS 4
@@ -124,62 +129,62 @@ void gc_ec_space_simplify(gc_ec_space *s);
 int64_t gc_ec_space_numel(const gc_ec_space *s);
 /* Emit the index of every view for linear position `pos` (an i64 var);
  * idx[i] receives one fresh expression per view. */
-void gc_ec_space_index(gc_lower *c, kir_kernel *k, kir_block *b, const gc_ec_space *s, int pos,
+void gc_ec_space_index(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_ec_space *s, int pos,
                        kir_expr **idx);
 /* Decompose var `pos` row-major over dims[0..rank) into coordinate vars. */
-void gc_ec_unravel(gc_lower *c, kir_kernel *k, kir_block *b, int pos, int rank,
+void gc_ec_unravel(gc_lowerer *c, kir_kernel *k, kir_block *b, int pos, int rank,
                    const int64_t *dims, int *coord);
 /* Vector width for contiguous elementwise access (1 when not worthwhile / host). */
-int gc_ec_vec_width(gc_lower *c, int64_t numel, const gc_dtype *dts, int n);
+int gc_ec_vec_width(gc_lowerer *c, int64_t numel, const gc_dtype *dts, int n);
 
 /* ---- reductions (emit_util.c) ------------------------------------------------------------ */
 typedef enum gc_ec_comb { GC_EC_SUM, GC_EC_MAX, GC_EC_MIN } gc_ec_comb;
 /* Neutral element of a combine in type t (max: -inf / type minimum). */
-kir_expr *gc_ec_identity(gc_lower *c, gc_ec_comb op, gc_dtype t);
+kir_expr *gc_ec_identity(gc_lowerer *c, gc_ec_comb op, gc_dtype t);
 /* comb(var a, var b); max/min propagate NaN for floats. */
-kir_expr *gc_ec_combine(gc_lower *c, kir_kernel *k, gc_ec_comb op, int a, int b);
+kir_expr *gc_ec_combine(gc_lowerer *c, kir_kernel *k, gc_ec_comb op, int a, int b);
 /* NaN-propagating max (is_max) / min of two vars (ints: plain). */
-kir_expr *gc_ec_maxmin(gc_lower *c, kir_kernel *k, int is_max, int a, int b);
+kir_expr *gc_ec_maxmin(gc_lowerer *c, kir_kernel *k, int is_max, int a, int b);
 /* BLOCKS launch: reduce var v across the group; every thread ends with the
  * result in v. `sh` is a shared array of >= block/warp entries of v's type.
  * Ends with a barrier, so `sh` may be reused right away. */
-void gc_ec_block_reduce(gc_lower *c, kir_kernel *k, kir_block *b, gc_ec_comb op, int v, int sh);
+void gc_ec_block_reduce(gc_lowerer *c, kir_kernel *k, kir_block *b, gc_ec_comb op, int v, int sh);
 /* BLOCKS launch: for (r = thread; r < n; r += block) -- returns the body. */
-kir_block *gc_ec_thread_loop(gc_lower *c, kir_kernel *k, kir_block *b, int *r, int64_t n);
+kir_block *gc_ec_thread_loop(gc_lowerer *c, kir_kernel *k, kir_block *b, int *r, int64_t n);
 /* Threads per group for a row of n elements: a warp multiple, at most 256. */
-int gc_ec_row_block(gc_lower *c, int64_t n);
+int gc_ec_row_block(gc_lowerer *c, int64_t n);
 
 /* ---- short expression builders (fold trivial constants) --------------------------------- */
-static inline kir_expr *ec_i64(gc_lower *c, int64_t v) {
+static inline kir_expr *ec_i64(gc_lowerer *c, int64_t v) {
   return kir_const_i(c->km, GRAPHC_DTYPE_I64, v);
 }
-static inline kir_expr *ec_i32(gc_lower *c, int64_t v) {
+static inline kir_expr *ec_i32(gc_lowerer *c, int64_t v) {
   return kir_const_i(c->km, GRAPHC_DTYPE_I32, v);
 }
-static inline kir_expr *ec_v(gc_lower *c, const kir_kernel *k, int var) {
+static inline kir_expr *ec_v(gc_lowerer *c, const kir_kernel *k, int var) {
   return kir_var_ref(c->km, k, var);
 }
 static inline int ec_is_const(const kir_expr *e, int64_t v) {
   return e->kind == KIR_E_CONST && !gc_dtype_is_float(e->type) && e->u.i == v;
 }
-static inline kir_expr *ec_add(gc_lower *c, kir_expr *a, kir_expr *b) {
+static inline kir_expr *ec_add(gc_lowerer *c, kir_expr *a, kir_expr *b) {
   if (ec_is_const(b, 0)) return a;
   if (ec_is_const(a, 0)) return b;
   return kir_binary(c->km, KIR_ADD, a, b);
 }
-static inline kir_expr *ec_mul(gc_lower *c, kir_expr *a, kir_expr *b) {
+static inline kir_expr *ec_mul(gc_lowerer *c, kir_expr *a, kir_expr *b) {
   if (ec_is_const(b, 1)) return a;
   if (ec_is_const(a, 1)) return b;
   return kir_binary(c->km, KIR_MUL, a, b);
 }
-static inline kir_expr *ec_bin(gc_lower *c, kir_op op, kir_expr *a, kir_expr *b) {
+static inline kir_expr *ec_bin(gc_lowerer *c, kir_op op, kir_expr *a, kir_expr *b) {
   return kir_binary(c->km, op, a, b);
 }
-static inline kir_expr *ec_cast(gc_lower *c, gc_dtype t, kir_expr *a) {
+static inline kir_expr *ec_cast(gc_lowerer *c, gc_dtype t, kir_expr *a) {
   return a->type == t ? a : kir_cast(c->km, t, a);
 }
 /* i64 thread index of a BLOCKS group. */
-static inline kir_expr *ec_thread(gc_lower *c) {
+static inline kir_expr *ec_thread(gc_lowerer *c) {
   return kir_cast(c->km, GRAPHC_DTYPE_I64, kir_special_ref(c->km, KIR_SP_THREAD));
 }
 

@@ -79,10 +79,12 @@ static int is_logical(gc_dtype t) {
   return t == GRAPHC_DTYPE_BOOL || t == GRAPHC_DTYPE_I32 || t == GRAPHC_DTYPE_I64;
 }
 
+/* One of the nine dtypes? */
 static int is_valid_dtype(gc_dtype t) { return (unsigned)t < GRAPHC_DTYPE_COUNT_; }
 
 /* Does op take one operand? */
 static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_CEIL; }
+/* Does op compare (result bool)? */
 static int op_is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
 
 /* Is `t` a valid operand type for op (unary or binary)? */

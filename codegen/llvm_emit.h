@@ -73,4 +73,9 @@ int gc_llvm_verify(LLVMModuleRef mod, const char *what, gc_diags *d);
 int gc_llvm_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *passes,
                      gc_diags *d);
 
+/* Host-target module of m as LLVM IR text (default triple, no target machine),
+ * verified and, when `optimize`, run through default<O2>. *ir_text malloc'd.
+ * Declared without LLVM types so code outside codegen/ (tests) can use it. */
+int gc_llvm_host_ir(const kir_module *m, int optimize, char **ir_text, gc_diags *d);
+
 #endif /* GC_LLVM_EMIT_H */

@@ -18,6 +18,7 @@
 
 #define INT_LIMIT (INT64_C(1) << 62)
 
+/* Start at line 1, column 1 of text. */
 void gc_lex_init(gc_lexer *lx, const char *text, size_t len, gc_diags *d) {
   lx->src = text;
   lx->p = text;
@@ -32,6 +33,7 @@ static gc_loc loc_of(const gc_lexer *lx, const char *p) {
   return (gc_loc){lx->line, (int)(p - lx->line_start) + 1};
 }
 
+/* Character classes of identifiers and numbers (ASCII only). */
 static int is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 static int is_alnum(int c) { return is_alpha(c) || is_digit(c); }
@@ -67,17 +69,17 @@ static void skip_space(gc_lexer *lx) {
   }
 }
 
-/* Digits of an INT (or VALUE) into a value; reports values >= 2^62. */
+/* Digits of an INT into a value; reports values >= 2^62. */
 static int64_t lex_int_value(gc_lexer *lx, const char *s, const char *e, int *bad) {
   int64_t v = 0;
   for (const char *q = s; q < e; q++) {
-    v = v * 10 + (*q - '0');
-    if (v >= INT_LIMIT) {
+    if (v > (INT_LIMIT - 1 - (*q - '0')) / 10) {
       gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, loc_of(lx, s),
                   "integer literal '%.*s' is too large (must be less than 2^62)", (int)(e - s), s);
       *bad = 1;
       return 1;
     }
+    v = v * 10 + (*q - '0');
   }
   return v;
 }
@@ -201,6 +203,7 @@ static void lex_string(gc_lexer *lx, gc_token *t) {
   t->len = (size_t)(lx->p - s);
 }
 
+/* Decode escapes up to the closing quote (or the token's end when unterminated). */
 size_t gc_lex_string(const gc_token *t, char *out) {
   const char *s = t->text + 1, *e = t->text + t->len; /* after the opening quote */
   size_t n = 0;
@@ -233,10 +236,11 @@ static void lex_sigil(gc_lexer *lx, gc_token *t) {
                   "with a digit, or only digits)",
                   (int)(lx->p - s), s);
       t->bad = 1;
-    } else {
-      int bad = 0;
-      lex_int_value(lx, s + 1, lx->p, &bad);
-      if (bad) t->bad = 1;
+    } else if (lx->p - s > 19) {
+      gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, t->loc,
+                  "numeric value name '%.*s' is too large (at most 18 digits)", (int)(lx->p - s),
+                  s);
+      t->bad = 1;
     }
   } else {
     gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, t->loc,
@@ -248,6 +252,7 @@ static void lex_sigil(gc_lexer *lx, gc_token *t) {
   t->len = (size_t)(lx->p - s);
 }
 
+/* Skip space and comments, then lex one token by its first character. */
 gc_token gc_lex_next(gc_lexer *lx) {
   for (;;) {
     skip_space(lx);
@@ -312,6 +317,7 @@ gc_token gc_lex_next(gc_lexer *lx) {
   }
 }
 
+/* Names of token kinds, as used in "expected X" messages. */
 const char *gc_lex_kind_name(gc_tok_kind k) {
   static const char *const names[GC_TOK_COUNT_] = {
       [GC_TOK_EOF] = "end of file",  [GC_TOK_INT] = "integer",     [GC_TOK_FLOAT] = "float",

@@ -77,6 +77,7 @@ static vent *vtab_get(vtab *t, const char *s, size_t n) {
   return e;
 }
 
+/* Drop all entries (between graphs and at the end). */
 static void vtab_free(vtab *t) {
   free(t->e);
   memset(t, 0, sizeof *t);
@@ -91,6 +92,7 @@ typedef struct parser {
   gc_module *m;
   gc_graph *g;           /* graph being parsed */
   vtab vals;             /* values of g */
+  int syms_unsure;       /* g's <...> list failed to parse: unknown names are not reported */
   int oom;
 } parser;
 
@@ -114,6 +116,7 @@ static void advance(parser *p) {
   p->tok = gc_lex_next(&p->lx);
 }
 
+/* The current token has kind k. */
 static int at(const parser *p, gc_tok_kind k) { return p->tok.kind == k; }
 
 /* The token is the identifier `s`. */
@@ -122,6 +125,7 @@ static int tok_is(const gc_token *t, const char *s) {
   return t->kind == GC_TOK_IDENT && t->len == n && memcmp(t->text, s, n) == 0;
 }
 
+/* The current token is the keyword kw. */
 static int at_kw(const parser *p, const char *kw) { return tok_is(&p->tok, kw); }
 
 /* The token is 'graph' at the start of a line: a new graph, used to stop recovery. */
@@ -137,7 +141,8 @@ static int accept(parser *p, gc_tok_kind k) {
 }
 
 /* Report an error (status SYNTAX_ERROR). */
-static void error_at(parser *p, gc_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void error_at(parser *p, gc_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void error_at(parser *p, gc_loc loc, const char *fmt, ...) {
   gc_sbuf b = {0};
   va_list ap;
@@ -216,12 +221,13 @@ static gc_loc expect_loc(const parser *p, int semi) {
 
 /* Report "expected WHAT, found X" (silent when an unterminated string ate the line). */
 static void error_expected_at(parser *p, const char *what, int semi) {
-  if (p->prev.bad == 2) return;
+  if (p->prev.bad == 2 || p->tok.bad) return; /* the lexer reported it already */
   char buf[64];
   error_at(p, expect_loc(p, semi), "expected %s, found %s", what,
            describe(&p->tok, buf, sizeof buf));
 }
 
+/* "expected WHAT, found X" at the found token. */
 static void error_expected(parser *p, const char *what) { error_expected_at(p, what, 0); }
 
 /* Consume a token of kind k or report "expected K CONTEXT, found X". */
@@ -305,13 +311,17 @@ static gc_value *use_value(parser *p, const gc_token *t, int *bad) {
 }
 
 /* Skip the rest of a broken statement: past the next ';', or up to '}' / EOF / a
- * new graph. Names before the '=' (when not seen yet) become poisoned values. */
+ * new graph / a line that starts like a statement (%x, param, return). Names before
+ * the '=' (when not seen yet) become poisoned values. */
 static void sync_stmt(parser *p, int seen_eq) {
   while (!at(p, GC_TOK_EOF) && !at(p, GC_TOK_RBRACE) && !at_graph_start(p)) {
     if (at(p, GC_TOK_SEMI)) {
       advance(p);
       return;
     }
+    if (p->tok.loc.line > p->prev.loc.line &&
+        (at(p, GC_TOK_VALUE) || at_kw(p, "param") || at_kw(p, "return")))
+      return;
     if (at(p, GC_TOK_EQ)) seen_eq = 1;
     if (at(p, GC_TOK_VALUE) && !seen_eq && !p->tok.bad) {
       size_t n;
@@ -360,7 +370,10 @@ static int parse_dim(parser *p, int64_t *out, int *bad) {
   if (at(p, GC_TOK_IDENT)) {
     advance(p);
     int k = find_sym(p, &t);
-    if (k < 0) {
+    if (k < 0 && p->syms_unsure) {
+      *bad = 1;
+      *out = 1;
+    } else if (k < 0) {
       error_at(p, t.loc, "unknown symbolic dim '%.*s' (declare it in <...> after @%s)", (int)t.len,
                t.text, p->g ? p->g->name : "graph");
       *bad = 1;
@@ -469,6 +482,10 @@ static int parse_attr(parser *p, gc_attr *a, int *bad) {
       } else if (k >= 0) {
         a->kind = GC_ATTR_INT;
         a->u.i = GC_DIM_SYM(k);
+      } else if (p->syms_unsure) {
+        *bad = 1;
+        a->kind = GC_ATTR_INT;
+        a->u.i = 1;
       } else {
         error_at(p, t.loc,
                  "unknown name '%.*s' in attribute value (expected a symbolic dim of @%s, a dtype, "
@@ -537,6 +554,7 @@ static int parse_item(parser *p, stmt *s) {
 /* ---- statements ---------------------------------------------------------------------- */
 /* Define the results of a statement: the op's values, or poisoned ones. */
 static void define_results(parser *p, stmt *s, gc_op *op) {
+  if (p->oom) return; /* the arrays may be gone; nothing is defined any more */
   for (int i = 0; i < s->n_res; i++)
     if (s->res_ok[i]) define(p, &s->res[i], op ? op->results[i] : NULL);
 }
@@ -718,7 +736,7 @@ static void parse_body(parser *p) {
     } else if (at(p, GC_TOK_VALUE)) {
       parse_op(p);
     } else {
-      error_expected(p, "a statement (%x = op(...);, param or return)");
+      error_expected(p, "a statement (an op, param or return)");
       sync_stmt(p, 1);
     }
   }
@@ -765,11 +783,11 @@ static int parse_syms(parser *p) {
       const char *s = pstrndup(p, t.text, t.len);
       if (!s) return 0;
       PUSH(p, names, n, cap, s);
+      g->sym_names = names; /* kept as far as parsed, for recovery */
+      g->n_syms = n;
     }
     if (!accept(p, GC_TOK_COMMA)) break;
   }
-  g->sym_names = names;
-  g->n_syms = n;
   if (n && !(g->sym_values = palloc(p, (size_t)n * sizeof *g->sym_values))) return 0;
   return expect(p, GC_TOK_GT, "to close the symbolic dims");
 }
@@ -828,7 +846,8 @@ static void parse_graph(parser *p) {
   } else {
     error_expected(p, "a graph name (@name) after 'graph'");
     name.bad = 1;
-    nm = gc_arena_strdup(&p->m->arena, "");
+    if (at(p, GC_TOK_IDENT)) advance(p); /* `graph main(...)`: go on with the header */
+    nm = gc_arena_strdup(&p->m->arena, "?");
   }
   if (!nm) {
     out_of_memory(p);
@@ -841,15 +860,16 @@ static void parse_graph(parser *p) {
   }
   p->g = gc_graph_new(p->m, nm, name.bad ? kw : name.loc);
   if (!p->g) {
-    p->g = NULL;
     out_of_memory(p);
     return;
   }
   vtab_free(&p->vals);
+  p->syms_unsure = 1;
   gc_graph *g = p->g;
-  if (name.kind != GC_TOK_GNAME) goto header_fail;
+  if (name.kind != GC_TOK_GNAME && !at(p, GC_TOK_LPAREN) && !at(p, GC_TOK_LT)) goto header_fail;
 
   if (at(p, GC_TOK_LT) && !parse_syms(p)) goto header_fail;
+  p->syms_unsure = 0;
   if (!expect(p, GC_TOK_LPAREN, "to start the argument list")) goto header_fail;
   if (!at(p, GC_TOK_RPAREN)) {
     for (;;) {
@@ -942,6 +962,7 @@ static void parse_file(parser *p) {
   }
 }
 
+/* Parse a whole file; the module, or NULL (and everything freed) after any error. */
 gc_module *gc_parse(const char *file, const char *text, size_t len, gc_diags *d) {
   int errors0 = d->n_errors;
   parser p = {0};

@@ -342,7 +342,9 @@ static void prod_mul(prod *p, int64_t d) {
       i--;
     }
     p->syms[i] = d;
-  } else if (d > 0 && p->c > DIM_LIMIT / d) {
+  } else if (d <= 0) {
+    p->c = 0; /* malformed type (the verifier rejects it); keep the arithmetic defined */
+  } else if (p->c > DIM_LIMIT / d) {
     p->ovf = 1;
   } else {
     p->c *= d;
@@ -914,11 +916,14 @@ static int gc_infer_reshape(const gc_graph *g, const gc_op *op, gc_type *out, gc
     for (int j = 0; j < px.n; j++)
       if (!used[j]) prod_mul(&q, px.syms[j]);
   }
-  if (!ok || (q.n > 0 && (q.n > 1 || q.c != 1)))
-    return fail(c, aloc(c, sa),
-                "cannot infer -1 in %s for %s: %s elements divided by %s is not a whole number "
-                "or a single symbolic dim",
+  if (!ok)
+    return fail(c, aloc(c, sa), "cannot infer -1 in %s for %s: %s elements are not divisible by %s",
                 dims_str(c, t.dims, n), ty(c, x), prod_str(c, &px), prod_str(c, &ps));
+  if (q.n > 1 || (q.n == 1 && q.c != 1))
+    return fail(c, aloc(c, sa),
+                "cannot infer -1 in %s for %s: the quotient %s is not a whole number or a single "
+                "symbolic dim",
+                dims_str(c, t.dims, n), ty(c, x), prod_str(c, &q));
   t.dims[hole] = q.n ? q.syms[0] : q.c;
   out[0] = t;
   return 1;
@@ -1115,7 +1120,8 @@ static int gc_infer_split(const gc_graph *g, const gc_op *op, gc_type *out, gc_d
     return fail(c, aloc(c, sa), "attribute 'sizes' expects a list of ints, got %s",
                 kind_name(sa));
   if (n != op->n_results)
-    return fail(c, op->loc, "has %d results, but sizes has %d entries", op->n_results, n);
+    return fail(c, op->loc, "has %d result%s, but sizes has %d entr%s", op->n_results,
+                op->n_results == 1 ? "" : "s", n, n == 1 ? "y" : "ies");
   int64_t dim = x->dims[axis];
   if (GC_DIM_IS_SYM(dim)) return need_concrete(c, axis, dim, "");
   __int128 sum = 0;
@@ -1140,6 +1146,7 @@ static const rule_fn rules[GC_OP_COUNT_] = {
 #undef OP
 };
 
+/* Results of an op: N_OUT, or for split the number of sizes (-1 when unusable). */
 int gc_op_result_count(const gc_op *op) {
   GC_ASSERT((unsigned)op->opcode < GC_OP_COUNT_);
   int n = gc_op_infos[op->opcode].n_out;
@@ -1154,6 +1161,7 @@ int gc_op_result_count(const gc_op *op) {
   return a->u.list.n;
 }
 
+/* Check the op's shape (arity, results), run its rule, bound the result sizes. */
 int gc_infer_op(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   GC_ASSERT((unsigned)op->opcode < GC_OP_COUNT_);
   const gc_op_info *info = &gc_op_infos[op->opcode];
@@ -1168,8 +1176,13 @@ int gc_infer_op(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
     return fail(&cx, op->loc, "expects %d to %d operands, got %d", info->min_in, info->max_in,
                 op->n_operands);
   }
-  for (int i = 0; i < op->n_operands; i++)
+  for (int i = 0; i < op->n_operands; i++) {
     if (!op->operands[i]) return fail(&cx, op->loc, "operand %d is missing", i);
+    int r = op->operands[i]->type.rank;
+    if (r < 0 || r > GC_MAX_RANK)
+      return fail(&cx, op->loc, "operand %d has rank %d; the maximum rank is %d", i, r,
+                  GC_MAX_RANK);
+  }
   for (int i = 0; i < op->n_results; i++)
     if (!op->results[i]) return fail(&cx, op->loc, "result %d is missing", i);
   if (info->n_out >= 0 && op->n_results != info->n_out)

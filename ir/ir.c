@@ -98,6 +98,7 @@ const char *gc_graph_fresh_name(gc_graph *g) {
   }
   for (gc_op *op = g->first; op; op = op->next)
     for (int i = 0; i < op->n_results; i++) {
+      if (!op->results[i]) continue; /* results of an op under construction */
       const char *s = op->results[i]->name;
       if (!s) continue;
       char *end;

@@ -79,6 +79,9 @@ void gc_diags_free(gc_diags *d);
 /* Report an error. `status` classifies it (syntax, verify, weights, ...). */
 void gc_error_at(gc_diags *d, graphc_status_t status, gc_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Report a warning (not counted in n_errors). */
+void gc_warning_at(gc_diags *d, gc_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void gc_note_at(gc_diags *d, gc_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Render all diagnostics: "file:line:col: error: msg\n<line>\n<caret>\n". malloc'd. */

@@ -11,7 +11,7 @@
  *
  * Two-space indent, a blank line before each graph, attributes in their stored
  * order, result types always printed, symbolic dims by name, floats in the
- * shortest form that reads back to the same double. Printing, parsing and
+ * shortest form that reads back to the same double (print_float). Printing, parsing and
  * printing again gives identical text.
  */
 #include <math.h>
@@ -20,8 +20,9 @@
 
 #include "ir.h"
 
-/* Shortest "%.*g" that strtod reads back exactly, with ".0" added when it would
- * otherwise look like an integer; inf, -inf and nan are spelled out. */
+/* Shortest round-tripping float, like Python's repr: the fewest significant digits
+ * that strtod reads back exactly; fixed notation for exponents -4..15 (with ".0"
+ * added to whole numbers), else "1e-05" style; inf, -inf and nan spelled out. */
 static void print_float(gc_sbuf *b, double f) {
   if (isnan(f)) {
     gc_sbuf_puts(b, "nan");
@@ -31,12 +32,18 @@ static void print_float(gc_sbuf *b, double f) {
     gc_sbuf_puts(b, f < 0 ? "-inf" : "inf");
     return;
   }
-  char buf[40];
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, f);
+  char buf[64];
+  int prec = 1;
+  for (; prec < 17; prec++) {
+    snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
     if (strtod(buf, NULL) == f) break;
   }
-  if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+  snprintf(buf, sizeof buf, "%.*e", prec - 1, f);
+  int exp = atoi(strchr(buf, 'e') + 1);
+  if (exp >= -4 && exp < 16) {
+    snprintf(buf, sizeof buf, "%.*f", prec - 1 - exp > 0 ? prec - 1 - exp : 0, f);
+    if (!strchr(buf, '.')) strcat(buf, ".0");
+  }
   gc_sbuf_puts(b, buf);
 }
 
@@ -134,6 +141,7 @@ static void print_op(gc_sbuf *b, const gc_graph *g, const gc_op *op) {
   gc_sbuf_puts(b, ";\n");
 }
 
+/* Signature, statements in program order, return. */
 void gc_print_graph(gc_sbuf *b, const gc_graph *g) {
   gc_sbuf_printf(b, "graph @%s", g->name);
   if (g->n_syms) {
@@ -166,6 +174,7 @@ void gc_print_graph(gc_sbuf *b, const gc_graph *g) {
   gc_sbuf_puts(b, ";\n}\n");
 }
 
+/* Header lines, then each graph after a blank line. */
 void gc_print_module(gc_sbuf *b, const gc_module *m) {
   gc_sbuf_printf(b, "version %d;\n", m->version ? m->version : 1);
   if (m->weights) {

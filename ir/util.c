@@ -183,6 +183,13 @@ void gc_error_at(gc_diags *d, graphc_status_t status, gc_loc loc, const char *fm
   va_end(ap);
 }
 
+void gc_warning_at(gc_diags *d, gc_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_add(d, GC_DIAG_WARNING, loc, fmt, ap);
+  va_end(ap);
+}
+
 void gc_note_at(gc_diags *d, gc_loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

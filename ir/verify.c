@@ -9,6 +9,7 @@
  * use poisoned values are not inferred, so one mistake gives one error.
  * Unused results get a warning (warnings are not errors).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,6 +283,7 @@ static int check_type(const gc_graph *g, const gc_type *t, gc_loc loc, const cha
         gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, loc,
                     "%s %s: element count overflows 2^62", what, ts);
         ok = 0;
+        break;
       }
       n *= v;
     }
@@ -452,8 +454,10 @@ static void verify_op(vstate *s, gc_op *op) {
 static void verify_signature(vstate *s) {
   gc_graph *g = s->g;
   gc_loc loc = at_or(g->ret_loc, g->loc);
+  int types_ok = 1;
   for (int i = 0; i < g->n_result_types; i++)
-    check_type(g, &g->result_types[i], g->loc, "result type in the signature", s->d);
+    if (!check_type(g, &g->result_types[i], g->loc, "result type in the signature", s->d))
+      types_ok = 0;
   for (int i = 0; i < g->n_outputs; i++) {
     gc_value *v = g->outputs[i];
     if (!v || !id_ok(s, v) || !s->defined[v->id]) {
@@ -469,7 +473,7 @@ static void verify_signature(vstate *s) {
                 g->n_result_types == 1 ? "" : "s");
     return;
   }
-  for (int i = 0; i < g->n_outputs; i++) {
+  for (int i = 0; i < g->n_outputs && types_ok; i++) {
     gc_value *v = g->outputs[i];
     if (s->poisoned[v->id] || gc_type_equal(&v->type, &g->result_types[i])) continue;
     char *a = type_str(g, &v->type), *b = type_str(g, &g->result_types[i]);
@@ -481,18 +485,38 @@ static void verify_signature(vstate *s) {
   }
 }
 
+/* Was this warning already reported (the verifier runs again after binding and
+ * after passes; a warning is said once)? */
+static int has_warning(const gc_diags *d, gc_loc loc, const char *msg) {
+  for (int i = 0; i < d->n; i++)
+    if (d->items[i].level == GC_DIAG_WARNING && d->items[i].loc.line == loc.line &&
+        d->items[i].loc.col == loc.col && strcmp(d->items[i].msg, msg) == 0)
+      return 1;
+  return 0;
+}
+
 /* Warn about op results nobody uses (poisoned ones already have an error). */
 static void warn_unused(vstate *s) {
-  gc_graph_recount_uses(s->g);
+  int *uses = calloc((size_t)(s->nv ? s->nv : 1), sizeof *uses);
+  if (!uses) return; /* warnings are best effort */
+  for (gc_op *op = s->g->first; op; op = op->next)
+    for (int i = 0; i < op->n_operands; i++)
+      if (op->operands[i] && id_ok(s, op->operands[i])) uses[op->operands[i]->id]++;
+  for (int i = 0; i < s->g->n_outputs; i++)
+    if (s->g->outputs[i] && id_ok(s, s->g->outputs[i])) uses[s->g->outputs[i]->id]++;
   for (gc_op *op = s->g->first; op; op = op->next)
     for (int i = 0; i < op->n_results; i++) {
       gc_value *v = op->results[i];
-      if (!v || v->def != op || !id_ok(s, v) || s->poisoned[v->id] || v->n_uses) continue;
-      gc_warning_at(s->d, at_or(v->loc, op->loc), "value %%%s is never used",
-                    v->name ? v->name : "?");
+      if (!v || v->def != op || !id_ok(s, v) || s->poisoned[v->id] || uses[v->id]) continue;
+      char msg[256];
+      snprintf(msg, sizeof msg, "value %%%s is never used", v->name ? v->name : "?");
+      gc_loc loc = at_or(v->loc, op->loc);
+      if (!has_warning(s->d, loc, msg)) gc_warning_at(s->d, loc, "%s", msg);
     }
+  free(uses);
 }
 
+/* Verify arguments, ops in program order, the signature; then warn about unused values. */
 int gc_verify_graph(gc_graph *g, gc_diags *d) {
   int err0 = d->n_errors;
   vstate s = {.g = g, .d = d, .nv = g->next_value_id};
@@ -504,30 +528,25 @@ int gc_verify_graph(gc_graph *g, gc_diags *d) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, g->loc, "out of memory");
     return 1;
   }
-  int structure_ok = 1;
   for (int i = 0; i < g->n_args; i++) {
     gc_value *v = g->args[i];
     if (!v || v->def || !id_ok(&s, v) || s.defined[v->id]) {
       gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc, "argument %d of @%s is malformed", i,
                   g->name);
-      structure_ok = 0;
       continue;
     }
     s.defined[v->id] = 1;
     if (!check_type(g, &v->type, at_or(v->loc, g->loc), "argument type", d)) s.poisoned[v->id] = 1;
   }
-  for (gc_op *op = g->first; op; op = op->next) {
-    verify_op(&s, op);
-    for (int i = 0; i < op->n_operands; i++)
-      if (!op->operands[i]) structure_ok = 0;
-  }
+  for (gc_op *op = g->first; op; op = op->next) verify_op(&s, op);
   verify_signature(&s);
-  if (structure_ok) warn_unused(&s);
+  warn_unused(&s);
   free(s.defined);
   free(s.poisoned);
   return d->n_errors - err0;
 }
 
+/* Verify every graph; graph names must be unique. */
 int gc_verify_module(gc_module *m, gc_diags *d) {
   int err0 = d->n_errors;
   for (int i = 0; i < m->n_graphs; i++) {

@@ -22,6 +22,10 @@ typedef struct gc_cuda_info {
   int eager;              /* 1 when runs launch kernel by kernel */
 } gc_cuda_info;
 
+/* 1 when the CUDA backend can run here; else 0, with the reason ("CUDA backend
+ * unavailable: ...") reported to d (BACKEND_UNAVAILABLE) when d is not NULL. */
+int gc_cuda_check_available(gc_diags *d);
+
 /* Facts about a CUDA executable; INVALID_ARGUMENT when exe is not one. */
 graphc_status_t gc_cuda_exec_info(const gc_exec *exe, gc_cuda_info *info);
 

@@ -82,7 +82,7 @@ static void cu_load(void) {
     void *p = dlsym(g_cu.lib, cu_syms[i].name);
     if (!p && cu_syms[i].alt) p = dlsym(g_cu.lib, cu_syms[i].alt);
     if (!p) {
-      cu_fail("the driver %s lacks %s: it is too old for graphc (needs CUDA 12 or newer)", path,
+      cu_fail("%s lacks %s: not a CUDA driver, or one too old for graphc (needs CUDA 12 or newer)", path,
               cu_syms[i].name);
       return;
     }

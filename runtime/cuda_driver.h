@@ -42,6 +42,7 @@
   X(CtxPushCurrent, cuCtxPushCurrent_v2, NULL)                            \
   X(CtxPopCurrent, cuCtxPopCurrent_v2, NULL)                              \
   X(CtxSynchronize, cuCtxSynchronize, NULL)                               \
+  X(CtxGetCurrent, cuCtxGetCurrent, NULL)                                 \
   X(MemGetInfo, cuMemGetInfo_v2, NULL)                                    \
   X(MemAlloc, cuMemAlloc_v2, NULL)                                        \
   X(MemFree, cuMemFree_v2, NULL)                                          \

@@ -196,8 +196,26 @@ static void batch_strides(const gc_type *t, int nb, int64_t mat, int64_t *st) {
   }
 }
 
+/* Copy one operand matrix (at element offset `off`) into rows[R][K] with K
+ * contiguous: element (r, k) sits at src[off + (kr ? k*R + r : r*K + k)],
+ * where kr says the stored layout is [K, R]. */
+static void matrix_rows_f(const itensor *t, int64_t off, int64_t R, int64_t K, int kr, double *rows) {
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t k = 0; k < K; k++)
+      rows[r * K + k] = gc_load_f64(t->data, t->type->dtype, off + (kr ? k * R + r : r * K + k));
+}
+
+/* The same for integer operands, exact. */
+static void matrix_rows_i(const itensor *t, int64_t off, int64_t R, int64_t K, int kr, int64_t *rows) {
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t k = 0; k < K; k++)
+      rows[r * K + k] = interp_load_i64(t->data, t->type->dtype, off + (kr ? k * R + r : r * K + k));
+}
+
 /* matmul: batched [.., M, K] x [.., K, N] (either side optionally transposed),
- * batch dims broadcast; double (float) or wrapping int64 (int) accumulation. */
+ * batch dims broadcast. Per batch, A's rows and B's columns are copied into
+ * K-contiguous scratch, then out[m][n] = sum over k ascending of a[m][k]*b[k][n]
+ * in double (floats) or wrapping int64 (ints). */
 graphc_status_t interp_matmul(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
   const gc_type *at = in[0].type, *bt = in[1].type, *ot = out[0].type;
   int ta = gc_op_attr_bool(op, "transpose_a", 0), tb = gc_op_attr_bool(op, "transpose_b", 0);
@@ -208,43 +226,38 @@ graphc_status_t interp_matmul(interp_ctx *cx, const gc_op *op, const itensor *in
   batch_strides(at, nb, M * K, st[0]);
   batch_strides(bt, nb, K * N, st[1]);
   int isf = gc_dtype_is_float(at->dtype);
-  double *af = NULL, *bf = NULL;
-  int64_t *ai = NULL, *bi = NULL;
-  if (isf) {
-    af = interp_to_f64(cx, op, &in[0]);
-    bf = af ? interp_to_f64(cx, op, &in[1]) : NULL;
-  } else {
-    ai = interp_to_i64(cx, op, &in[0]);
-    bi = ai ? interp_to_i64(cx, op, &in[1]) : NULL;
-  }
-  if (isf ? !bf : !bi) {
-    free(af);
-    free(ai);
+  size_t es = isf ? sizeof(double) : sizeof(int64_t);
+  void *arows = interp_alloc(cx, op, (size_t)(M * K), es);
+  void *brows = arows ? interp_alloc(cx, op, (size_t)(N * K), es) : NULL;
+  if (!brows) {
+    free(arows);
     return GRAPHC_STATUS_OUT_OF_MEMORY;
   }
   do {
-    for (int64_t m = 0; m < M; m++)
-      for (int64_t n = 0; n < N; n++, c++) {
-        double accf = 0;
-        uint64_t acci = 0;
-        for (int64_t k = 0; k < K; k++) {
-          int64_t ia = offs[0] + (ta ? k * M + m : m * K + k);
-          int64_t ib = offs[1] + (tb ? n * K + k : k * N + n);
-          if (isf)
-            accf += af[ia] * bf[ib];
-          else
-            acci += (uint64_t)ai[ia] * (uint64_t)bi[ib];
+    if (isf) {
+      double *a = arows, *b = brows;
+      matrix_rows_f(&in[0], offs[0], M, K, ta, a);   /* a[m][k] */
+      matrix_rows_f(&in[1], offs[1], N, K, !tb, b);  /* b[n][k] */
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++, c++) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; k++) acc += a[m * K + k] * b[n * K + k];
+          gc_store_f64(out[0].data, ot->dtype, c, acc);
         }
-        if (isf)
-          gc_store_f64(out[0].data, ot->dtype, c, accf);
-        else
-          interp_store_i64(out[0].data, ot->dtype, c, (int64_t)acci);
-      }
+    } else {
+      int64_t *a = arows, *b = brows;
+      matrix_rows_i(&in[0], offs[0], M, K, ta, a);
+      matrix_rows_i(&in[1], offs[1], N, K, !tb, b);
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++, c++) {
+          uint64_t acc = 0;  /* wraps */
+          for (int64_t k = 0; k < K; k++) acc += (uint64_t)a[m * K + k] * (uint64_t)b[n * K + k];
+          interp_store_i64(out[0].data, ot->dtype, c, (int64_t)acc);
+        }
+    }
   } while (interp_next(nb, ot->dims, idx, 2, offs, st));
-  free(af);
-  free(bf);
-  free(ai);
-  free(bi);
+  free(arows);
+  free(brows);
   return GRAPHC_STATUS_OK;
 }
 

@@ -94,8 +94,8 @@ static int cmp_str_ptr(const void *a, const void *b) {
 }
 
 /* Name of a key that occurs twice in object `obj` (the smallest such), or NULL.
- * cJSON keeps duplicate keys; the reference reader rejects them. `err` is set
- * when out of memory. */
+ * cJSON keeps duplicate keys; the reference reader rejects them. `*oom` is
+ * set when out of memory. */
 static const char *json_duplicate_key(const cJSON *obj, int *oom) {
   size_t n = 0;
   for (const cJSON *c = obj->child; c; c = c->next) n++;
@@ -307,8 +307,11 @@ static gc_safetensors *st_parse_blob(const char *path, unsigned char *blob, size
   }
   size_t bad = utf8_invalid_at(blob + 8, (size_t)n);
   if (bad < n) {
-    ST_ERR(d, path, "header is not valid UTF-8 (byte %zu of the header is 0x%02x)", bad,
-           blob[8 + bad]);
+    if (blob[8 + bad] == 0)
+      ST_ERR(d, path, "header contains a NUL byte (byte %zu of the header)", bad);
+    else
+      ST_ERR(d, path, "header is not valid UTF-8 (byte %zu of the header is 0x%02x)", bad,
+             blob[8 + bad]);
     goto fail;
   }
   /* cJSON wants a terminated string; copy the header. */
@@ -486,6 +489,7 @@ gc_safetensors *gc_safetensors_parse(const char *name, const void *bytes, size_t
   return st_parse_blob(name, blob, len, d);
 }
 
+/* Free a loaded file (NULL is fine). */
 void gc_safetensors_free(gc_safetensors *st) {
   if (!st) return;
   free(st->tensors);
@@ -523,7 +527,7 @@ static void json_string(gc_sbuf *b, const char *s) {
   gc_sbuf_putc(b, '"');
 }
 
-/* Sort indexes of tensors by name (qsort_r-free: pointers to the tensors). */
+/* Order pointers to tensors by name (qsort). */
 static int cmp_tensor_name(const void *a, const void *b) {
   const gc_st_tensor *x = *(const gc_st_tensor *const *)a, *y = *(const gc_st_tensor *const *)b;
   return strcmp(x->name, y->name);

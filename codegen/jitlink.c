@@ -1,0 +1,103 @@
+/* jitlink.c - PTX to cubin through nvJitLink (libnvJitLink.so of the CUDA toolkit).
+ *
+ *   PTX text --nvJitLinkAddData(PTX)--> nvJitLinkComplete(-arch=sm_NN -O3) --> cubin
+ *
+ * Needs no GPU. Errors carry nvJitLink's error log (ptxas messages).
+ */
+#include <nvJitLink.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+
+/* Readable name of an nvJitLink result code. */
+static const char *jl_result_name(nvJitLinkResult r) {
+  switch (r) {
+  case NVJITLINK_SUCCESS: return "NVJITLINK_SUCCESS";
+  case NVJITLINK_ERROR_UNRECOGNIZED_OPTION: return "NVJITLINK_ERROR_UNRECOGNIZED_OPTION";
+  case NVJITLINK_ERROR_MISSING_ARCH: return "NVJITLINK_ERROR_MISSING_ARCH";
+  case NVJITLINK_ERROR_INVALID_INPUT: return "NVJITLINK_ERROR_INVALID_INPUT";
+  case NVJITLINK_ERROR_PTX_COMPILE: return "NVJITLINK_ERROR_PTX_COMPILE";
+  case NVJITLINK_ERROR_NVVM_COMPILE: return "NVJITLINK_ERROR_NVVM_COMPILE";
+  case NVJITLINK_ERROR_INTERNAL: return "NVJITLINK_ERROR_INTERNAL";
+  case NVJITLINK_ERROR_THREADPOOL: return "NVJITLINK_ERROR_THREADPOOL";
+  case NVJITLINK_ERROR_UNRECOGNIZED_INPUT: return "NVJITLINK_ERROR_UNRECOGNIZED_INPUT";
+  case NVJITLINK_ERROR_UNSUPPORTED_ARCH: return "NVJITLINK_ERROR_UNSUPPORTED_ARCH";
+  case NVJITLINK_ERROR_UNRECOGNIZED_ARCH: return "NVJITLINK_ERROR_UNRECOGNIZED_ARCH";
+  default: return "nvJitLink error";
+  }
+}
+
+/* nvJitLink's error log as a malloc'd string ("" when empty or unavailable). */
+static char *jl_error_log(nvJitLinkHandle h) {
+  size_t n = 0;
+  if (nvJitLinkGetErrorLogSize(h, &n) != NVJITLINK_SUCCESS) n = 0;
+  char *log = malloc(n + 1);
+  if (!log) return NULL;
+  log[0] = 0;
+  if (n && nvJitLinkGetErrorLog(h, log) != NVJITLINK_SUCCESS) log[0] = 0;
+  log[n] = 0;
+  /* drop trailing newlines so the message ends cleanly */
+  size_t len = strlen(log);
+  while (len && (log[len - 1] == '\n' || log[len - 1] == '\r')) log[--len] = 0;
+  return log;
+}
+
+/* Report a failed nvJitLink call `what` with its result and log. */
+static void jl_report(gc_diags *d, nvJitLinkHandle h, const char *what, nvJitLinkResult r, int sm) {
+  char *log = h ? jl_error_log(h) : NULL;
+  gc_loc noloc = {0, 0};
+  gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, noloc, "nvJitLink %s for sm_%d failed (%s)%s%s", what,
+              sm, jl_result_name(r), log && *log ? ":\n" : "", log ? log : "");
+  free(log);
+}
+
+int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d) {
+  *cubin = NULL;
+  *cubin_len = 0;
+  char arch[32];
+  snprintf(arch, sizeof arch, "-arch=sm_%d", sm);
+  const char *opts[] = {arch, "-O3"};
+  nvJitLinkHandle h = NULL;
+  nvJitLinkResult r = nvJitLinkCreate(&h, 2, opts);
+  if (r != NVJITLINK_SUCCESS) {
+    jl_report(d, NULL, "create", r, sm);
+    return -1;
+  }
+  int rc = -1;
+  r = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx, strlen(ptx) + 1, "graphc.ptx");
+  if (r != NVJITLINK_SUCCESS) {
+    jl_report(d, h, "adding PTX", r, sm);
+    goto done;
+  }
+  r = nvJitLinkComplete(h);
+  if (r != NVJITLINK_SUCCESS) {
+    jl_report(d, h, "compiling PTX", r, sm);
+    goto done;
+  }
+  size_t n = 0;
+  r = nvJitLinkGetLinkedCubinSize(h, &n);
+  if (r != NVJITLINK_SUCCESS) {
+    jl_report(d, h, "getting the cubin size", r, sm);
+    goto done;
+  }
+  void *buf = malloc(n ? n : 1);
+  if (!buf) {
+    gc_loc noloc = {0, 0};
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory for a %zu-byte cubin", n);
+    goto done;
+  }
+  r = nvJitLinkGetLinkedCubin(h, buf);
+  if (r != NVJITLINK_SUCCESS) {
+    free(buf);
+    jl_report(d, h, "getting the cubin", r, sm);
+    goto done;
+  }
+  *cubin = buf;
+  *cubin_len = n;
+  rc = 0;
+done:
+  nvJitLinkDestroy(&h);
+  return rc;
+}

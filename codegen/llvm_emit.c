@@ -1,0 +1,993 @@
+/* llvm_emit.c - Kernel IR to LLVM IR with the LLVM-C API, for NVPTX and host.
+ *
+ *   kir_kernel --emit_kernel--> entry:  allocas (vars, host shared), item start
+ *                               header: item < n ?
+ *                               body:   statements (loops: header/body/latch/exit)
+ *                               latch:  item += stride
+ *
+ * Variables live in allocas (SROA/mem2reg turn them into SSA). Everything
+ * that depends on the target is in the "target switch" section below; the
+ * rest is shared. See llvm_emit.h for the mapping table and the host ABI.
+ */
+#include "llvm_emit.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DT(x) GRAPHC_DTYPE_##x
+
+/* Per-kernel emission state. */
+typedef struct em {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  const gc_llvm_target *t;
+  const kir_kernel *k;
+  gc_diags *d;
+  LLVMValueRef fn;          /* function holding the body */
+  LLVMValueRef *vars;       /* one alloca per kir var */
+  LLVMValueRef *params;     /* one argument per kir param */
+  LLVMValueRef *shared;     /* base pointer per shared array */
+  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64;
+  LLVMTypeRef t_f16, t_bf16, t_f32, t_f64;
+  LLVMTypeRef t_gptr;       /* pointer to a global buffer */
+} em;
+
+/* ---- types --------------------------------------------------------------------- */
+
+/* LLVM type of a value of dtype t in registers (bool is i1). */
+static LLVMTypeRef reg_ty(const em *e, gc_dtype t) {
+  switch (t) {
+  case DT(F64): return e->t_f64;
+  case DT(F32): return e->t_f32;
+  case DT(F16): return e->t_f16;
+  case DT(BF16): return e->t_bf16;
+  case DT(I64): return e->t_i64;
+  case DT(I32): return e->t_i32;
+  case DT(I8): case DT(U8): return e->t_i8;
+  case DT(BOOL): return e->t_i1;
+  default: GC_ASSERT(!"bad dtype"); return NULL;
+  }
+}
+
+/* LLVM type of an element of dtype t in memory (bool is i8 0/1). */
+static LLVMTypeRef mem_ty(const em *e, gc_dtype t) {
+  return t == DT(BOOL) ? e->t_i8 : reg_ty(e, t);
+}
+
+/* Bytes of one element of dtype t in memory. */
+static unsigned dt_size(gc_dtype t) {
+  switch (t) {
+  case DT(F64): case DT(I64): return 8;
+  case DT(F32): case DT(I32): return 4;
+  case DT(F16): case DT(BF16): return 2;
+  default: return 1;
+  }
+}
+
+/* f16 and bf16: stored narrow, computed in f32. */
+static int is_half(gc_dtype t) { return t == DT(F16) || t == DT(BF16); }
+
+/* Signed integer dtypes (u8 and bool compare and extend as unsigned). */
+static int is_sint(gc_dtype t) { return t == DT(I64) || t == DT(I32) || t == DT(I8); }
+
+/* ---- small builders -------------------------------------------------------------- */
+
+/* Call intrinsic `name` overloaded on ov[0..nov). */
+static LLVMValueRef intr(em *e, const char *name, LLVMTypeRef *ov, int nov, LLVMValueRef *args,
+                         int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  GC_ASSERT(id != 0);
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->mod, id, ov, (size_t)nov);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, ov, (size_t)nov);
+  return LLVMBuildCall2(e->b, fty, f, args, (unsigned)nargs, "");
+}
+
+/* Unary intrinsic overloaded on the operand type. */
+static LLVMValueRef intr1(em *e, const char *name, LLVMValueRef a) {
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  return intr(e, name, &ty, 1, &a, 1);
+}
+
+/* Binary intrinsic overloaded on the operand type. */
+static LLVMValueRef intr2(em *e, const char *name, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  LLVMValueRef args[2] = {a, b};
+  return intr(e, name, &ty, 1, args, 2);
+}
+
+/* Call external function `name` of type ty(ty, ...) (n arguments), declaring it once. */
+static LLVMValueRef call_ext(em *e, const char *name, LLVMTypeRef ty, LLVMValueRef *args, int n) {
+  LLVMTypeRef ps[2] = {ty, ty};
+  LLVMTypeRef fty = LLVMFunctionType(ty, ps, (unsigned)n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
+  if (!f) {
+    f = LLVMAddFunction(e->mod, name, fty);
+    unsigned kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->ctx, kind, 0));
+  }
+  return LLVMBuildCall2(e->b, fty, f, args, (unsigned)n, "");
+}
+
+/* Add enum attribute `name` at index idx of function f. */
+static void add_attr(em *e, LLVMValueRef f, LLVMAttributeIndex idx, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  GC_ASSERT(kind != 0);
+  LLVMAddAttributeAtIndex(f, idx, LLVMCreateEnumAttribute(e->ctx, kind, 0));
+}
+
+/* Integer constant of type ty. */
+static LLVMValueRef cint(LLVMTypeRef ty, int64_t v) {
+  return LLVMConstInt(ty, (unsigned long long)v, 1);
+}
+
+/* Start a new basic block in the current function and move the builder there. */
+static void enter(em *e, LLVMBasicBlockRef bb) { LLVMPositionBuilderAtEnd(e->b, bb); }
+
+/* New basic block appended to the current function. */
+static LLVMBasicBlockRef new_bb(em *e, const char *name) {
+  return LLVMAppendBasicBlockInContext(e->ctx, e->fn, name);
+}
+
+/* ---- target switch: everything NVPTX and host do differently ---------------------- */
+
+/* Read a PTX special register (i32). */
+static LLVMValueRef sreg(em *e, const char *reg) {
+  char name[64];
+  snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s", reg);
+  return intr(e, name, NULL, 0, NULL, 0);
+}
+
+/* KIR_E_SPECIAL as i32. Host: one thread per group, warp of one. */
+static LLVMValueRef t_special(em *e, kir_special sp) {
+  if (e->t->arch == GC_LLVM_HOST) return cint(e->t_i32, sp == KIR_SP_BLOCK_DIM ? 1 : 0);
+  switch (sp) {
+  case KIR_SP_THREAD: return sreg(e, "tid.x");
+  case KIR_SP_BLOCK_DIM: return sreg(e, "ntid.x");
+  case KIR_SP_LANE: return LLVMBuildAnd(e->b, sreg(e, "tid.x"), cint(e->t_i32, 31), "lane");
+  case KIR_SP_WARP: return LLVMBuildLShr(e->b, sreg(e, "tid.x"), cint(e->t_i32, 5), "warp");
+  }
+  GC_ASSERT(!"bad special");
+  return NULL;
+}
+
+/* Group barrier (nothing on host: one thread per group). */
+static void t_barrier(em *e) {
+  if (e->t->arch == GC_LLVM_NVPTX) intr(e, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
+
+/* One 32-bit butterfly shuffle (full warp, clamp 0x1f like __shfl_xor_sync). */
+static LLVMValueRef shfl32(em *e, LLVMValueRef v, int mask) {
+  int is_f = LLVMTypeOf(v) == e->t_f32;
+  LLVMValueRef args[4] = {cint(e->t_i32, -1), v, cint(e->t_i32, mask), cint(e->t_i32, 0x1f)};
+  return intr(e, is_f ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0,
+              args, 4);
+}
+
+/* KIR_E_SHFL_XOR: value from lane ^ mask. 64-bit values go as two i32 halves,
+ * narrow ones widened to i32. Host: a warp of one lane returns its own value. */
+static LLVMValueRef t_shfl_xor(em *e, LLVMValueRef v, gc_dtype t, int mask) {
+  if (e->t->arch == GC_LLVM_HOST) return v;
+  LLVMBuilderRef b = e->b;
+  switch (t) {
+  case DT(F32): case DT(I32):
+    return shfl32(e, v, mask);
+  case DT(F64): case DT(I64): {
+    LLVMValueRef bits = t == DT(F64) ? LLVMBuildBitCast(b, v, e->t_i64, "") : v;
+    LLVMValueRef lo = LLVMBuildTrunc(b, bits, e->t_i32, "");
+    LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, bits, cint(e->t_i64, 32), ""), e->t_i32, "");
+    lo = LLVMBuildZExt(b, shfl32(e, lo, mask), e->t_i64, "");
+    hi = LLVMBuildZExt(b, shfl32(e, hi, mask), e->t_i64, "");
+    bits = LLVMBuildOr(b, LLVMBuildShl(b, hi, cint(e->t_i64, 32), ""), lo, "");
+    return t == DT(F64) ? LLVMBuildBitCast(b, bits, e->t_f64, "") : bits;
+  }
+  case DT(F16): case DT(BF16): {
+    LLVMValueRef bits = LLVMBuildZExt(b, LLVMBuildBitCast(b, v, e->t_i16, ""), e->t_i32, "");
+    bits = LLVMBuildTrunc(b, shfl32(e, bits, mask), e->t_i16, "");
+    return LLVMBuildBitCast(b, bits, reg_ty(e, t), "");
+  }
+  case DT(I8): case DT(U8): case DT(BOOL):
+    return LLVMBuildTrunc(b, shfl32(e, LLVMBuildZExt(b, v, e->t_i32, ""), mask), reg_ty(e, t), "");
+  default:
+    GC_ASSERT(!"bad shuffle dtype");
+    return NULL;
+  }
+}
+
+/* Name of the math function for op on f32/f64: libdevice (__nv_expf) or libm (expf). */
+static void t_math_name(em *e, kir_op op, gc_dtype t, char *buf, size_t n) {
+  const char *base = NULL;
+  switch (op) {
+  case KIR_EXP: base = "exp"; break;
+  case KIR_LOG: base = "log"; break;
+  case KIR_TANH: base = "tanh"; break;
+  case KIR_ERF: base = "erf"; break;
+  case KIR_SIN: base = "sin"; break;
+  case KIR_COS: base = "cos"; break;
+  case KIR_POW: base = "pow"; break;
+  case KIR_REM: base = "fmod"; break;
+  default: GC_ASSERT(!"not a math call");
+  }
+  snprintf(buf, n, "%s%s%s", e->t->arch == GC_LLVM_NVPTX ? "__nv_" : "", base,
+           t == DT(F32) ? "f" : "");
+}
+
+/* Call the math function for op (f32 or f64 operands). */
+static LLVMValueRef math_call(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLVMValueRef b) {
+  char name[32];
+  t_math_name(e, op, t, name, sizeof name);
+  LLVMValueRef args[2] = {a, b};
+  return call_ext(e, name, reg_ty(e, t), args, b ? 2 : 1);
+}
+
+/* Buffer parameter pointer type: addrspace(1) on NVPTX, generic on host. */
+static LLVMTypeRef t_buffer_ptr(em *e) {
+  return LLVMPointerTypeInContext(e->ctx, e->t->arch == GC_LLVM_NVPTX ? 1 : 0);
+}
+
+/* Base pointer of shared array i: an addrspace(3) global (NVPTX) or an alloca (host;
+ * must be called with the builder in the entry block). */
+static LLVMValueRef t_shared_array(em *e, int i) {
+  const kir_shared *s = &e->k->shared[i];
+  LLVMTypeRef aty = LLVMArrayType2(mem_ty(e, s->dtype), (uint64_t)s->count);
+  LLVMValueRef v;
+  if (e->t->arch == GC_LLVM_NVPTX) {
+    char name[256];
+    snprintf(name, sizeof name, "%s_smem%d", e->k->name, i);
+    v = LLVMAddGlobalInAddressSpace(e->mod, aty, name, 3);
+    LLVMSetInitializer(v, LLVMGetUndef(aty));
+    LLVMSetLinkage(v, LLVMInternalLinkage);
+  } else {
+    v = LLVMBuildAlloca(e->b, aty, "smem");
+  }
+  LLVMSetAlignment(v, 16);
+  return v;
+}
+
+/* ---- conversions ----------------------------------------------------------------- */
+
+/* Register value to memory form (bool i1 -> i8). */
+static LLVMValueRef to_mem(em *e, LLVMValueRef v, gc_dtype t) {
+  return t == DT(BOOL) ? LLVMBuildZExt(e->b, v, e->t_i8, "") : v;
+}
+
+/* Memory value to register form (bool i8 -> i1 as != 0). */
+static LLVMValueRef from_mem(em *e, LLVMValueRef v, gc_dtype t) {
+  return t == DT(BOOL) ? LLVMBuildICmp(e->b, LLVMIntNE, v, cint(e->t_i8, 0), "") : v;
+}
+
+/* Float to float of another width (f16 <-> bf16 through f32, exact). */
+static LLVMValueRef cvt_ff(em *e, LLVMValueRef v, gc_dtype from, gc_dtype to) {
+  if (is_half(from) && is_half(to)) {
+    v = LLVMBuildFPExt(e->b, v, e->t_f32, "");
+    from = DT(F32);
+  }
+  if (dt_size(to) > dt_size(from)) return LLVMBuildFPExt(e->b, v, reg_ty(e, to), "");
+  return LLVMBuildFPTrunc(e->b, v, reg_ty(e, to), "");
+}
+
+/* f32 bits made round-to-odd: when f (the RNE result) is inexact and its last bit
+ * even, step its magnitude toward the exact value. RNE of that to bf16 is then the
+ * correctly rounded bf16 (f32 has more than 8 + 2 significant bits). `inexact`
+ * and `bigger` (|f| > |exact|) are i1. */
+static LLVMValueRef round_to_odd(em *e, LLVMValueRef f, LLVMValueRef inexact, LLVMValueRef bigger) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef bits = LLVMBuildBitCast(b, f, e->t_i32, "");
+  LLVMValueRef even = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, bits, cint(e->t_i32, 1), ""),
+                                    cint(e->t_i32, 0), "");
+  LLVMValueRef adj = LLVMBuildSelect(b, bigger, LLVMBuildSub(b, bits, cint(e->t_i32, 1), ""),
+                                     LLVMBuildAdd(b, bits, cint(e->t_i32, 1), ""), "");
+  bits = LLVMBuildSelect(b, LLVMBuildAnd(b, inexact, even, ""), adj, bits, "");
+  return LLVMBuildBitCast(b, bits, e->t_f32, "");
+}
+
+/* f32 -> bf16, nearest even. Host: bit arithmetic (x86 would call __truncsfbf2,
+ * which libgcc < 13 lacks); NVPTX: cvt.rn.bf16.f32. */
+static LLVMValueRef f32_to_bf16(em *e, LLVMValueRef v) {
+  if (e->t->arch == GC_LLVM_NVPTX) return LLVMBuildFPTrunc(e->b, v, e->t_bf16, "");
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef bits = LLVMBuildBitCast(b, v, e->t_i32, "");
+  LLVMValueRef hi = LLVMBuildLShr(b, bits, cint(e->t_i32, 16), "");
+  LLVMValueRef r = LLVMBuildAdd(b, bits, LLVMBuildAdd(b, cint(e->t_i32, 0x7fff),
+                                                       LLVMBuildAnd(b, hi, cint(e->t_i32, 1), ""), ""), "");
+  r = LLVMBuildLShr(b, r, cint(e->t_i32, 16), "");
+  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, v, v, "");
+  r = LLVMBuildSelect(b, nan, LLVMBuildOr(b, hi, cint(e->t_i32, 0x40), ""), r, "");  /* quiet NaN */
+  return LLVMBuildBitCast(b, LLVMBuildTrunc(b, r, e->t_i16, ""), e->t_bf16, "");
+}
+
+/* Float (f64, f32, f16) -> bf16 with one rounding. */
+static LLVMValueRef float_to_bf16(em *e, LLVMValueRef v, gc_dtype from) {
+  LLVMBuilderRef b = e->b;
+  if (from == DT(F16)) v = LLVMBuildFPExt(b, v, e->t_f32, ""), from = DT(F32);
+  if (from == DT(F32)) return f32_to_bf16(e, v);
+  if (e->t->arch == GC_LLVM_NVPTX) return LLVMBuildFPTrunc(b, v, e->t_bf16, "");  /* rounds once */
+  LLVMValueRef f = LLVMBuildFPTrunc(b, v, e->t_f32, "");
+  LLVMValueRef back = LLVMBuildFPExt(b, f, e->t_f64, "");
+  LLVMValueRef inexact = LLVMBuildFCmp(b, LLVMRealONE, back, v, "");
+  LLVMValueRef bigger = LLVMBuildFCmp(b, LLVMRealOGT, intr1(e, "llvm.fabs", back), intr1(e, "llvm.fabs", v), "");
+  return f32_to_bf16(e, round_to_odd(e, f, inexact, bigger));
+}
+
+/* Integer -> bf16 with one rounding. sm_90 has cvt.rn.bf16.s32/s64; elsewhere LLVM
+ * would round to f32 first, so i32/i64 go through a round-to-odd f32. */
+static LLVMValueRef int_to_bf16(em *e, LLVMValueRef v, gc_dtype from) {
+  LLVMBuilderRef b = e->b;
+  int sgn = is_sint(from);
+  if (e->t->arch == GC_LLVM_NVPTX && e->t->sm >= 90)
+    return sgn ? LLVMBuildSIToFP(b, v, e->t_bf16, "") : LLVMBuildUIToFP(b, v, e->t_bf16, "");
+  LLVMValueRef f = sgn ? LLVMBuildSIToFP(b, v, e->t_f32, "") : LLVMBuildUIToFP(b, v, e->t_f32, "");
+  if (from != DT(I32) && from != DT(I64)) return f32_to_bf16(e, f);  /* exact in f32 */
+  LLVMValueRef x = from == DT(I32) ? LLVMBuildSExt(b, v, e->t_i64, "") : v;
+  LLVMTypeRef ov[2] = {e->t_i64, e->t_f32};
+  LLVMValueRef back = intr(e, "llvm.fptosi.sat", ov, 2, &f, 1);  /* exact: |f| <= 2^63 */
+  LLVMValueRef inexact = LLVMBuildICmp(b, LLVMIntNE, back, x, "");
+  LLVMValueRef bigger = LLVMBuildXor(b, LLVMBuildICmp(b, LLVMIntSGT, back, x, ""),
+                                     LLVMBuildICmp(b, LLVMIntSLT, x, cint(e->t_i64, 0), ""), "");
+  return f32_to_bf16(e, round_to_odd(e, f, inexact, bigger));
+}
+
+/* KIR_E_CAST: BRIEF.md semantics (saturating float->int with NaN -> 0, int wrap,
+ * ->bool is != 0, bool->number 0/1, round to nearest even into f16/bf16). */
+static LLVMValueRef cvt(em *e, LLVMValueRef v, gc_dtype from, gc_dtype to) {
+  LLVMBuilderRef b = e->b;
+  if (from == to) return v;
+  int ff = gc_dtype_is_float(from), tf = gc_dtype_is_float(to);
+  if (to == DT(BOOL)) {  /* NaN != 0 is true, as in C */
+    if (ff) return LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstReal(reg_ty(e, from), 0.0), "");
+    return LLVMBuildICmp(b, LLVMIntNE, v, cint(reg_ty(e, from), 0), "");
+  }
+  if (ff && tf) return to == DT(BF16) ? float_to_bf16(e, v, from) : cvt_ff(e, v, from, to);
+  if (ff) {              /* float -> int: saturate, NaN -> 0 */
+    if (is_half(from)) {
+      v = LLVMBuildFPExt(b, v, e->t_f32, "");
+    }
+    LLVMTypeRef ov[2] = {reg_ty(e, to), LLVMTypeOf(v)};
+    return intr(e, to == DT(U8) ? "llvm.fptoui.sat" : "llvm.fptosi.sat", ov, 2, &v, 1);
+  }
+  if (tf) {              /* int -> float, round to nearest even */
+    if (to == DT(BF16)) return int_to_bf16(e, v, from);
+    return is_sint(from) ? LLVMBuildSIToFP(b, v, reg_ty(e, to), "")
+                         : LLVMBuildUIToFP(b, v, reg_ty(e, to), "");
+  }
+  /* int -> int: two's complement truncation, sign/zero extension by source */
+  unsigned fw = LLVMGetIntTypeWidth(reg_ty(e, from)), tw = LLVMGetIntTypeWidth(reg_ty(e, to));
+  if (tw < fw) return LLVMBuildTrunc(b, v, reg_ty(e, to), "");
+  if (tw == fw) return v;
+  return is_sint(from) ? LLVMBuildSExt(b, v, reg_ty(e, to), "") : LLVMBuildZExt(b, v, reg_ty(e, to), "");
+}
+
+/* ---- expressions ----------------------------------------------------------------- */
+
+static LLVMValueRef ex(em *e, const kir_expr *x);
+
+/* Unary op on f32/f64. */
+static LLVMValueRef float_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
+  switch (op) {
+  case KIR_NEG: return LLVMBuildFNeg(e->b, a, "");
+  case KIR_ABS: return intr1(e, "llvm.fabs", a);
+  case KIR_SQRT: return intr1(e, "llvm.sqrt", a);
+  case KIR_RSQRT:  /* 1/sqrt(x): both correctly rounded, more accurate than rsqrt.approx */
+    return LLVMBuildFDiv(e->b, LLVMConstReal(reg_ty(e, t), 1.0), intr1(e, "llvm.sqrt", a), "");
+  case KIR_FLOOR: return intr1(e, "llvm.floor", a);
+  case KIR_CEIL: return intr1(e, "llvm.ceil", a);
+  case KIR_EXP: case KIR_LOG: case KIR_TANH: case KIR_ERF: case KIR_SIN: case KIR_COS:
+    return math_call(e, op, t, a, NULL);
+  default: GC_ASSERT(!"bad float unary op"); return NULL;
+  }
+}
+
+/* Unary op on an integer or bool. */
+static LLVMValueRef int_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
+  switch (op) {
+  case KIR_NEG: return LLVMBuildNeg(e->b, a, "");  /* wraps */
+  case KIR_ABS: {
+    if (!is_sint(t)) return a;
+    LLVMValueRef args[2] = {a, LLVMConstInt(e->t_i1, 0, 0)};  /* abs(INT_MIN) wraps */
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    return intr(e, "llvm.abs", &ty, 1, args, 2);
+  }
+  case KIR_NOT: return LLVMBuildNot(e->b, a, "");
+  default: GC_ASSERT(!"bad integer unary op"); return NULL;
+  }
+}
+
+/* KIR_E_UNARY; f16/bf16 computed in f32. */
+static LLVMValueRef emit_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
+  if (!gc_dtype_is_float(t)) return int_unary(e, op, t, a);
+  if (!is_half(t)) return float_unary(e, op, t, a);
+  LLVMValueRef r = float_unary(e, op, DT(F32), LLVMBuildFPExt(e->b, a, e->t_f32, ""));
+  return cvt(e, r, DT(F32), t);
+}
+
+/* Binary op on f32/f64 (comparisons give i1). */
+static LLVMValueRef float_binary(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = e->b;
+  switch (op) {
+  case KIR_ADD: return LLVMBuildFAdd(B, a, b, "");
+  case KIR_SUB: return LLVMBuildFSub(B, a, b, "");
+  case KIR_MUL: return LLVMBuildFMul(B, a, b, "");
+  case KIR_DIV: return LLVMBuildFDiv(B, a, b, "");
+  case KIR_REM: case KIR_POW: return math_call(e, op, t, a, b);
+  case KIR_MIN: return intr2(e, "llvm.minimum", a, b);  /* NaN if either is NaN */
+  case KIR_MAX: return intr2(e, "llvm.maximum", a, b);
+  case KIR_EQ: return LLVMBuildFCmp(B, LLVMRealOEQ, a, b, "");
+  case KIR_NE: return LLVMBuildFCmp(B, LLVMRealUNE, a, b, "");
+  case KIR_LT: return LLVMBuildFCmp(B, LLVMRealOLT, a, b, "");
+  case KIR_LE: return LLVMBuildFCmp(B, LLVMRealOLE, a, b, "");
+  case KIR_GT: return LLVMBuildFCmp(B, LLVMRealOGT, a, b, "");
+  case KIR_GE: return LLVMBuildFCmp(B, LLVMRealOGE, a, b, "");
+  default: GC_ASSERT(!"bad float binary op"); return NULL;
+  }
+}
+
+/* Integer division or remainder: x/0 = 0, x%0 = 0, INT_MIN/-1 = INT_MIN, x%-1 = 0. */
+static LLVMValueRef int_divrem(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = e->b;
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  int sgn = is_sint(t);
+  LLVMValueRef zero = cint(ty, 0), one = LLVMConstInt(ty, 1, 0);
+  LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+  LLVMValueRef ism1 = sgn ? LLVMBuildICmp(B, LLVMIntEQ, b, cint(ty, -1), "") : NULL;
+  LLVMValueRef bad = sgn ? LLVMBuildOr(B, is0, ism1, "") : is0;
+  LLVMValueRef sb = LLVMBuildSelect(B, bad, one, b, "");
+  LLVMValueRef r;
+  if (op == KIR_DIV) {
+    r = sgn ? LLVMBuildSDiv(B, a, sb, "") : LLVMBuildUDiv(B, a, sb, "");
+    if (sgn) r = LLVMBuildSelect(B, ism1, LLVMBuildNeg(B, a, ""), r, "");
+    return LLVMBuildSelect(B, is0, zero, r, "");
+  }
+  r = sgn ? LLVMBuildSRem(B, a, sb, "") : LLVMBuildURem(B, a, sb, "");
+  return LLVMBuildSelect(B, bad, zero, r, "");
+}
+
+/* Binary op on integers or bool (u8 and bool unsigned). */
+static LLVMValueRef int_binary(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = e->b;
+  int sgn = is_sint(t);
+  switch (op) {
+  case KIR_ADD: return LLVMBuildAdd(B, a, b, "");  /* wrap: no nsw */
+  case KIR_SUB: return LLVMBuildSub(B, a, b, "");
+  case KIR_MUL: return LLVMBuildMul(B, a, b, "");
+  case KIR_DIV: case KIR_REM: return int_divrem(e, op, t, a, b);
+  case KIR_MIN:
+    if (t == DT(BOOL)) return LLVMBuildAnd(B, a, b, "");
+    return intr2(e, sgn ? "llvm.smin" : "llvm.umin", a, b);
+  case KIR_MAX:
+    if (t == DT(BOOL)) return LLVMBuildOr(B, a, b, "");
+    return intr2(e, sgn ? "llvm.smax" : "llvm.umax", a, b);
+  case KIR_AND: return LLVMBuildAnd(B, a, b, "");
+  case KIR_OR: return LLVMBuildOr(B, a, b, "");
+  case KIR_XOR: return LLVMBuildXor(B, a, b, "");
+  case KIR_EQ: return LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+  case KIR_NE: return LLVMBuildICmp(B, LLVMIntNE, a, b, "");
+  case KIR_LT: return LLVMBuildICmp(B, sgn ? LLVMIntSLT : LLVMIntULT, a, b, "");
+  case KIR_LE: return LLVMBuildICmp(B, sgn ? LLVMIntSLE : LLVMIntULE, a, b, "");
+  case KIR_GT: return LLVMBuildICmp(B, sgn ? LLVMIntSGT : LLVMIntUGT, a, b, "");
+  case KIR_GE: return LLVMBuildICmp(B, sgn ? LLVMIntSGE : LLVMIntUGE, a, b, "");
+  default: GC_ASSERT(!"bad integer binary op"); return NULL;
+  }
+}
+
+/* Comparison ops give bool; everything else keeps the operand type. */
+static int is_cmp(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
+
+/* KIR_E_BINARY; f16/bf16 computed in f32 and rounded back. */
+static LLVMValueRef emit_binary(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLVMValueRef b) {
+  if (!gc_dtype_is_float(t)) return int_binary(e, op, t, a, b);
+  if (!is_half(t)) return float_binary(e, op, t, a, b);
+  a = LLVMBuildFPExt(e->b, a, e->t_f32, "");
+  b = LLVMBuildFPExt(e->b, b, e->t_f32, "");
+  LLVMValueRef r = float_binary(e, op, DT(F32), a, b);
+  return is_cmp(op) ? r : cvt(e, r, DT(F32), t);
+}
+
+/* An index expression as i64 (narrower ints extended by signedness). */
+static LLVMValueRef index64(em *e, const kir_expr *x) {
+  LLVMValueRef v = ex(e, x);
+  return cvt(e, v, x->type, DT(I64));
+}
+
+/* Element pointer buf[idx] in global or shared memory; *dt gets the element dtype. */
+static LLVMValueRef elem_ptr(em *e, kir_space sp, int buf, LLVMValueRef idx, gc_dtype *dt) {
+  const kir_kernel *k = e->k;
+  LLVMValueRef base;
+  if (sp == KIR_GLOBAL) {
+    GC_ASSERT(buf >= 0 && buf < k->n_params && k->params[buf].kind == KIR_PARAM_BUFFER);
+    base = e->params[buf];
+    *dt = k->params[buf].dtype;
+  } else {
+    GC_ASSERT(buf >= 0 && buf < k->n_shared);
+    base = e->shared[buf];
+    *dt = k->shared[buf].dtype;
+  }
+  return LLVMBuildInBoundsGEP2(e->b, mem_ty(e, *dt), base, &idx, 1, "");
+}
+
+/* Scalar load of buf[index], in register form. */
+static LLVMValueRef emit_load(em *e, const kir_expr *x) {
+  gc_dtype dt;
+  LLVMValueRef p = elem_ptr(e, x->u.mem.space, x->u.mem.buf, index64(e, x->u.mem.index), &dt);
+  LLVMValueRef v = LLVMBuildLoad2(e->b, mem_ty(e, dt), p, "");
+  LLVMSetAlignment(v, dt_size(dt));
+  return from_mem(e, v, dt);
+}
+
+/* Emit expression x; the result has the register type of x->type. */
+static LLVMValueRef ex(em *e, const kir_expr *x) {
+  switch (x->kind) {
+  case KIR_E_CONST:
+    if (gc_dtype_is_float(x->type)) return LLVMConstReal(reg_ty(e, x->type), x->u.f);
+    if (x->type == DT(BOOL)) return LLVMConstInt(e->t_i1, x->u.i != 0, 0);
+    return cint(reg_ty(e, x->type), x->u.i);
+  case KIR_E_VAR: {
+    GC_ASSERT(x->u.var >= 0 && x->u.var < e->k->n_vars);
+    return LLVMBuildLoad2(e->b, reg_ty(e, e->k->vars[x->u.var].type), e->vars[x->u.var],
+                          e->k->vars[x->u.var].name);
+  }
+  case KIR_E_PARAM:
+    GC_ASSERT(x->u.param >= 0 && x->u.param < e->k->n_params &&
+              e->k->params[x->u.param].kind == KIR_PARAM_I64);
+    return cvt(e, e->params[x->u.param], DT(I64), x->type);
+  case KIR_E_SPECIAL:
+    return cvt(e, t_special(e, x->u.special), DT(I32), x->type);
+  case KIR_E_UNARY:
+    return emit_unary(e, x->u.op.op, x->type, ex(e, x->u.op.a));
+  case KIR_E_BINARY: {
+    LLVMValueRef a = ex(e, x->u.op.a), b = ex(e, x->u.op.b);
+    return emit_binary(e, x->u.op.op, x->u.op.a->type, a, b);
+  }
+  case KIR_E_SELECT: {
+    LLVMValueRef c = ex(e, x->u.op.a), a = ex(e, x->u.op.b), b = ex(e, x->u.op.c);
+    return LLVMBuildSelect(e->b, c, a, b, "");
+  }
+  case KIR_E_CAST:
+    return cvt(e, ex(e, x->u.op.a), x->u.op.a->type, x->type);
+  case KIR_E_LOAD:
+    return emit_load(e, x);
+  case KIR_E_SHFL_XOR:
+    return t_shfl_xor(e, ex(e, x->u.shfl.a), x->type, x->u.shfl.mask);
+  }
+  GC_ASSERT(!"bad expression kind");
+  return NULL;
+}
+
+/* ---- statements ------------------------------------------------------------------ */
+
+static void emit_block(em *e, const kir_block *blk);
+
+/* Alignment of a W-element vector access: its size, at most 16 bytes. */
+static unsigned vec_align(gc_dtype dt, int width) {
+  unsigned a = dt_size(dt) * (unsigned)width;
+  return a > 16 ? 16 : a;
+}
+
+/* vars[0..W) = buf[index .. index+W) as one vector load. */
+static void emit_load_vec(em *e, const kir_stmt *s) {
+  gc_dtype dt;
+  int w = s->u.vec.width;
+  GC_ASSERT(w >= 1 && w <= KIR_MAX_VEC);
+  LLVMValueRef p = elem_ptr(e, s->u.vec.space, s->u.vec.buf, index64(e, s->u.vec.index), &dt);
+  LLVMTypeRef vty = LLVMVectorType(mem_ty(e, dt), (unsigned)w);
+  LLVMValueRef v = LLVMBuildLoad2(e->b, vty, p, "");
+  LLVMSetAlignment(v, vec_align(dt, w));
+  for (int i = 0; i < w; i++) {
+    LLVMValueRef x = LLVMBuildExtractElement(e->b, v, cint(e->t_i32, i), "");
+    int var = s->u.vec.vars[i];
+    GC_ASSERT(var >= 0 && var < e->k->n_vars && e->k->vars[var].type == dt);
+    LLVMBuildStore(e->b, from_mem(e, x, dt), e->vars[var]);
+  }
+}
+
+/* buf[index .. index+W) = values[0..W) as one vector store. */
+static void emit_store_vec(em *e, const kir_stmt *s) {
+  int w = s->u.vec.width;
+  GC_ASSERT(w >= 1 && w <= KIR_MAX_VEC);
+  LLVMValueRef vals[KIR_MAX_VEC];
+  for (int i = 0; i < w; i++) vals[i] = ex(e, s->u.vec.values[i]);
+  gc_dtype dt;
+  LLVMValueRef p = elem_ptr(e, s->u.vec.space, s->u.vec.buf, index64(e, s->u.vec.index), &dt);
+  LLVMTypeRef vty = LLVMVectorType(mem_ty(e, dt), (unsigned)w);
+  LLVMValueRef v = LLVMGetPoison(vty);
+  for (int i = 0; i < w; i++) {
+    GC_ASSERT(s->u.vec.values[i]->type == dt);
+    v = LLVMBuildInsertElement(e->b, v, to_mem(e, vals[i], dt), cint(e->t_i32, i), "");
+  }
+  LLVMValueRef st = LLVMBuildStore(e->b, v, p);
+  LLVMSetAlignment(st, vec_align(dt, w));
+}
+
+/* for (var = lo; var < hi; var += step) body: header / body / latch / exit blocks;
+ * hi and step are evaluated every iteration, as in C. */
+static void emit_for(em *e, const kir_stmt *s) {
+  int var = s->u.loop.var;
+  GC_ASSERT(var >= 0 && var < e->k->n_vars);
+  gc_dtype vt = e->k->vars[var].type;
+  LLVMTypeRef ty = reg_ty(e, vt);
+  LLVMBuildStore(e->b, ex(e, s->u.loop.lo), e->vars[var]);
+  LLVMBasicBlockRef hdr = new_bb(e, "for.header"), body = new_bb(e, "for.body");
+  LLVMBasicBlockRef latch = new_bb(e, "for.latch"), exit = new_bb(e, "for.exit");
+  LLVMBuildBr(e->b, hdr);
+  enter(e, hdr);
+  LLVMValueRef v = LLVMBuildLoad2(e->b, ty, e->vars[var], "");
+  LLVMValueRef c = emit_binary(e, KIR_LT, vt, v, ex(e, s->u.loop.hi));
+  LLVMBuildCondBr(e->b, c, body, exit);
+  enter(e, body);
+  emit_block(e, &s->u.loop.body);
+  LLVMBuildBr(e->b, latch);
+  enter(e, latch);
+  v = LLVMBuildLoad2(e->b, ty, e->vars[var], "");
+  LLVMBuildStore(e->b, emit_binary(e, KIR_ADD, vt, v, ex(e, s->u.loop.step)), e->vars[var]);
+  LLVMBuildBr(e->b, hdr);
+  enter(e, exit);
+}
+
+/* if (cond) then [else els]. */
+static void emit_if(em *e, const kir_stmt *s) {
+  LLVMValueRef c = ex(e, s->u.cond.cond);
+  int has_else = s->u.cond.els.head != NULL;
+  LLVMBasicBlockRef th = new_bb(e, "if.then");
+  LLVMBasicBlockRef el = has_else ? new_bb(e, "if.else") : NULL;
+  LLVMBasicBlockRef end = new_bb(e, "if.end");
+  LLVMBuildCondBr(e->b, c, th, has_else ? el : end);
+  enter(e, th);
+  emit_block(e, &s->u.cond.then);
+  LLVMBuildBr(e->b, end);
+  if (has_else) {
+    enter(e, el);
+    emit_block(e, &s->u.cond.els);
+    LLVMBuildBr(e->b, end);
+  }
+  enter(e, end);
+}
+
+/* One statement at the builder's position. */
+static void emit_stmt(em *e, const kir_stmt *s) {
+  switch (s->kind) {
+  case KIR_S_ASSIGN: {
+    int var = s->u.assign.var;
+    GC_ASSERT(var >= 0 && var < e->k->n_vars && e->k->vars[var].type == s->u.assign.value->type);
+    LLVMBuildStore(e->b, ex(e, s->u.assign.value), e->vars[var]);
+    return;
+  }
+  case KIR_S_STORE: {
+    LLVMValueRef v = ex(e, s->u.store.value);
+    gc_dtype dt;
+    LLVMValueRef p = elem_ptr(e, s->u.store.space, s->u.store.buf, index64(e, s->u.store.index), &dt);
+    GC_ASSERT(s->u.store.value->type == dt);
+    LLVMValueRef st = LLVMBuildStore(e->b, to_mem(e, v, dt), p);
+    LLVMSetAlignment(st, dt_size(dt));
+    return;
+  }
+  case KIR_S_LOAD_VEC: emit_load_vec(e, s); return;
+  case KIR_S_STORE_VEC: emit_store_vec(e, s); return;
+  case KIR_S_FOR: emit_for(e, s); return;
+  case KIR_S_IF: emit_if(e, s); return;
+  case KIR_S_BARRIER: t_barrier(e); return;
+  }
+  GC_ASSERT(!"bad statement kind");
+}
+
+/* Statements of a block in order. */
+static void emit_block(em *e, const kir_block *blk) {
+  for (const kir_stmt *s = blk->head; s; s = s->next) emit_stmt(e, s);
+}
+
+/* ---- kernels --------------------------------------------------------------------- */
+
+/* Append {fn, key, i32 val} to !nvvm.annotations. */
+static void nvvm_annotate(em *e, LLVMValueRef fn, const char *key, int val) {
+  LLVMMetadataRef ops[3] = {
+      LLVMValueAsMetadata(fn),
+      LLVMMDStringInContext2(e->ctx, key, strlen(key)),
+      LLVMValueAsMetadata(cint(e->t_i32, val)),
+  };
+  LLVMValueRef node = LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, ops, 3));
+  LLVMAddNamedMetadataOperand(e->mod, "nvvm.annotations", node);
+}
+
+/* The function that holds the body: the kernel itself (NVPTX) or `name.body`
+ * with trailing (i64 begin, i64 end) (host). Buffers get noalias [readonly]. */
+static LLVMValueRef make_body_fn(em *e) {
+  const kir_kernel *k = e->k;
+  int host = e->t->arch == GC_LLVM_HOST;
+  int n = k->n_params + (host ? 2 : 0);
+  LLVMTypeRef *pt = malloc(sizeof(LLVMTypeRef) * (size_t)(n ? n : 1));
+  if (!pt) return NULL;
+  for (int i = 0; i < k->n_params; i++)
+    pt[i] = k->params[i].kind == KIR_PARAM_BUFFER ? e->t_gptr : e->t_i64;
+  if (host) pt[n - 2] = pt[n - 1] = e->t_i64;
+  LLVMTypeRef fty = LLVMFunctionType(e->t_void, pt, (unsigned)n, 0);
+  free(pt);
+  char name[300];
+  snprintf(name, sizeof name, host ? "%s.body" : "%s", k->name);
+  LLVMValueRef fn = LLVMAddFunction(e->mod, name, fty);
+  add_attr(e, fn, LLVMAttributeFunctionIndex, "nounwind");
+  if (host) {
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    add_attr(e, fn, LLVMAttributeFunctionIndex, "alwaysinline");
+  } else {
+    LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+    nvvm_annotate(e, fn, "kernel", 1);
+    /* the runtime launches exactly launch.block threads per block (CUDA C: __launch_bounds__) */
+    nvvm_annotate(e, fn, "maxntidx", k->launch.block);
+  }
+  for (int i = 0; i < k->n_params; i++) {
+    LLVMValueRef p = LLVMGetParam(fn, (unsigned)i);
+    LLVMSetValueName2(p, k->params[i].name, strlen(k->params[i].name));
+    if (k->params[i].kind != KIR_PARAM_BUFFER) continue;
+    add_attr(e, fn, (LLVMAttributeIndex)(i + 1), "noalias");
+    if (k->params[i].readonly) add_attr(e, fn, (LLVMAttributeIndex)(i + 1), "readonly");
+  }
+  return fn;
+}
+
+/* Host entry `name(ptr args, i64 begin, i64 end)`: unpack 8-byte slots, call the body. */
+static int make_host_wrapper(em *e, LLVMValueRef body) {
+  const kir_kernel *k = e->k;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(e->ctx, 0);
+  LLVMTypeRef pt[3] = {ptr, e->t_i64, e->t_i64};
+  LLVMValueRef fn = LLVMAddFunction(e->mod, k->name, LLVMFunctionType(e->t_void, pt, 3, 0));
+  add_attr(e, fn, LLVMAttributeFunctionIndex, "nounwind");
+  int n = k->n_params + 2;
+  LLVMValueRef *args = malloc(sizeof(LLVMValueRef) * (size_t)n);
+  if (!args) return -1;
+  LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->ctx, fn, "entry"));
+  LLVMValueRef slots = LLVMGetParam(fn, 0);
+  for (int i = 0; i < k->n_params; i++) {
+    LLVMValueRef idx = cint(e->t_i64, i);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, e->t_i64, slots, &idx, 1, "");
+    LLVMTypeRef ty = k->params[i].kind == KIR_PARAM_BUFFER ? ptr : e->t_i64;
+    args[i] = LLVMBuildLoad2(e->b, ty, p, k->params[i].name);
+    LLVMSetAlignment(args[i], 8);
+  }
+  args[n - 2] = LLVMGetParam(fn, 1);
+  args[n - 1] = LLVMGetParam(fn, 2);
+  LLVMBuildCall2(e->b, LLVMGlobalGetValueType(body), body, args, (unsigned)n, "");
+  LLVMBuildRetVoid(e->b);
+  free(args);
+  return 0;
+}
+
+/* Item loop bounds: first item, stride and end for this thread / block / host call. */
+static void item_bounds(em *e, LLVMValueRef *lo, LLVMValueRef *step, LLVMValueRef *hi) {
+  const kir_kernel *k = e->k;
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef n = cint(e->t_i64, k->launch.n);
+  if (e->t->arch == GC_LLVM_HOST) {
+    unsigned np = (unsigned)k->n_params;
+    *lo = LLVMGetParam(e->fn, np);
+    *step = cint(e->t_i64, 1);
+    *hi = intr2(e, "llvm.smin", LLVMGetParam(e->fn, np + 1), n);
+    return;
+  }
+  LLVMValueRef ctaid = LLVMBuildZExt(b, sreg(e, "ctaid.x"), e->t_i64, "");
+  LLVMValueRef nctaid = LLVMBuildZExt(b, sreg(e, "nctaid.x"), e->t_i64, "");
+  *hi = n;
+  if (k->launch.kind == KIR_LAUNCH_BLOCKS) {
+    *lo = ctaid;
+    *step = nctaid;
+    return;
+  }
+  LLVMValueRef ntid = LLVMBuildZExt(b, sreg(e, "ntid.x"), e->t_i64, "");
+  LLVMValueRef tid = LLVMBuildZExt(b, sreg(e, "tid.x"), e->t_i64, "");
+  *lo = LLVMBuildAdd(b, LLVMBuildMul(b, ctaid, ntid, ""), tid, "");
+  *step = LLVMBuildMul(b, nctaid, ntid, "");
+}
+
+/* Emit one kernel into e->mod. Returns -1 after reporting to e->d. */
+static int emit_kernel(em *e, const kir_kernel *k) {
+  e->k = k;
+  int host = e->t->arch == GC_LLVM_HOST;
+  gc_loc noloc = {0, 0};
+  if (host && k->launch.kind == KIR_LAUNCH_BLOCKS && k->launch.block != 1) {
+    gc_error_at(e->d, GRAPHC_STATUS_COMPILE_ERROR, noloc,
+                "kernel %s: host target needs BLOCKS launches with one thread per group (got %d)",
+                k->name, k->launch.block);
+    return -1;
+  }
+  GC_ASSERT(k->item_var >= 0 && k->item_var < k->n_vars);
+  e->vars = calloc((size_t)k->n_vars + 1, sizeof(LLVMValueRef));
+  e->params = calloc((size_t)k->n_params + 1, sizeof(LLVMValueRef));
+  e->shared = calloc((size_t)k->n_shared + 1, sizeof(LLVMValueRef));
+  e->fn = (e->vars && e->params && e->shared) ? make_body_fn(e) : NULL;
+  if (!e->fn || (host && make_host_wrapper(e, e->fn) != 0)) {
+    gc_error_at(e->d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory emitting kernel %s", k->name);
+    return -1;
+  }
+  for (int i = 0; i < k->n_params; i++) e->params[i] = LLVMGetParam(e->fn, (unsigned)i);
+
+  LLVMBasicBlockRef entry = new_bb(e, "entry");
+  enter(e, entry);
+  for (int i = 0; i < k->n_vars; i++)
+    e->vars[i] = LLVMBuildAlloca(e->b, reg_ty(e, k->vars[i].type), k->vars[i].name);
+  for (int i = 0; i < k->n_shared; i++) e->shared[i] = t_shared_array(e, i);
+  for (int i = 0; i < k->n_vars; i++)  /* zero-initialized, like the CUDA C printer's `T v{}` */
+    LLVMBuildStore(e->b, LLVMConstNull(reg_ty(e, k->vars[i].type)), e->vars[i]);
+
+  LLVMValueRef lo, step, hi;
+  item_bounds(e, &lo, &step, &hi);
+  LLVMValueRef item = e->vars[k->item_var];
+  GC_ASSERT(k->vars[k->item_var].type == DT(I64));
+  LLVMBuildStore(e->b, lo, item);
+  LLVMBasicBlockRef hdr = new_bb(e, "item.header"), body = new_bb(e, "item.body");
+  LLVMBasicBlockRef latch = new_bb(e, "item.latch"), exit = new_bb(e, "exit");
+  LLVMBuildBr(e->b, hdr);
+  enter(e, hdr);
+  LLVMValueRef v = LLVMBuildLoad2(e->b, e->t_i64, item, "");
+  LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, hi, ""), body, exit);
+  enter(e, body);
+  emit_block(e, &k->body);
+  /* the next group reuses shared memory: wait until every thread is done with it */
+  if (k->launch.kind == KIR_LAUNCH_BLOCKS && k->n_shared > 0) t_barrier(e);
+  LLVMBuildBr(e->b, latch);
+  enter(e, latch);
+  v = LLVMBuildLoad2(e->b, e->t_i64, item, "");
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, v, step, ""), item);
+  LLVMBuildBr(e->b, hdr);
+  enter(e, exit);
+  LLVMBuildRetVoid(e->b);
+  return 0;
+}
+
+/* Release the per-kernel arrays. */
+static void kernel_done(em *e) {
+  free(e->vars);
+  free(e->params);
+  free(e->shared);
+  e->vars = e->params = e->shared = NULL;
+}
+
+LLVMModuleRef gc_llvm_emit(LLVMContextRef ctx, const kir_module *m, const gc_llvm_target *t,
+                           gc_diags *d) {
+  em e;
+  memset(&e, 0, sizeof e);
+  e.ctx = ctx;
+  e.t = t;
+  e.d = d;
+  e.mod = LLVMModuleCreateWithNameInContext("graphc", ctx);
+  if (t->triple) LLVMSetTarget(e.mod, t->triple);
+  if (t->data_layout) LLVMSetDataLayout(e.mod, t->data_layout);
+  e.b = LLVMCreateBuilderInContext(ctx);
+  e.t_void = LLVMVoidTypeInContext(ctx);
+  e.t_i1 = LLVMInt1TypeInContext(ctx);
+  e.t_i8 = LLVMInt8TypeInContext(ctx);
+  e.t_i16 = LLVMInt16TypeInContext(ctx);
+  e.t_i32 = LLVMInt32TypeInContext(ctx);
+  e.t_i64 = LLVMInt64TypeInContext(ctx);
+  e.t_f16 = LLVMHalfTypeInContext(ctx);
+  e.t_bf16 = LLVMBFloatTypeInContext(ctx);
+  e.t_f32 = LLVMFloatTypeInContext(ctx);
+  e.t_f64 = LLVMDoubleTypeInContext(ctx);
+  e.t_gptr = t_buffer_ptr(&e);
+  if (t->arch == GC_LLVM_NVPTX) {  /* libdevice's __nvvm_reflect("__CUDA_FTZ"): no flush to zero */
+    LLVMAddModuleFlag(e.mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+                      LLVMValueAsMetadata(cint(e.t_i32, 0)));
+  }
+  int rc = 0;
+  for (int i = 0; i < m->n_kernels && rc == 0; i++) {
+    kir_verify(m->kernels[i]);
+    rc = emit_kernel(&e, m->kernels[i]);
+    kernel_done(&e);
+  }
+  LLVMDisposeBuilder(e.b);
+  if (rc != 0) {
+    LLVMDisposeModule(e.mod);
+    return NULL;
+  }
+  return e.mod;
+}
+
+/* ---- module utilities -------------------------------------------------------------- */
+
+int gc_llvm_uses_libdevice(LLVMModuleRef mod) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (LLVMIsDeclaration(f) && len > 5 && memcmp(name, "__nv_", 5) == 0) return 1;
+  }
+  return 0;
+}
+
+/* Nonzero when `name` (len bytes) is the name of a kernel of m. */
+static int is_kernel_name(const kir_module *m, const char *name, size_t len) {
+  for (int i = 0; i < m->n_kernels; i++) {
+    const char *kn = m->kernels[i]->name;
+    if (strlen(kn) == len && memcmp(kn, name, len) == 0) return 1;
+  }
+  return 0;
+}
+
+void gc_llvm_internalize(LLVMModuleRef mod, const kir_module *m) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (!LLVMIsDeclaration(f) && !is_kernel_name(m, name, len))
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g)) LLVMSetLinkage(g, LLVMInternalLinkage);
+}
+
+int gc_llvm_verify(LLVMModuleRef mod, const char *what, gc_diags *d) {
+  char *msg = NULL;
+  int bad = LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg);
+  if (bad) {
+    gc_loc noloc = {0, 0};
+    gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, noloc,
+                "LLVM IR verification failed %s (a graphc bug): %s", what, msg ? msg : "");
+  }
+  if (msg) LLVMDisposeMessage(msg);
+  return bad ? -1 : 0;
+}
+
+int gc_llvm_optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *passes,
+                     gc_diags *d) {
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef err = LLVMRunPasses(mod, passes, tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (!err) return 0;
+  char *msg = LLVMGetErrorMessage(err);
+  gc_loc noloc = {0, 0};
+  gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, noloc, "LLVM pass pipeline \"%s\" failed: %s", passes,
+              msg);
+  LLVMDisposeErrorMessage(msg);
+  return -1;
+}
+
+/* Diagnostic handler: keep errors and warnings, drop remarks and notes. */
+static void diag_handler(LLVMDiagnosticInfoRef di, void *arg) {
+  gc_llvm_diag *dg = arg;
+  LLVMDiagnosticSeverity sev = LLVMGetDiagInfoSeverity(di);
+  if (sev != LLVMDSError && sev != LLVMDSWarning) return;
+  char *msg = LLVMGetDiagInfoDescription(di);
+  gc_sbuf_printf(&dg->msgs, "%s%s: %s", dg->msgs.len ? "\n" : "",
+                 sev == LLVMDSError ? "error" : "warning", msg ? msg : "");
+  if (msg) LLVMDisposeMessage(msg);
+  if (sev == LLVMDSError) dg->n_errors++;
+}
+
+void gc_llvm_diag_install(LLVMContextRef ctx, gc_llvm_diag *dg) {
+  LLVMContextSetDiagnosticHandler(ctx, diag_handler, dg);
+}
+
+/* ---- host IR text (for --emit llvm and tests; the CPU backend adds its own JIT) ------- */
+
+int gc_llvm_host_ir(const kir_module *m, int optimize, char **ir_text, gc_diags *d) {
+  *ir_text = NULL;
+  LLVMContextRef ctx = LLVMContextCreate();
+  gc_llvm_diag dg = {{0}, 0};
+  gc_llvm_diag_install(ctx, &dg);
+  char *triple = LLVMGetDefaultTargetTriple();
+  gc_llvm_target t = {GC_LLVM_HOST, 0, triple, NULL};
+  LLVMModuleRef mod = gc_llvm_emit(ctx, m, &t, d);
+  LLVMDisposeMessage(triple);
+  int rc = mod ? gc_llvm_verify(mod, "after emission", d) : -1;
+  if (rc == 0 && optimize) rc = gc_llvm_optimize(mod, NULL, "default<O2>", d);
+  if (rc == 0 && optimize) rc = gc_llvm_verify(mod, "after optimization", d);
+  if (rc == 0) {
+    char *s = LLVMPrintModuleToString(mod);
+    *ir_text = s ? strdup(s) : NULL;
+    if (s) LLVMDisposeMessage(s);
+    if (!*ir_text) {
+      gc_loc noloc = {0, 0};
+      gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory printing LLVM IR");
+      rc = -1;
+    }
+  }
+  if (rc == 0 && dg.n_errors) {
+    gc_loc noloc = {0, 0};
+    gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, noloc, "LLVM reported errors:\n%s", dg.msgs.data);
+    free(*ir_text);
+    *ir_text = NULL;
+    rc = -1;
+  }
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  gc_sbuf_free(&dg.msgs);
+  return rc;
+}

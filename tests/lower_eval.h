@@ -1,0 +1,480 @@
+/* lower_eval.h - a host evaluator for execution plans, for test_lower.c.
+ *
+ * Runs every launch of a gc_plan on the CPU, so the lowering's index math,
+ * buffer bindings and buffer assignment are checked numerically (against the
+ * interpreter) on a machine without a GPU:
+ *   ITEMS   the body once per item
+ *   BLOCKS  per group, all `block` threads in lockstep over the statements that
+ *           contain a barrier or a shuffle (those must be reached uniformly),
+ *           each thread alone through the others; shuffles read the other
+ *           lanes' values from before the statement.
+ * Memory: INPUT/OUTPUT/CONST buffers are the caller's; TEMP buffers live at
+ * their offsets in one arena, so overlapping live buffers corrupt results.
+ * Every load and store is bounds-checked against its buffer; the arena and
+ * shared memory start poisoned. Arithmetic follows the CUDA printer's
+ * semantics (f32 ops rounded to float, wrapping ints, x/0 = 0, saturating
+ * casts, NaN-propagating min/max).
+ *
+ * Header-only (static functions) for one suite.
+ */
+#ifndef GC_LOWER_EVAL_H
+#define GC_LOWER_EVAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/lower.h"
+#include "runtime/interp.h"
+
+/* A scalar: floats in f (already rounded to their type), ints and bools in i. */
+typedef struct ev_val {
+  double f;
+  int64_t i;
+} ev_val;
+
+typedef struct ev_mem {
+  unsigned char *p;
+  int64_t n;       /* elements */
+  gc_dtype t;
+} ev_mem;
+
+typedef struct ev_kernel_ctx {
+  const kir_kernel *k;
+  ev_mem *params;  /* one per kernel param (buffers only) */
+  ev_mem *shared;
+  int nthreads;    /* 1 for ITEMS */
+  ev_val *vars;    /* nthreads x n_vars */
+  ev_val *snap;    /* shuffle snapshot */
+  char err[256];   /* first error */
+} ev_kernel_ctx;
+
+/* Record the first evaluation error (bounds, non-uniform barrier). */
+static void ev_fail(ev_kernel_ctx *c, const char *fmt, const char *a, long long x, long long y) {
+  if (c->err[0]) return;
+  snprintf(c->err, sizeof c->err, fmt, a, x, y);
+}
+
+/* Wrap an integer to the width of t. */
+static int64_t ev_wrap(gc_dtype t, int64_t v) {
+  switch (t) {
+    case GRAPHC_DTYPE_I32: return (int32_t)(uint32_t)(uint64_t)v;
+    case GRAPHC_DTYPE_I8: return (int8_t)(uint8_t)(uint64_t)v;
+    case GRAPHC_DTYPE_U8: return (uint8_t)(uint64_t)v;
+    case GRAPHC_DTYPE_BOOL: return v != 0;
+    default: return v;
+  }
+}
+
+/* Round a double to float type t. */
+static double ev_round(gc_dtype t, double v) {
+  unsigned char tmp[8];
+  switch (t) {
+    case GRAPHC_DTYPE_F32: return (double)(float)v;
+    case GRAPHC_DTYPE_F16:
+    case GRAPHC_DTYPE_BF16:
+      gc_store_f64(tmp, t, 0, v);
+      return gc_load_f64(tmp, t, 0);
+    default: return v;
+  }
+}
+
+/* Read element i of memory m. */
+static ev_val ev_read(const ev_mem *m, int64_t i) {
+  ev_val v = {0, 0};
+  const unsigned char *p = m->p;
+  switch (m->t) {
+    case GRAPHC_DTYPE_I64: memcpy(&v.i, p + 8 * i, 8); break;
+    case GRAPHC_DTYPE_I32: { int32_t x; memcpy(&x, p + 4 * i, 4); v.i = x; break; }
+    case GRAPHC_DTYPE_I8: v.i = (int8_t)p[i]; break;
+    case GRAPHC_DTYPE_U8: v.i = p[i]; break;
+    case GRAPHC_DTYPE_BOOL: v.i = p[i] != 0; break;
+    default: v.f = gc_load_f64(p, m->t, i); break;
+  }
+  return v;
+}
+
+/* Write element i of memory m (v already of m's type). */
+static void ev_write(ev_mem *m, int64_t i, ev_val v) {
+  unsigned char *p = m->p;
+  switch (m->t) {
+    case GRAPHC_DTYPE_I64: memcpy(p + 8 * i, &v.i, 8); break;
+    case GRAPHC_DTYPE_I32: { int32_t x = (int32_t)v.i; memcpy(p + 4 * i, &x, 4); break; }
+    case GRAPHC_DTYPE_I8:
+    case GRAPHC_DTYPE_U8:
+    case GRAPHC_DTYPE_BOOL: p[i] = (unsigned char)v.i; break;
+    default: gc_store_f64(p, m->t, i, v.f); break;
+  }
+}
+
+/* Convert v from type `from` to `to` like the printers (saturating float->int). */
+static ev_val ev_convert(ev_val v, gc_dtype from, gc_dtype to) {
+  ev_val r = {0, 0};
+  int ff = gc_dtype_is_float(from), tf = gc_dtype_is_float(to);
+  if (to == GRAPHC_DTYPE_BOOL) {
+    r.i = ff ? v.f != 0.0 : v.i != 0;
+  } else if (tf) {
+    r.f = ev_round(to, ff ? v.f : (to == GRAPHC_DTYPE_F32 ? (double)(float)v.i : (double)v.i));
+  } else if (ff) {
+    double lo, hi;
+    switch (to) {
+      case GRAPHC_DTYPE_I64: lo = -0x1p63; hi = 0x1p63; break;
+      case GRAPHC_DTYPE_I32: lo = INT32_MIN; hi = INT32_MAX; break;
+      case GRAPHC_DTYPE_I8: lo = -128; hi = 127; break;
+      default: lo = 0; hi = 255; break;
+    }
+    if (isnan(v.f)) r.i = 0;
+    else if (v.f <= lo) r.i = to == GRAPHC_DTYPE_I64 ? INT64_MIN : (int64_t)lo;
+    else if (v.f >= hi) r.i = to == GRAPHC_DTYPE_I64 ? INT64_MAX : (int64_t)hi;
+    else r.i = (int64_t)trunc(v.f);
+  } else {
+    r.i = ev_wrap(to, v.i);
+  }
+  return r;
+}
+
+static ev_val ev_expr(ev_kernel_ctx *c, int th, const kir_expr *e);
+
+/* Unary op on a value of type t. */
+static ev_val ev_unary(kir_op op, gc_dtype t, ev_val a) {
+  ev_val r = {0, 0};
+  int f32 = t == GRAPHC_DTYPE_F32;
+  if (gc_dtype_is_float(t)) {
+    double x = a.f, y;
+    switch (op) {
+      case KIR_NEG: y = -x; break;
+      case KIR_ABS: y = fabs(x); break;
+      case KIR_EXP: y = f32 ? expf((float)x) : exp(x); break;
+      case KIR_LOG: y = f32 ? logf((float)x) : log(x); break;
+      case KIR_SQRT: y = f32 ? sqrtf((float)x) : sqrt(x); break;
+      case KIR_RSQRT: y = f32 ? 1.0f / sqrtf((float)x) : 1.0 / sqrt(x); break;
+      case KIR_TANH: y = f32 ? tanhf((float)x) : tanh(x); break;
+      case KIR_ERF: y = f32 ? erff((float)x) : erf(x); break;
+      case KIR_SIN: y = f32 ? sinf((float)x) : sin(x); break;
+      case KIR_COS: y = f32 ? cosf((float)x) : cos(x); break;
+      case KIR_FLOOR: y = floor(x); break;
+      case KIR_CEIL: y = ceil(x); break;
+      default: y = NAN; break;
+    }
+    r.f = ev_round(t, y);
+    return r;
+  }
+  switch (op) {
+    case KIR_NEG: r.i = ev_wrap(t, (int64_t)(0 - (uint64_t)a.i)); break;
+    case KIR_ABS: r.i = a.i < 0 ? ev_wrap(t, (int64_t)(0 - (uint64_t)a.i)) : a.i; break;
+    case KIR_NOT: r.i = t == GRAPHC_DTYPE_BOOL ? !a.i : ev_wrap(t, ~a.i); break;
+    default: break;
+  }
+  return r;
+}
+
+/* Binary op on two values of type t (comparisons return bool in i). */
+static ev_val ev_binary(kir_op op, gc_dtype t, ev_val a, ev_val b) {
+  ev_val r = {0, 0};
+  if (gc_dtype_is_float(t)) {
+    double x = a.f, y = b.f, z = 0;
+    int f32 = t == GRAPHC_DTYPE_F32;
+    switch (op) {
+      case KIR_ADD: z = x + y; break;
+      case KIR_SUB: z = x - y; break;
+      case KIR_MUL: z = x * y; break;
+      case KIR_DIV: z = x / y; break;
+      case KIR_REM: z = fmod(x, y); break;
+      case KIR_POW: z = f32 ? powf((float)x, (float)y) : pow(x, y); break;
+      case KIR_MIN: z = (isnan(x) || isnan(y)) ? NAN : (x < y ? x : y); break;
+      case KIR_MAX: z = (isnan(x) || isnan(y)) ? NAN : (x > y ? x : y); break;
+      case KIR_EQ: r.i = x == y; return r;
+      case KIR_NE: r.i = x != y; return r;
+      case KIR_LT: r.i = x < y; return r;
+      case KIR_LE: r.i = x <= y; return r;
+      case KIR_GT: r.i = x > y; return r;
+      case KIR_GE: r.i = x >= y; return r;
+      default: z = NAN; break;
+    }
+    r.f = ev_round(t, z);
+    return r;
+  }
+  int64_t x = a.i, y = b.i;
+  uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+  switch (op) {
+    case KIR_ADD: r.i = ev_wrap(t, (int64_t)(ux + uy)); break;
+    case KIR_SUB: r.i = ev_wrap(t, (int64_t)(ux - uy)); break;
+    case KIR_MUL: r.i = ev_wrap(t, (int64_t)(ux * uy)); break;
+    case KIR_DIV: r.i = y == 0 ? 0 : y == -1 ? ev_wrap(t, (int64_t)(0 - ux)) : x / y; break;
+    case KIR_REM: r.i = (y == 0 || y == -1) ? 0 : x % y; break;
+    case KIR_MIN: r.i = x < y ? x : y; break;
+    case KIR_MAX: r.i = x > y ? x : y; break;
+    case KIR_AND: r.i = x & y; break;
+    case KIR_OR: r.i = x | y; break;
+    case KIR_XOR: r.i = x ^ y; break;
+    case KIR_EQ: r.i = x == y; break;
+    case KIR_NE: r.i = x != y; break;
+    case KIR_LT: r.i = x < y; break;
+    case KIR_LE: r.i = x <= y; break;
+    case KIR_GT: r.i = x > y; break;
+    case KIR_GE: r.i = x >= y; break;
+    default: break;
+  }
+  return r;
+}
+
+/* Memory of a load/store target with a bounds check; NULL when out of range. */
+static ev_mem *ev_target(ev_kernel_ctx *c, kir_space sp, int buf, int64_t idx, int width) {
+  ev_mem *m = sp == KIR_GLOBAL ? &c->params[buf] : &c->shared[buf];
+  if (idx < 0 || idx + width > m->n) {
+    ev_fail(c, "%s: index %lld out of range (%lld elements)", sp == KIR_GLOBAL ? c->k->params[buf].name : "shared",
+            (long long)idx, (long long)m->n);
+    return NULL;
+  }
+  if (width > 1 && idx % width != 0)
+    ev_fail(c, "%s: vector index %lld not a multiple of %lld", c->k->params[buf].name, (long long)idx, width);
+  return m;
+}
+
+/* Value of expression e in thread th. */
+static ev_val ev_expr(ev_kernel_ctx *c, int th, const kir_expr *e) {
+  ev_val r = {0, 0};
+  ev_val *vars = c->vars + (size_t)th * (size_t)c->k->n_vars;
+  switch (e->kind) {
+    case KIR_E_CONST:
+      if (gc_dtype_is_float(e->type))
+        r.f = ev_round(e->type, e->u.f);
+      else
+        r.i = e->u.i;
+      return r;
+    case KIR_E_VAR: return vars[e->u.var];
+    case KIR_E_PARAM: return r;
+    case KIR_E_SPECIAL:
+      switch (e->u.special) {
+        case KIR_SP_THREAD: r.i = th; break;
+        case KIR_SP_BLOCK_DIM: r.i = c->nthreads; break;
+        case KIR_SP_LANE: r.i = th % 32; break;
+        case KIR_SP_WARP: r.i = th / 32; break;
+      }
+      return r;
+    case KIR_E_UNARY: return ev_unary(e->u.op.op, e->type, ev_expr(c, th, e->u.op.a));
+    case KIR_E_BINARY:
+      return ev_binary(e->u.op.op, e->u.op.a->type, ev_expr(c, th, e->u.op.a), ev_expr(c, th, e->u.op.b));
+    case KIR_E_SELECT:
+      return ev_expr(c, th, e->u.op.a).i ? ev_expr(c, th, e->u.op.b) : ev_expr(c, th, e->u.op.c);
+    case KIR_E_CAST: return ev_convert(ev_expr(c, th, e->u.op.a), e->u.op.a->type, e->type);
+    case KIR_E_LOAD: {
+      int64_t idx = ev_expr(c, th, e->u.mem.index).i;
+      ev_mem *m = ev_target(c, e->u.mem.space, e->u.mem.buf, idx, 1);
+      return m ? ev_read(m, idx) : r;
+    }
+    case KIR_E_SHFL_XOR: {
+      /* the operand is read in the source lane, from the snapshot taken before the statement */
+      int src = (th & ~31) | ((th % 32) ^ e->u.shfl.mask);
+      ev_val *saved = c->vars;
+      c->vars = c->snap;
+      r = ev_expr(c, src, e->u.shfl.a);
+      c->vars = saved;
+      return r;
+    }
+  }
+  return r;
+}
+
+/* Does statement s (or anything inside) need the group in lockstep? */
+static int ev_expr_sync(const kir_expr *e) {
+  if (!e) return 0;
+  switch (e->kind) {
+    case KIR_E_SHFL_XOR: return 1;
+    case KIR_E_UNARY:
+    case KIR_E_CAST: return ev_expr_sync(e->u.op.a);
+    case KIR_E_BINARY: return ev_expr_sync(e->u.op.a) || ev_expr_sync(e->u.op.b);
+    case KIR_E_SELECT: return ev_expr_sync(e->u.op.a) || ev_expr_sync(e->u.op.b) || ev_expr_sync(e->u.op.c);
+    case KIR_E_LOAD: return ev_expr_sync(e->u.mem.index);
+    default: return 0;
+  }
+}
+
+static int ev_block_sync(const kir_block *b);
+
+static int ev_stmt_sync(const kir_stmt *s) {
+  switch (s->kind) {
+    case KIR_S_BARRIER: return 1;
+    case KIR_S_ASSIGN: return ev_expr_sync(s->u.assign.value);
+    case KIR_S_STORE: return ev_expr_sync(s->u.store.value) || ev_expr_sync(s->u.store.index);
+    case KIR_S_FOR: return ev_block_sync(&s->u.loop.body);
+    case KIR_S_IF: return ev_block_sync(&s->u.cond.then) || ev_block_sync(&s->u.cond.els);
+    default: return 0;
+  }
+}
+
+static int ev_block_sync(const kir_block *b) {
+  for (const kir_stmt *s = b->head; s; s = s->next)
+    if (ev_stmt_sync(s)) return 1;
+  return 0;
+}
+
+static void ev_block(ev_kernel_ctx *c, int th, const kir_block *b);
+
+/* One statement in one thread. */
+static void ev_stmt(ev_kernel_ctx *c, int th, const kir_stmt *s) {
+  ev_val *vars = c->vars + (size_t)th * (size_t)c->k->n_vars;
+  switch (s->kind) {
+    case KIR_S_ASSIGN: vars[s->u.assign.var] = ev_expr(c, th, s->u.assign.value); break;
+    case KIR_S_STORE: {
+      int64_t idx = ev_expr(c, th, s->u.store.index).i;
+      ev_val v = ev_expr(c, th, s->u.store.value);
+      ev_mem *m = ev_target(c, s->u.store.space, s->u.store.buf, idx, 1);
+      if (m) ev_write(m, idx, v);
+      break;
+    }
+    case KIR_S_LOAD_VEC: {
+      int64_t idx = ev_expr(c, th, s->u.vec.index).i;
+      ev_mem *m = ev_target(c, s->u.vec.space, s->u.vec.buf, idx, s->u.vec.width);
+      for (int i = 0; m && i < s->u.vec.width; i++) vars[s->u.vec.vars[i]] = ev_read(m, idx + i);
+      break;
+    }
+    case KIR_S_STORE_VEC: {
+      int64_t idx = ev_expr(c, th, s->u.vec.index).i;
+      ev_val v[KIR_MAX_VEC];
+      for (int i = 0; i < s->u.vec.width; i++) v[i] = ev_expr(c, th, s->u.vec.values[i]);
+      ev_mem *m = ev_target(c, s->u.vec.space, s->u.vec.buf, idx, s->u.vec.width);
+      for (int i = 0; m && i < s->u.vec.width; i++) ev_write(m, idx + i, v[i]);
+      break;
+    }
+    case KIR_S_FOR: {
+      int64_t lo = ev_expr(c, th, s->u.loop.lo).i, hi = ev_expr(c, th, s->u.loop.hi).i;
+      int64_t st = ev_expr(c, th, s->u.loop.step).i;
+      for (int64_t i = lo; i < hi && !c->err[0]; i += st) {
+        vars[s->u.loop.var].i = i;
+        ev_block(c, th, &s->u.loop.body);
+      }
+      break;
+    }
+    case KIR_S_IF:
+      if (ev_expr(c, th, s->u.cond.cond).i)
+        ev_block(c, th, &s->u.cond.then);
+      else
+        ev_block(c, th, &s->u.cond.els);
+      break;
+    case KIR_S_BARRIER: break;
+  }
+}
+
+static void ev_block(ev_kernel_ctx *c, int th, const kir_block *b) {
+  for (const kir_stmt *s = b->head; s && !c->err[0]; s = s->next) ev_stmt(c, th, s);
+}
+
+/* A uniform i64 over the group (evaluated per thread; they must agree). */
+static int64_t ev_uniform(ev_kernel_ctx *c, const kir_expr *e) {
+  int64_t v = ev_expr(c, 0, e).i;
+  for (int t = 1; t < c->nthreads; t++)
+    if (ev_expr(c, t, e).i != v) ev_fail(c, "%snon-uniform value around a barrier (%lld vs %lld)", "", v, ev_expr(c, t, e).i);
+  return v;
+}
+
+/* All threads of a group through block b, in lockstep where it matters. */
+static void ev_group_block(ev_kernel_ctx *c, const kir_block *b) {
+  int nv = c->k->n_vars;
+  for (const kir_stmt *s = b->head; s && !c->err[0]; s = s->next) {
+    if (!ev_stmt_sync(s)) {
+      for (int t = 0; t < c->nthreads; t++) ev_stmt(c, t, s);
+      continue;
+    }
+    switch (s->kind) {
+      case KIR_S_BARRIER: break;
+      case KIR_S_ASSIGN:
+      case KIR_S_STORE: {
+        memcpy(c->snap, c->vars, (size_t)c->nthreads * (size_t)nv * sizeof *c->vars);
+        if (s->kind == KIR_S_ASSIGN) {
+          /* compute every lane's value before any lane assigns */
+          ev_val *vals = malloc((size_t)c->nthreads * sizeof *vals);
+          for (int t = 0; t < c->nthreads; t++) vals[t] = ev_expr(c, t, s->u.assign.value);
+          for (int t = 0; t < c->nthreads; t++) c->vars[(size_t)t * nv + s->u.assign.var] = vals[t];
+          free(vals);
+        } else {
+          for (int t = 0; t < c->nthreads; t++) ev_stmt(c, t, s);
+        }
+        break;
+      }
+      case KIR_S_FOR: {
+        int64_t lo = ev_uniform(c, s->u.loop.lo), hi = ev_uniform(c, s->u.loop.hi);
+        int64_t st = ev_uniform(c, s->u.loop.step);
+        for (int64_t i = lo; i < hi && !c->err[0]; i += st) {
+          for (int t = 0; t < c->nthreads; t++) c->vars[(size_t)t * nv + s->u.loop.var].i = i;
+          ev_group_block(c, &s->u.loop.body);
+        }
+        break;
+      }
+      case KIR_S_IF: {
+        int64_t v = ev_expr(c, 0, s->u.cond.cond).i;
+        for (int t = 1; t < c->nthreads; t++)
+          if (ev_expr(c, t, s->u.cond.cond).i != v) ev_fail(c, "%sbarrier or shuffle under a divergent if%lld%lld", "", 0, 0);
+        ev_group_block(c, v ? &s->u.cond.then : &s->u.cond.els);
+        break;
+      }
+      default: ev_fail(c, "%sunexpected statement %lld%lld", "", s->kind, 0); break;
+    }
+  }
+}
+
+/* Element pointer of plan buffer b: caller's arrays for I/O and consts, the arena for TEMP. */
+static ev_mem ev_buffer(const gc_plan *p, int b, unsigned char **inputs, unsigned char **outputs,
+                        unsigned char *arena) {
+  const gc_plan_buffer *pb = &p->buffers[b];
+  ev_mem m = {NULL, (int64_t)(pb->bytes / graphc_dtype_size(pb->type.dtype)), pb->type.dtype};
+  switch (pb->kind) {
+    case GC_BUF_INPUT: m.p = inputs[pb->index]; break;
+    case GC_BUF_OUTPUT: m.p = outputs[pb->index]; break;
+    case GC_BUF_CONST: m.p = (unsigned char *)p->consts[pb->index].data; break;
+    case GC_BUF_TEMP: m.p = arena + pb->offset; break;
+  }
+  return m;
+}
+
+/* Run every launch of p. inputs/outputs: one byte array per graph arg/output.
+ * Returns NULL on success, else a static-lifetime copy of the first error. */
+static const char *ev_run_plan(const gc_plan *p, unsigned char **inputs, unsigned char **outputs) {
+  static char err[512];
+  err[0] = 0;
+  unsigned char *arena = malloc(p->arena_bytes + 1);
+  memset(arena, 0xA5, p->arena_bytes + 1);  /* poison: unwritten reads show up */
+  for (int li = 0; li < p->n_launches && !err[0]; li++) {
+    const kir_kernel *k = p->kir->kernels[p->launches[li]];
+    ev_kernel_ctx c;
+    memset(&c, 0, sizeof c);
+    c.k = k;
+    c.params = calloc((size_t)k->n_params + 1, sizeof *c.params);
+    for (int i = 0; i < k->n_params; i++) {
+      if (k->params[i].kind != KIR_PARAM_BUFFER) continue;
+      c.params[i] = ev_buffer(p, k->params[i].binding, inputs, outputs, arena);
+      c.params[i].t = k->params[i].dtype;
+    }
+    c.nthreads = k->launch.kind == KIR_LAUNCH_BLOCKS ? k->launch.block : 1;
+    c.shared = calloc((size_t)k->n_shared + 1, sizeof *c.shared);
+    for (int i = 0; i < k->n_shared; i++) {
+      size_t bytes = (size_t)k->shared[i].count * graphc_dtype_size(k->shared[i].dtype);
+      c.shared[i].p = malloc(bytes);
+      memset(c.shared[i].p, 0xFF, bytes);  /* NaN for floats */
+      c.shared[i].n = k->shared[i].count;
+      c.shared[i].t = k->shared[i].dtype;
+    }
+    size_t nv = (size_t)c.nthreads * (size_t)k->n_vars;
+    c.vars = calloc(nv + 1, sizeof *c.vars);
+    c.snap = calloc(nv + 1, sizeof *c.snap);
+    for (int64_t it = 0; it < k->launch.n && !c.err[0]; it++) {
+      for (int t = 0; t < c.nthreads; t++) c.vars[(size_t)t * k->n_vars + k->item_var].i = it;
+      if (c.nthreads == 1 && k->launch.kind == KIR_LAUNCH_ITEMS)
+        ev_block(&c, 0, &k->body);
+      else
+        ev_group_block(&c, &k->body);
+    }
+    if (c.err[0]) snprintf(err, sizeof err, "launch %d (%s): %s", li, k->name, c.err);
+    for (int i = 0; i < k->n_shared; i++) free(c.shared[i].p);
+    free(c.shared);
+    free(c.params);
+    free(c.vars);
+    free(c.snap);
+  }
+  free(arena);
+  return err[0] ? err : NULL;
+}
+
+#endif /* GC_LOWER_EVAL_H */

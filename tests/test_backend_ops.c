@@ -1,0 +1,834 @@
+/* test_backend_ops.c - every op x every dtype it allows x both CUDA codegen
+ * paths, against the interpreter (ggml's test-backend-ops idea).
+ *
+ * The suite iterates ir/ops.def: an op without a case generator below fails
+ * ("add a case"), so a new op cannot slip through untested. For each op the
+ * generator writes small graphs as .graph text with several shapes at once
+ * (1, 3, 17, 1023, 4097, odd widths, broadcasts, keepdims, transposes, batched
+ * matmul); the dtype loop tries all nine dtypes: the ones shape inference
+ * rejects are skipped, and that set is checked against the brief's rules (a
+ * verifier that accepts too much or too little fails the op). Inputs are fresh
+ * random data per case (kinds in tests/cuda_testutil.h: positive for log/sqrt,
+ * small integers for comparisons, NaN for maximum, specials for cast, valid
+ * indices for gather). The interpreter's outputs are the reference; the CUDA
+ * outputs (nvrtc and llvm) must match within the brief's per-dtype tolerance.
+ *
+ * Output: one row per (case, dtype, path) as it runs, and the whole table at
+ * the end: op/case, dtype, path, max |err|, worst err/tolerance, PASS/FAIL.
+ * No device: "SKIPPED: no CUDA device", exit 77. GRAPHC_TEST_DRY=1 without a
+ * device still generates every case, checks the dtype rules and runs the
+ * interpreter (to check the cases themselves). GRAPHC_TEST_OPS=add,matmul
+ * limits the run to some ops. Seed: $GRAPHC_TEST_SEED, else fresh (printed).
+ */
+#include <stdarg.h>
+#include <sys/wait.h>
+
+#include "testutil.h"
+#include "cuda_testutil.h"
+#include "runtime/exec.h"
+
+static uint64_t g_seed;
+static int g_have_device;
+static int g_dry;
+static char g_table_path[4096];
+
+/* ---- graph builder ------------------------------------------------------------------- */
+#define GB_MAX_ARGS 64
+
+typedef struct gb {
+  gc_sbuf args, body, rets;
+  char kinds[GB_MAX_ARGS + 1];    /* data kind per argument (cuda_testutil.h) */
+  int64_t ranges[GB_MAX_ARGS];    /* index range for kind 'i' */
+  int n_args, n_rets, n_vals;
+  char params[512];               /* param statements go first in the body */
+} gb;
+
+static const char *dt_name(gc_dtype t) { return graphc_dtype_name(t); }
+
+/* New argument `%aN: T[dims]` with data kind; returns "%aN" (static ring). */
+static const char *gb_arg(gb *b, char kind, int64_t range, gc_dtype t, const char *dims) {
+  static char ring[16][32];
+  static int k;
+  GC_ASSERT(b->n_args < GB_MAX_ARGS);
+  char *name = ring[k++ & 15];
+  snprintf(name, 32, "%%a%d", b->n_args);
+  gc_sbuf_printf(&b->args, "%s%s: %s[%s]", b->n_args ? ", " : "", name, dt_name(t), dims);
+  b->kinds[b->n_args] = kind;
+  b->ranges[b->n_args] = range;
+  b->n_args++;
+  return name;
+}
+
+/* Statement `%rN = <expr>;` whose result is returned. */
+static void gb_ret(gb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gb_ret(gb *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  gc_sbuf_printf(&b->body, "  %%r%d = ", b->n_vals);
+  gc_sbuf_vprintf(&b->body, fmt, ap);
+  gc_sbuf_puts(&b->body, ";\n");
+  va_end(ap);
+  gc_sbuf_printf(&b->rets, "%s%%r%d", b->n_rets ? ", " : "", b->n_vals);
+  b->n_vals++;
+  b->n_rets++;
+}
+
+/* Statement with `n` results (split), all returned. */
+static void gb_rets(gb *b, int n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void gb_rets(gb *b, int n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  gc_sbuf_puts(&b->body, "  ");
+  for (int i = 0; i < n; i++) {
+    gc_sbuf_printf(&b->body, "%s%%r%d", i ? ", " : "", b->n_vals + i);
+    gc_sbuf_printf(&b->rets, "%s%%r%d", b->n_rets ? ", " : "", b->n_vals + i);
+    b->n_rets++;
+  }
+  b->n_vals += n;
+  gc_sbuf_puts(&b->body, " = ");
+  gc_sbuf_vprintf(&b->body, fmt, ap);
+  gc_sbuf_puts(&b->body, ";\n");
+  va_end(ap);
+}
+
+static void gb_free(gb *b) {
+  gc_sbuf_free(&b->args);
+  gc_sbuf_free(&b->body);
+  gc_sbuf_free(&b->rets);
+}
+
+/* ---- dtype classes (the brief's op semantics) ------------------------------------------ */
+#define M(t) (1u << (t))
+#define MF (M(GRAPHC_DTYPE_F64) | M(GRAPHC_DTYPE_F32) | M(GRAPHC_DTYPE_F16) | M(GRAPHC_DTYPE_BF16))
+#define MI (M(GRAPHC_DTYPE_I64) | M(GRAPHC_DTYPE_I32) | M(GRAPHC_DTYPE_I8) | M(GRAPHC_DTYPE_U8))
+#define MN (MF | MI)
+#define MB M(GRAPHC_DTYPE_BOOL)
+#define MA (MN | MB)
+
+/* A scalar literal of dtype t for attributes: float, int or bool spelled right. */
+static const char *lit(gc_dtype t, int which) {
+  static const char *const f[] = {"1.5", "-1.25", "2.25", "0.1"};
+  static const char *const i[] = {"7", "-20", "30", "3"};
+  static const char *const u[] = {"7", "20", "200", "3"};
+  static const char *const b[] = {"true", "false", "true", "true"};
+  which &= 3;
+  if (t == GRAPHC_DTYPE_BOOL) return b[which];
+  if (t == GRAPHC_DTYPE_U8) return u[which];
+  return gc_dtype_is_float(t) ? f[which] : i[which];
+}
+
+static const char *const k_unary_shapes[] = {"1", "3", "17", "1023", "4097", "3, 5, 7", ""};
+#define N_UNARY_SHAPES (int)(sizeof k_unary_shapes / sizeof k_unary_shapes[0])
+
+/* One op applied to each of the unary shapes. */
+static void fam_unary(gb *b, const char *op, const char *attrs, gc_dtype t, char kind) {
+  for (int i = 0; i < N_UNARY_SHAPES; i++) {
+    const char *a = gb_arg(b, kind, 0, t, k_unary_shapes[i]);
+    gb_ret(b, "%s(%s%s)", op, a, attrs);
+  }
+}
+
+/* A binary op over equal shapes, broadcasts and scalars. */
+static void fam_binary(gb *b, const char *op, gc_dtype t, char ka, char kb) {
+  static const char *const sh[][2] = {{"1", "1"},       {"3", "3"},         {"17", "17"},
+                                      {"1023", "1023"}, {"4097", "4097"},   {"17, 1", "1, 33"},
+                                      {"4097", ""},     {"2, 3, 5", "3, 1"}, {"3, 1023", "1023"},
+                                      {"", ""}};
+  for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+    char a[16], c[16];
+    snprintf(a, sizeof a, "%s", gb_arg(b, ka, 0, t, sh[i][0]));
+    snprintf(c, sizeof c, "%s", gb_arg(b, kb, 0, t, sh[i][1]));
+    gb_ret(b, "%s(%s, %s)", op, a, c);
+  }
+}
+
+/* One reduction over many shapes, axes and keepdims. */
+static void fam_reduce(gb *b, const char *op, gc_dtype t) {
+  static const char *const sh[][2] = {
+      {"1", ""},          {"4097", ""},        {"3, 1023", ", axes=[1]"},
+      {"3, 1023", ", axes=[0], keepdims=true"}, {"2, 3, 17", ", axes=[0, 2], keepdims=true"},
+      {"5, 7", ""},       {"17, 33", ", axes=[-1]"}, {"4, 5, 6", ", axes=[1]"}};
+  for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+    const char *a = gb_arg(b, 'x', 0, t, sh[i][0]);
+    gb_ret(b, "%s(%s%s)", op, a, sh[i][1]);
+  }
+}
+
+/* ---- the generator: one switch over every op ------------------------------------------ */
+/* Fill b with case `variant` of `op` for primary dtype t. Sets the case label,
+ * the dtypes the brief allows (*mask) and whether f32 results use the looser
+ * "chain" tolerance. Returns 0 when the variant does not exist, -1 when the op
+ * has no generator at all (a new op: add its case here). */
+static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, size_t label_len,
+                    unsigned *mask, int *chain) {
+  const char *name = gc_op_infos[op].name;
+  gc_kind kind = gc_op_infos[op].kind;
+  *chain = kind == GC_KIND_REDUCE || kind == GC_KIND_NORM || kind == GC_KIND_MATMUL ||
+           kind == GC_KIND_CONV || kind == GC_KIND_POOL;
+  snprintf(label, label_len, "%s", name);
+  char x[16], y[16], z[16];
+  switch (op) {
+    case GC_OP_PARAM:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gc_sbuf_printf(&b->body, "  param %%w0: %s[17, 3] = \"w0\";\n", dt_name(t));
+      gc_sbuf_printf(&b->body, "  param %%w1: %s[] = \"w1\";\n", dt_name(t));
+      gc_sbuf_printf(&b->body, "  param %%w2: %s[4097] = \"w2\";\n", dt_name(t));
+      gc_sbuf_printf(&b->rets, "%%w0, %%w1");
+      b->n_rets = 2;
+      gb_ret(b, "eq(%%w2, %s)", gb_arg(b, 'x', 0, t, "4097"));
+      return 1;
+    case GC_OP_CONST:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gb_ret(b, "const(value=%s, shape=[17, 3], dtype=%s)", lit(t, 0), dt_name(t));
+      gb_ret(b, "const(value=%s, dtype=%s)", lit(t, 1), dt_name(t));
+      gb_ret(b, "const(value=%s, shape=[4097], dtype=%s)", lit(t, 2), dt_name(t));
+      gb_ret(b, "const(value=[%s, %s, %s, %s], dtype=%s)", lit(t, 0), lit(t, 1), lit(t, 2),
+             lit(t, 3), dt_name(t));
+      gb_ret(b, "const(value=[%s, %s, %s, %s, %s, %s], shape=[2, 3], dtype=%s)", lit(t, 3),
+             lit(t, 2), lit(t, 1), lit(t, 0), lit(t, 1), lit(t, 2), dt_name(t));
+      return 1;
+    case GC_OP_IOTA: {
+      if (variant > 0) return 0;
+      *mask = MN;
+      int small = t == GRAPHC_DTYPE_I8 || t == GRAPHC_DTYPE_U8;
+      gb_ret(b, "iota(shape=[17, 33], axis=1, dtype=%s)", dt_name(t));
+      gb_ret(b, "iota(shape=[%d], dtype=%s)", small ? 100 : 4097, dt_name(t));
+      gb_ret(b, "iota(shape=[2, 3, 5], axis=0, dtype=%s)", dt_name(t));
+      gb_ret(b, "iota(shape=[3, 7], axis=-1, dtype=%s)", dt_name(t));
+      gb_ret(b, "iota(shape=[1], dtype=%s)", dt_name(t));
+      return 1;
+    }
+    case GC_OP_NEG: case GC_OP_ABS: case GC_OP_RELU:
+      if (variant > 0) return 0;
+      *mask = MN;
+      fam_unary(b, name, "", t, 'x');
+      return 1;
+    case GC_OP_EXP: case GC_OP_LOG: case GC_OP_SQRT: case GC_OP_RSQRT: case GC_OP_TANH:
+    case GC_OP_SIGMOID: case GC_OP_SILU: case GC_OP_ERF: case GC_OP_SIN: case GC_OP_COS:
+    case GC_OP_FLOOR: case GC_OP_CEIL:
+      if (variant > 0) return 0;
+      *mask = MF;
+      *chain = op != GC_OP_FLOOR && op != GC_OP_CEIL;
+      fam_unary(b, name, "", t,
+                op == GC_OP_LOG || op == GC_OP_SQRT || op == GC_OP_RSQRT ? 'p' : 'x');
+      return 1;
+    case GC_OP_GELU:
+      if (variant > 1) return 0;
+      *mask = MF;
+      *chain = 1;
+      snprintf(label, label_len, "gelu %s", variant ? "tanh" : "none");
+      fam_unary(b, name, variant ? ", approximate=\"tanh\"" : "", t, 'x');
+      if (variant == 0) gb_ret(b, "gelu(%s, approximate=\"none\")", gb_arg(b, 'x', 0, t, "33"));
+      return 1;
+    case GC_OP_NOT:
+      if (variant > 0) return 0;
+      *mask = MB;
+      fam_unary(b, name, "", t, 'x');
+      return 1;
+    case GC_OP_CLAMP:
+      if (variant > 0) return 0;
+      *mask = MN;
+      for (int i = 0; i < N_UNARY_SHAPES; i++) {
+        const char *a = gb_arg(b, 'x', 0, t, k_unary_shapes[i]);
+        if (i % 3 == 0) gb_ret(b, "clamp(%s, min=%s, max=%s)", a, lit(t, 1), lit(t, 2));
+        if (i % 3 == 1) gb_ret(b, "clamp(%s, min=%s)", a, lit(t, 1));
+        if (i % 3 == 2) gb_ret(b, "clamp(%s, max=%s)", a, lit(t, 2));
+      }
+      return 1;
+    case GC_OP_CAST: {
+      if (variant >= GRAPHC_DTYPE_COUNT_) return 0;
+      *mask = MA;
+      gc_dtype to = (gc_dtype)variant;
+      snprintf(label, label_len, "cast->%s", dt_name(to));
+      char k = gc_dtype_is_float(t) ? 'c' : 'x';
+      for (int i = 0; i < N_UNARY_SHAPES; i++)
+        gb_ret(b, "cast(%s, to=%s)", gb_arg(b, k, 0, t, k_unary_shapes[i]), dt_name(to));
+      return 1;
+    }
+    case GC_OP_ADD: case GC_OP_SUB: case GC_OP_MUL: case GC_OP_MAXIMUM: case GC_OP_MINIMUM:
+      if (variant > 0) return 0;
+      *mask = MN;
+      fam_binary(b, name, t, op == GC_OP_MAXIMUM || op == GC_OP_MINIMUM ? 'n' : 'x',
+                 op == GC_OP_MAXIMUM || op == GC_OP_MINIMUM ? 'n' : 'x');
+      return 1;
+    case GC_OP_DIV:
+      if (variant > 0) return 0;
+      *mask = MN;
+      fam_binary(b, name, t, 'd', 'd');
+      return 1;
+    case GC_OP_POW:
+      if (variant > 0) return 0;
+      *mask = MF;
+      *chain = 1;
+      fam_binary(b, name, t, 'p', 'e');
+      return 1;
+    case GC_OP_EQ: case GC_OP_NE: case GC_OP_LT: case GC_OP_LE: case GC_OP_GT: case GC_OP_GE:
+      if (variant > 0) return 0;
+      *mask = MA;
+      fam_binary(b, name, t, 's', 's');
+      return 1;
+    case GC_OP_AND: case GC_OP_OR:
+      if (variant > 0) return 0;
+      *mask = MB;
+      fam_binary(b, name, t, 'x', 'x');
+      return 1;
+    case GC_OP_SELECT: {
+      if (variant > 0) return 0;
+      *mask = MA;
+      static const char *const sh[][3] = {
+          {"17, 1", "1, 33", "17, 33"}, {"", "4097", "4097"}, {"1023", "", "1023"}, {"3", "3", "3"},
+          {"2, 1, 5", "3, 1", "1"}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, GRAPHC_DTYPE_BOOL, sh[i][0]));
+        snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, sh[i][1]));
+        snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, sh[i][2]));
+        gb_ret(b, "select(%s, %s, %s)", x, y, z);
+      }
+      return 1;
+    }
+    case GC_OP_REDUCE_SUM: case GC_OP_REDUCE_MAX: case GC_OP_REDUCE_MIN: case GC_OP_REDUCE_MEAN:
+      if (variant > 0) return 0;
+      *mask = op == GC_OP_REDUCE_MEAN ? MF : MN;
+      fam_reduce(b, name, t);
+      return 1;
+    case GC_OP_ARGMAX: {
+      if (variant > 0) return 0;
+      *mask = MN;
+      char k = gc_dtype_is_float(t) ? 'x' : 's'; /* ints: ties, first index wins */
+      gb_ret(b, "argmax(%s)", gb_arg(b, k, 0, t, "4097"));
+      gb_ret(b, "argmax(%s, axis=0, keepdims=true)", gb_arg(b, k, 0, t, "17, 33"));
+      gb_ret(b, "argmax(%s, axis=1)", gb_arg(b, k, 0, t, "3, 1023"));
+      gb_ret(b, "argmax(%s)", gb_arg(b, k, 0, t, "1"));
+      gb_ret(b, "argmax(%s, axis=1, keepdims=false)", gb_arg(b, k, 0, t, "2, 3, 5"));
+      return 1;
+    }
+    case GC_OP_SOFTMAX: case GC_OP_LOG_SOFTMAX:
+      if (variant > 0) return 0;
+      *mask = MF;
+      gb_ret(b, "%s(%s)", name, gb_arg(b, 'x', 0, t, "1, 1"));
+      gb_ret(b, "%s(%s)", name, gb_arg(b, 'x', 0, t, "3, 17"));
+      gb_ret(b, "%s(%s, axis=-1)", name, gb_arg(b, 'x', 0, t, "5, 1023"));
+      gb_ret(b, "%s(%s)", name, gb_arg(b, 'x', 0, t, "2, 4097"));
+      gb_ret(b, "%s(%s, axis=0)", name, gb_arg(b, 'x', 0, t, "17, 3"));
+      gb_ret(b, "%s(%s, axis=1)", name, gb_arg(b, 'x', 0, t, "2, 3, 5"));
+      return 1;
+    case GC_OP_LAYERNORM: {
+      if (variant > 0) return 0;
+      *mask = MF;
+      static const char *const sh[][3] = {{"3, 17", "17", ""},
+                                          {"4, 1023", "1023", ", eps=0.001"},
+                                          {"2, 3, 33", "3, 33", ", axis=1"},
+                                          {"2, 4097", "4097", ", axis=-1"},
+                                          {"1, 1", "1", ""}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, sh[i][0]));
+        snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, sh[i][1]));
+        snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, sh[i][1]));
+        gb_ret(b, "layernorm(%s, %s, %s%s)", x, y, z, sh[i][2]);
+      }
+      return 1;
+    }
+    case GC_OP_RMSNORM: {
+      if (variant > 0) return 0;
+      *mask = MF;
+      static const char *const sh[][3] = {
+          {"3, 17", "17", ""}, {"2, 4097", "4097", ""}, {"1, 1", "1", ""}, {"5, 1023", "1023", ", eps=1e-05"}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, sh[i][0]));
+        snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, sh[i][1]));
+        gb_ret(b, "rmsnorm(%s, %s%s)", x, y, sh[i][2]);
+      }
+      return 1;
+    }
+    case GC_OP_MATMUL: {
+      if (variant > 0) return 0;
+      *mask = MN;
+      static const char *const sh[][3] = {
+          {"1, 1", "1, 1", ""},
+          {"3, 17", "17, 5", ""},
+          {"33, 1023", "1023, 17", ""},
+          {"17, 3", "17, 5", ", transpose_a=true"},
+          {"3, 17", "5, 17", ", transpose_b=true"},
+          {"17, 3", "5, 17", ", transpose_a=true, transpose_b=true"},
+          {"2, 3, 17, 9", "9, 5", ""},
+          {"2, 1, 4, 9", "3, 9, 6", ""},
+          {"4, 65, 129", "4, 129, 67", ""},
+          {"64, 64", "64, 64", ""}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, sh[i][0]));
+        snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, t, sh[i][1]));
+        gb_ret(b, "matmul(%s, %s%s)", x, y, sh[i][2]);
+      }
+      return 1;
+    }
+    case GC_OP_CONV2D: {
+      if (variant > 0) return 0;
+      *mask = MF;
+      static const char *const sh[][3] = {
+          {"1, 1, 1, 1", "1, 1, 1, 1", ""},
+          {"2, 3, 17, 17", "4, 3, 3, 3", ", padding=[1, 1]"},
+          {"1, 3, 17, 13", "5, 3, 3, 2", ", stride=[2, 2], padding=[1, 2, 0, 1], dilation=[2, 2]"},
+          {"1, 4, 9, 9", "6, 2, 3, 3", ", groups=2"},
+          {"2, 8, 7, 7", "8, 1, 3, 3", ", padding=[1, 1], groups=8"}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, sh[i][0]));
+        snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, t, sh[i][1]));
+        gb_ret(b, "conv2d(%s, %s%s)", x, y, sh[i][2]);
+      }
+      return 1;
+    }
+    case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D:
+      if (variant > 0) return 0;
+      *mask = MF;
+      gb_ret(b, "%s(%s, kernel=[3, 3], stride=[2, 2], padding=[1, 1])", name,
+             gb_arg(b, 'x', 0, t, "2, 3, 17, 17"));
+      gb_ret(b, "%s(%s, kernel=[2, 2])", name, gb_arg(b, 'x', 0, t, "1, 2, 9, 9"));
+      gb_ret(b, "%s(%s, kernel=[3, 3], stride=[1, 2], padding=[1, 0, 1, 1])", name,
+             gb_arg(b, 'x', 0, t, "1, 1, 5, 7"));
+      gb_ret(b, "%s(%s, kernel=[1, 1])", name, gb_arg(b, 'x', 0, t, "1, 1, 1, 1"));
+      return 1;
+    case GC_OP_RESHAPE:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gb_ret(b, "reshape(%s, shape=[33, 17])", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret(b, "reshape(%s, shape=[1, 4097, 1])", gb_arg(b, 'x', 0, t, "4097"));
+      gb_ret(b, "reshape(%s, shape=[-1, 4])", gb_arg(b, 'x', 0, t, "2, 3, 4"));
+      gb_ret(b, "reshape(%s, shape=[1])", gb_arg(b, 'x', 0, t, ""));
+      gb_ret(b, "reshape(%s, shape=[])", gb_arg(b, 'x', 0, t, "1, 1"));
+      return 1;
+    case GC_OP_TRANSPOSE:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gb_ret(b, "transpose(%s, perm=[1, 0])", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret(b, "transpose(%s, perm=[3, 1, 0, 2])", gb_arg(b, 'x', 0, t, "2, 3, 5, 7"));
+      gb_ret(b, "transpose(%s, perm=[1, 0])", gb_arg(b, 'x', 0, t, "1023, 3"));
+      gb_ret(b, "transpose(%s, perm=[2, 0, 1])", gb_arg(b, 'x', 0, t, "4, 1, 6"));
+      gb_ret(b, "transpose(%s, perm=[1, 0])", gb_arg(b, 'x', 0, t, "64, 65"));
+      gb_ret(b, "transpose(%s, perm=[0])", gb_arg(b, 'x', 0, t, "3"));
+      return 1;
+    case GC_OP_BROADCAST:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gb_ret(b, "broadcast(%s, shape=[3, 17])", gb_arg(b, 'x', 0, t, "17"));
+      gb_ret(b, "broadcast(%s, shape=[4097])", gb_arg(b, 'x', 0, t, "1"));
+      gb_ret(b, "broadcast(%s, shape=[2, 3, 33])", gb_arg(b, 'x', 0, t, "3, 1"));
+      gb_ret(b, "broadcast(%s, shape=[5, 7])", gb_arg(b, 'x', 0, t, ""));
+      return 1;
+    case GC_OP_CONCAT:
+      if (variant > 0) return 0;
+      *mask = MA;
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "3, 17"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "3, 5"));
+      gb_ret(b, "concat(%s, %s, axis=1)", x, y);
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "1"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "1023"));
+      snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, "3"));
+      gb_ret(b, "concat(%s, %s, %s, axis=0)", x, y, z);
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "2, 3"));
+      gb_ret(b, "concat(%s, %s, axis=0)", x, x);
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "2, 3, 4"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "2, 1, 4"));
+      gb_ret(b, "concat(%s, %s, axis=-2)", x, y);
+      gb_ret(b, "concat(%s, axis=0)", gb_arg(b, 'x', 0, t, "5"));
+      return 1;
+    case GC_OP_SLICE:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gb_ret(b, "slice(%s, start=[1, -20], end=[16, 33], step=[2, 3])", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret(b, "slice(%s, start=[0], end=[4097], step=[4])", gb_arg(b, 'x', 0, t, "4097"));
+      gb_ret(b, "slice(%s, start=[-5], end=[1023])", gb_arg(b, 'x', 0, t, "1023"));
+      gb_ret(b, "slice(%s, start=[0, 0, 0], end=[2, 3, 4])", gb_arg(b, 'x', 0, t, "2, 3, 4"));
+      gb_ret(b, "slice(%s, start=[3], end=[100])", gb_arg(b, 'x', 0, t, "17"));
+      return 1;
+    case GC_OP_PAD:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gb_ret(b, "pad(%s, pads=[3, 5])", gb_arg(b, 'x', 0, t, "17"));
+      gb_ret(b, "pad(%s, pads=[1, 0, 2, 3], value=%s)", gb_arg(b, 'x', 0, t, "3, 17"), lit(t, 0));
+      gb_ret(b, "pad(%s, pads=[0, 4096], value=%s)", gb_arg(b, 'x', 0, t, "1"), lit(t, 1));
+      gb_ret(b, "pad(%s, pads=[0, 1, 2, 1, 0, 3])", gb_arg(b, 'x', 0, t, "2, 3, 4"));
+      return 1;
+    case GC_OP_GATHER: {
+      if (variant > 1) return 0;
+      *mask = MA;
+      gc_dtype it = variant ? GRAPHC_DTYPE_I64 : GRAPHC_DTYPE_I32;
+      snprintf(label, label_len, "gather[%s]", dt_name(it));
+      static const struct { const char *x, *idx, *attr; int range; } g[] = {
+          {"17, 33", "5", "", 17},
+          {"1023", "3, 4", ", axis=0", 1023},
+          {"2, 17, 3", "7", ", axis=1", 17},
+          {"5, 6", "", ", axis=-1", 6},
+          {"4097", "4097", "", 4097}};
+      for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, g[i].x));
+        snprintf(y, sizeof y, "%s", gb_arg(b, 'i', g[i].range, it, g[i].idx));
+        gb_ret(b, "gather(%s, %s%s)", x, y, g[i].attr);
+      }
+      return 1;
+    }
+    case GC_OP_SPLIT:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gb_rets(b, 3, "split(%s, axis=1, sizes=[1, 15, 17])", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_rets(b, 2, "split(%s, axis=0, sizes=[4096, 1])", gb_arg(b, 'x', 0, t, "4097"));
+      gb_rets(b, 2, "split(%s, axis=-2, sizes=[2, 4])", gb_arg(b, 'x', 0, t, "6, 4"));
+      gb_rets(b, 1, "split(%s, axis=0, sizes=[3])", gb_arg(b, 'x', 0, t, "3"));
+      return 1;
+    default:
+      return -1;
+  }
+}
+
+/* ---- from generated statements to a verified .graph text ------------------------------- */
+/* Build the text with a placeholder signature, infer every result type (shape
+ * inference decides which dtypes the op allows), then print the module: the
+ * printer writes the real signature. Returns malloc'd text, or NULL with the
+ * inference error in why (the dtype is not allowed, or the case is wrong). */
+static char *finish_text(gb *b, char *why, size_t why_len) {
+  gc_sbuf src = {0};
+  gc_sbuf_printf(&src, "version 1;\ngraph @t(%s) -> (", b->args.data ? b->args.data : "");
+  for (int i = 0; i < b->n_rets; i++) gc_sbuf_printf(&src, "%sbool[]", i ? ", " : "");
+  gc_sbuf_printf(&src, ") {\n%s  return %s;\n}\n", b->body.data ? b->body.data : "",
+                 b->rets.data ? b->rets.data : "");
+  gc_diags d;
+  gc_diags_init(&d, "case.graph", src.data, src.len);
+  char *text = NULL;
+  gc_module *m = gc_parse("case.graph", src.data, src.len, &d);
+  if (!m) {
+    snprintf(why, why_len, "parse: %s\n%s", d.n ? d.items[0].msg : "?", src.data);
+    goto out;
+  }
+  gc_graph *g = m->graphs[0];
+  for (gc_op *op = g->first; op; op = op->next) {
+    gc_type types[16];
+    GC_ASSERT(op->n_results <= 16);
+    if (!gc_infer_op(g, op, types, &d)) {
+      snprintf(why, why_len, "%s", d.n ? d.items[0].msg : "shape inference failed");
+      goto out;
+    }
+    for (int i = 0; i < op->n_results; i++) op->results[i]->type = types[i];
+  }
+  gc_type *rt = gc_arena_alloc(&g->arena, sizeof *rt * (size_t)(g->n_outputs + 1));
+  for (int i = 0; i < g->n_outputs; i++) rt[i] = g->outputs[i]->type;
+  g->result_types = rt;
+  g->n_result_types = g->n_outputs;
+  gc_sbuf out = {0};
+  gc_print_module(&out, m);
+  text = gc_sbuf_take(&out);
+out:
+  gc_module_free(m);
+  gc_diags_free(&d);
+  gc_sbuf_free(&src);
+  return text;
+}
+
+/* ---- running one case --------------------------------------------------------------- */
+/* Append a table row to the shared table file and print it. */
+static void table_row(const char *label, gc_dtype t, const char *path, double max_err,
+                      double worst, const char *status, const char *note) {
+  char row[1024];
+  snprintf(row, sizeof row, "%-22s %-5s %-7s %12.4g %10.3g  %-4s %s\n", label, dt_name(t), path,
+           max_err, worst, status, note ? note : "");
+  fputs(row, stdout);
+  FILE *f = fopen(g_table_path, "a");
+  if (f) {
+    fputs(row, f);
+    fclose(f);
+  }
+}
+
+/* Compile `text` for a backend; NULL (and why) on failure. */
+static graphc_executable_t *compile_for(graphc_model_t *m, graphc_backend_t be, graphc_codegen_t cg,
+                                        graphc_context_t *ctx, char *why, size_t why_len) {
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = be;
+  o.codegen = cg;
+  graphc_executable_t *exe = NULL;
+  graphc_error_t err;
+  graphc_status_t st = graphc_compile(m, &o, &exe, &err);
+  if (st != GRAPHC_STATUS_OK) {
+    snprintf(why, why_len, "compile %s/%s: %s: %s\n%.3000s", graphc_backend_name(be),
+             graphc_codegen_name(cg), graphc_status_string(st), err.message,
+             graphc_context_diagnostics(ctx));
+    return NULL;
+  }
+  return exe;
+}
+
+/* Run one (op case, dtype) on the interpreter and on CUDA via both paths.
+ * Returns the number of failures; appends messages to fails. */
+static int run_case(const char *label, gc_dtype t, const char *text, const gb *b, int chain,
+                    uint64_t seed, gc_sbuf *fails) {
+  int n_fail = 0;
+  char why[8192] = "";
+  graphc_context_t *ctx = NULL;
+  graphc_model_t *m = NULL;
+  graphc_executable_t *ref = NULL;
+  graphc_tensor_t *in = NULL, *rout = NULL;
+  size_t ni = 0, no = 0;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  if (graphc_model_load_string(ctx, label, text, strlen(text), &m, &err) != GRAPHC_STATUS_OK) {
+    snprintf(why, sizeof why, "load: %s\n%s\n%s", err.message, graphc_context_diagnostics(ctx), text);
+    goto fail_all;
+  }
+  char wpath[4200];
+  snprintf(wpath, sizeof wpath, "%s/w-%d.safetensors", tu_tmpdir(), (int)getpid());
+  if (strstr(text, "param ")) {
+    if (graphc_model_write_random_weights(m, wpath, seed, &err) != GRAPHC_STATUS_OK ||
+        graphc_model_set_weights(m, wpath, &err) != GRAPHC_STATUS_OK) {
+      snprintf(why, sizeof why, "weights: %s", err.message);
+      goto fail_all;
+    }
+  }
+  ref = compile_for(m, GRAPHC_BACKEND_INTERP, GRAPHC_CODEGEN_DEFAULT, ctx, why, sizeof why);
+  if (!ref) goto fail_all;
+  ni = graphc_executable_num_inputs(ref);
+  no = graphc_executable_num_outputs(ref);
+  /* Inputs by kind (index ranges per argument). */
+  in = calloc(ni + 1, sizeof *in);
+  rout = calloc(no + 1, sizeof *rout);
+  ck_assert_ptr_nonnull(in);
+  ck_assert_ptr_nonnull(rout);
+  uint64_t s = seed;
+  for (size_t i = 0; i < ni; i++) {
+    graphc_tensor_info_t info;
+    graphc_executable_input_info(ref, i, &info);
+    in[i].dtype = info.dtype;
+    in[i].rank = info.rank;
+    memcpy(in[i].dims, info.dims, sizeof in[i].dims);
+    in[i].nbytes = info.nbytes;
+    in[i].data = calloc(1, info.nbytes ? info.nbytes : 1);
+    ck_assert_ptr_nonnull(in[i].data);
+    tu_fill(in[i].data, info.dtype, (int64_t)(info.nbytes / graphc_dtype_size(info.dtype)),
+            b->kinds[i], b->ranges[i], &s);
+  }
+  for (size_t i = 0; i < no; i++) {
+    graphc_tensor_info_t info;
+    graphc_executable_output_info(ref, i, &info);
+    rout[i].dtype = info.dtype;
+    rout[i].rank = info.rank;
+    memcpy(rout[i].dims, info.dims, sizeof rout[i].dims);
+    rout[i].nbytes = info.nbytes;
+    rout[i].data = calloc(1, info.nbytes ? info.nbytes : 1);
+    ck_assert_ptr_nonnull(rout[i].data);
+  }
+  graphc_status_t st = graphc_executable_run(ref, in, ni, rout, no, &err);
+  if (st != GRAPHC_STATUS_OK) {
+    snprintf(why, sizeof why, "interpreter run: %s: %s", graphc_status_string(st), err.message);
+    goto fail_all;
+  }
+  if (g_dry) {
+    table_row(label, t, "interp", 0, 0, "ok", "dry run: interpreter only");
+    goto out;
+  }
+  for (int cg = GRAPHC_CODEGEN_NVRTC; cg <= GRAPHC_CODEGEN_LLVM; cg++) {
+    const char *path = graphc_codegen_name((graphc_codegen_t)cg);
+    char cwhy[8192] = "";
+    graphc_executable_t *exe =
+        compile_for(m, GRAPHC_BACKEND_CUDA, (graphc_codegen_t)cg, ctx, cwhy, sizeof cwhy);
+    if (!exe) {
+      table_row(label, t, path, 0, 0, "FAIL", "compile failed");
+      gc_sbuf_printf(fails, "%s %s %s: %s\n", label, dt_name(t), path, cwhy);
+      n_fail++;
+      continue;
+    }
+    graphc_tensor_t *out = tu_clone_outputs(rout, no);
+    ck_assert_ptr_nonnull(out);
+    for (size_t i = 0; i < no; i++) memset(out[i].data, 0xa5, out[i].nbytes); /* poison */
+    st = graphc_executable_run(exe, in, ni, out, no, &err);
+    if (st != GRAPHC_STATUS_OK) {
+      table_row(label, t, path, 0, 0, "FAIL", "run failed");
+      gc_sbuf_printf(fails, "%s %s %s: run: %s: %s\n", label, dt_name(t), path,
+                     graphc_status_string(st), err.message);
+      n_fail++;
+    } else {
+      double max_err = 0, worst = 0;
+      int bad = 0;
+      for (size_t i = 0; i < no; i++) {
+        double atol, rtol;
+        tu_tolerance(rout[i].dtype, chain, &atol, &rtol);
+        int64_t n = (int64_t)(rout[i].nbytes / graphc_dtype_size(rout[i].dtype));
+        tu_cmp c = tu_compare(rout[i].data, out[i].data, rout[i].dtype, n, atol, rtol);
+        if (c.max_err > max_err) max_err = c.max_err;
+        if (c.worst > worst) worst = c.worst;
+        if (c.n_bad) {
+          graphc_tensor_info_t info;
+          graphc_executable_output_info(exe, i, &info);
+          gc_type ty = {.dtype = info.dtype, .rank = info.rank};
+          memcpy(ty.dims, info.dims, sizeof ty.dims);
+          gc_sbuf tb = {0};
+          gc_type_print(&tb, &ty, NULL);
+          gc_sbuf_printf(fails,
+                         "%s %s %s: output %zu (%%%s: %s): %lld of %lld differ, first at [%lld]: "
+                         "ref %.9g got %.9g (atol %g rtol %g)\n",
+                         label, dt_name(t), path, i, info.name, tb.data ? tb.data : "?",
+                         (long long)c.n_bad, (long long)n, (long long)c.first_bad, c.ref_bad,
+                         c.got_bad, atol, rtol);
+          gc_sbuf_free(&tb);
+          bad = 1;
+        }
+      }
+      table_row(label, t, path, max_err, worst, bad ? "FAIL" : "pass", NULL);
+      n_fail += bad;
+    }
+    tu_free_tensors(out, no);
+    graphc_executable_destroy(exe);
+  }
+  goto out;
+fail_all:
+  table_row(label, t, g_dry ? "interp" : "all", 0, 0, "FAIL", "see message");
+  gc_sbuf_printf(fails, "%s %s: %s\n", label, dt_name(t), why);
+  n_fail++;
+out:
+  tu_free_tensors(in, ni);
+  tu_free_tensors(rout, no);
+  graphc_executable_destroy(ref);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  return n_fail;
+}
+
+/* Is `name` selected by $GRAPHC_TEST_OPS (comma-separated; unset = all)? */
+static int op_selected(const char *name) {
+  const char *sel = getenv("GRAPHC_TEST_OPS");
+  if (!sel || !*sel) return 1;
+  size_t n = strlen(name);
+  for (const char *p = sel; *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    if (!e) break;
+    p = e + 1;
+  }
+  return 0;
+}
+
+/* Every variant x dtype of one op (the loop index is the opcode). */
+START_TEST(op_against_interpreter) {
+  gc_opcode op = (gc_opcode)_i;
+  const char *name = gc_op_infos[op].name;
+  if (!op_selected(name)) return;
+  gc_sbuf fails = {0};
+  int n_fail = 0, n_ran = 0;
+  for (int variant = 0;; variant++) {
+    int any = 0;
+    unsigned accepted = 0, expected = 0;
+    char label[64] = "";
+    for (int t = 0; t < GRAPHC_DTYPE_COUNT_; t++) {
+      gb b;
+      memset(&b, 0, sizeof b);
+      unsigned mask = 0;
+      int chain = 0;
+      int r = gen_case(op, variant, (gc_dtype)t, &b, label, sizeof label, &mask, &chain);
+      if (r < 0) {
+        gb_free(&b);
+        ck_abort_msg("op '%s' has no case in tests/test_backend_ops.c (gen_case): every op in "
+                     "ir/ops.def needs one",
+                     name);
+      }
+      if (r == 0) {
+        gb_free(&b);
+        break;
+      }
+      any = 1;
+      expected = mask;
+      char why[4096] = "";
+      char *text = finish_text(&b, why, sizeof why);
+      if (!text) {
+        if (mask & M(t)) {
+          table_row(label, (gc_dtype)t, "-", 0, 0, "FAIL", "rejected by shape inference");
+          gc_sbuf_printf(&fails, "%s %s: the brief allows this dtype, but: %s\n", label,
+                         dt_name((gc_dtype)t), why);
+          n_fail++;
+        }
+        gb_free(&b);
+        continue;
+      }
+      accepted |= M(t);
+      if (!(mask & M(t))) {
+        table_row(label, (gc_dtype)t, "-", 0, 0, "FAIL", "accepted, brief forbids");
+        gc_sbuf_printf(&fails, "%s %s: shape inference accepts a dtype the brief forbids\n", label,
+                       dt_name((gc_dtype)t));
+        n_fail++;
+        free(text);
+        gb_free(&b);
+        continue;
+      }
+      uint64_t seed = g_seed ^ ((uint64_t)op * 1000003u + (uint64_t)variant * 101u + (uint64_t)t);
+      n_fail += run_case(label, (gc_dtype)t, text, &b, chain, seed, &fails);
+      n_ran++;
+      free(text);
+      gb_free(&b);
+    }
+    if (!any) break;
+    (void)accepted;
+    (void)expected;
+  }
+  if (n_ran == 0 && n_fail == 0)
+    gc_sbuf_printf(&fails, "op '%s': no case ran for any dtype\n", name), n_fail++;
+  if (n_fail) {
+    fprintf(stderr, "op %s: %d failures (seed %llu; GRAPHC_TEST_SEED=%llu GRAPHC_TEST_OPS=%s "
+            "reproduces):\n%s", name, n_fail, (unsigned long long)g_seed,
+            (unsigned long long)g_seed, name, fails.data ? fails.data : "");
+  }
+  int nf = n_fail;
+  char first[900];
+  snprintf(first, sizeof first, "%.880s", fails.data ? fails.data : "");
+  gc_sbuf_free(&fails);
+  ck_assert_msg(nf == 0, "op %s: %d failing cases (seed %llu); first: %s", name, nf,
+                (unsigned long long)g_seed, first);
+}
+END_TEST
+
+/* Does a CUDA device exist? Asked in a child: this process must not initialize
+ * CUDA before Check forks the tests. */
+static int probe_device(void) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) _exit(gc_cuda_available() ? 0 : 1);
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int main(void) {
+  g_seed = tu_seed();
+  g_have_device = probe_device();
+  const char *dry = getenv("GRAPHC_TEST_DRY");
+  g_dry = !g_have_device && dry && strcmp(dry, "1") == 0;
+  if (!g_have_device && !g_dry) {
+    printf("SKIPPED: no CUDA device (GRAPHC_TEST_DRY=1 checks the cases on the interpreter)\n");
+    return 77;
+  }
+  snprintf(g_table_path, sizeof g_table_path, "%s/backend_ops_table.txt", tu_tmpdir());
+  remove(g_table_path);
+  printf("test_backend_ops: seed %llu (GRAPHC_TEST_SEED=%llu reproduces)%s\n",
+         (unsigned long long)g_seed, (unsigned long long)g_seed,
+         g_dry ? ", DRY RUN (no device): interpreter only" : "");
+  Suite *s = suite_create("backend_ops");
+  TCase *tc = tcase_create("ops");
+  tcase_add_loop_test(tc, op_against_interpreter, 0, GC_OP_COUNT_);
+  tcase_set_timeout(tc, 1200);
+  suite_add_tcase(s, tc);
+  int rc = tu_run_suite(s);
+  /* The whole table, gathered from every op's (forked) test. */
+  char *table = tu_read_file(g_table_path, NULL);
+  printf("\n==== backend ops vs interpreter (seed %llu) ====\n", (unsigned long long)g_seed);
+  printf("%-22s %-5s %-7s %12s %10s  %-4s\n", "op/case", "dtype", "path", "max|err|",
+         "err/tol", "ok");
+  if (table) fputs(table, stdout);
+  int pass = 0, fail = 0;
+  for (const char *p = table; p && (p = strstr(p, "  pass ")) != NULL; p++) pass++;
+  for (const char *p = table; p && (p = strstr(p, "  FAIL ")) != NULL; p++) fail++;
+  printf("==== %d pass, %d FAIL ====\n", pass, fail);
+  free(table);
+  if (g_dry) {
+    printf("SKIPPED: no CUDA device (dry run %s)\n", rc == 0 ? "passed" : "FAILED");
+    return rc == 0 ? 77 : 1;
+  }
+  return rc;
+}

@@ -1,0 +1,157 @@
+/* test_cli.c - the graphc command: every subcommand, --help, --version, exit
+ * codes, and its messages for bad command lines and bad input. Also runs every
+ * example end to end on the interpreter and examples/host_mlp. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* Run `graphc ARGS`, return the exit code; *out receives the output. */
+static int gc(const char *args, char **out) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd %s && %s %s", GRAPHC_SOURCE_DIR, GRAPHC_CLI, args);
+  return tu_run_cmd(cmd, out);
+}
+
+#define EXPECT(args, code, needle)                                                   \
+  do {                                                                               \
+    char *out_ = NULL;                                                               \
+    int rc_ = gc(args, &out_);                                                       \
+    ck_assert_msg(rc_ == (code), "graphc %s: exit %d, wanted %d\n%s", args, rc_, code, \
+                  out_ ? out_ : "");                                                 \
+    ck_assert_msg(out_ && strstr(out_, needle), "graphc %s: no '%s' in:\n%s", args,   \
+                  needle, out_ ? out_ : "");                                         \
+    free(out_);                                                                      \
+  } while (0)
+
+START_TEST(version_and_help) {
+  EXPECT("--version", 0, "graphc 0.");
+  EXPECT("--help", 0, "commands:");
+  EXPECT("", 1, "usage: graphc");
+  EXPECT("frobnicate x", 1, "unknown command 'frobnicate'");
+  const char *cmds[] = {"check", "print", "run", "weights", "compile", "bench"};
+  for (int i = 0; i < 6; i++) {
+    char a[64];
+    snprintf(a, sizeof a, "%s --help", cmds[i]);
+    EXPECT(a, 0, "usage: graphc");
+  }
+}
+END_TEST
+
+START_TEST(check_and_print) {
+  EXPECT("check examples/mlp.graph", 0, "examples/mlp.graph: ok");
+  EXPECT("check examples/transformer_block.graph --bind B=2 --bind S=8", 0, "ok");
+  EXPECT("print examples/mlp.graph", 0, "%h = matmul(%x, %w1) : f32[B, 128];");
+  EXPECT("print examples/mlp.graph --bind B=3", 0, "%y = add(%o, %b2) : f32[3, 10];");
+  EXPECT("check /nonexistent.graph", 1, "cannot open '/nonexistent.graph'");
+  EXPECT("check examples/mlp.graph --bind B", 1, "--bind expects NAME=INT");
+  EXPECT("check examples/mlp.graph --bind Q=3", 1, "no symbolic dim 'Q'");
+  EXPECT("check examples/mlp.graph --frob", 1, "unknown option '--frob'");
+  EXPECT("check", 1, "no input file");
+}
+END_TEST
+
+START_TEST(errors_point_at_source) {
+  char path[512], *out = NULL;
+  snprintf(path, sizeof path, "%s/bad.graph", tu_tmpdir());
+  FILE *f = fopen(path, "w");
+  fputs("version 1;\ngraph @g(%x: f32[2]) -> (f32[2]) {\n  %y = nag(%x);\n  return %y;\n}\n", f);
+  fclose(f);
+  char args[600];
+  snprintf(args, sizeof args, "check %s", path);
+  int rc = gc(args, &out);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(out, "bad.graph:3:8: error: unknown op 'nag'"), "%s", out);
+  ck_assert_msg(strstr(out, "%y = nag(%x);"), "%s", out);
+  ck_assert_msg(strstr(out, "       ^"), "%s", out);
+  free(out);
+}
+END_TEST
+
+START_TEST(weights_and_run_every_example) {
+  const char *ex[][2] = {{"mlp", "--bind B=2"}, {"cnn", "--bind N=2"},
+                         {"transformer_block", "--bind B=2 --bind S=8"}};
+  for (int i = 0; i < 3; i++) {
+    char args[1024];
+    snprintf(args, sizeof args, "weights examples/%s.graph --random --seed 3 -o %s/%s.safetensors %s",
+             ex[i][0], tu_tmpdir(), ex[i][0], ex[i][1]);
+    EXPECT(args, 0, "");
+    snprintf(args, sizeof args,
+             "run examples/%s.graph %s --backend interp --weights %s/%s.safetensors --seed 5 "
+             "--output %s/%s.out.safetensors",
+             ex[i][0], ex[i][1], tu_tmpdir(), ex[i][0], tu_tmpdir(), ex[i][0]);
+    EXPECT(args, 0, "on interp");
+    /* The outputs file is a valid safetensors file that run accepts as inputs of nothing. */
+    snprintf(args, sizeof args, "%s/%s.out.safetensors", tu_tmpdir(), ex[i][0]);
+    size_t len = 0;
+    char *bytes = tu_read_file(args, &len);
+    ck_assert_ptr_nonnull(bytes);
+    ck_assert_int_gt(len, 8);
+    free(bytes);
+  }
+  EXPECT("weights examples/mlp.graph -o /tmp/x.safetensors", 1, "needs --random");
+  EXPECT("run examples/mlp.graph --backend interp", 1, "B is not bound");
+  EXPECT("run examples/mlp.graph --bind B=2 --backend interp --weights /nonexistent.st", 1,
+         "/nonexistent.st");
+  EXPECT("run examples/mlp.graph --backend quantum", 1, "unknown backend 'quantum'");
+  EXPECT("compile examples/mlp.graph --bind B=2", 1, "needs --emit");
+  EXPECT("compile examples/mlp.graph --bind B=2 --emit cubin", 1, "give -o FILE");
+}
+END_TEST
+
+START_TEST(run_with_inputs_file) {
+  /* Outputs of one run become inputs of another graph: @id(%y) reads tensor "y". */
+  char g[512], w[512], o[512], args[2048];
+  snprintf(g, sizeof g, "%s/id.graph", tu_tmpdir());
+  snprintf(w, sizeof w, "%s/mlp_in.safetensors", tu_tmpdir());
+  snprintf(o, sizeof o, "%s/mlp_out.safetensors", tu_tmpdir());
+  FILE *f = fopen(g, "w");
+  fputs("version 1;\ngraph @id(%y: f32[2, 10]) -> (f32[2, 10]) {\n  %z = neg(%y);\n  return %z;\n}\n", f);
+  fclose(f);
+  snprintf(args, sizeof args, "weights examples/mlp.graph --random -o %s", w);
+  EXPECT(args, 0, "");
+  snprintf(args, sizeof args,
+           "run examples/mlp.graph --bind B=2 --backend interp --weights %s --output %s", w, o);
+  EXPECT(args, 0, "%y: f32[2, 10]");
+  snprintf(args, sizeof args, "run %s --backend interp --inputs %s", g, o);
+  EXPECT(args, 0, "%z: f32[2, 10]");
+  snprintf(args, sizeof args, "run %s --backend interp --inputs %s", g, w);
+  EXPECT(args, 1, "has no tensor 'y'");
+}
+END_TEST
+
+START_TEST(host_program) {
+  char w[512], cmd[2048], *out = NULL;
+  snprintf(w, sizeof w, "%s/host_mlp.safetensors", tu_tmpdir());
+  char args[1024];
+  snprintf(args, sizeof args, "weights examples/mlp.graph --random --seed 1 -o %s", w);
+  EXPECT(args, 0, "");
+  snprintf(cmd, sizeof cmd, "cd %s && %s/host_mlp examples/mlp.graph %s", GRAPHC_SOURCE_DIR,
+           GRAPHC_BINARY_DIR, w);
+  int rc = tu_run_cmd(cmd, &out);
+  ck_assert_msg(rc == 0, "host_mlp exit %d:\n%s", rc, out);
+  ck_assert_msg(strstr(out, "y[3] ="), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "cd %s && %s/host_mlp examples/mlp.graph /nonexistent.st",
+           GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR);
+  rc = tu_run_cmd(cmd, &out);
+  ck_assert_int_eq(rc, 1);
+  ck_assert_msg(strstr(out, "compile failed"), "%s", out);
+  free(out);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("cli");
+  TCase *tc = tcase_create("cli");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, version_and_help);
+  tcase_add_test(tc, check_and_print);
+  tcase_add_test(tc, errors_point_at_source);
+  tcase_add_test(tc, weights_and_run_every_example);
+  tcase_add_test(tc, run_with_inputs_file);
+  tcase_add_test(tc, host_program);
+  suite_add_tcase(s, tc);
+  return tu_run_suite(s);
+}

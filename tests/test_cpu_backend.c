@@ -1,0 +1,756 @@
+/* test_cpu_backend.c - the cpu backend (LLVM host JIT) against the interpreter.
+ *
+ *   examples     every examples/*.graph, small bound dims, random weights
+ *                (graphc_model_write_random_weights) and inputs
+ *   ops          every op of ir/ops.def (the loop index is the opcode; an op
+ *                with no case below fails) x the dtypes the brief allows, with
+ *                shapes 1, 3, 17, 1023, 4097, broadcasts and scalars
+ *   pool         the thread pool directly (ranges contiguous, each item once,
+ *                n not divisible by the thread count, many back-to-back jobs),
+ *                a JIT'd kernel split over 3 threads, and a big graph through
+ *                the public API with GRAPHC_CPU_THREADS=3
+ *   errors       a compile error (bad pass pipeline; a host-incompatible
+ *                kernel), a bad GRAPHC_CPU_THREADS, misaligned and
+ *                overlapping I/O buffers, repeated runs, stats
+ *
+ * Inputs are fresh random data (tests/cuda_testutil.h kinds); the seed is
+ * printed at start and in every failure; GRAPHC_TEST_SEED=N reproduces.
+ * Tolerances are the brief's per dtype (tu_tolerance).
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "testutil.h"
+#include "cuda_testutil.h"
+#include "codegen/kir.h"
+#include "ir/ir.h"
+#include "runtime/cpu_backend.h"
+#include "runtime/exec.h"
+#include "runtime/threadpool.h"
+
+static uint64_t g_seed;
+
+/* ---- graph builder: statements -> a verified .graph text ------------------------------ */
+#define GB_MAX_ARGS 64
+
+typedef struct gb {
+  gc_sbuf args, body, rets;
+  char kinds[GB_MAX_ARGS + 1];    /* data kind per argument (cuda_testutil.h) */
+  int64_t ranges[GB_MAX_ARGS];    /* index range for kind 'i' */
+  int n_args, n_rets;
+} gb;
+
+static const char *dtn(gc_dtype t) { return graphc_dtype_name(t); }
+
+/* New argument `%aN: T[dims]` with a data kind; returns "%aN" (ring of names). */
+static const char *gb_arg(gb *b, char kind, int64_t range, gc_dtype t, const char *dims) {
+  static char ring[16][16];
+  static int k;
+  ck_assert_int_lt(b->n_args, GB_MAX_ARGS);
+  char *name = ring[k++ & 15];
+  snprintf(name, 16, "%%a%d", b->n_args);
+  gc_sbuf_printf(&b->args, "%s%s: %s[%s]", b->n_args ? ", " : "", name, dtn(t), dims);
+  b->kinds[b->n_args] = kind;
+  b->ranges[b->n_args] = range;
+  b->n_args++;
+  return name;
+}
+
+/* Statement with `n` results `%rK = <expr>;`, all of them returned. */
+static void gb_ret_n(gb *b, int n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void gb_ret_n(gb *b, int n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  gc_sbuf_puts(&b->body, "  ");
+  for (int i = 0; i < n; i++) {
+    gc_sbuf_printf(&b->body, "%s%%r%d", i ? ", " : "", b->n_rets);
+    gc_sbuf_printf(&b->rets, "%s%%r%d", b->n_rets ? ", " : "", b->n_rets);
+    b->n_rets++;
+  }
+  gc_sbuf_puts(&b->body, " = ");
+  gc_sbuf_vprintf(&b->body, fmt, ap);
+  gc_sbuf_puts(&b->body, ";\n");
+  va_end(ap);
+}
+#define gb_ret(b, ...) gb_ret_n((b), 1, __VA_ARGS__)
+
+static void gb_free(gb *b) {
+  gc_sbuf_free(&b->args);
+  gc_sbuf_free(&b->body);
+  gc_sbuf_free(&b->rets);
+}
+
+/* The graph with its real signature: result types come from shape inference
+ * and the printer writes the module. malloc'd; aborts when the case is wrong. */
+static char *gb_text(gb *b, const char *label) {
+  gc_sbuf src = {0};
+  gc_sbuf_printf(&src, "version 1;\ngraph @t(%s) -> (", b->args.data ? b->args.data : "");
+  for (int i = 0; i < b->n_rets; i++) gc_sbuf_printf(&src, "%sbool[]", i ? ", " : "");
+  gc_sbuf_printf(&src, ") {\n%s  return %s;\n}\n", b->body.data ? b->body.data : "",
+                 b->rets.data ? b->rets.data : "");
+  gc_diags d;
+  gc_diags_init(&d, label, src.data, src.len);
+  gc_module *m = gc_parse(label, src.data, src.len, &d);
+  ck_assert_msg(m != NULL, "%s: case does not parse: %s\n%s", label, d.n ? d.items[0].msg : "?",
+                src.data);
+  gc_graph *g = m->graphs[0];
+  for (gc_op *op = g->first; op; op = op->next) {
+    gc_type types[16];
+    ck_assert_int_le(op->n_results, 16);
+    ck_assert_msg(gc_infer_op(g, op, types, &d), "%s: shape inference rejects the case: %s\n%s",
+                  label, d.n ? d.items[0].msg : "?", src.data);
+    for (int i = 0; i < op->n_results; i++) op->results[i]->type = types[i];
+  }
+  gc_type *rt = gc_arena_alloc(&g->arena, sizeof *rt * (size_t)(g->n_outputs + 1));
+  ck_assert_ptr_nonnull(rt);
+  for (int i = 0; i < g->n_outputs; i++) rt[i] = g->outputs[i]->type;
+  g->result_types = rt;
+  g->n_result_types = g->n_outputs;
+  gc_sbuf out = {0};
+  gc_print_module(&out, m);
+  char *text = gc_sbuf_take(&out);
+  gc_module_free(m);
+  gc_diags_free(&d);
+  gc_sbuf_free(&src);
+  return text;
+}
+
+/* ---- running a model on cpu and interp ------------------------------------------------- */
+/* Compile m for backend `be`; aborts with the diagnostics on failure. */
+static graphc_executable_t *compile_or_die(graphc_context_t *ctx, graphc_model_t *m,
+                                           graphc_backend_t be, const char *label) {
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = be;
+  graphc_executable_t *exe = NULL;
+  graphc_error_t err;
+  graphc_status_t st = graphc_compile(m, &o, &exe, &err);
+  ck_assert_msg(st == GRAPHC_STATUS_OK, "%s: compile for %s failed: %s: %s\n%.4000s", label,
+                graphc_backend_name(be), graphc_status_string(st), err.message,
+                graphc_context_diagnostics(ctx));
+  return exe;
+}
+
+/* Host tensors for exe's inputs (filled per kinds/ranges, NULL: 'x') and outputs. */
+static void make_io(graphc_executable_t *exe, const char *kinds, const int64_t *ranges,
+                    uint64_t *seed, graphc_tensor_t **in, graphc_tensor_t **out) {
+  size_t ni = graphc_executable_num_inputs(exe), no = graphc_executable_num_outputs(exe);
+  *in = calloc(ni + 1, sizeof **in);
+  *out = calloc(no + 1, sizeof **out);
+  ck_assert(*in && *out);
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < (pass ? no : ni); i++) {
+      graphc_tensor_info_t info;
+      if (pass)
+        graphc_executable_output_info(exe, i, &info);
+      else
+        graphc_executable_input_info(exe, i, &info);
+      graphc_tensor_t *t = pass ? &(*out)[i] : &(*in)[i];
+      t->dtype = info.dtype;
+      t->rank = info.rank;
+      memcpy(t->dims, info.dims, sizeof t->dims);
+      t->nbytes = info.nbytes;
+      t->data = calloc(1, info.nbytes ? info.nbytes : 1);
+      ck_assert_ptr_nonnull(t->data);
+      if (!pass)
+        tu_fill(t->data, info.dtype, (int64_t)(info.nbytes / graphc_dtype_size(info.dtype)),
+                kinds && kinds[i] ? kinds[i] : 'x', ranges ? ranges[i] : 4, seed);
+    }
+}
+
+/* Compare every output of `got` with `ref`; returns failures, messages to fails. */
+static int compare_outputs(const char *label, graphc_executable_t *exe, const graphc_tensor_t *ref,
+                           const graphc_tensor_t *got, int chain, gc_sbuf *fails) {
+  int bad = 0;
+  for (size_t i = 0; i < graphc_executable_num_outputs(exe); i++) {
+    double atol, rtol;
+    tu_tolerance(ref[i].dtype, chain, &atol, &rtol);
+    int64_t n = (int64_t)(ref[i].nbytes / graphc_dtype_size(ref[i].dtype));
+    tu_cmp c = tu_compare(ref[i].data, got[i].data, ref[i].dtype, n, atol, rtol);
+    if (!c.n_bad) continue;
+    graphc_tensor_info_t info;
+    graphc_executable_output_info(exe, i, &info);
+    gc_type ty = {.dtype = info.dtype, .rank = info.rank};
+    memcpy(ty.dims, info.dims, sizeof ty.dims);
+    gc_sbuf tb = {0};
+    gc_type_print(&tb, &ty, NULL);
+    gc_sbuf_printf(fails,
+                   "%s: output %zu (%%%s: %s): %lld of %lld differ, first at [%lld]: interp %.9g "
+                   "cpu %.9g (atol %g rtol %g)\n",
+                   label, i, info.name, tb.data ? tb.data : "?", (long long)c.n_bad, (long long)n,
+                   (long long)c.first_bad, c.ref_bad, c.got_bad, atol, rtol);
+    gc_sbuf_free(&tb);
+    bad++;
+  }
+  return bad;
+}
+
+/* Load `text`, compile for interp and cpu, run both on the same random inputs
+ * and compare. `weights`: a path to use, or "" to write random weights when
+ * the graph has params. Returns the number of failing outputs (details in fails). */
+static int cpu_vs_interp(const char *label, const char *text, const char *kinds,
+                         const int64_t *ranges, int chain, uint64_t seed, gc_sbuf *fails) {
+  graphc_context_t *ctx = NULL;
+  graphc_model_t *m = NULL;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  ck_assert_msg(graphc_model_load_string(ctx, label, text, strlen(text), &m, &err) == GRAPHC_STATUS_OK,
+                "%s: load: %s\n%s\n%s", label, err.message, graphc_context_diagnostics(ctx), text);
+  if (strstr(text, "param ")) {
+    char wpath[4200];
+    snprintf(wpath, sizeof wpath, "%s/w-%d.safetensors", tu_tmpdir(), (int)getpid());
+    ck_assert_int_eq(graphc_model_write_random_weights(m, wpath, seed, &err), GRAPHC_STATUS_OK);
+    ck_assert_int_eq(graphc_model_set_weights(m, wpath, &err), GRAPHC_STATUS_OK);
+  }
+  graphc_executable_t *ref = compile_or_die(ctx, m, GRAPHC_BACKEND_INTERP, label);
+  graphc_executable_t *cpu = compile_or_die(ctx, m, GRAPHC_BACKEND_CPU, label);
+  ck_assert_int_eq(graphc_executable_backend(cpu), GRAPHC_BACKEND_CPU);
+  graphc_tensor_t *in, *rout, *cout, *unused;
+  uint64_t s = seed;
+  make_io(ref, kinds, ranges, &s, &in, &rout);
+  size_t ni = graphc_executable_num_inputs(ref), no = graphc_executable_num_outputs(ref);
+  ck_assert_int_eq(graphc_executable_num_inputs(cpu), ni);
+  ck_assert_int_eq(graphc_executable_num_outputs(cpu), no);
+  make_io(cpu, NULL, NULL, &s, &unused, &cout);
+  tu_free_tensors(unused, ni);
+  for (size_t i = 0; i < no; i++) memset(cout[i].data, 0xa5, cout[i].nbytes);  /* poison */
+  graphc_status_t st = graphc_executable_run(ref, in, ni, rout, no, &err);
+  ck_assert_msg(st == GRAPHC_STATUS_OK, "%s: interp run: %s", label, err.message);
+  st = graphc_executable_run(cpu, in, ni, cout, no, &err);
+  ck_assert_msg(st == GRAPHC_STATUS_OK, "%s: cpu run: %s", label, err.message);
+  int bad = compare_outputs(label, cpu, rout, cout, chain, fails);
+  tu_free_tensors(in, ni);
+  tu_free_tensors(rout, no);
+  tu_free_tensors(cout, no);
+  graphc_executable_destroy(ref);
+  graphc_executable_destroy(cpu);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  return bad;
+}
+
+/* ---- dtype classes (the brief's op semantics) ------------------------------------------ */
+#define M(t) (1u << (t))
+#define MF (M(GRAPHC_DTYPE_F64) | M(GRAPHC_DTYPE_F32) | M(GRAPHC_DTYPE_F16) | M(GRAPHC_DTYPE_BF16))
+#define MI (M(GRAPHC_DTYPE_I64) | M(GRAPHC_DTYPE_I32) | M(GRAPHC_DTYPE_I8) | M(GRAPHC_DTYPE_U8))
+#define MN (MF | MI)
+#define MB M(GRAPHC_DTYPE_BOOL)
+#define MA (MN | MB)
+
+/* A scalar literal of dtype t for attributes (float, int or bool spelled right). */
+static const char *lit(gc_dtype t, int which) {
+  static const char *const f[] = {"1.5", "-1.25", "2.25", "0.5"};
+  static const char *const i[] = {"7", "-2", "30", "3"};
+  static const char *const u[] = {"7", "2", "200", "3"};
+  static const char *const b[] = {"true", "false", "true", "false"};
+  which &= 3;
+  if (t == GRAPHC_DTYPE_BOOL) return b[which];
+  if (t == GRAPHC_DTYPE_U8) return u[which];
+  return gc_dtype_is_float(t) ? f[which] : i[which];
+}
+
+static const char *const k_shapes[] = {"1", "3", "17", "1023", "4097", "17, 33", ""};
+#define N_SHAPES (int)(sizeof k_shapes / sizeof k_shapes[0])
+
+/* `op(x<attrs>)` for each of the unary shapes. */
+static void fam_unary(gb *b, const char *op, const char *attrs, gc_dtype t, char kind) {
+  for (int i = 0; i < N_SHAPES; i++) gb_ret(b, "%s(%s%s)", op, gb_arg(b, kind, 0, t, k_shapes[i]), attrs);
+}
+
+/* `op(a, b)` over equal shapes, broadcasts and scalars. */
+static void fam_binary(gb *b, const char *op, gc_dtype t, char ka, char kb) {
+  static const char *const sh[][2] = {{"1", "1"},        {"3", "3"},         {"17", "17"},
+                                      {"1023", "1023"},  {"4097", "4097"},   {"17, 33", "33"},
+                                      {"3, 1, 5", "4, 1"}, {"", "17"},       {"1023, 1", "1, 3"},
+                                      {"4097", ""}};
+  for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+    char x[16];
+    snprintf(x, sizeof x, "%s", gb_arg(b, ka, 0, t, sh[i][0]));
+    gb_ret(b, "%s(%s, %s)", op, x, gb_arg(b, kb, 0, t, sh[i][1]));
+  }
+}
+
+/* A reduction over many shapes, axes and keepdims. */
+static void fam_reduce(gb *b, const char *op, gc_dtype t, char kind) {
+  static const char *const sh[][2] = {
+      {"1", ""},     {"4097", ""},         {"17, 33", ", axes=[1]"},
+      {"17, 33", ", axes=[0], keepdims=true"}, {"3, 4, 5", ", axes=[0, 2]"},
+      {"3, 4, 5", ", axes=[-1], keepdims=true"}, {"1023, 3", ", axes=[0]"}, {"3, 1023", ""}};
+  for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++)
+    gb_ret(b, "%s(%s%s)", op, gb_arg(b, kind, 0, t, sh[i][0]), sh[i][1]);
+}
+
+/* Fill b with the case of `op` for dtype t; sets the dtypes the brief allows
+ * (*mask) and whether f32 results get the looser "chain" tolerance. Returns -1
+ * when the op has no case (a new op in ir/ops.def: add one here). */
+static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain) {
+  const char *name = gc_op_infos[op].name;
+  gc_kind kind = gc_op_infos[op].kind;
+  *chain = kind == GC_KIND_REDUCE || kind == GC_KIND_NORM || kind == GC_KIND_MATMUL ||
+           kind == GC_KIND_CONV || kind == GC_KIND_POOL;
+  char x[16], y[16];
+  switch (op) {
+    case GC_OP_PARAM:
+      *mask = MA;
+      gc_sbuf_printf(&b->body, "  param %%w0: %s[17, 3] = \"w0\";\n", dtn(t));
+      gc_sbuf_printf(&b->body, "  param %%w1: %s[4097] = \"w1\";\n", dtn(t));
+      gc_sbuf_printf(&b->rets, "%%w0");
+      b->n_rets = 1;
+      gb_ret(b, "eq(%%w1, %s)", gb_arg(b, 'x', 0, t, "4097"));
+      return 0;
+    case GC_OP_CONST:
+      *mask = MA;
+      gb_ret(b, "const(value=%s, shape=[17, 3], dtype=%s)", lit(t, 0), dtn(t));
+      gb_ret(b, "const(value=%s, dtype=%s)", lit(t, 1), dtn(t));
+      gb_ret(b, "const(value=[%s, %s, %s, %s, %s, %s], shape=[2, 3], dtype=%s)", lit(t, 3),
+             lit(t, 2), lit(t, 1), lit(t, 0), lit(t, 1), lit(t, 2), dtn(t));
+      snprintf(x, sizeof x, "%s", gb_arg(b, 's', 0, t, "4097"));
+      gb_ret(b, "eq(%s, const(value=%s, shape=[4097], dtype=%s))", x, lit(t, 3), dtn(t));
+      return 0;
+    case GC_OP_IOTA: {
+      *mask = MN;
+      int small = t == GRAPHC_DTYPE_I8 || t == GRAPHC_DTYPE_U8;
+      gb_ret(b, "iota(shape=[17, 33], axis=1, dtype=%s)", dtn(t));
+      gb_ret(b, "iota(shape=[%d], dtype=%s)", small ? 100 : 4097, dtn(t));
+      gb_ret(b, "iota(shape=[3, 4, 5], axis=0, dtype=%s)", dtn(t));
+      gb_ret(b, "iota(shape=[1], dtype=%s)", dtn(t));
+      return 0;
+    }
+    case GC_OP_NEG: case GC_OP_ABS: case GC_OP_RELU:
+      *mask = MN;
+      fam_unary(b, name, "", t, 'n');
+      return 0;
+    case GC_OP_EXP: case GC_OP_LOG: case GC_OP_SQRT: case GC_OP_RSQRT: case GC_OP_TANH:
+    case GC_OP_SIGMOID: case GC_OP_SILU: case GC_OP_ERF: case GC_OP_SIN: case GC_OP_COS:
+    case GC_OP_FLOOR: case GC_OP_CEIL:
+      *mask = MF;
+      *chain = op != GC_OP_FLOOR && op != GC_OP_CEIL;
+      fam_unary(b, name, "", t, op == GC_OP_LOG || op == GC_OP_SQRT || op == GC_OP_RSQRT ? 'p' : 'x');
+      return 0;
+    case GC_OP_GELU:
+      *mask = MF;
+      *chain = 1;
+      fam_unary(b, name, "", t, 'x');
+      fam_unary(b, name, ", approximate=\"tanh\"", t, 'x');
+      return 0;
+    case GC_OP_NOT:
+      *mask = MB;
+      fam_unary(b, name, "", t, 'x');
+      return 0;
+    case GC_OP_CLAMP:
+      *mask = MN;
+      for (int i = 0; i < N_SHAPES; i++) {
+        const char *a = gb_arg(b, 'x', 0, t, k_shapes[i]);
+        if (i % 3 == 0) gb_ret(b, "clamp(%s, min=%s, max=%s)", a, lit(t, 1), lit(t, 2));
+        if (i % 3 == 1) gb_ret(b, "clamp(%s, min=%s)", a, lit(t, 1));
+        if (i % 3 == 2) gb_ret(b, "clamp(%s, max=%s)", a, lit(t, 2));
+      }
+      return 0;
+    case GC_OP_CAST:
+      *mask = MA;
+      for (int to = 0; to < GRAPHC_DTYPE_COUNT_; to++) {
+        char k = gc_dtype_is_float(t) ? 'c' : 'x';
+        gb_ret(b, "cast(%s, to=%s)", gb_arg(b, k, 0, t, "1023"), dtn((gc_dtype)to));
+        gb_ret(b, "cast(%s, to=%s)", gb_arg(b, k, 0, t, to % 2 ? "3" : ""), dtn((gc_dtype)to));
+      }
+      gb_ret(b, "cast(%s, to=f32)", gb_arg(b, 'x', 0, t, "4097"));
+      return 0;
+    case GC_OP_ADD: case GC_OP_SUB: case GC_OP_MUL:
+      *mask = MN;
+      fam_binary(b, name, t, 'x', 'x');
+      return 0;
+    case GC_OP_MAXIMUM: case GC_OP_MINIMUM:
+      *mask = MN;
+      fam_binary(b, name, t, 'n', 'n');
+      return 0;
+    case GC_OP_DIV:
+      *mask = MN;
+      fam_binary(b, name, t, 'd', 'd');
+      return 0;
+    case GC_OP_POW:
+      *mask = MF;
+      *chain = 1;
+      fam_binary(b, name, t, 'p', 'e');
+      return 0;
+    case GC_OP_EQ: case GC_OP_NE: case GC_OP_LT: case GC_OP_LE: case GC_OP_GT: case GC_OP_GE:
+      *mask = MA;
+      fam_binary(b, name, t, 's', 's');
+      return 0;
+    case GC_OP_AND: case GC_OP_OR:
+      *mask = MB;
+      fam_binary(b, name, t, 'x', 'x');
+      return 0;
+    case GC_OP_SELECT: {
+      *mask = MA;
+      static const char *const sh[][3] = {{"17, 1", "17, 33", "33"}, {"4097", "4097", "4097"},
+                                          {"", "3", "1"},           {"3, 1, 5", "4, 1", ""},
+                                          {"1023", "", "1023"}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, GRAPHC_DTYPE_BOOL, sh[i][0]));
+        snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, sh[i][1]));
+        gb_ret(b, "select(%s, %s, %s)", x, y, gb_arg(b, 'x', 0, t, sh[i][2]));
+      }
+      return 0;
+    }
+    case GC_OP_REDUCE_SUM: case GC_OP_REDUCE_MEAN:
+      *mask = op == GC_OP_REDUCE_MEAN ? MF : MN;
+      fam_reduce(b, name, t, gc_dtype_is_float(t) ? 'k' : 'x');
+      return 0;
+    case GC_OP_REDUCE_MAX: case GC_OP_REDUCE_MIN:
+      *mask = MN;
+      fam_reduce(b, name, t, 'x');
+      return 0;
+    case GC_OP_ARGMAX: {
+      *mask = MN;
+      char k = gc_dtype_is_float(t) ? 'x' : 's';  /* ints: ties, the first index wins */
+      gb_ret(b, "argmax(%s)", gb_arg(b, k, 0, t, "4097"));
+      gb_ret(b, "argmax(%s, axis=0, keepdims=true)", gb_arg(b, k, 0, t, "17, 33"));
+      gb_ret(b, "argmax(%s, axis=1)", gb_arg(b, k, 0, t, "3, 1023"));
+      gb_ret(b, "argmax(%s)", gb_arg(b, k, 0, t, "1"));
+      gb_ret(b, "argmax(%s, axis=1)", gb_arg(b, k, 0, t, "3, 4, 5"));
+      return 0;
+    }
+    case GC_OP_SOFTMAX: case GC_OP_LOG_SOFTMAX:
+      *mask = MF;
+      gb_ret(b, "%s(%s)", name, gb_arg(b, 'x', 0, t, "1"));
+      gb_ret(b, "%s(%s)", name, gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret(b, "%s(%s, axis=0)", name, gb_arg(b, 'x', 0, t, "17, 3"));
+      gb_ret(b, "%s(%s, axis=-1)", name, gb_arg(b, 'x', 0, t, "3, 1023"));
+      gb_ret(b, "%s(%s)", name, gb_arg(b, 'x', 0, t, "4097"));
+      gb_ret(b, "%s(%s, axis=1)", name, gb_arg(b, 'x', 0, t, "3, 4, 5"));
+      return 0;
+    case GC_OP_LAYERNORM: {
+      *mask = MF;
+      static const char *const sh[][3] = {{"17, 33", "33", ""},
+                                          {"3, 4, 5", "4, 5", ", axis=1"},
+                                          {"2, 1023", "1023", ", eps=0.001"},
+                                          {"4097", "4097", ""}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, sh[i][0]));
+        snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, sh[i][1]));
+        gb_ret(b, "layernorm(%s, %s, %s%s)", x, y, gb_arg(b, 'x', 0, t, sh[i][1]), sh[i][2]);
+      }
+      return 0;
+    }
+    case GC_OP_RMSNORM: {
+      *mask = MF;
+      static const char *const sh[][3] = {
+          {"17, 33", "33", ""}, {"3, 1023", "1023", ", eps=1e-05"}, {"4097", "4097", ""}, {"1", "1", ""}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, sh[i][0]));
+        gb_ret(b, "rmsnorm(%s, %s%s)", x, gb_arg(b, 'x', 0, t, sh[i][1]), sh[i][2]);
+      }
+      return 0;
+    }
+    case GC_OP_MATMUL: {
+      *mask = MN;
+      static const char *const sh[][3] = {
+          {"1, 1", "1, 1", ""},
+          {"17, 33", "33, 5", ""},
+          {"33, 17", "33, 5", ", transpose_a=true"},
+          {"17, 33", "5, 33", ", transpose_b=true"},
+          {"33, 17", "5, 33", ", transpose_a=true, transpose_b=true"},
+          {"3, 17, 8", "8, 5", ""},
+          {"2, 1, 4, 6", "3, 6, 5", ""},
+          {"3, 1023", "1023, 17", ""},
+          {"64, 129", "129, 65", ""}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, sh[i][0]));
+        gb_ret(b, "matmul(%s, %s%s)", x, gb_arg(b, 'k', 0, t, sh[i][1]), sh[i][2]);
+      }
+      return 0;
+    }
+    case GC_OP_CONV2D: {
+      *mask = MF;
+      static const char *const sh[][3] = {
+          {"1, 1, 1, 1", "1, 1, 1, 1", ""},
+          {"2, 3, 9, 9", "4, 3, 3, 3", ""},
+          {"2, 3, 9, 9", "4, 3, 3, 3", ", stride=[2, 2], padding=[1, 1]"},
+          {"2, 3, 9, 9", "4, 3, 3, 3", ", dilation=[2, 2]"},
+          {"2, 3, 9, 9", "4, 3, 3, 2", ", stride=[1, 2], padding=[1, 0, 2, 1]"},
+          {"1, 4, 7, 7", "6, 2, 3, 3", ", groups=2"}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, sh[i][0]));
+        gb_ret(b, "conv2d(%s, %s%s)", x, gb_arg(b, 'k', 0, t, sh[i][1]), sh[i][2]);
+      }
+      return 0;
+    }
+    case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D:
+      *mask = MF;
+      gb_ret(b, "%s(%s, kernel=[2, 2])", name, gb_arg(b, 'x', 0, t, "2, 3, 9, 9"));
+      gb_ret(b, "%s(%s, kernel=[3, 3], stride=[2, 2], padding=[1, 1])", name,
+             gb_arg(b, 'x', 0, t, "2, 3, 9, 9"));
+      gb_ret(b, "%s(%s, kernel=[2, 3], stride=[1, 2], padding=[0, 1, 1, 0])", name,
+             gb_arg(b, 'x', 0, t, "1, 2, 9, 9"));
+      gb_ret(b, "%s(%s, kernel=[1, 1])", name, gb_arg(b, 'x', 0, t, "1, 1, 1, 1"));
+      return 0;
+    case GC_OP_RESHAPE:
+      *mask = MA;
+      gb_ret(b, "reshape(%s, shape=[33, 17])", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret(b, "reshape(%s, shape=[-1, 5])", gb_arg(b, 'x', 0, t, "3, 4, 5"));
+      gb_ret(b, "reshape(%s, shape=[1, 4097, 1])", gb_arg(b, 'x', 0, t, "4097"));
+      gb_ret(b, "reshape(%s, shape=[])", gb_arg(b, 'x', 0, t, "1"));
+      return 0;
+    case GC_OP_TRANSPOSE:
+      *mask = MA;
+      gb_ret(b, "transpose(%s, perm=[2, 0, 1])", gb_arg(b, 'x', 0, t, "3, 4, 5"));
+      gb_ret(b, "transpose(%s, perm=[1, 0])", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret(b, "transpose(%s, perm=[0, 2, 1, 3])", gb_arg(b, 'x', 0, t, "2, 3, 4, 5"));
+      gb_ret(b, "transpose(%s, perm=[1, 0])", gb_arg(b, 'x', 0, t, "1023, 3"));
+      gb_ret(b, "transpose(%s, perm=[0])", gb_arg(b, 'x', 0, t, "4097"));
+      return 0;
+    case GC_OP_BROADCAST:
+      *mask = MA;
+      gb_ret(b, "broadcast(%s, shape=[17, 33])", gb_arg(b, 'x', 0, t, "33"));
+      gb_ret(b, "broadcast(%s, shape=[2, 3, 5])", gb_arg(b, 'x', 0, t, "3, 1"));
+      gb_ret(b, "broadcast(%s, shape=[4097])", gb_arg(b, 'x', 0, t, ""));
+      gb_ret(b, "broadcast(%s, shape=[1023])", gb_arg(b, 'x', 0, t, "1"));
+      return 0;
+    case GC_OP_CONCAT:
+      *mask = MA;
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "17, 3"));
+      gb_ret(b, "concat(%s, %s, axis=1)", x, gb_arg(b, 'x', 0, t, "17, 5"));
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "3"));
+      gb_ret(b, "concat(%s, %s, axis=0)", x, gb_arg(b, 'x', 0, t, "1023"));
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "2, 3"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "4, 3"));
+      gb_ret(b, "concat(%s, %s, %s, axis=0)", x, y, gb_arg(b, 'x', 0, t, "1, 3"));
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret(b, "concat(%s, %s, axis=-1)", x, x);
+      gb_ret(b, "concat(%s, axis=0)", gb_arg(b, 'x', 0, t, "4097"));
+      return 0;
+    case GC_OP_SLICE:
+      *mask = MA;
+      gb_ret(b, "slice(%s, start=[1, 2], end=[16, -1], step=[2, 3])", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret(b, "slice(%s, start=[-100], end=[4097])", gb_arg(b, 'x', 0, t, "4097"));
+      gb_ret(b, "slice(%s, start=[0, 1, 0], end=[3, 3, 5])", gb_arg(b, 'x', 0, t, "3, 4, 5"));
+      gb_ret(b, "slice(%s, start=[5], end=[100])", gb_arg(b, 'x', 0, t, "17"));
+      gb_ret(b, "slice(%s, start=[0], end=[1023], step=[7])", gb_arg(b, 'x', 0, t, "1023"));
+      return 0;
+    case GC_OP_PAD:
+      *mask = MA;
+      gb_ret(b, "pad(%s, pads=[1, 2, 3, 4], value=%s)", gb_arg(b, 'x', 0, t, "17, 33"), lit(t, 0));
+      gb_ret(b, "pad(%s, pads=[0, 5])", gb_arg(b, 'x', 0, t, "3"));
+      gb_ret(b, "pad(%s, pads=[1, 1], value=%s)", gb_arg(b, 'x', 0, t, "4097"), lit(t, 1));
+      gb_ret(b, "pad(%s, pads=[0, 1, 2, 1, 0, 3])", gb_arg(b, 'x', 0, t, "2, 3, 4"));
+      return 0;
+    case GC_OP_GATHER: {
+      *mask = MA;
+      static const struct { const char *x, *idx, *attr; int range; gc_dtype it; } g[] = {
+          {"17, 33", "5", "", 17, GRAPHC_DTYPE_I64},
+          {"17, 33", "2, 3", ", axis=1", 33, GRAPHC_DTYPE_I32},
+          {"4097", "1023", "", 4097, GRAPHC_DTYPE_I64},
+          {"3, 4, 5", "", ", axis=-1", 5, GRAPHC_DTYPE_I32}};
+      for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, g[i].x));
+        gb_ret(b, "gather(%s, %s%s)", x, gb_arg(b, 'i', g[i].range, g[i].it, g[i].idx), g[i].attr);
+      }
+      return 0;
+    }
+    case GC_OP_SPLIT:
+      *mask = MA;
+      gb_ret_n(b, 2, "split(%s, axis=1, sizes=[10, 23])", gb_arg(b, 'x', 0, t, "17, 33"));
+      gb_ret_n(b, 3, "split(%s, axis=0, sizes=[1, 4000, 96])", gb_arg(b, 'x', 0, t, "4097"));
+      gb_ret_n(b, 2, "split(%s, axis=-1, sizes=[2, 3])", gb_arg(b, 'x', 0, t, "3, 4, 5"));
+      return 0;
+    default:
+      return -1;
+  }
+}
+
+/* Every dtype the brief allows for one op (the loop index is the opcode). */
+START_TEST(op_cpu_vs_interp) {
+  gc_opcode op = (gc_opcode)_i;
+  const char *name = gc_op_infos[op].name;
+  gc_sbuf fails = {0};
+  int n_fail = 0, n_ran = 0;
+  for (int t = 0; t < GRAPHC_DTYPE_COUNT_; t++) {
+    gb b;
+    memset(&b, 0, sizeof b);
+    unsigned mask = 0;
+    int chain = 0;
+    if (gen_case(op, (gc_dtype)t, &b, &mask, &chain) < 0) {
+      gb_free(&b);
+      ck_abort_msg("op '%s' has no case in tests/test_cpu_backend.c (gen_case): every op in "
+                   "ir/ops.def needs one", name);
+    }
+    if (!(mask & M(t))) {
+      gb_free(&b);
+      continue;
+    }
+    char label[64];
+    snprintf(label, sizeof label, "%s/%s", name, dtn((gc_dtype)t));
+    char *text = gb_text(&b, label);
+    uint64_t seed = g_seed ^ ((uint64_t)op * 1000003u + (uint64_t)t * 7919u);
+    n_fail += cpu_vs_interp(label, text, b.kinds, b.ranges, chain, seed, &fails);
+    n_ran++;
+    free(text);
+    gb_free(&b);
+  }
+  char first[1500];
+  snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
+  if (n_fail) fprintf(stderr, "%s", fails.data);
+  gc_sbuf_free(&fails);
+  ck_assert_msg(n_ran > 0, "op %s: no dtype ran", name);
+  ck_assert_msg(n_fail == 0, "op %s: %d outputs differ (seed %llu, GRAPHC_TEST_SEED=%llu reproduces):\n%s",
+                name, n_fail, (unsigned long long)g_seed, (unsigned long long)g_seed, first);
+}
+END_TEST
+
+/* ---- the examples ------------------------------------------------------------------------ */
+/* Symbol names of the first graph in text ("<B, S>"), at most max. */
+static int graph_syms(const char *text, char names[][32], int max) {
+  const char *p = strstr(text, "graph @");
+  if (!p) return 0;
+  p += 7;
+  while (*p && *p != '<' && *p != '(') p++;
+  if (*p != '<') return 0;
+  int n = 0;
+  for (p++; *p && *p != '>' && n < max;) {
+    while (*p == ' ' || *p == ',') p++;
+    int len = 0;
+    while ((p[len] >= 'A' && p[len] <= 'Z') || (p[len] >= 'a' && p[len] <= 'z') ||
+           (p[len] >= '0' && p[len] <= '9') || p[len] == '_')
+      len++;
+    if (!len) break;
+    snprintf(names[n++], 32, "%.*s", len, p);
+    p += len;
+  }
+  return n;
+}
+
+START_TEST(examples_cpu_vs_interp) {
+  DIR *dir = opendir(tu_src("examples"));
+  ck_assert_ptr_nonnull(dir);
+  static const int64_t vals[] = {2, 5, 3, 2};
+  gc_sbuf fails = {0};
+  int n_fail = 0, n_ran = 0;
+  struct dirent *e;
+  while ((e = readdir(dir))) {
+    size_t len = strlen(e->d_name);
+    if (len < 7 || strcmp(e->d_name + len - 6, ".graph") != 0) continue;
+    char rel[512];
+    snprintf(rel, sizeof rel, "examples/%s", e->d_name);
+    char *text = tu_read_file(tu_src(rel), NULL);
+    ck_assert_ptr_nonnull(text);
+    graphc_context_t *ctx;
+    graphc_model_t *m = NULL;
+    graphc_error_t err;
+    ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+    ck_assert_msg(graphc_model_load_file(ctx, tu_src(rel), &m, &err) == GRAPHC_STATUS_OK, "%s: %s",
+                  rel, err.message);
+    char syms[4][32];
+    int ns = graph_syms(text, syms, 4);
+    for (int i = 0; i < ns; i++)
+      ck_assert_msg(graphc_model_bind(m, syms[i], vals[i], &err) == GRAPHC_STATUS_OK, "%s: bind %s: %s",
+                    rel, syms[i], err.message);
+    char wpath[4200];
+    snprintf(wpath, sizeof wpath, "%s/%s.safetensors", tu_tmpdir(), e->d_name);
+    uint64_t seed = g_seed ^ (uint64_t)len;
+    ck_assert_int_eq(graphc_model_specialize(m, &err), GRAPHC_STATUS_OK);
+    ck_assert_msg(graphc_model_write_random_weights(m, wpath, seed, &err) == GRAPHC_STATUS_OK, "%s: %s",
+                  rel, err.message);
+    ck_assert_int_eq(graphc_model_set_weights(m, wpath, &err), GRAPHC_STATUS_OK);
+    graphc_executable_t *ref = compile_or_die(ctx, m, GRAPHC_BACKEND_INTERP, rel);
+    graphc_executable_t *cpu = compile_or_die(ctx, m, GRAPHC_BACKEND_CPU, rel);
+    graphc_tensor_t *in, *rout, *cout, *unused;
+    uint64_t s = seed;
+    make_io(ref, NULL, NULL, &s, &in, &rout);
+    make_io(cpu, NULL, NULL, &s, &unused, &cout);
+    size_t ni = graphc_executable_num_inputs(ref), no = graphc_executable_num_outputs(ref);
+    tu_free_tensors(unused, ni);
+    ck_assert_int_eq(graphc_executable_run(ref, in, ni, rout, no, &err), GRAPHC_STATUS_OK);
+    ck_assert_msg(graphc_executable_run(cpu, in, ni, cout, no, &err) == GRAPHC_STATUS_OK, "%s: %s", rel,
+                  err.message);
+    n_fail += compare_outputs(rel, cpu, rout, cout, 1, &fails);
+    n_ran++;
+    tu_free_tensors(in, ni);
+    tu_free_tensors(rout, no);
+    tu_free_tensors(cout, no);
+    graphc_executable_destroy(ref);
+    graphc_executable_destroy(cpu);
+    graphc_model_destroy(m);
+    graphc_context_destroy(ctx);
+    free(text);
+  }
+  closedir(dir);
+  char first[1500];
+  snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
+  gc_sbuf_free(&fails);
+  ck_assert_int_ge(n_ran, 3);
+  ck_assert_msg(n_fail == 0, "examples: %d outputs differ (seed %llu):\n%s", n_fail,
+                (unsigned long long)g_seed, first);
+}
+END_TEST
+
+/* ---- the thread pool ------------------------------------------------------------------- */
+typedef struct pool_probe {
+  _Atomic int n_ranges;
+  int64_t begin[64], end[64];
+  unsigned char *hits;           /* per item: times visited */
+} pool_probe;
+
+/* Record a range and mark its items. */
+static void probe_range(void *arg, int64_t begin, int64_t end) {
+  pool_probe *p = arg;
+  int k = atomic_fetch_add(&p->n_ranges, 1);
+  if (k < 64) {
+    p->begin[k] = begin;
+    p->end[k] = end;
+  }
+  for (int64_t i = begin; i < end; i++) p->hits[i]++;
+}
+
+/* Run one job and check: `want` ranges, contiguous cover of [0, n), sizes within 1. */
+static void check_job(gc_threadpool *pool, int64_t n, int chunks, int want) {
+  pool_probe p;
+  memset(&p, 0, sizeof p);
+  p.hits = calloc((size_t)n + 1, 1);
+  ck_assert_ptr_nonnull(p.hits);
+  gc_threadpool_run(pool, probe_range, &p, n, chunks);
+  int nr = atomic_load(&p.n_ranges);
+  ck_assert_msg(nr == want, "n=%lld chunks=%d: %d ranges, want %d", (long long)n, chunks, nr, want);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(p.hits[i] == 1, "n=%lld chunks=%d: item %lld visited %d times", (long long)n,
+                  chunks, (long long)i, p.hits[i]);
+  int64_t lo = INT64_MAX, hi = 0;
+  for (int k = 0; k < nr; k++) {
+    int64_t sz = p.end[k] - p.begin[k];
+    lo = sz < lo ? sz : lo;
+    hi = sz > hi ? sz : hi;
+  }
+  ck_assert_msg(hi - lo <= 1, "n=%lld chunks=%d: range sizes from %lld to %lld", (long long)n, chunks,
+                (long long)lo, (long long)hi);
+  free(p.hits);
+}
+
+START_TEST(threadpool_ranges) {
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  gc_threadpool *pool = gc_threadpool_create(3, &d);
+  ck_assert_ptr_nonnull(pool);
+  ck_assert_int_eq(gc_threadpool_size(pool), 3);
+  check_job(pool, 1000003, 3, 3);   /* not divisible by 3 */
+  check_job(pool, 4097, 3, 3);
+  check_job(pool, 2, 3, 2);         /* fewer items than threads */
+  check_job(pool, 1, 3, 1);
+  check_job(pool, 100, 1, 1);       /* inline */
+  check_job(pool, 100, 64, 3);      /* clamped to the pool */
+  uint64_t s = g_seed;
+  for (int it = 0; it < 3000; it++) {  /* back-to-back jobs: generations never mix */
+    int64_t n = tu_int(&s, 1, 300);
+    int c = (int)tu_int(&s, 1, 4), want = c < 3 ? c : 3;
+    check_job(pool, n, c, n < want ? (int)n : want);
+  }
+  gc_threadpool_destroy(pool);
+  pool = gc_threadpool_create(1, &d);
+  ck_assert_ptr_nonnull(pool);
+  check_job(pool, 1000, 8, 1);
+  gc_threadpool_destroy(pool);
+  gc_threadpool_destroy(NULL);
+  ck_assert_int_eq(d.n_errors, 0);
+  gc_diags_free(&d);
+}
+END_TEST

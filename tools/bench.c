@@ -1,0 +1,254 @@
+/* bench.c - `graphc bench`: time a compiled graph on the GPU.
+ *
+ *   graphc bench FILE [--bind B=N]... [--codegen nvrtc|llvm] [--runs N] [--warmup N]
+ *                     [--weights W] [--seed S] [--arch sm_XX] [--eager] [--stats]
+ *
+ * In one process: compile for the CUDA backend, run once with random inputs
+ * (this uploads them), measure the device's copy bandwidth (cuMemcpyDtoD of a
+ * 1 GiB buffer, bytes read + written), then time the whole graph (CUDA graph
+ * replay, or eager launches with --eager) and every kernel separately (eager
+ * launches bracketed by events). Achieved bandwidth and FLOP rate come from
+ * the plan's modeled bytes and flops (kir_kernel.bytes_moved / flops); the
+ * bandwidth is also shown as a percentage of the measured copy bandwidth.
+ * Without a GPU it says so and exits 1.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/cuda_backend.h"
+#include "runtime/safetensors.h"
+#include "tools/cli.h"
+
+static const char *const usage_bench =
+    "usage: graphc bench FILE [options]\n"
+    "Time FILE's entry graph on the GPU: whole-graph time (median, min, p90), per-kernel\n"
+    "times, achieved GB/s and TFLOP/s from the plan's modeled bytes and flops, and the\n"
+    "fraction of the device's measured copy bandwidth.\n\noptions:\n"
+    "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
+    "  --entry @name     entry graph (default: the first)\n"
+    "  --codegen C       nvrtc | llvm (default nvrtc)\n"
+    "  --arch sm_XX      GPU architecture (default: the device's)\n"
+    "  --runs N          timed runs (default 100)\n"
+    "  --warmup N        untimed runs first (default 10)\n"
+    "  --weights W       weights file (default: the file's; random weights when missing)\n"
+    "  --seed N          seed for random inputs (default 0)\n"
+    "  --eager           time eager launches instead of CUDA graph replay\n"
+    "  --stats           print compile statistics\n";
+
+/* qsort comparator for floats. */
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+/* Value at quantile q (0..1) of n sorted floats (nearest rank). */
+static double quantile(const float *sorted, int n, double q) {
+  int i = (int)ceil(q * n) - 1;
+  if (i < 0) i = 0;
+  if (i >= n) i = n - 1;
+  return sorted[i];
+}
+
+/* Median of n floats (sorts them in place). */
+static double median(float *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_float);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Compile for CUDA; when the model's weights file is missing (and no --weights
+ * was given), retry with random weights written to a temporary file. */
+static graphc_status_t compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
+                                    char *tmp_weights, size_t tmp_len, graphc_error_t *err) {
+  graphc_status_t st = graphc_compile(m, &o->copts, exe, err);
+  if (st != GRAPHC_STATUS_IO_ERROR || o->weights) return st;
+  snprintf(tmp_weights, tmp_len, "/tmp/graphc-bench-%ld.safetensors", (long)getpid());
+  graphc_error_t werr;
+  if (graphc_model_write_random_weights(m, tmp_weights, o->seed, &werr) != GRAPHC_STATUS_OK ||
+      graphc_model_set_weights(m, tmp_weights, &werr) != GRAPHC_STATUS_OK) {
+    tmp_weights[0] = 0;
+    return st;
+  }
+  fprintf(stderr, "graphc bench: note: %s; using random weights (%s)\n", err->message, tmp_weights);
+  return graphc_compile(m, &o->copts, exe, err);
+}
+
+/* Allocate and fill the host tensors for inputs (random) and outputs. */
+static int make_tensors(graphc_executable_t *exe, uint64_t seed, graphc_tensor_t *in,
+                        graphc_tensor_t *out) {
+  for (int pass = 0; pass < 2; pass++) {
+    size_t n = pass ? graphc_executable_num_outputs(exe) : graphc_executable_num_inputs(exe);
+    for (size_t i = 0; i < n; i++) {
+      graphc_tensor_info_t info;
+      if (pass)
+        graphc_executable_output_info(exe, i, &info);
+      else
+        graphc_executable_input_info(exe, i, &info);
+      graphc_tensor_t *t = pass ? &out[i] : &in[i];
+      t->dtype = info.dtype;
+      t->rank = info.rank;
+      memcpy(t->dims, info.dims, sizeof t->dims);
+      t->nbytes = info.nbytes;
+      t->data = malloc(info.nbytes ? info.nbytes : 1);
+      if (!t->data) return -1;
+      if (!pass) {
+        gc_type ty = {.dtype = info.dtype, .rank = info.rank};
+        memcpy(ty.dims, info.dims, sizeof ty.dims);
+        gc_random_fill(t->data, &ty, seed * 7919 + i + 1);
+      }
+    }
+  }
+  return 0;
+}
+
+/* Print diagnostics collected in d (if any) and free them. */
+static void print_diags(gc_diags *d) {
+  char *r = gc_diags_render(d);
+  if (r) fputs(r, stderr);
+  free(r);
+  gc_diags_free(d);
+}
+
+/* The timing tables, given a compiled, once-run executable. Returns 0 on success. */
+static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
+  gc_cuda_info info;
+  if (gc_cuda_exec_info(exe, &info) != GRAPHC_STATUS_OK) return -1;
+  const gc_plan *p = info.plan;
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  int rc = -1;
+  int runs = o->runs, nl = p->n_launches;
+  int kruns = runs < 50 ? runs : 50;
+  float *ms = calloc((size_t)runs + 1, sizeof *ms);
+  float *kms = calloc((size_t)kruns * (nl > 0 ? nl : 1) + 1, sizeof *kms);
+  float *col = calloc((size_t)kruns + 1, sizeof *col);
+  if (!ms || !kms || !col) {
+    fprintf(stderr, "graphc bench: out of memory\n");
+    goto out;
+  }
+  printf("graphc bench: %s\n", o->file);
+  printf("  device   %s (sm_%d, %d SMs, %.1f GiB), driver CUDA %d.%d\n", info.device,
+         info.device_sm, info.num_sms, (double)info.total_mem / (1024.0 * 1024 * 1024),
+         info.driver_version / 1000, info.driver_version % 1000 / 10);
+  printf("  code     sm_%d via %s, module from %s, %d kernels, %d launches\n", info.sm,
+         graphc_codegen_name(o->copts.codegen ? o->copts.codegen : GRAPHC_CODEGEN_NVRTC),
+         info.from_ptx ? "PTX (driver JIT)" : "cubin", p->kir->n_kernels, nl);
+
+  double copy_gbps = 0;
+  size_t copy_bytes = 0;
+  if (gc_cuda_copy_bandwidth(exe, (size_t)1 << 30, 20, &copy_gbps, &copy_bytes, &d) !=
+      GRAPHC_STATUS_OK)
+    goto out;
+  printf("  copy     %.1f GB/s device copy bandwidth (cuMemcpyDtoD of %.0f MiB x 20, read + "
+         "write)\n",
+         copy_gbps, (double)copy_bytes / (1024.0 * 1024));
+
+  if (gc_cuda_time_runs(exe, o->warmup, runs, ms, &d) != GRAPHC_STATUS_OK) goto out;
+  double bytes = 0, flops = 0;
+  for (int i = 0; i < nl; i++) {
+    const kir_kernel *k = p->kir->kernels[p->launches[i]];
+    bytes += k->bytes_moved;
+    flops += k->flops;
+  }
+  qsort(ms, (size_t)runs, sizeof *ms, cmp_float);
+  double med = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+  double gbps = med > 0 ? bytes / (med * 1e-3) / 1e9 : 0;
+  printf("\nwhole graph (%s, %d runs after %d warm-up):\n",
+         info.eager ? "eager launches" : "CUDA graph replay", runs, o->warmup);
+  printf("  median %.4f ms   min %.4f ms   p90 %.4f ms\n", med, ms[0], quantile(ms, runs, 0.9));
+  printf("  modeled %.3f MB, %.3f GFLOP -> %.1f GB/s (%.1f%% of copy), %.3f TFLOP/s\n", bytes / 1e6,
+         flops / 1e9, gbps, copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 0,
+         med > 0 ? flops / (med * 1e-3) / 1e12 : 0);
+
+  if (nl > 0) {
+    if (gc_cuda_time_kernels(exe, kruns, kms, &d) != GRAPHC_STATUS_OK) goto out;
+    printf("\nper kernel (eager launches, median of %d runs):\n", kruns);
+    printf("  %3s  %-36s %14s %10s %10s %9s %7s %8s\n", "#", "kernel", "grid x block", "ms", "MB",
+           "GB/s", "%copy", "TFLOP/s");
+    double sum = 0;
+    for (int i = 0; i < nl; i++) {
+      const kir_kernel *k = p->kir->kernels[p->launches[i]];
+      for (int r = 0; r < kruns; r++) col[r] = kms[(size_t)r * nl + i];
+      double t = median(col, kruns);
+      sum += t;
+      double g = t > 0 ? k->bytes_moved / (t * 1e-3) / 1e9 : 0;
+      char geo[32];
+      snprintf(geo, sizeof geo, "%s %" PRId64 "x%d",
+               k->launch.kind == KIR_LAUNCH_BLOCKS ? "B" : "I", k->launch.n, k->launch.block);
+      printf("  %3d  %-36.36s %14s %10.4f %10.3f %9.1f %6.1f%% %8.3f\n", i, k->name, geo, t,
+             k->bytes_moved / 1e6, g, copy_gbps > 0 ? 100.0 * g / copy_gbps : 0,
+             t > 0 ? k->flops / (t * 1e-3) / 1e12 : 0);
+    }
+    printf("  %3s  %-36s %14s %10.4f %10.3f %9.1f %6.1f%%\n", "", "sum of kernels", "", sum,
+           bytes / 1e6, sum > 0 ? bytes / (sum * 1e-3) / 1e9 : 0,
+           sum > 0 && copy_gbps > 0 ? 100.0 * bytes / (sum * 1e-3) / 1e9 / copy_gbps : 0);
+    printf("  (geometry: I = items n x preferred block, B = n groups x block threads)\n");
+  }
+  rc = 0;
+out:
+  if (d.n) print_diags(&d);
+  else gc_diags_free(&d);
+  free(ms);
+  free(kms);
+  free(col);
+  return rc;
+}
+
+int gc_cli_bench(int argc, char **argv) {
+  cli_opts o;
+  if (cli_parse(argc, argv, &o, usage_bench) != 0) return 1;
+  if (o.help) return 0;
+  if (o.copts.backend != GRAPHC_BACKEND_DEFAULT && o.copts.backend != GRAPHC_BACKEND_CUDA) {
+    fprintf(stderr, "graphc bench: only the cuda backend can be benchmarked\n");
+    return 1;
+  }
+  o.copts.backend = GRAPHC_BACKEND_CUDA;
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  if (!gc_cuda_check_available(&d)) {
+    fprintf(stderr, "graphc bench: no GPU to benchmark on: %s\n",
+            d.n ? d.items[0].msg : "CUDA backend unavailable");
+    gc_diags_free(&d);
+    return 1;
+  }
+  gc_diags_free(&d);
+
+  graphc_context_t *ctx;
+  if (graphc_context_create(&ctx) != GRAPHC_STATUS_OK) return 2;
+  graphc_error_t err;
+  memset(&err, 0, sizeof err);
+  graphc_model_t *m = NULL;
+  graphc_executable_t *exe = NULL;
+  char tmp_weights[256] = "";
+  size_t n_in = 0, n_out = 0;
+  graphc_tensor_t *in = NULL, *out = NULL;
+  graphc_status_t st = cli_load(ctx, &o, &m, &err);
+  if (st == GRAPHC_STATUS_OK) st = compile_cuda(m, &o, &exe, tmp_weights, sizeof tmp_weights, &err);
+  if (st == GRAPHC_STATUS_OK) {
+    n_in = graphc_executable_num_inputs(exe);
+    n_out = graphc_executable_num_outputs(exe);
+    in = calloc(n_in + 1, sizeof *in);
+    out = calloc(n_out + 1, sizeof *out);
+    if (!in || !out || make_tensors(exe, o.seed, in, out) != 0)
+      st = gc_set_error(&err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
+  }
+  /* One checked run uploads the inputs and proves the executable works. */
+  if (st == GRAPHC_STATUS_OK) st = graphc_executable_run(exe, in, n_in, out, n_out, &err);
+  int rc = cli_report(ctx, st, &err);
+  if (st == GRAPHC_STATUS_OK) {
+    if (o.stats) printf("# stats\n%s\n", graphc_executable_stats(exe));
+    rc = bench_exec(exe, &o) == 0 ? 0 : 1;
+  }
+  for (size_t i = 0; in && i < n_in; i++) free(in[i].data);
+  for (size_t i = 0; out && i < n_out; i++) free(out[i].data);
+  free(in);
+  free(out);
+  graphc_executable_destroy(exe);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  if (tmp_weights[0]) unlink(tmp_weights);
+  return rc;
+}
