@@ -109,9 +109,12 @@ static double half_to_f64(uint16_t h) {
   return sign ? -v : v;
 }
 
+/* binary16 -> float (exact). */
 float gc_half_to_float(uint16_t h) { return (float)half_to_f64(h); }
+/* float -> binary16, nearest even. */
 uint16_t gc_float_to_half(float f) { return f64_to_half(f); }
 
+/* bfloat16 -> float: the top half of a float (exact). */
 float gc_bf16_to_float(uint16_t h) {
   uint32_t fb = (uint32_t)h << 16;
   float f;
@@ -119,10 +122,12 @@ float gc_bf16_to_float(uint16_t h) {
   return f;
 }
 
+/* float -> bfloat16, nearest even. */
 uint16_t gc_float_to_bf16(float f) { return f64_to_bf16(f); }
 
 /* ---- element loads and stores -------------------------------------------------- */
 
+/* Smallest and largest value of an int (or bool) dtype. */
 void interp_int_range(gc_dtype t, int64_t *lo, int64_t *hi) {
   switch (t) {
     case GRAPHC_DTYPE_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
@@ -133,6 +138,7 @@ void interp_int_range(gc_dtype t, int64_t *lo, int64_t *hi) {
   }
 }
 
+/* Truncate toward zero and saturate to [lo, hi]; NaN -> 0. */
 int64_t interp_f64_to_int_sat(double v, int64_t lo, int64_t hi) {
   if (isnan(v)) return 0;
   if (v <= (double)lo) return lo;
@@ -140,6 +146,7 @@ int64_t interp_f64_to_int_sat(double v, int64_t lo, int64_t hi) {
   return (int64_t)v;               /* truncates toward zero, in range */
 }
 
+/* Element i of any dtype as a double (i64 beyond 2^53 rounds). */
 double gc_load_f64(const void *base, gc_dtype t, int64_t i) {
   const unsigned char *p = base;
   switch (t) {
@@ -156,6 +163,7 @@ double gc_load_f64(const void *base, gc_dtype t, int64_t i) {
   }
 }
 
+/* Store a double: floats round once, ints truncate and saturate, bool is v != 0. */
 void gc_store_f64(void *base, gc_dtype t, int64_t i, double v) {
   unsigned char *p = base;
   switch (t) {
@@ -173,6 +181,7 @@ void gc_store_f64(void *base, gc_dtype t, int64_t i, double v) {
   }
 }
 
+/* Element i as an exact int64 (floats convert like cast). */
 int64_t interp_load_i64(const void *base, gc_dtype t, int64_t i) {
   const unsigned char *p = base;
   switch (t) {
@@ -185,6 +194,7 @@ int64_t interp_load_i64(const void *base, gc_dtype t, int64_t i) {
   }
 }
 
+/* Store an exact int64: ints wrap, bool is v != 0, floats round once. */
 void interp_store_i64(void *base, gc_dtype t, int64_t i, int64_t v) {
   unsigned char *p = base;
   switch (t) {
@@ -201,6 +211,7 @@ void interp_store_i64(void *base, gc_dtype t, int64_t i, int64_t v) {
   }
 }
 
+/* Store a numeric attribute: INT and BOOL exact, FLOAT like cast. */
 void interp_store_attr(void *base, gc_dtype t, int64_t i, const gc_attr *a) {
   switch (a->kind) {
     case GC_ATTR_INT: interp_store_i64(base, t, i, a->u.i); return;
@@ -212,6 +223,7 @@ void interp_store_attr(void *base, gc_dtype t, int64_t i, const gc_attr *a) {
 
 /* ---- kernel helpers ---------------------------------------------------------------- */
 
+/* Zeroed allocation; out of memory is reported at the op. */
 void *interp_alloc(interp_ctx *cx, const gc_op *op, size_t count, size_t size) {
   if (count == 0) count = 1;
   if (size && count > SIZE_MAX / size) {
@@ -228,6 +240,7 @@ void *interp_alloc(interp_ctx *cx, const gc_op *op, size_t count, size_t size) {
   return p;
 }
 
+/* A tensor widened to doubles (malloc'd). */
 double *interp_to_f64(interp_ctx *cx, const gc_op *op, const itensor *t) {
   double *v = interp_alloc(cx, op, (size_t)t->numel, sizeof *v);
   if (!v) return NULL;
@@ -235,17 +248,12 @@ double *interp_to_f64(interp_ctx *cx, const gc_op *op, const itensor *t) {
   return v;
 }
 
-int64_t *interp_to_i64(interp_ctx *cx, const gc_op *op, const itensor *t) {
-  int64_t *v = interp_alloc(cx, op, (size_t)t->numel, sizeof *v);
-  if (!v) return NULL;
-  for (int64_t i = 0; i < t->numel; i++) v[i] = interp_load_i64(t->data, t->type->dtype, i);
-  return v;
-}
-
+/* A negative axis counts from the end. */
 int interp_axis(int64_t axis, int rank) {
   return (int)(axis < 0 ? axis + rank : axis);
 }
 
+/* Row-major element strides of a type. */
 void interp_strides(const gc_type *t, int64_t *strides) {
   int64_t s = 1;
   for (int k = t->rank - 1; k >= 0; k--) {
@@ -254,6 +262,7 @@ void interp_strides(const gc_type *t, int64_t *strides) {
   }
 }
 
+/* Strides of `in` read through numpy broadcasting to `out`. */
 void interp_bcast_strides(const gc_type *in, const gc_type *out, int64_t *strides) {
   int64_t own[GC_MAX_RANK];
   interp_strides(in, own);
@@ -265,6 +274,7 @@ void interp_bcast_strides(const gc_type *in, const gc_type *out, int64_t *stride
   }
 }
 
+/* Odometer step over dims, moving n offsets along; 0 after the last element. */
 int interp_next(int rank, const int64_t *dims, int64_t *idx, int n, int64_t *offs,
                 int64_t (*strides)[GC_MAX_RANK]) {
   for (int k = rank - 1; k >= 0; k--) {
@@ -312,7 +322,7 @@ static graphc_status_t emit_outputs(interp_ctx *cx, const gc_value *v, const voi
   for (int j = 0; j < cx->g->n_outputs; j++) {
     if (cx->g->outputs[j] != v) continue;
     int64_t numel, nb = value_bytes(cx, v, &numel);
-    if (nb < 0) return cx->d->status;
+    if (nb < 0) return GRAPHC_STATUS_INVALID_ARGUMENT;
     if (!outputs[j].data || outputs[j].nbytes < (size_t)nb) {
       gc_error_at(cx->d, GRAPHC_STATUS_INVALID_ARGUMENT, cx->g->ret_loc,
                   "output %d needs %lld bytes, buffer has %zu", j, (long long)nb,
@@ -345,7 +355,7 @@ static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
     const gc_value *v = op->results[r];
     int64_t numel, nb = value_bytes(cx, v, &numel);
     if (nb < 0) {
-      st = cx->d->status;
+      st = GRAPHC_STATUS_INVALID_ARGUMENT;
       break;
     }
     out[r].type = &v->type;
@@ -385,6 +395,7 @@ static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
   return st;
 }
 
+/* Run the graph op by op in program order; see interp.h. */
 graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
                               const graphc_tensor_t *inputs, int n_inputs,
                               graphc_tensor_t *outputs, int n_outputs, gc_diags *d) {
@@ -408,7 +419,7 @@ graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
     const gc_value *v = g->args[i];
     int64_t numel, nb = value_bytes(&cx, v, &numel);
     if (nb < 0) {
-      st = d->status;
+      st = GRAPHC_STATUS_INVALID_ARGUMENT;
     } else if (!inputs[i].data || inputs[i].nbytes < (size_t)nb) {
       gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, v->loc,
                   "input %d (%%%s) needs %lld bytes, buffer has %zu", i, v->name, (long long)nb,

@@ -65,8 +65,6 @@ GC_INTERP_HIDDEN void interp_store_attr(void *base, gc_dtype t, int64_t i, const
 GC_INTERP_HIDDEN void *interp_alloc(interp_ctx *cx, const gc_op *op, size_t count, size_t size);
 /* A whole tensor widened to double (malloc'd; NULL after reporting OOM). */
 GC_INTERP_HIDDEN double *interp_to_f64(interp_ctx *cx, const gc_op *op, const itensor *t);
-/* A whole tensor widened to int64 (malloc'd; NULL after reporting OOM). */
-GC_INTERP_HIDDEN int64_t *interp_to_i64(interp_ctx *cx, const gc_op *op, const itensor *t);
 /* Normalize a possibly negative axis against rank. */
 GC_INTERP_HIDDEN int interp_axis(int64_t axis, int rank);
 /* Row-major strides of a type (elements). */

@@ -298,7 +298,8 @@ graphc_status_t interp_transpose(interp_ctx *cx, const gc_op *op, const itensor 
   int64_t perm[GC_MAX_RANK], in_st[GC_MAX_RANK], st[GC_MAX_RANK];
   int r = in[0].type->rank;
   const gc_attr *a = gc_op_attr(op, "perm");
-  GC_ASSERT(a && gc_attr_ints(a, perm, GC_MAX_RANK) == r);
+  int n = a ? gc_attr_ints(a, perm, GC_MAX_RANK) : -1;
+  GC_ASSERT(n == r);  /* the verifier checked perm */
   interp_strides(in[0].type, in_st);
   for (int k = 0; k < r; k++) st[k] = in_st[perm[k]];
   gather_strided(&in[0], &out[0], 0, st);
@@ -360,9 +361,10 @@ graphc_status_t interp_slice(interp_ctx *cx, const gc_op *op, const itensor *in,
   int r = it->rank;
   int64_t start[GC_MAX_RANK], step[GC_MAX_RANK], in_st[GC_MAX_RANK], st[GC_MAX_RANK], off = 0;
   const gc_attr *sa = gc_op_attr(op, "start"), *pa = gc_op_attr(op, "step");
-  GC_ASSERT(sa && gc_attr_ints(sa, start, GC_MAX_RANK) == r);
   for (int k = 0; k < r; k++) step[k] = 1;
-  if (pa) GC_ASSERT(gc_attr_ints(pa, step, GC_MAX_RANK) == r);
+  int ns = sa ? gc_attr_ints(sa, start, GC_MAX_RANK) : -1;
+  int np = pa ? gc_attr_ints(pa, step, GC_MAX_RANK) : r;
+  GC_ASSERT(ns == r && np == r);  /* the verifier checked start/step */
   interp_strides(it, in_st);
   for (int k = 0; k < r; k++) {
     int64_t s = start[k] < 0 ? start[k] + it->dims[k] : start[k];
@@ -379,7 +381,8 @@ graphc_status_t interp_pad(interp_ctx *cx, const gc_op *op, const itensor *in, i
   const gc_type *it = in[0].type, *ot = out[0].type;
   int64_t pads[2 * GC_MAX_RANK], out_st[GC_MAX_RANK], st[1][GC_MAX_RANK], idx[GC_MAX_RANK] = {0};
   const gc_attr *pa = gc_op_attr(op, "pads"), *va = gc_op_attr(op, "value");
-  GC_ASSERT(pa && gc_attr_ints(pa, pads, 2 * GC_MAX_RANK) == 2 * it->rank);
+  int np = pa ? gc_attr_ints(pa, pads, 2 * GC_MAX_RANK) : -1;
+  GC_ASSERT(np == 2 * it->rank);  /* the verifier checked pads */
   if (va)
     for (int64_t i = 0; i < out[0].numel; i++) interp_store_attr(out[0].data, ot->dtype, i, va);
   /* else: the buffer is already zero, and zero bytes are 0 in every dtype */

@@ -1,6 +1,6 @@
 /* test_cpu_backend.c - the cpu backend (LLVM host JIT) against the interpreter.
  *
- *   examples     every examples/*.graph, small bound dims, random weights
+ *   examples     every examples/<name>.graph, small bound dims, random weights
  *                (graphc_model_write_random_weights) and inputs
  *   ops          every op of ir/ops.def (the loop index is the opcode; an op
  *                with no case below fails) x the dtypes the brief allows, with
@@ -306,8 +306,9 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       gb_ret(b, "const(value=%s, dtype=%s)", lit(t, 1), dtn(t));
       gb_ret(b, "const(value=[%s, %s, %s, %s, %s, %s], shape=[2, 3], dtype=%s)", lit(t, 3),
              lit(t, 2), lit(t, 1), lit(t, 0), lit(t, 1), lit(t, 2), dtn(t));
-      snprintf(x, sizeof x, "%s", gb_arg(b, 's', 0, t, "4097"));
-      gb_ret(b, "eq(%s, const(value=%s, shape=[4097], dtype=%s))", x, lit(t, 3), dtn(t));
+      gc_sbuf_printf(&b->body, "  %%c0 = const(value=%s, shape=[4097], dtype=%s);\n", lit(t, 3),
+                     dtn(t));
+      gb_ret(b, "eq(%s, %%c0)", gb_arg(b, 's', 0, t, "4097"));
       return 0;
     case GC_OP_IOTA: {
       *mask = MN;
@@ -754,3 +755,277 @@ START_TEST(threadpool_ranges) {
   gc_diags_free(&d);
 }
 END_TEST
+
+/* ---- the JIT directly: a hand-built kernel ------------------------------------------- */
+/* Kernel `fill` (ITEMS, n): out[item] = item * k + 1, with k an I64 parameter. */
+static kir_module *fill_module(int64_t n, int64_t k_val, kir_launch_kind kind, int block) {
+  kir_module *m = kir_module_new();
+  ck_assert_ptr_nonnull(m);
+  kir_kernel *k = kir_kernel_new(m, "fill", (kir_launch){kind, n, block});
+  int out = kir_add_param(m, k, "out", KIR_PARAM_BUFFER, GRAPHC_DTYPE_I64, 0, 0);
+  int kp = kir_add_param(m, k, "k", KIR_PARAM_I64, GRAPHC_DTYPE_I64, 0, (int)k_val);
+  kir_expr *v = kir_binary(m, KIR_ADD,
+                           kir_binary(m, KIR_MUL, kir_var_ref(m, k, k->item_var), kir_param_ref(m, k, kp)),
+                           kir_const_i(m, GRAPHC_DTYPE_I64, 1));
+  kir_emit_store(m, &k->body, KIR_GLOBAL, out, kir_var_ref(m, k, k->item_var), v);
+  return m;
+}
+
+typedef struct fill_task {
+  gc_cpu_kernel_fn fn;
+  void *args[2];
+} fill_task;
+
+static void fill_range(void *arg, int64_t begin, int64_t end) {
+  fill_task *t = arg;
+  t->fn(t->args, begin, end);
+}
+
+START_TEST(jit_kernel_split_over_threads) {
+  const int64_t n = 1000003;
+  kir_module *m = fill_module(n, 7, KIR_LAUNCH_ITEMS, 256);
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  gc_sbuf times = {0};
+  gc_cpu_jit *j = gc_cpu_jit_compile(m, NULL, &times, &d);
+  ck_assert_msg(j != NULL, "%s", d.n ? d.items[0].msg : "?");
+  ck_assert_ptr_nonnull(strstr(times.data, "jit"));
+  ck_assert_ptr_nonnull(strstr(times.data, "default<O3>"));
+  int64_t *out = malloc((size_t)(n + 64) * sizeof *out);
+  ck_assert_ptr_nonnull(out);
+  for (int64_t i = 0; i < n + 64; i++) out[i] = -5;
+  gc_threadpool *pool = gc_threadpool_create(3, &d);
+  ck_assert_ptr_nonnull(pool);
+  fill_task t = {gc_cpu_jit_kernel(j, 0), {out, (void *)(intptr_t)7}};
+  gc_threadpool_run(pool, fill_range, &t, n, 3);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(out[i] == i * 7 + 1, "out[%lld] = %lld", (long long)i, (long long)out[i]);
+  /* end beyond launch.n is clamped by the kernel itself. */
+  t.args[1] = (void *)(intptr_t)3;
+  t.fn(t.args, n - 5, n + 64);
+  for (int64_t i = n - 5; i < n; i++) ck_assert_int_eq(out[i], i * 3 + 1);
+  for (int64_t i = n; i < n + 64; i++) ck_assert_int_eq(out[i], -5);
+  ck_assert_int_eq(out[n - 6], (n - 6) * 7 + 1);
+  gc_threadpool_destroy(pool);
+  gc_cpu_jit_free(j);
+  kir_module_free(m);
+  free(out);
+  gc_sbuf_free(&times);
+  ck_assert_int_eq(d.n_errors, 0);
+  gc_diags_free(&d);
+}
+END_TEST
+
+START_TEST(jit_compile_errors) {
+  /* A pass pipeline LLVM does not know. */
+  kir_module *m = fill_module(100, 1, KIR_LAUNCH_ITEMS, 256);
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  ck_assert_ptr_null(gc_cpu_jit_compile(m, "no-such-pass<O9>", NULL, &d));
+  ck_assert_int_eq(d.status, GRAPHC_STATUS_COMPILE_ERROR);
+  ck_assert_msg(d.n && strstr(d.items[0].msg, "no-such-pass"), "%s", d.n ? d.items[0].msg : "");
+  gc_diags_free(&d);
+  kir_module_free(m);
+  /* A BLOCKS kernel of 4 cooperating threads cannot run on the host. */
+  m = fill_module(100, 1, KIR_LAUNCH_BLOCKS, 4);
+  gc_diags_init(&d, "", NULL, 0);
+  ck_assert_ptr_null(gc_cpu_jit_compile(m, NULL, NULL, &d));
+  ck_assert_int_eq(d.status, GRAPHC_STATUS_COMPILE_ERROR);
+  ck_assert_msg(d.n && strstr(d.items[0].msg, "host"), "%s", d.n ? d.items[0].msg : "");
+  gc_diags_free(&d);
+  kir_module_free(m);
+  gc_cpu_jit_free(NULL);
+}
+END_TEST
+
+/* ---- through the public API ------------------------------------------------------------ */
+static const char *const big_src =
+    "version 1;\n"
+    "graph @big(%x: f32[1000003], %y: f32[1000003]) -> (f32[1000003], f32[]) {\n"
+    "  %m = mul(%x, %y);\n"
+    "  %a = add(%m, %x);\n"
+    "  %e = tanh(%a);\n"
+    "  %s = reduce_max(%e);\n"
+    "  return %e, %s;\n"
+    "}\n";
+
+/* Load text into a fresh context/model (aborts on failure). */
+static graphc_model_t *load(graphc_context_t **ctx, const char *text) {
+  graphc_error_t err;
+  graphc_model_t *m = NULL;
+  ck_assert_int_eq(graphc_context_create(ctx), GRAPHC_STATUS_OK);
+  ck_assert_msg(graphc_model_load_string(*ctx, "t.graph", text, strlen(text), &m, &err) ==
+                    GRAPHC_STATUS_OK, "%s", err.message);
+  return m;
+}
+
+START_TEST(public_api_three_threads) {
+  setenv("GRAPHC_CPU_THREADS", "3", 1);
+  gc_sbuf fails = {0};
+  int bad = cpu_vs_interp("big", big_src, "xx", NULL, 1, g_seed, &fails);
+  ck_assert_msg(bad == 0, "seed %llu: %s", (unsigned long long)g_seed, fails.data);
+  gc_sbuf_free(&fails);
+  graphc_context_t *ctx;
+  graphc_model_t *m = load(&ctx, big_src);
+  graphc_executable_t *e = compile_or_die(ctx, m, GRAPHC_BACKEND_CPU, "big");
+  ck_assert_msg(strstr(graphc_executable_stats(e), "3 threads"), "%s", graphc_executable_stats(e));
+  graphc_executable_destroy(e);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  unsetenv("GRAPHC_CPU_THREADS");
+}
+END_TEST
+
+START_TEST(public_api_compile_error) {
+  graphc_context_t *ctx;
+  graphc_model_t *m = load(&ctx, big_src);
+  setenv("GRAPHC_CPU_PASSES", "bogus-pipeline", 1);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_CPU;
+  graphc_executable_t *e = (graphc_executable_t *)1;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_compile(m, &o, &e, &err), GRAPHC_STATUS_COMPILE_ERROR);
+  ck_assert_ptr_null(e);
+  ck_assert_int_eq(err.code, GRAPHC_STATUS_COMPILE_ERROR);
+  ck_assert_msg(strstr(err.message, "bogus-pipeline"), "%s", err.message);
+  ck_assert_ptr_nonnull(strstr(graphc_context_diagnostics(ctx), "bogus-pipeline"));
+  unsetenv("GRAPHC_CPU_PASSES");
+  /* A bad thread count is a warning, not an error. */
+  setenv("GRAPHC_CPU_THREADS", "many", 1);
+  ck_assert_int_eq(graphc_compile(m, &o, &e, &err), GRAPHC_STATUS_OK);
+  ck_assert_ptr_nonnull(strstr(graphc_context_diagnostics(ctx), "GRAPHC_CPU_THREADS"));
+  graphc_executable_destroy(e);
+  unsetenv("GRAPHC_CPU_THREADS");
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+static const char *const tr_src =
+    "version 1;\n"
+    "graph @tr(%x: f32[64, 64], %b: f32[64]) -> (f32[64, 64], f32[64, 64]) {\n"
+    "  %t = transpose(%x, perm=[1, 0]);\n"
+    "  %y = add(%t, %b);\n"
+    "  %z = mul(%x, %x);\n"
+    "  return %y, %z;\n"
+    "}\n";
+
+/* Run exe on (x, b) with outputs at (y, z); compare with the interpreter's ref. */
+static void run_and_check(graphc_executable_t *exe, void *x, void *b, void *y, void *z,
+                          const graphc_tensor_t *ref, const char *what) {
+  graphc_tensor_t in[2] = {{GRAPHC_DTYPE_F32, 2, {64, 64}, x, 64 * 64 * 4},
+                           {GRAPHC_DTYPE_F32, 1, {64}, b, 64 * 4}};
+  graphc_tensor_t out[2] = {{GRAPHC_DTYPE_F32, 2, {64, 64}, y, 64 * 64 * 4},
+                            {GRAPHC_DTYPE_F32, 2, {64, 64}, z, 64 * 64 * 4}};
+  graphc_error_t err;
+  ck_assert_msg(graphc_executable_run(exe, in, 2, out, 2, &err) == GRAPHC_STATUS_OK, "%s: %s", what,
+                err.message);
+  for (int o = 0; o < 2; o++) {
+    tu_cmp c = tu_compare(ref[o].data, out[o].data, GRAPHC_DTYPE_F32, 64 * 64, 1e-5, 1e-5);
+    ck_assert_msg(c.n_bad == 0, "%s: output %d: %lld differ, first [%lld] interp %g cpu %g (seed %llu)",
+                  what, o, (long long)c.n_bad, (long long)c.first_bad, c.ref_bad, c.got_bad,
+                  (unsigned long long)g_seed);
+  }
+}
+
+START_TEST(io_misaligned_overlapping_repeated) {
+  graphc_context_t *ctx;
+  graphc_model_t *m = load(&ctx, tr_src);
+  graphc_executable_t *ref = compile_or_die(ctx, m, GRAPHC_BACKEND_INTERP, "tr");
+  graphc_executable_t *cpu = compile_or_die(ctx, m, GRAPHC_BACKEND_CPU, "tr");
+  uint64_t s = g_seed;
+  for (int round = 0; round < 3; round++) {  /* fresh data each round: the slots rebind */
+    graphc_tensor_t *in, *rout;
+    make_io(ref, NULL, NULL, &s, &in, &rout);
+    graphc_error_t err;
+    ck_assert_int_eq(graphc_executable_run(ref, in, 2, rout, 2, &err), GRAPHC_STATUS_OK);
+    const size_t nx = 64 * 64 * 4;
+    /* plain buffers */
+    char *y = malloc(nx), *z = malloc(nx);
+    ck_assert(y && z);
+    run_and_check(cpu, in[0].data, in[1].data, y, z, rout, "aligned");
+    /* misaligned input and outputs (offset by one byte) */
+    char *raw = malloc(4 * nx + 64);
+    ck_assert_ptr_nonnull(raw);
+    char *x1 = raw + 1, *y1 = raw + nx + 17, *z1 = raw + 2 * nx + 33;
+    memcpy(x1, in[0].data, nx);
+    run_and_check(cpu, x1, in[1].data, y1, z1, rout, "misaligned");
+    /* in place: both outputs in the input's buffer (z = x*x elementwise, y = x^T + b) */
+    char *xy = malloc(nx);
+    ck_assert_ptr_nonnull(xy);
+    memcpy(xy, in[0].data, nx);
+    run_and_check(cpu, xy, in[1].data, xy, z, rout, "y in x's buffer");
+    memcpy(xy, in[0].data, nx);
+    run_and_check(cpu, xy, in[1].data, y, xy, rout, "z in x's buffer");
+    ck_assert_mem_eq(x1, in[0].data, nx);  /* inputs are never written */
+    free(xy);
+    free(raw);
+    free(y);
+    free(z);
+    tu_free_tensors(in, 2);
+    tu_free_tensors(rout, 2);
+  }
+  graphc_executable_destroy(ref);
+  graphc_executable_destroy(cpu);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+START_TEST(stats_and_default_backend) {
+  graphc_context_t *ctx;
+  graphc_model_t *m = load(&ctx, tr_src);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_CPU;
+  o.time_passes = 1;
+  graphc_executable_t *e = NULL;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_compile(m, &o, &e, &err), GRAPHC_STATUS_OK);
+  const char *st = graphc_executable_stats(e);
+  static const char *const want[] = {"plan:", "cpu: lower", "llvm emit", "default<O3>", "jit",
+                                     "threads", "arena"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    ck_assert_msg(strstr(st, want[i]), "stats lack '%s':\n%s", want[i], st);
+  graphc_executable_destroy(e);
+  if (!gc_cuda_available()) {  /* no GPU: the default is the cpu backend */
+    o.backend = GRAPHC_BACKEND_DEFAULT;
+    ck_assert_int_eq(graphc_compile(m, &o, &e, &err), GRAPHC_STATUS_OK);
+    ck_assert_int_eq(graphc_executable_backend(e), GRAPHC_BACKEND_CPU);
+    graphc_executable_destroy(e);
+  }
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  g_seed = tu_seed();
+  printf("test_cpu_backend: seed %llu (GRAPHC_TEST_SEED=%llu reproduces)\n",
+         (unsigned long long)g_seed, (unsigned long long)g_seed);
+  fflush(stdout);
+  unsetenv("GRAPHC_CPU_PASSES");
+  Suite *s = suite_create("cpu_backend");
+  TCase *tp = tcase_create("pool");
+  tcase_add_test(tp, threadpool_ranges);
+  tcase_add_test(tp, jit_kernel_split_over_threads);
+  tcase_add_test(tp, public_api_three_threads);
+  tcase_set_timeout(tp, 600);
+  suite_add_tcase(s, tp);
+  TCase *te = tcase_create("errors");
+  tcase_add_test(te, jit_compile_errors);
+  tcase_add_test(te, public_api_compile_error);
+  tcase_add_test(te, io_misaligned_overlapping_repeated);
+  tcase_add_test(te, stats_and_default_backend);
+  suite_add_tcase(s, te);
+  TCase *tx = tcase_create("examples");
+  tcase_add_test(tx, examples_cpu_vs_interp);
+  tcase_set_timeout(tx, 600);
+  suite_add_tcase(s, tx);
+  TCase *to = tcase_create("ops");
+  tcase_add_loop_test(to, op_cpu_vs_interp, 0, GC_OP_COUNT_);
+  tcase_set_timeout(to, 1200);
+  suite_add_tcase(s, to);
+  return tu_run_suite(s);
+}

@@ -9,6 +9,7 @@
 
 /* ---- half / bfloat16 conversions ------------------------------------------------ */
 
+/* float -> binary16: ties to even, subnormals, overflow, NaN. */
 START_TEST(t_half_from_float) {
   static const struct { float f; uint16_t h; } cases[] = {
       {0.0f, 0x0000},        {-0.0f, 0x8000},       {1.0f, 0x3c00},
@@ -39,6 +40,7 @@ START_TEST(t_half_from_float) {
 }
 END_TEST
 
+/* binary16 -> float, and every finite half round-trips. */
 START_TEST(t_half_to_float) {
   ck_assert(gc_half_to_float(0x0000) == 0.0f && !signbit(gc_half_to_float(0x0000)));
   ck_assert(gc_half_to_float(0x8000) == 0.0f && signbit(gc_half_to_float(0x8000)));
@@ -61,6 +63,7 @@ START_TEST(t_half_to_float) {
 }
 END_TEST
 
+/* float <-> bfloat16 edge cases. */
 START_TEST(t_bf16) {
   static const struct { float f; uint16_t b; } cases[] = {
       {0.0f, 0x0000},          {-0.0f, 0x8000},          {1.0f, 0x3f80},
@@ -89,6 +92,7 @@ START_TEST(t_bf16) {
 }
 END_TEST
 
+/* gc_store_f64 rounds once from double; int stores saturate. */
 START_TEST(t_load_store) {
   unsigned char buf[64];
   /* double -> f16 rounds once from the double: 1 + 2^-11 + 2^-40 is above the
@@ -128,6 +132,7 @@ END_TEST
 
 /* ---- sources ------------------------------------------------------------------- */
 
+/* params borrow weights tensors; a param can be an output. */
 START_TEST(t_param) {
   it_run r;
   it_begin(&r,
@@ -148,6 +153,7 @@ START_TEST(t_param) {
 }
 END_TEST
 
+/* a missing weights tensor is reported at the param. */
 START_TEST(t_param_missing) {
   it_run r;
   it_begin(&r,
@@ -164,6 +170,7 @@ START_TEST(t_param_missing) {
 }
 END_TEST
 
+/* const: scalars broadcast, lists, default and explicit dtypes, inf/nan, big i64. */
 START_TEST(t_const) {
   it_run r;
   it_begin(&r,
@@ -195,6 +202,7 @@ START_TEST(t_const) {
 }
 END_TEST
 
+/* iota along an axis, negative axes, several dtypes. */
 START_TEST(t_iota) {
   it_run r;
   it_begin(&r,
@@ -260,6 +268,7 @@ static void check_unary_all(const char *op, const char *attrs, const double *x, 
   check_unary_f(op, attrs, "bf16", 6, x, want, 8e-3);
 }
 
+/* every float unary op in all four float dtypes, plus special values. */
 START_TEST(t_unary_float) {
   check_unary_all("neg", "", XS, (double[]){2.0, 0.5, -0.0, -0.5, -1.0, -3.0});
   check_unary_all("abs", "", XS, (double[]){2.0, 0.5, 0.0, 0.5, 1.0, 3.0});
@@ -319,6 +328,7 @@ START_TEST(t_unary_float) {
 }
 END_TEST
 
+/* neg/abs/relu wrap on ints, not on bool. */
 START_TEST(t_unary_int) {
   check_unary_i("neg", "", "i8", "i8", 4, (int64_t[]){-128, 127, 0, -5},
                 (int64_t[]){-128, -127, 0, 5});
@@ -336,6 +346,7 @@ START_TEST(t_unary_int) {
 }
 END_TEST
 
+/* clamp with one or both bounds; NaN propagates. */
 START_TEST(t_clamp) {
   check_unary_f("clamp", ", min=0.0, max=1.0", "f32", 5, (double[]){-1, 0.5, 2, NAN, INFINITY},
                 (double[]){0, 0.5, 1, NAN, 1}, 0);
@@ -369,6 +380,7 @@ static void cast_f(const char *from, const char *to, int n, const double *x, con
   it_end(&r);
 }
 
+/* float -> int truncates, saturates, NaN -> 0. */
 START_TEST(t_cast_float_to_int) {
   cast_f("f32", "i8", 9, (double[]){300.7, -300, -1.9, NAN, 1.9, 127.9, -128.9, INFINITY, -INFINITY},
          (double[]){127, -128, -1, 0, 1, 127, -128, 127, -128});
@@ -387,6 +399,7 @@ START_TEST(t_cast_float_to_int) {
 }
 END_TEST
 
+/* int -> int wraps; to bool is x != 0; bool -> number is 0/1. */
 START_TEST(t_cast_int) {
   check_unary_i("cast", ", to=i8", "i32", "i8", 4, (int64_t[]){200, -129, 256, 127},
                 (int64_t[]){-56, 127, 0, 127});
@@ -441,6 +454,7 @@ START_TEST(t_cast_int_to_float) {
 }
 END_TEST
 
+/* float -> float rounds once; float -> bool is x != 0. */
 START_TEST(t_cast_float_to_float) {
   cast_f("f32", "f16", 6, (double[]){65519, 65520, 1e-8, 3e-8, 0.1, -65536},
          (double[]){65504, INFINITY, 0, 5.960464477539063e-08, 0.0999755859375, -INFINITY});
@@ -469,6 +483,7 @@ static void bin_begin(it_run *r, const char *op, const char *ta, const char *tb,
   it_begin(r, src);
 }
 
+/* float add/sub/mul/div/pow with broadcasting and rounding to the dtype. */
 START_TEST(t_binary_float) {
   it_run r;
   bin_begin(&r, "add", "f32[2, 3]", "f32[3]", "f32[2, 3]");
@@ -544,6 +559,7 @@ START_TEST(t_binary_float) {
 }
 END_TEST
 
+/* maximum/minimum propagate NaN; ints compare exactly (u8 unsigned). */
 START_TEST(t_maximum_minimum) {
   it_run r;
   bin_begin(&r, "maximum", "f32[5]", "f32[5]", "f32[5]");
@@ -585,6 +601,7 @@ START_TEST(t_maximum_minimum) {
 }
 END_TEST
 
+/* integer add/sub/mul wrap in every width. */
 START_TEST(t_binary_int_wrap) {
   it_run r;
   bin_begin(&r, "add", "i8[3]", "i8[3]", "i8[3]");
@@ -626,6 +643,7 @@ START_TEST(t_binary_int_wrap) {
 }
 END_TEST
 
+/* integer division truncates; x/0 = 0; MIN/-1 wraps. */
 START_TEST(t_div_int) {
   it_run r;
   bin_begin(&r, "div", "i32[7]", "i32[7]", "i32[7]");
@@ -655,6 +673,7 @@ START_TEST(t_div_int) {
 }
 END_TEST
 
+/* comparisons for floats (NaN), exact i64, bool, u8, with broadcasting. */
 START_TEST(t_compare) {
   static const char *ops[6] = {"eq", "ne", "lt", "le", "gt", "ge"};
   static const int64_t want[6][4] = {
@@ -711,6 +730,7 @@ START_TEST(t_compare) {
 }
 END_TEST
 
+/* and/or on bools with broadcasting. */
 START_TEST(t_and_or_not) {
   it_run r;
   bin_begin(&r, "and", "bool[4]", "bool[4]", "bool[4]");
@@ -728,6 +748,7 @@ START_TEST(t_and_or_not) {
 }
 END_TEST
 
+/* select broadcasts cond, a and b together. */
 START_TEST(t_select) {
   it_run r;
   it_begin(&r,

@@ -23,6 +23,7 @@ static void op_begin(it_run *r, const char *args, const char *body, const char *
 
 /* ---- reductions ----------------------------------------------------------------- */
 
+/* reduce_sum over axes, keepdims, negative axes, double/int64 accumulation. */
 START_TEST(t_reduce_sum) {
   it_run r;
   op_begin(&r, "%x: f32[2, 3]", "reduce_sum(%x, axes=[1])", "f32[2]");
@@ -86,6 +87,7 @@ START_TEST(t_reduce_sum) {
 }
 END_TEST
 
+/* reduce_max/min propagate NaN; reduce_mean divides by the count. */
 START_TEST(t_reduce_max_min_mean) {
   it_run r;
   op_begin(&r, "%x: f32[3, 3]", "reduce_max(%x, axes=[1])", "f32[3]");
@@ -136,6 +138,7 @@ START_TEST(t_reduce_max_min_mean) {
 }
 END_TEST
 
+/* argmax: first maximum, NaN wins, keepdims, ints. */
 START_TEST(t_argmax) {
   it_run r;
   op_begin(&r, "%x: f32[3, 3]", "argmax(%x)", "i64[3]");
@@ -168,6 +171,7 @@ END_TEST
 
 /* ---- softmax and norms -------------------------------------------------------------- */
 
+/* softmax/log_softmax along an axis, stable for large inputs. */
 START_TEST(t_softmax) {
   it_run r;
   op_begin(&r, "%x: f32[2, 3]", "softmax(%x)", "f32[2, 3]");
@@ -209,6 +213,7 @@ START_TEST(t_softmax) {
 }
 END_TEST
 
+/* layernorm over [axis, rank) with gamma, beta and eps. */
 START_TEST(t_layernorm) {
   it_run r;
   /* rows [1,3] and [0,4]: normalized to [-1, 1]; gamma [1, 2], beta [0.5, 0] */
@@ -248,6 +253,7 @@ START_TEST(t_layernorm) {
 }
 END_TEST
 
+/* rmsnorm over the last dim with eps. */
 START_TEST(t_rmsnorm) {
   it_run r;
   op_begin(&r, "%x: f64[2, 2], %g: f64[2]", "rmsnorm(%x, %g, eps=0.0)", "f64[2, 2]");
@@ -274,6 +280,7 @@ END_TEST
 
 /* ---- matmul ------------------------------------------------------------------------------ */
 
+/* matmul in all four transpose combinations. */
 START_TEST(t_matmul) {
   /* [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]] = [[58,64],[139,154]] in every layout */
   static const char *cases[4][3] = {
@@ -300,6 +307,7 @@ START_TEST(t_matmul) {
 }
 END_TEST
 
+/* batched matmul with broadcast batch dims and transposes. */
 START_TEST(t_matmul_batch) {
   it_run r;
   /* batch dims [2, 1] x [3] -> [2, 3]: out[i][j] = a_i . b_j */
@@ -335,6 +343,7 @@ START_TEST(t_matmul_batch) {
 }
 END_TEST
 
+/* matmul in f16 (double accumulation) and wrapping ints. */
 START_TEST(t_matmul_dtypes) {
   it_run r;
   op_begin(&r, "%a: f16[1, 3], %b: f16[3, 1]", "matmul(%a, %b)", "f16[1, 1]");
@@ -372,6 +381,7 @@ END_TEST
 
 /* ---- conv2d ------------------------------------------------------------------------------- */
 
+/* conv2d with stride, symmetric and 4-value padding, dilation. */
 START_TEST(t_conv2d) {
   static const char *x33 = "%x: f32[1, 1, 3, 3], %w: f32[1, 1, 2, 2]";
   it_run r;
@@ -420,6 +430,7 @@ START_TEST(t_conv2d) {
 }
 END_TEST
 
+/* conv2d with batches, several channels and groups. */
 START_TEST(t_conv2d_channels) {
   it_run r;
   /* N=2, C=2, O=2, 1x2 kernels: o0 picks c0[0] + c1[1], o1 sums everything */
@@ -465,6 +476,7 @@ END_TEST
 
 /* ---- pools ----------------------------------------------------------------------------------- */
 
+/* max_pool2d: default stride, -inf padding, NaN, 4-value padding. */
 START_TEST(t_max_pool) {
   it_run r;
   op_begin(&r, "%x: f32[1, 1, 4, 4]", "max_pool2d(%x, kernel=[2, 2])", "f32[1, 1, 2, 2]");
@@ -500,6 +512,7 @@ START_TEST(t_max_pool) {
 }
 END_TEST
 
+/* avg_pool2d divides by the non-padding count. */
 START_TEST(t_avg_pool) {
   it_run r;
   op_begin(&r, "%x: f32[1, 1, 4, 4]", "avg_pool2d(%x, kernel=[2, 2])", "f32[1, 1, 2, 2]");
@@ -536,6 +549,7 @@ END_TEST
 
 /* ---- data movement ----------------------------------------------------------------------------- */
 
+/* reshape, transpose and broadcast move elements as defined. */
 START_TEST(t_reshape_transpose_broadcast) {
   it_run r;
   op_begin(&r, "%x: f32[2, 3]", "reshape(%x, shape=[3, 2])", "f32[3, 2]");
@@ -582,6 +596,7 @@ START_TEST(t_reshape_transpose_broadcast) {
 }
 END_TEST
 
+/* concat of several operands; split into several results. */
 START_TEST(t_concat_split) {
   it_run r;
   op_begin(&r, "%a: f32[1, 2], %b: f32[2, 2]", "concat(%a, %b, axis=0)", "f32[3, 2]");
@@ -620,6 +635,7 @@ START_TEST(t_concat_split) {
 }
 END_TEST
 
+/* slice with negative/clamped bounds and steps; pad with a value. */
 START_TEST(t_slice_pad) {
   it_run r;
   op_begin(&r, "%x: f32[5]", "slice(%x, start=[1], end=[4], step=[2])", "f32[2]");
@@ -670,6 +686,7 @@ START_TEST(t_slice_pad) {
 }
 END_TEST
 
+/* gather along an axis with negative and multi-dim indices. */
 START_TEST(t_gather) {
   it_run r;
   op_begin(&r, "%x: f32[3, 2], %i: i64[3]", "gather(%x, %i)", "f32[3, 2]");
@@ -699,6 +716,7 @@ START_TEST(t_gather) {
 }
 END_TEST
 
+/* an out-of-range gather index is a run-time error at the op. */
 START_TEST(t_gather_out_of_range) {
   static const int64_t bad[2] = {3, -4};
   for (int k = 0; k < 2; k++) {
@@ -729,6 +747,7 @@ END_TEST
 
 /* ---- the driver ------------------------------------------------------------------------------ */
 
+/* outputs that repeat a value or are arguments; dead values. */
 START_TEST(t_outputs_alias) {
   it_run r;
   it_begin(&r,
@@ -778,6 +797,7 @@ START_TEST(t_mlp) {
 }
 END_TEST
 
+/* symbolic dims: refused unbound, run after specialization. */
 START_TEST(t_symbolic) {
   it_run r;
   it_begin(&r,
@@ -809,6 +829,7 @@ START_TEST(t_symbolic) {
 }
 END_TEST
 
+/* wrong input count and short buffers are reported. */
 START_TEST(t_bad_calls) {
   it_run r;
   op_begin(&r, "%x: f32[2]", "neg(%x)", "f32[2]");
@@ -825,6 +846,7 @@ START_TEST(t_bad_calls) {
 }
 END_TEST
 
+/* an allocation that cannot succeed reports out of memory at the op. */
 START_TEST(t_out_of_memory) {
   it_run r;
   /* 2^60 floats cannot be allocated anywhere */

@@ -15,6 +15,12 @@
 #include "codegen/codegen.h"
 #include "testutil.h"
 
+/* LeakSanitizer: nvJitLink 13.0 leaks ~100 KB inside nvJitLinkAddData on every
+ * PTX compile for an arch newer than the PTX's .target (sm_90 PTX -> sm_100
+ * cubin, test_newer_sm); same-arch compiles do not. Not ours to free. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:nvJitLinkAddData\n"; }
+
 /* From codegen/llvm_emit.h (which needs the LLVM-C headers). */
 int gc_llvm_host_ir(const kir_module *m, int optimize, char **ir_text, gc_diags *d);
 

@@ -33,7 +33,6 @@
 static uint64_t g_seed;
 
 static const char *const FLOATS[] = {"f32", "f16", "bf16", "f64"};
-static const char *const INTS[] = {"i64", "i32", "i8", "u8"};
 static const char *const NUMERIC[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8"};
 static const char *const ALL[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool"};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -425,4 +424,898 @@ static const char *ty(const char *dt, const char *dims) {
   return s;
 }
 
-static int is_float_name(const char *dt) { return dt[0] == 'f' || dt[0] == 'b' && dt[1] == 'f'; }
+/* f32 f16 bf16 f64 */
+static int is_float_name(const char *dt) { return dt[0] == 'f' || (dt[0] == 'b' && dt[1] == 'f'); }
+
+
+/* ---- elementwise --------------------------------------------------------------------------------- */
+
+static const char *const SHAPES[] = {"1", "3", "17", "1023", "4097", "4096", "2, 3, 5"};
+#define VEC_SHAPE 5
+
+/* Every float unary op on an awkward shape and on a vectorizable one. */
+START_TEST(test_unary_float) {
+  const char *T = FLOATS[_i];
+  static const char *const ops[] = {"neg",  "abs",     "relu", "exp",  "log",   "sqrt",
+                                    "rsqrt", "tanh",   "sigmoid", "gelu", "gelu_tanh", "silu",
+                                    "erf",  "sin",     "cos",  "floor", "ceil"};
+  gb b = {0};
+  for (int s = 0; s < COUNT(SHAPES); s++) {
+    char n[16];
+    snprintf(n, sizeof n, "x%d", s);
+    gb_arg(&b, n, ty(T, SHAPES[s]), 'x');
+    snprintf(n, sizeof n, "p%d", s);
+    gb_arg(&b, n, ty(T, SHAPES[s]), 'p');
+  }
+  int r = 0;
+  for (int o = 0; o < COUNT(ops); o++) {
+    int shapes[2] = {o % COUNT(SHAPES), VEC_SHAPE};
+    for (int j = 0; j < 2; j++) {
+      int s = shapes[j];
+      int pos = !strcmp(ops[o], "log") || !strcmp(ops[o], "sqrt") || !strcmp(ops[o], "rsqrt");
+      const char *name = !strcmp(ops[o], "gelu_tanh") ? "gelu" : ops[o];
+      const char *attr = !strcmp(ops[o], "gelu_tanh") ? ", approximate=\"tanh\"" : "";
+      gb_op(&b, "%%r%d = %s(%%%c%d%s)", r, name, pos ? 'p' : 'x', s, attr);
+      char v[16];
+      snprintf(v, sizeof v, "r%d", r++);
+      gb_ret(&b, v, ty(T, SHAPES[s]));
+    }
+  }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* neg/abs/relu/clamp on ints (extremes wrap), clamp on floats (NaN passes through). */
+START_TEST(test_unary_numeric) {
+  const char *T = NUMERIC[_i];
+  int fl = is_float_name(T);
+  gb b = {0};
+  gb_arg(&b, "a", ty(T, "17"), fl ? 'n' : 'x');
+  gb_arg(&b, "b", ty(T, "4096"), fl ? 'n' : 'x');
+  gb_arg(&b, "c", ty(T, "2, 3, 5"), fl ? 'n' : 'x');
+  static const char *const args[] = {"a", "b", "c"};
+  static const char *const shapes[] = {"17", "4096", "2, 3, 5"};
+  const char *clamps_f[] = {"clamp(%%%s, min=-1.0)", "clamp(%%%s, max=2.0)", "clamp(%%%s, min=-1.5, max=0.5)"};
+  const char *clamps_i[] = {"clamp(%%%s, min=-3, max=7)", "clamp(%%%s, min=0)", "clamp(%%%s, max=5)"};
+  int r = 0;
+  for (int a = 0; a < 3; a++) {
+    static const char *const ops[] = {"neg", "abs", "relu"};
+    for (int o = 0; o < 3; o++) {
+      gb_op(&b, "%%r%d = %s(%%%s)", r, ops[o], args[a]);
+      char v[16];
+      snprintf(v, sizeof v, "r%d", r++);
+      gb_ret(&b, v, ty(T, shapes[a]));
+    }
+    char call[96];
+    snprintf(call, sizeof call, fl ? clamps_f[a] : clamps_i[a], args[a]);
+    gb_op(&b, "%%r%d = %s", r, call);
+    char v[16];
+    snprintf(v, sizeof v, "r%d", r++);
+    gb_ret(&b, v, ty(T, shapes[a]));
+  }
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* Broadcast pairs: a, b and the result shape. */
+static const char *const PAIRS[][3] = {
+    {"4, 17", "17", "4, 17"}, {"3, 1, 5", "1, 4, 1", "3, 4, 5"}, {"", "7", "7"},
+    {"1023", "1023", "1023"}, {"4096", "4096", "4096"},         {"2, 3", "2, 1", "2, 3"},
+    {"5, 1", "", "5, 1"}};
+#define VEC_PAIR 4
+
+/* Arithmetic with numpy broadcasting for every numeric dtype. */
+START_TEST(test_binary) {
+  const char *T = NUMERIC[_i];
+  int fl = is_float_name(T);
+  static const char *const ops[] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow"};
+  gb b = {0};
+  for (int k = 0; k < COUNT(PAIRS); k++) {
+    char n[16];
+    snprintf(n, sizeof n, "a%d", k);
+    gb_arg(&b, n, ty(T, PAIRS[k][0]), fl ? 'n' : 'x');
+    snprintf(n, sizeof n, "b%d", k);
+    gb_arg(&b, n, ty(T, PAIRS[k][1]), fl ? 'x' : 'd');
+    if (fl) {
+      snprintf(n, sizeof n, "pa%d", k);
+      gb_arg(&b, n, ty(T, PAIRS[k][0]), 'p');
+      snprintf(n, sizeof n, "pb%d", k);
+      gb_arg(&b, n, ty(T, PAIRS[k][1]), 'e');
+    }
+  }
+  int r = 0;
+  for (int o = 0; o < COUNT(ops) - !fl; o++) {
+    int pairs[2] = {o % COUNT(PAIRS), VEC_PAIR};
+    for (int j = 0; j < 2; j++) {
+      int k = pairs[j];
+      int pw = !strcmp(ops[o], "pow");
+      gb_op(&b, "%%r%d = %s(%%%sa%d, %%%sb%d)", r, ops[o], pw ? "p" : "", k, pw ? "p" : "", k);
+      char v[16];
+      snprintf(v, sizeof v, "r%d", r++);
+      gb_ret(&b, v, ty(T, PAIRS[k][2]));
+    }
+  }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* Comparisons for every dtype (small values: many ties; floats with NaN). */
+START_TEST(test_compare) {
+  const char *T = ALL[_i];
+  static const char *const ops[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  gb b = {0};
+  for (int k = 0; k < COUNT(PAIRS); k++) {
+    char n[16];
+    snprintf(n, sizeof n, "a%d", k);
+    gb_arg(&b, n, ty(T, PAIRS[k][0]), 's');
+    snprintf(n, sizeof n, "b%d", k);
+    gb_arg(&b, n, ty(T, PAIRS[k][1]), 's');
+  }
+  int r = 0;
+  for (int o = 0; o < COUNT(ops); o++) {
+    int pairs[2] = {o % COUNT(PAIRS), VEC_PAIR};
+    for (int j = 0; j < 2; j++) {
+      gb_op(&b, "%%r%d = %s(%%a%d, %%b%d)", r, ops[o], pairs[j], pairs[j]);
+      char v[16];
+      snprintf(v, sizeof v, "r%d", r++);
+      gb_ret(&b, v, ty("bool", PAIRS[pairs[j]][2]));
+    }
+  }
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* select with three-way broadcasting, and the bool ops. */
+START_TEST(test_select_logic) {
+  const char *T = ALL[_i];
+  gb b = {0};
+  gb_arg(&b, "c0", "bool[4, 1]", 'x');
+  gb_arg(&b, "a0", ty(T, "4, 5"), 'x');
+  gb_arg(&b, "b0", ty(T, "5"), 'x');
+  gb_arg(&b, "c1", "bool[4096]", 'x');
+  gb_arg(&b, "a1", ty(T, "4096"), 'x');
+  gb_arg(&b, "b1", ty(T, "4096"), 'x');
+  gb_arg(&b, "c2", "bool[]", 'x');
+  gb_arg(&b, "a2", ty(T, "3"), 'x');
+  gb_arg(&b, "b2", ty(T, "2, 1"), 'x');
+  gb_arg(&b, "c3", "bool[2, 3]", 'x');
+  gb_arg(&b, "a3", ty(T, ""), 'x');
+  gb_arg(&b, "b3", ty(T, ""), 'x');
+  gb_op(&b, "%%s0 = select(%%c0, %%a0, %%b0)");
+  gb_op(&b, "%%s1 = select(%%c1, %%a1, %%b1)");
+  gb_op(&b, "%%s2 = select(%%c2, %%a2, %%b2)");
+  gb_op(&b, "%%s3 = select(%%c3, %%a3, %%b3)");
+  gb_ret(&b, "s0", ty(T, "4, 5"));
+  gb_ret(&b, "s1", ty(T, "4096"));
+  gb_ret(&b, "s2", ty(T, "2, 3"));
+  gb_ret(&b, "s3", ty(T, "2, 3"));
+  if (!strcmp(T, "bool")) {
+    gb_op(&b, "%%l0 = and(%%a0, %%b0)");
+    gb_op(&b, "%%l1 = or(%%a1, %%b1)");
+    gb_op(&b, "%%l2 = not(%%a2)");
+    gb_op(&b, "%%l3 = not(%%a1)");
+    gb_ret(&b, "l0", "bool[4, 5]");
+    gb_ret(&b, "l1", "bool[4096]");
+    gb_ret(&b, "l2", "bool[3]");
+    gb_ret(&b, "l3", "bool[4096]");
+  }
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* cast from one dtype to all nine, on special values (NaN, inf, out of range). */
+START_TEST(test_cast) {
+  const char *S = ALL[_i];
+  gb b = {0};
+  gb_arg(&b, "x", ty(S, "17"), 'c');
+  gb_arg(&b, "y", ty(S, "1024"), 'c');
+  int r = 0;
+  for (int d = 0; d < COUNT(ALL); d++) {
+    gb_op(&b, "%%r%d = cast(%%x, to=%s)", r, ALL[d]);
+    char v[16];
+    snprintf(v, sizeof v, "r%d", r++);
+    gb_ret(&b, v, ty(ALL[d], "17"));
+    gb_op(&b, "%%r%d = cast(%%y, to=%s)", r, ALL[d]);
+    snprintf(v, sizeof v, "r%d", r++);
+    gb_ret(&b, v, ty(ALL[d], "1024"));
+  }
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* ---- reductions ------------------------------------------------------------------------------------ */
+
+/* Reductions over every axes pattern: rows (BLOCKS), columns, scattered axes, unit dims, all. */
+START_TEST(test_reduce) {
+  const char *T = NUMERIC[_i];
+  int fl = is_float_name(T);
+  gb b = {0};
+  static const char *const shp[] = {"17", "3, 1023", "2, 3, 4, 5", "5, 1, 7", "4097"};
+  for (int s = 0; s < 5; s++) {
+    char n[16];
+    snprintf(n, sizeof n, "p%d", s);
+    gb_arg(&b, n, ty(T, shp[s]), fl ? 'p' : 'x');
+    snprintf(n, sizeof n, "n%d", s);
+    gb_arg(&b, n, ty(T, shp[s]), fl ? 'n' : 'x');
+  }
+  /* arg index, attributes, result dims */
+  static const struct { int arg; const char *attrs, *out; } cases[] = {
+      {0, "", ""},
+      {1, ", axes=[1]", "3"},
+      {1, ", axes=[0], keepdims=true", "1, 1023"},
+      {2, ", axes=[1, 3]", "2, 4"},
+      {2, ", axes=[0, 2], keepdims=true", "1, 3, 1, 5"},
+      {2, ", axes=[-1]", "2, 3, 4"},
+      {3, ", axes=[1]", "5, 7"},
+      {3, ", axes=[0, 1]", "7"},
+      {4, "", ""},
+      {2, ", axes=[0, 1, 2, 3]", ""},
+      {2, ", axes=[2, 3]", "2, 3"},
+  };
+  static const char *const ops[] = {"reduce_sum", "reduce_max", "reduce_min", "reduce_mean"};
+  int r = 0;
+  for (int o = 0; o < 4 - !fl; o++)
+    for (int k = 0; k < COUNT(cases); k++) {
+      char arg = (o == 1 || o == 2) ? 'n' : 'p';
+      gb_op(&b, "%%r%d = %s(%%%c%d%s)", r, ops[o], arg, cases[k].arg, cases[k].attrs);
+      char v[16];
+      snprintf(v, sizeof v, "r%d", r++);
+      gb_ret(&b, v, ty(T, cases[k].out));
+    }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* argmax: first index of the maximum (ties and NaN), rows and columns. */
+START_TEST(test_argmax) {
+  const char *T = NUMERIC[_i];
+  gb b = {0};
+  gb_arg(&b, "a", ty(T, "17"), 's');
+  gb_arg(&b, "b", ty(T, "3, 1023"), 's');
+  gb_arg(&b, "c", ty(T, "2, 3, 4"), 's');
+  gb_arg(&b, "e", ty(T, "4097"), 's');
+  gb_arg(&b, "f", ty(T, "5, 1"), 's');
+  gb_op(&b, "%%r0 = argmax(%%a)");
+  gb_op(&b, "%%r1 = argmax(%%b, axis=1)");
+  gb_op(&b, "%%r2 = argmax(%%b, axis=0)");
+  gb_op(&b, "%%r3 = argmax(%%c, axis=1, keepdims=true)");
+  gb_op(&b, "%%r4 = argmax(%%e, axis=0)");
+  gb_op(&b, "%%r5 = argmax(%%f, axis=-1)");
+  gb_op(&b, "%%r6 = argmax(%%c, axis=-1)");
+  gb_ret(&b, "r0", "i64[]");
+  gb_ret(&b, "r1", "i64[3]");
+  gb_ret(&b, "r2", "i64[1023]");
+  gb_ret(&b, "r3", "i64[2, 1, 4]");
+  gb_ret(&b, "r4", "i64[]");
+  gb_ret(&b, "r5", "i64[5]");
+  gb_ret(&b, "r6", "i64[2, 3]");
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* softmax and log_softmax on rows (BLOCKS) and inner axes (ITEMS). */
+START_TEST(test_softmax) {
+  const char *T = FLOATS[_i];
+  gb b = {0};
+  static const struct { const char *shape, *axis; } cases[] = {
+      {"3, 1023", "-1"}, {"4, 17, 3", "1"}, {"4097", "0"}, {"1", "0"}, {"2, 1", "1"}, {"2, 5, 33", "2"}};
+  for (int k = 0; k < COUNT(cases); k++) {
+    char n[16];
+    snprintf(n, sizeof n, "x%d", k);
+    gb_arg(&b, n, ty(T, cases[k].shape), 'x');
+    for (int l = 0; l < 2; l++) {
+      gb_op(&b, "%%%c%d = %s(%%x%d, axis=%s)", l ? 'l' : 's', k, l ? "log_softmax" : "softmax", k,
+            cases[k].axis);
+      snprintf(n, sizeof n, "%c%d", l ? 'l' : 's', k);
+      gb_ret(&b, n, ty(T, cases[k].shape));
+    }
+  }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* layernorm over trailing dims (incl. several) and rmsnorm. */
+START_TEST(test_norms) {
+  const char *T = FLOATS[_i];
+  gb b = {0};
+  gb_arg(&b, "x0", ty(T, "3, 1023"), 'x');
+  gb_arg(&b, "g0", ty(T, "1023"), 'x');
+  gb_arg(&b, "b0", ty(T, "1023"), 'x');
+  gb_arg(&b, "x1", ty(T, "2, 3, 17"), 'x');
+  gb_arg(&b, "g1", ty(T, "3, 17"), 'x');
+  gb_arg(&b, "b1", ty(T, "3, 17"), 'x');
+  gb_arg(&b, "x2", ty(T, "4, 1"), 'x');
+  gb_arg(&b, "g2", ty(T, "1"), 'x');
+  gb_arg(&b, "b2", ty(T, "1"), 'x');
+  gb_arg(&b, "x3", ty(T, "2, 4097"), 'x');
+  gb_arg(&b, "g3", ty(T, "4097"), 'x');
+  gb_op(&b, "%%n0 = layernorm(%%x0, %%g0, %%b0)");
+  gb_op(&b, "%%n1 = layernorm(%%x1, %%g1, %%b1, axis=1, eps=0.001)");
+  gb_op(&b, "%%n2 = layernorm(%%x2, %%g2, %%b2, axis=-1)");
+  gb_arg(&b, "g4", ty(T, "17"), 'x');
+  gb_op(&b, "%%m0 = rmsnorm(%%x1, %%g4)");
+  gb_op(&b, "%%m1 = rmsnorm(%%x3, %%g3, eps=0.0001)");
+  gb_op(&b, "%%m2 = rmsnorm(%%x2, %%g2)");
+  gb_ret(&b, "n0", ty(T, "3, 1023"));
+  gb_ret(&b, "n1", ty(T, "2, 3, 17"));
+  gb_ret(&b, "n2", ty(T, "4, 1"));
+  gb_ret(&b, "m0", ty(T, "2, 3, 17"));
+  gb_ret(&b, "m1", ty(T, "2, 4097"));
+  gb_ret(&b, "m2", ty(T, "4, 1"));
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* ---- contractions ---------------------------------------------------------------------------------- */
+
+/* matmul: tile edges, K not a multiple of the tile, batch broadcasting, transposes. */
+START_TEST(test_matmul) {
+  const char *T = NUMERIC[_i];
+  int fl = is_float_name(T);
+  static const struct { const char *a, *b, *attrs, *out; } cases[] = {
+      {"1, 1", "1, 1", "", "1, 1"},
+      {"3, 17", "17, 5", "", "3, 5"},
+      {"33, 65", "65, 31", "", "33, 31"},
+      {"2, 3, 4, 5", "5, 6", "", "2, 3, 4, 6"},
+      {"2, 1, 4, 5", "3, 5, 6", "", "2, 3, 4, 6"},
+      {"17, 3", "17, 5", ", transpose_a=true", "3, 5"},
+      {"3, 17", "5, 17", ", transpose_b=true", "3, 5"},
+      {"65, 33", "31, 65", ", transpose_a=true, transpose_b=true", "33, 31"},
+      {"40, 64", "64, 70", "", "40, 70"},
+      {"4, 5", "2, 5, 6", "", "2, 4, 6"},
+      {"2, 7, 3", "2, 4, 7", ", transpose_a=true, transpose_b=true", "2, 3, 4"},
+  };
+  gb b = {0};
+  for (int k = 0; k < COUNT(cases); k++) {
+    char n[16];
+    snprintf(n, sizeof n, "a%d", k);
+    gb_arg(&b, n, ty(T, cases[k].a), fl ? 'x' : 'k');
+    snprintf(n, sizeof n, "b%d", k);
+    gb_arg(&b, n, ty(T, cases[k].b), fl ? 'x' : 'k');
+    gb_op(&b, "%%m%d = matmul(%%a%d, %%b%d%s)", k, k, k, cases[k].attrs);
+    snprintf(n, sizeof n, "m%d", k);
+    gb_ret(&b, n, ty(T, cases[k].out));
+  }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* conv2d: padding forms, stride, dilation, groups, 1x1. */
+START_TEST(test_conv) {
+  const char *T = FLOATS[_i];
+  static const struct { const char *x, *w, *attrs, *out; } cases[] = {
+      {"1, 3, 9, 9", "4, 3, 3, 3", ", padding=[1, 1]", "1, 4, 9, 9"},
+      {"2, 4, 8, 8", "6, 2, 3, 3", ", stride=[2, 2], groups=2", "2, 6, 3, 3"},
+      {"1, 2, 7, 7", "3, 2, 3, 3", ", dilation=[2, 2], padding=[0, 1, 2, 3]", "1, 3, 5, 7"},
+      {"1, 5, 4, 4", "2, 5, 1, 1", "", "1, 2, 4, 4"},
+      {"1, 1, 5, 6", "1, 1, 2, 3", ", stride=[2, 1], padding=[1, 0]", "1, 1, 3, 4"},
+  };
+  gb b = {0};
+  for (int k = 0; k < COUNT(cases); k++) {
+    char n[16];
+    snprintf(n, sizeof n, "x%d", k);
+    gb_arg(&b, n, ty(T, cases[k].x), 'x');
+    snprintf(n, sizeof n, "w%d", k);
+    gb_arg(&b, n, ty(T, cases[k].w), 'x');
+    gb_op(&b, "%%c%d = conv2d(%%x%d, %%w%d%s)", k, k, k, cases[k].attrs);
+    snprintf(n, sizeof n, "c%d", k);
+    gb_ret(&b, n, ty(T, cases[k].out));
+  }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* max/avg pools: default stride, padding (max reads -inf, avg counts only real taps). */
+START_TEST(test_pool) {
+  const char *T = FLOATS[_i];
+  static const struct { const char *attrs, *out; } cases[] = {
+      {"kernel=[2, 2]", "1, 2, 4, 4"},
+      {"kernel=[3, 3], stride=[2, 2], padding=[1, 1]", "1, 2, 4, 4"},
+      {"kernel=[3, 2], stride=[1, 2], padding=[0, 1, 2, 0]", "1, 2, 8, 4"},
+  };
+  gb b = {0};
+  gb_arg(&b, "x", ty(T, "1, 2, 8, 8"), 'n');
+  for (int k = 0; k < COUNT(cases); k++)
+    for (int m = 0; m < 2; m++) {
+      gb_op(&b, "%%%c%d = %s(%%x, %s)", m ? 'a' : 'm', k, m ? "avg_pool2d" : "max_pool2d", cases[k].attrs);
+      char n[16];
+      snprintf(n, sizeof n, "%c%d", m ? 'a' : 'm', k);
+      gb_ret(&b, n, ty(T, cases[k].out));
+    }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* ---- data movement ----------------------------------------------------------------------------------- */
+
+static const char *const MOVE_TYPES[] = {"f32", "f16", "i64", "u8", "bool", "f64"};
+
+/* reshape views, transposes (incl. ones that are plain copies), broadcasts. */
+START_TEST(test_reshape_transpose_broadcast) {
+  const char *T = MOVE_TYPES[_i];
+  gb b = {0};
+  gb_arg(&b, "x", ty(T, "2, 3, 5"), 'x');
+  gb_arg(&b, "y", ty(T, "17, 33"), 'x');
+  gb_arg(&b, "z", ty(T, "4096"), 'x');
+  gb_arg(&b, "u", ty(T, "2, 1, 3"), 'x');
+  gb_arg(&b, "v", ty(T, "17"), 'x');
+  gb_arg(&b, "w", ty(T, "3, 1"), 'x');
+  gb_arg(&b, "s", ty(T, ""), 'x');
+  gb_op(&b, "%%r = reshape(%%x, shape=[6, 5])");
+  gb_op(&b, "%%rt = transpose(%%r, perm=[1, 0])");
+  gb_op(&b, "%%t0 = transpose(%%x, perm=[2, 0, 1])");
+  gb_op(&b, "%%t1 = transpose(%%y, perm=[1, 0])");
+  gb_op(&b, "%%t2 = transpose(%%z, perm=[0])");
+  gb_op(&b, "%%t3 = transpose(%%u, perm=[1, 0, 2])");
+  gb_op(&b, "%%b0 = broadcast(%%v, shape=[3, 17])");
+  gb_op(&b, "%%b1 = broadcast(%%w, shape=[2, 3, 4])");
+  gb_op(&b, "%%b2 = broadcast(%%s, shape=[5])");
+  gb_op(&b, "%%b3 = broadcast(%%y, shape=[17, 33])");
+  gb_op(&b, "%%rr = reshape(%%t1, shape=[3, 11, 17])");
+  gb_op(&b, "%%r2 = reshape(%%rr, shape=[561])");
+  gb_ret(&b, "r", ty(T, "6, 5"));
+  gb_ret(&b, "rt", ty(T, "5, 6"));
+  gb_ret(&b, "t0", ty(T, "5, 2, 3"));
+  gb_ret(&b, "t1", ty(T, "33, 17"));
+  gb_ret(&b, "t2", ty(T, "4096"));
+  gb_ret(&b, "t3", ty(T, "1, 2, 3"));
+  gb_ret(&b, "b0", ty(T, "3, 17"));
+  gb_ret(&b, "b1", ty(T, "2, 3, 4"));
+  gb_ret(&b, "b2", ty(T, "5"));
+  gb_ret(&b, "b3", ty(T, "17, 33"));
+  gb_ret(&b, "r2", ty(T, "561"));
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* concat along every axis kind, slice with negative/clamped bounds and steps, pad. */
+START_TEST(test_concat_slice_pad) {
+  const char *T = MOVE_TYPES[_i];
+  const char *pv = !strcmp(T, "bool") ? "true" : is_float_name(T) ? "1.5" : "7";
+  gb b = {0};
+  gb_arg(&b, "a", ty(T, "2, 3"), 'x');
+  gb_arg(&b, "b", ty(T, "2, 5"), 'x');
+  gb_arg(&b, "c", ty(T, "2, 1"), 'x');
+  gb_arg(&b, "d", ty(T, "3, 4"), 'x');
+  gb_arg(&b, "e", ty(T, "1, 4"), 'x');
+  gb_arg(&b, "f", ty(T, "2, 3, 4"), 'x');
+  gb_arg(&b, "g", ty(T, "2, 3, 1"), 'x');
+  gb_arg(&b, "h", ty(T, "10, 7"), 'x');
+  gb_arg(&b, "k", ty(T, "5"), 'x');
+  gb_op(&b, "%%c0 = concat(%%a, %%b, %%c, axis=1)");
+  gb_op(&b, "%%c1 = concat(%%d, %%e, axis=0)");
+  gb_op(&b, "%%c2 = concat(%%f, %%g, axis=-1)");
+  gb_op(&b, "%%c3 = concat(%%a, axis=0)");
+  gb_op(&b, "%%s0 = slice(%%h, start=[1, -5], end=[9, 7], step=[2, 1])");
+  gb_op(&b, "%%s1 = slice(%%h, start=[-100, 0], end=[100, 7])");
+  gb_op(&b, "%%s2 = slice(%%h, start=[0, 6], end=[10, 7], step=[3, 1])");
+  gb_op(&b, "%%s3 = slice(%%h, start=[2, 1], end=[3, 6], step=[1, 2])");
+  gb_op(&b, "%%p0 = pad(%%d, pads=[1, 0, 2, 3])");
+  gb_op(&b, "%%p1 = pad(%%k, pads=[0, 2], value=%s)", pv);
+  gb_op(&b, "%%p2 = pad(%%f, pads=[0, 1, 0, 0, 0, 2])");
+  gb_ret(&b, "c0", ty(T, "2, 9"));
+  gb_ret(&b, "c1", ty(T, "4, 4"));
+  gb_ret(&b, "c2", ty(T, "2, 3, 5"));
+  gb_ret(&b, "c3", ty(T, "2, 3"));
+  gb_ret(&b, "s0", ty(T, "4, 5"));
+  gb_ret(&b, "s1", ty(T, "10, 7"));
+  gb_ret(&b, "s2", ty(T, "4, 1"));
+  gb_ret(&b, "s3", ty(T, "1, 3"));
+  gb_ret(&b, "p0", ty(T, "6, 7"));
+  gb_ret(&b, "p1", ty(T, "7"));
+  gb_ret(&b, "p2", ty(T, "2, 4, 6"));
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* gather with negative indices (i32 and i64 index types), and split. */
+START_TEST(test_gather_split) {
+  const char *T = MOVE_TYPES[_i];
+  static const struct { const char *x, *ind, *axis, *out; int64_t range; } cases[] = {
+      {"5, 4", "i64[3]", "0", "3, 4", 5},
+      {"2, 7, 3", "i32[2, 2]", "1", "2, 2, 2, 3", 7},
+      {"6", "i64[]", "0", "", 6},
+      {"4, 6", "i32[9]", "-1", "4, 9", 6},
+  };
+  for (int k = 0; k < COUNT(cases); k++) {
+    gb b = {0};
+    gb_arg(&b, "x", ty(T, cases[k].x), 'x');
+    gb_arg(&b, "i", cases[k].ind, 'i');
+    gb_op(&b, "%%g = gather(%%x, %%i, axis=%s)", cases[k].axis);
+    gb_ret(&b, "g", ty(T, cases[k].out));
+    run_gb(&b, 0, cases[k].range);
+  }
+  gb b = {0};
+  gb_arg(&b, "x", ty(T, "2, 6"), 'x');
+  gb_arg(&b, "y", ty(T, "7, 3"), 'x');
+  gb_op(&b, "%%a, %%b, %%c = split(%%x, axis=1, sizes=[1, 2, 3])");
+  gb_op(&b, "%%d, %%e = split(%%y, axis=0, sizes=[3, 4])");
+  gb_op(&b, "%%f = split(%%y, axis=-1, sizes=[3])");
+  gb_ret(&b, "a", ty(T, "2, 1"));
+  gb_ret(&b, "b", ty(T, "2, 2"));
+  gb_ret(&b, "c", ty(T, "2, 3"));
+  gb_ret(&b, "e", ty(T, "4, 3"));
+  gb_ret(&b, "d", ty(T, "3, 3"));
+  gb_ret(&b, "f", ty(T, "7, 3"));
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* const (scalar fills, lists converted at compile time) and iota. */
+START_TEST(test_const_iota) {
+  gb b = {0};
+  gb_arg(&b, "x", "f32[3, 4]", 'x');
+  gb_op(&b, "%%c0 = const(value=1.5)");
+  gb_op(&b, "%%c1 = const(value=2.5, shape=[3, 4], dtype=f16)");
+  gb_op(&b, "%%c2 = const(value=7, shape=[4096], dtype=i32)");
+  gb_op(&b, "%%c3 = const(value=true, shape=[5])");
+  gb_op(&b, "%%c4 = const(value=[1.0, 2.5, -3.0, 4.0, 5.5, 6.0], shape=[2, 3])");
+  gb_op(&b, "%%c5 = const(value=[1, -2, 3], dtype=i8)");
+  gb_op(&b, "%%c6 = const(value=0.1, shape=[17], dtype=bf16)");
+  gb_op(&b, "%%c7 = const(value=[0.1, 65519.0, 1e-08], dtype=f16)");
+  gb_op(&b, "%%c8 = const(value=-2.7, shape=[3], dtype=i32)");
+  gb_op(&b, "%%c9 = const(value=[true, false, true])");
+  gb_op(&b, "%%s = add(%%x, %%c0)");
+  gb_op(&b, "%%i0 = iota(shape=[3, 4], axis=1)");
+  gb_op(&b, "%%i1 = iota(shape=[3, 4], axis=0, dtype=f32)");
+  gb_op(&b, "%%i2 = iota(shape=[2, 3, 5], axis=1, dtype=i32)");
+  gb_op(&b, "%%i3 = iota(shape=[4096], dtype=f16)");
+  gb_op(&b, "%%i4 = iota(shape=[7], dtype=u8)");
+  gb_op(&b, "%%i5 = iota(shape=[2, 3, 5], axis=-1, dtype=bf16)");
+  gb_ret(&b, "c0", "f32[]");
+  gb_ret(&b, "c1", "f16[3, 4]");
+  gb_ret(&b, "c2", "i32[4096]");
+  gb_ret(&b, "c3", "bool[5]");
+  gb_ret(&b, "c4", "f32[2, 3]");
+  gb_ret(&b, "c5", "i8[3]");
+  gb_ret(&b, "c6", "bf16[17]");
+  gb_ret(&b, "c7", "f16[3]");
+  gb_ret(&b, "c8", "i32[3]");
+  gb_ret(&b, "c9", "bool[3]");
+  gb_ret(&b, "s", "f32[3, 4]");
+  gb_ret(&b, "i0", "i64[3, 4]");
+  gb_ret(&b, "i1", "f32[3, 4]");
+  gb_ret(&b, "i2", "i32[2, 3, 5]");
+  gb_ret(&b, "i3", "f16[4096]");
+  gb_ret(&b, "i4", "u8[7]");
+  gb_ret(&b, "i5", "bf16[2, 3, 5]");
+  run_gb(&b, 0, 0);
+}
+END_TEST
+
+/* ---- params, outputs, in-place ------------------------------------------------------------------- */
+
+/* Params are CONST buffers on the weights' data; a returned param is copied. */
+START_TEST(test_params) {
+  static float w[17 * 5], bias[5];
+  uint64_t seed = g_seed;
+  tu_fill(w, GRAPHC_DTYPE_F32, 17 * 5, 'x', 0, &seed);
+  tu_fill(bias, GRAPHC_DTYPE_F32, 5, 'x', 0, &seed);
+  gc_st_tensor ts[2] = {{"fc.w", GRAPHC_DTYPE_F32, 2, {17, 5}, w, sizeof w},
+                        {"fc.b", GRAPHC_DTYPE_F32, 1, {5}, bias, sizeof bias}};
+  gc_safetensors st = {2, ts, NULL, 0, (char *)"mem"};
+  const char *text =
+      "version 1;\n"
+      "graph @t(%x: f32[3, 17]) -> (f32[3, 5], f32[5], f32[17, 5]) {\n"
+      "  param %w: f32[17, 5] = \"fc.w\";\n"
+      "  param %b: f32[5] = \"fc.b\";\n"
+      "  %m = matmul(%x, %w);\n"
+      "  %y = add(%m, %b);\n"
+      "  return %y, %b, %w;\n"
+      "}\n";
+  gc_module *m = parse_ok(text);
+  gc_plan *p = lower_ok(m->graphs[0], &st, KIR_TARGET_CUDA);
+  int n_const = 0;
+  for (int b = 0; b < p->n_buffers; b++)
+    if (p->buffers[b].kind == GC_BUF_CONST) {
+      const gc_plan_const *c = &p->consts[p->buffers[b].index];
+      ck_assert(c->data == (const void *)w || c->data == (const void *)bias);
+      ck_assert_str_eq(c->data == (const void *)w ? "fc.w" : "fc.b", c->name);
+      n_const++;
+    }
+  ck_assert_int_eq(n_const, 2);
+  ck_assert_int_eq(p->n_consts, 2);
+  gc_plan_free(p);
+  /* without weights (code generation only) params have no data but lower fine */
+  p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+  for (int i = 0; i < p->n_consts; i++) ck_assert_ptr_null(p->consts[i].data);
+  gc_plan_free(p);
+  gc_module_free(m);
+  gb kinds = {0};
+  kinds.kinds[0] = 'x';
+  run_case_w(strdup(text), 1, 0, &st, &kinds);
+}
+END_TEST
+
+/* The name of the kernel that writes OUTPUT index i. */
+static const char *output_writer(const gc_plan *p, int i) {
+  for (int b = 0; b < p->n_buffers; b++)
+    if (p->buffers[b].kind == GC_BUF_OUTPUT && p->buffers[b].index == i)
+      for (int l = 0; l < p->n_launches; l++)
+        if (kernel_writes(p->kir->kernels[p->launches[l]], b)) return p->kir->kernels[p->launches[l]]->name;
+  return "";
+}
+
+/* Outputs that alias args, views, consts or each other get copies; others are written in place. */
+START_TEST(test_output_aliases) {
+  const char *text =
+      "version 1;\n"
+      "graph @t(%x: f32[17], %y: f32[4, 17]) -> (f32[17], f32[17], f32[17], f32[1, 17], f32[4, 17], "
+      "f32[3], f32[17], f32[1, 17]) {\n"
+      "  %a = exp(%x);\n"
+      "  %r = reshape(%a, shape=[1, 17]);\n"
+      "  %c = const(value=[1.0, 2.0, 3.0]);\n"
+      "  %n = neg(%x);\n"
+      "  %v = reshape(%x, shape=[1, 17]);\n"
+      "  %z = add(%v, %r);\n"
+      "  return %x, %a, %a, %r, %y, %c, %n, %z;\n"
+      "}\n";
+  gc_module *m = parse_ok(text);
+  gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+  ck_assert_str_eq(output_writer(p, 0), "copy_out0");
+  ck_assert_str_eq(output_writer(p, 1), "exp_0");
+  ck_assert_str_eq(output_writer(p, 2), "copy_out2");
+  ck_assert_str_eq(output_writer(p, 3), "copy_out3");
+  ck_assert_str_eq(output_writer(p, 4), "copy_out4");
+  ck_assert_str_eq(output_writer(p, 5), "copy_out5");
+  ck_assert_str_eq(output_writer(p, 6), "neg_3");
+  ck_assert_str_eq(output_writer(p, 7), "add_5");
+  ck_assert_int_eq(p->n_consts, 1);
+  ck_assert_str_eq(p->consts[0].name, "const.2");
+  gc_plan_free(p);
+  gc_module_free(m);
+  gb kinds = {0};
+  strcpy(kinds.kinds, "xx");
+  run_case_w(strdup(text), 0, 0, NULL, &kinds);
+}
+END_TEST
+
+/* A chain of elementwise ops reuses one slot in place; a value read later does not give its slot away. */
+START_TEST(test_inplace) {
+  const char *text =
+      "version 1;\n"
+      "graph @t(%x: f32[4096], %y: f32[4096]) -> (f32[4096], f32[4096]) {\n"
+      "  %a = add(%x, %y);\n"
+      "  %b = exp(%a);\n"
+      "  %c = mul(%b, %b);\n"
+      "  %d = neg(%c);\n"
+      "  %e = sub(%a, %x);\n"
+      "  %f = sigmoid(%e);\n"
+      "  %g = add(%f, %a);\n"
+      "  return %d, %g;\n"
+      "}\n";
+  gc_module *m = parse_ok(text);
+  for (int ti = 0; ti < 2; ti++) {
+    gc_plan *p = lower_ok(m->graphs[0], NULL, ti ? KIR_TARGET_HOST : KIR_TARGET_CUDA);
+    check_plan(p, m->graphs[0], ti ? KIR_TARGET_HOST : KIR_TARGET_CUDA);
+    /* TEMPs in creation order: a, b, c, e, f */
+    int t[8], n = 0;
+    for (int b = 0; b < p->n_buffers; b++)
+      if (p->buffers[b].kind == GC_BUF_TEMP) t[n++] = b;
+    ck_assert_int_eq(n, 5);
+    const gc_plan_buffer *a = &p->buffers[t[0]], *bb = &p->buffers[t[1]], *c = &p->buffers[t[2]];
+    const gc_plan_buffer *e = &p->buffers[t[3]], *f = &p->buffers[t[4]];
+    ck_assert_uint_ne(bb->offset, a->offset);  /* a is read again by e and g */
+    ck_assert_uint_eq(c->offset, bb->offset);  /* c = b * b takes over b */
+    ck_assert_uint_eq(f->offset, e->offset);   /* f = sigmoid(e) takes over e */
+    ck_assert_uint_eq(p->arena_bytes, 3 * 16384);
+    ck_assert_uint_eq(p->arena_lower_bound, 3 * 16384);
+    /* the launch of c reads b through a param that no longer promises readonly */
+    const kir_kernel *kc = p->kir->kernels[p->launches[c->first_use]];
+    for (int i = 0; i < kc->n_params; i++)
+      if (kc->params[i].binding == t[1]) ck_assert_int_eq(kc->params[i].readonly, 0);
+    gc_plan_free(p);
+  }
+  gc_module_free(m);
+  gb kinds = {0};
+  strcpy(kinds.kinds, "xx");
+  run_case_w(strdup(text), 1, 0, NULL, &kinds);
+}
+END_TEST
+
+/* Buffer assignment on random lifetimes: never overlaps live buffers, 256-aligned,
+ * deterministic, and the lower bound is the exact peak of live bytes. */
+START_TEST(test_assign_random) {
+  uint64_t s = g_seed;
+  for (int iter = 0; iter < 300; iter++) {
+    int nl = 1 + (int)tu_int(&s, 0, 39), nb = 1 + (int)tu_int(&s, 0, 59);
+    gc_plan p;
+    memset(&p, 0, sizeof p);
+    p.n_launches = nl;
+    p.launches = calloc((size_t)nl, sizeof *p.launches);
+    p.n_buffers = nb;
+    p.buffers = calloc((size_t)nb, sizeof *p.buffers);
+    for (int b = 0; b < nb; b++) {
+      gc_plan_buffer *pb = &p.buffers[b];
+      pb->kind = tu_int(&s, 0, 9) == 0 ? GC_BUF_INPUT : GC_BUF_TEMP;
+      pb->type.dtype = GRAPHC_DTYPE_U8;
+      pb->type.rank = 1;
+      pb->type.dims[0] = tu_int(&s, 1, 3) == 1 ? tu_int(&s, 1, 300) : tu_int(&s, 1, 20000);
+      pb->bytes = (size_t)pb->type.dims[0];
+      pb->first_use = (int)tu_int(&s, 0, nl - 1);
+      pb->last_use = pb->first_use + (int)tu_int(&s, 0, nl - 1 - pb->first_use);
+    }
+    gc_assign_buffers(&p, NULL);
+    size_t *off = malloc((size_t)nb * sizeof *off);
+    for (int b = 0; b < nb; b++) off[b] = p.buffers[b].offset;
+    size_t arena = p.arena_bytes, bound = p.arena_lower_bound;
+    gc_assign_buffers(&p, NULL);
+    ck_assert_uint_eq(arena, p.arena_bytes);
+    size_t peak = 0;
+    for (int l = 0; l < nl; l++) {
+      size_t live = 0;
+      for (int b = 0; b < nb; b++) {
+        const gc_plan_buffer *x = &p.buffers[b];
+        ck_assert_uint_eq(off[b], x->offset);
+        if (x->kind == GC_BUF_TEMP && x->first_use <= l && l <= x->last_use) live += slot(x);
+      }
+      if (live > peak) peak = live;
+    }
+    ck_assert_uint_eq(bound, peak);
+    ck_assert_uint_ge(arena, bound);
+    for (int a = 0; a < nb; a++) {
+      const gc_plan_buffer *x = &p.buffers[a];
+      if (x->kind != GC_BUF_TEMP) continue;
+      ck_assert_uint_eq(x->offset % 256, 0);
+      ck_assert_uint_le(x->offset + slot(x), arena);
+      for (int b = a + 1; b < nb; b++) {
+        const gc_plan_buffer *y = &p.buffers[b];
+        if (y->kind != GC_BUF_TEMP) continue;
+        int live = x->first_use <= y->last_use && y->first_use <= x->last_use;
+        int mem = x->offset < y->offset + slot(y) && y->offset < x->offset + slot(x);
+        ck_assert_msg(!(live && mem), "iteration %d: buffers %d and %d overlap (seed %llu)", iter, a, b,
+                      (unsigned long long)g_seed);
+      }
+    }
+    free(off);
+    free(p.launches);
+    free(p.buffers);
+  }
+}
+END_TEST
+
+/* ---- errors, stats, determinism --------------------------------------------------------------------- */
+
+/* Lowering errors: missing or mismatched weights at the param, unbound dims at the argument. */
+START_TEST(test_errors) {
+  static float w[10];
+  gc_st_tensor ts[1] = {{"w", GRAPHC_DTYPE_F32, 2, {5, 2}, w, sizeof w}};
+  gc_safetensors st = {1, ts, NULL, 0, (char *)"mem.safetensors"};
+  static const struct { const char *text; graphc_status_t status; int line; const char *msg; } cases[] = {
+      {"version 1;\ngraph @t(%x: f32[2]) -> (f32[2]) {\n  param %w: f32[2] = \"nope\";\n"
+       "  %y = add(%x, %w);\n  return %y;\n}\n",
+       GRAPHC_STATUS_WEIGHTS_ERROR, 3, "\"nope\" not found"},
+      {"version 1;\ngraph @t(%x: f32[2, 5]) -> (f32[2, 5]) {\n  param %w: f32[2, 5] = \"w\";\n"
+       "  %y = add(%x, %w);\n  return %y;\n}\n",
+       GRAPHC_STATUS_WEIGHTS_ERROR, 3, "f32[5, 2]"},
+      {"version 1;\ngraph @t<B>(%x: f32[B, 4]) -> (f32[B, 4]) {\n  %y = neg(%x);\n  return %y;\n}\n",
+       GRAPHC_STATUS_INVALID_ARGUMENT, 2, "symbolic"},
+  };
+  for (int k = 0; k < COUNT(cases); k++) {
+    gc_module *m = parse_ok(cases[k].text);
+    kir_target t;
+    kir_target_cuda(&t, 90);
+    gc_diags d;
+    gc_diags_init(&d, "case.graph", cases[k].text, strlen(cases[k].text));
+    gc_plan *p = gc_lower(m->graphs[0], &st, &t, &d);
+    ck_assert_ptr_null(p);
+    ck_assert_int_ge(d.n_errors, 1);
+    ck_assert_int_eq(d.status, cases[k].status);
+    ck_assert_int_eq(d.items[0].loc.line, cases[k].line);
+    ck_assert_msg(strstr(d.items[0].msg, cases[k].msg) != NULL, "message: %s", d.items[0].msg);
+    gc_diags_free(&d);
+    gc_module_free(m);
+  }
+}
+END_TEST
+
+/* --stats summary: kernels with their model, consts, arena against its bound. */
+START_TEST(test_stats) {
+  const char *text =
+      "version 1;\n"
+      "graph @t(%x: f32[8, 64]) -> (f32[8, 10]) {\n"
+      "  %w = const(value=0.5, shape=[64, 10]);\n"
+      "  %m = matmul(%x, %w);\n"
+      "  %c = const(value=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]);\n"
+      "  %y = add(%m, %c);\n"
+      "  %r = relu(%y);\n"
+      "  return %r;\n"
+      "}\n";
+  gc_module *m = parse_ok(text);
+  gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+  gc_sbuf b = {0};
+  gc_plan_stats(&b, p);
+  char *st = gc_sbuf_take(&b);
+  static const char *const want[] = {"4 kernels, 4 launches", "const_0", "matmul_1", "add_3",
+                                     "relu_4", "10240", "consts: 1 tensors, 40 B", "arena:",
+                                     "lower bound"};
+  for (int i = 0; i < COUNT(want); i++)
+    ck_assert_msg(strstr(st, want[i]) != NULL, "stats lack \"%s\":\n%s", want[i], st);
+  const kir_kernel *mm = NULL;
+  for (int i = 0; i < p->kir->n_kernels; i++)
+    if (!strcmp(p->kir->kernels[i]->name, "matmul_1")) mm = p->kir->kernels[i];
+  ck_assert_ptr_nonnull(mm);
+  ck_assert_double_eq(mm->flops, 2.0 * 8 * 64 * 10);
+  ck_assert_double_eq(mm->bytes_moved, 4.0 * (8 * 64 + 64 * 10 + 8 * 10));
+  free(st);
+  gc_plan_free(p);
+  gc_module_free(m);
+}
+END_TEST
+
+/* Same graph, same plan and same CUDA C; every op gets a kernel named <op>_<id>. */
+START_TEST(test_determinism) {
+  const char *text =
+      "version 1;\n"
+      "graph @t(%x: f32[4, 33], %g: f32[33]) -> (f32[4, 33], i64[4], f32[4, 33]) {\n"
+      "  %a = layernorm(%x, %g, %g);\n"
+      "  %s = softmax(%a);\n"
+      "  %i = argmax(%s);\n"
+      "  %t = transpose(%s, perm=[1, 0]);\n"
+      "  %u = reshape(%t, shape=[4, 33]);\n"
+      "  %v = mul(%u, %s);\n"
+      "  return %v, %i, %a;\n"
+      "}\n";
+  gc_module *m = parse_ok(text);
+  char *src[2];
+  for (int r = 0; r < 2; r++) {
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    static const char *const names[] = {"layernorm_0", "softmax_1", "argmax_2", "transpose_3", "mul_5"};
+    ck_assert_int_eq(p->kir->n_kernels, COUNT(names));
+    for (int i = 0; i < COUNT(names); i++) ck_assert_str_eq(p->kir->kernels[p->launches[i]]->name, names[i]);
+    gc_sbuf b = {0};
+    gc_cuda_c_print(&b, p->kir);
+    src[r] = gc_sbuf_take(&b);
+    gc_plan_free(p);
+  }
+  ck_assert_str_eq(src[0], src[1]);
+  free(src[0]);
+  free(src[1]);
+  gc_module_free(m);
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------------------------------ */
+
+/* One test per dtype for the op families. */
+static Suite *lower_suite(void) {
+  Suite *s = suite_create("lower");
+  TCase *tc = tcase_create("ops");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, test_unary_float, 0, COUNT(FLOATS));
+  tcase_add_loop_test(tc, test_unary_numeric, 0, COUNT(NUMERIC));
+  tcase_add_loop_test(tc, test_binary, 0, COUNT(NUMERIC));
+  tcase_add_loop_test(tc, test_compare, 0, COUNT(ALL));
+  tcase_add_loop_test(tc, test_select_logic, 0, COUNT(ALL));
+  tcase_add_loop_test(tc, test_cast, 0, COUNT(ALL));
+  tcase_add_loop_test(tc, test_reduce, 0, COUNT(NUMERIC));
+  tcase_add_loop_test(tc, test_argmax, 0, COUNT(NUMERIC));
+  tcase_add_loop_test(tc, test_softmax, 0, COUNT(FLOATS));
+  tcase_add_loop_test(tc, test_norms, 0, COUNT(FLOATS));
+  tcase_add_loop_test(tc, test_matmul, 0, COUNT(NUMERIC));
+  tcase_add_loop_test(tc, test_conv, 0, COUNT(FLOATS));
+  tcase_add_loop_test(tc, test_pool, 0, COUNT(FLOATS));
+  tcase_add_loop_test(tc, test_reshape_transpose_broadcast, 0, COUNT(MOVE_TYPES));
+  tcase_add_loop_test(tc, test_concat_slice_pad, 0, COUNT(MOVE_TYPES));
+  tcase_add_loop_test(tc, test_gather_split, 0, COUNT(MOVE_TYPES));
+  tcase_add_test(tc, test_const_iota);
+  suite_add_tcase(s, tc);
+  TCase *tp = tcase_create("plan");
+  tcase_set_timeout(tp, 600);
+  tcase_add_test(tp, test_params);
+  tcase_add_test(tp, test_output_aliases);
+  tcase_add_test(tp, test_inplace);
+  tcase_add_test(tp, test_assign_random);
+  tcase_add_test(tp, test_errors);
+  tcase_add_test(tp, test_stats);
+  tcase_add_test(tp, test_determinism);
+  suite_add_tcase(s, tp);
+  return s;
+}
+
+int main(void) {
+  g_seed = tu_seed();
+  printf("test_lower: seed %llu (set GRAPHC_TEST_SEED to reproduce)\n", (unsigned long long)g_seed);
+  fflush(stdout);
+  return tu_run_suite(lower_suite());
+}

@@ -1,4 +1,5 @@
 /* testutil.c - helpers shared by the Check suites. */
+#define TU_IMPL
 #include "testutil.h"
 
 #include <stdio.h>
@@ -25,11 +26,30 @@ char *tu_read_file(const char *path, size_t *len) {
   return p;
 }
 
+const char *tu_source_dir(void) {
+  const char *e = getenv("GRAPHC_TEST_SOURCE_DIR");
+  return e && *e ? e : GRAPHC_SOURCE_DIR;
+}
+
+const char *tu_binary_dir(void) {
+  const char *e = getenv("GRAPHC_TEST_BINARY_DIR");
+  return e && *e ? e : GRAPHC_BINARY_DIR;
+}
+
+const char *tu_cli(void) {
+  static char path[4096];
+  if (getenv("GRAPHC_TEST_BINARY_DIR")) {
+    snprintf(path, sizeof path, "%s/graphc", tu_binary_dir());
+    return path;
+  }
+  return GRAPHC_CLI;
+}
+
 const char *tu_src(const char *rel) {
   static char ring[8][4096];
   static int k;
   char *b = ring[k++ & 7];
-  snprintf(b, 4096, "%s/%s", GRAPHC_SOURCE_DIR, rel);
+  snprintf(b, 4096, "%s/%s", tu_source_dir(), rel);
   return b;
 }
 

@@ -17,4 +17,18 @@ int tu_run_suite(Suite *s);
 /* Run a shell command, capture stdout+stderr into *out (malloc'd); returns exit status. */
 int tu_run_cmd(const char *cmd, char **out);
 
+/* Source and build folders: compiled in, overridable with GRAPHC_TEST_SOURCE_DIR
+ * and GRAPHC_TEST_BINARY_DIR (so a build folder can run on another machine). */
+const char *tu_source_dir(void);
+const char *tu_binary_dir(void);
+const char *tu_cli(void);
+#ifndef TU_IMPL
+#undef GRAPHC_SOURCE_DIR
+#undef GRAPHC_BINARY_DIR
+#undef GRAPHC_CLI
+#define GRAPHC_SOURCE_DIR tu_source_dir()
+#define GRAPHC_BINARY_DIR tu_binary_dir()
+#define GRAPHC_CLI tu_cli()
+#endif
+
 #endif
