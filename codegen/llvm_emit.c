@@ -779,11 +779,29 @@ static void item_bounds(em *e, LLVMValueRef *lo, LLVMValueRef *step, LLVMValueRe
   *step = LLVMBuildMul(b, nctaid, ntid, "");
 }
 
+/* Nonzero when a kernel called `name` would clash with a function the emitter
+ * declares (math library, intrinsics): the call would resolve to the kernel. */
+static int reserved_name(const char *name) {
+  static const char *const math[] = {"exp", "log", "tanh", "erf", "sin", "cos", "pow", "fmod"};
+  if (strncmp(name, "llvm.", 5) == 0 || strncmp(name, "__nv_", 5) == 0) return 1;
+  for (size_t i = 0; i < sizeof math / sizeof math[0]; i++) {
+    size_t n = strlen(math[i]);
+    if (strncmp(name, math[i], n) == 0 && (name[n] == 0 || (name[n] == 'f' && name[n + 1] == 0)))
+      return 1;
+  }
+  return 0;
+}
+
 /* Emit one kernel into e->mod. Returns -1 after reporting to e->d. */
 static int emit_kernel(em *e, const kir_kernel *k) {
   e->k = k;
   int host = e->t->arch == GC_LLVM_HOST;
   gc_loc noloc = {0, 0};
+  if (reserved_name(k->name)) {
+    gc_error_at(e->d, GRAPHC_STATUS_COMPILE_ERROR, noloc,
+                "kernel name %s clashes with a math library function", k->name);
+    return -1;
+  }
   if (host && k->launch.kind == KIR_LAUNCH_BLOCKS && k->launch.block != 1) {
     gc_error_at(e->d, GRAPHC_STATUS_COMPILE_ERROR, noloc,
                 "kernel %s: host target needs BLOCKS launches with one thread per group (got %d)",

@@ -15,6 +15,9 @@
  *   shfl_xor           llvm.nvvm.shfl.sync.bfly.{i32,f32}    the value itself (warp of 1)
  *   exp log tanh ...   libdevice __nv_* (linked by caller)   libm (expf, log, ...)
  *   buffers            ptr addrspace(1) noalias [readonly]   ptr noalias [readonly]
+ *   ->bf16             fptrunc (cvt.rn.bf16.*)               bit arithmetic (no __truncsfbf2
+ *                                                              needed: libgcc < 13 lacks it)
+ *   int->bf16          sm_90: cvt.rn.bf16.s32/s64; else (and host) a round-to-odd f32, then RNE
  *
  * Host kernel ABI: `void name(void *const *args, int64_t begin, int64_t end)`.
  * args has one 8-byte slot per kir_param in order: a buffer's base pointer, or

@@ -7,6 +7,11 @@
  * state is the one-time NVPTX target registration (pthread_once).
  * LLVM 19 knows sm_20..sm_90: a newer GPU gets PTX for sm_90 (the newest
  * below it) and nvJitLink / the driver compile that PTX for the real sm.
+ * Math (exp, log, tanh, erf, sin, cos, pow, fmod) comes from the toolkit's
+ * libdevice.10.bc, loaded lazily so only the functions used are linked; no FTZ
+ * (module flag nvvm-reflect-ftz = 0), no FMA contraction, IEEE div and sqrt.
+ * NVPTX numbers call sites from a process-wide counter ("// callseq N"); the
+ * PTX is renumbered so the same module always gives the same text.
  */
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>

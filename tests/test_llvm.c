@@ -482,6 +482,18 @@ START_TEST(test_llvm_errors) {
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "/nonexistent/libdevice.10.bc"));
   gc_diags_free(&d);
 
+  /* a kernel named like a math function would capture the calls */
+  kir_module *m3 = kir_module_new();
+  kir_kernel *k = kir_kernel_new(m3, "expf", (kir_launch){KIR_LAUNCH_ITEMS, 10, 32});
+  int o = buf(m3, k, "o", DT(F32), 0);
+  kir_emit_store(m3, &k->body, KIR_GLOBAL, o, item(m3, k),
+                 kir_unary(m3, KIR_EXP, kir_const_f(m3, DT(F32), 1.0)));
+  gc_diags_init(&d, "test", NULL, 0);
+  ck_assert_int_eq(gc_llvm_ptx(m3, 90, &ptx, NULL, &d), -1);
+  ck_assert_ptr_nonnull(strstr(d.items[0].msg, "kernel name expf clashes"));
+  gc_diags_free(&d);
+  kir_module_free(m3);
+
   /* a kernel without math needs no libdevice */
   kir_module *m2 = kir_module_new();
   k_loops(m2);
