@@ -9,15 +9,17 @@
 #      test_examples_gpu), verbose                    -> $OUT/ctest-gpu.log
 #      (ALL=1 runs the whole ctest instead)
 #   3. graphc bench on every examples/*.graph, nvrtc and llvm paths, every
-#      symbolic dim bound to $BENCH_DIM (default 64)  -> $OUT/bench-<name>-<path>.txt
+#      symbolic dim bound to $BENCH_DIM (default 256)  -> $OUT/bench.txt
 #   4. a short summary, printed last (also $OUT/summary.txt)
+# $OUT gets four files (summary.txt, nvidia-smi.txt, ctest-gpu.log, bench.txt),
+# within what the device tool brings back.
 # Environment: OUT (default ./gpu-check-out), BENCH_DIM, RUNS (default 100),
 # GRAPHC_TEST_SEED (reproduce a failing random case), ALL.
 # Exit status: 0 when every GPU suite passed and every bench ran, else 1.
 set -u
 BUILD=${1:-build-cuda}
 OUT=${OUT:-$PWD/gpu-check-out}
-BENCH_DIM=${BENCH_DIM:-64}
+BENCH_DIM=${BENCH_DIM:-256}
 RUNS=${RUNS:-100}
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
@@ -57,18 +59,25 @@ start=$(date +%s)
 ctest_rc=$?
 note "ctest (${FILTER:-all}): exit $ctest_rc in $(( $(date +%s) - start )) s; log: $OUT/ctest-gpu.log"
 grep -E "^ *[0-9]+/[0-9]+ Test +#[0-9]+: " "$OUT/ctest-gpu.log" | sed 's/^ */  /' | tee -a "$SUMMARY"
-grep -E "tests passed|tests failed" "$OUT/ctest-gpu.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+grep -E "tests passed, " "$OUT/ctest-gpu.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+grep -q "\*\*\*Skipped" "$OUT/ctest-gpu.log" &&
+  note "  WARNING: suites were SKIPPED (exit 77: no CUDA device seen by the tests?)"
 # The op table's totals and its failing rows, if the op suite ran.
 grep -E "^==== [0-9]+ pass" "$OUT/ctest-gpu.log" | sed 's/^[0-9]*: //; s/^/  backend ops: /' | tee -a "$SUMMARY"
-grep -E "  FAIL " "$OUT/ctest-gpu.log" | sed 's/^[0-9]*: //' | head -40 > "$OUT/failing-rows.txt"
-if [ -s "$OUT/failing-rows.txt" ]; then
-  note "  failing op rows (first 40; all in $OUT/ctest-gpu.log):"
-  sed 's/^/    /' "$OUT/failing-rows.txt" | tee -a "$SUMMARY"
+# Failing rows of the op table, once each (the table is printed twice in the log).
+failing=$(grep -E "  FAIL " "$OUT/ctest-gpu.log" | sed 's/^[0-9]*: //' | awk '!seen[$0]++' | head -40)
+if [ -n "$failing" ]; then
+  note "  failing op rows (first 40; the messages are in $OUT/ctest-gpu.log):"
+  echo "$failing" | sed 's/^/    /' | tee -a "$SUMMARY"
 fi
+grep -E ":[FE]:" "$OUT/ctest-gpu.log" | sed 's/^[0-9]*: //' | awk '!seen[$0]++' | cut -c1-400 | head -20 |
+  sed 's/^/  /' | tee -a "$SUMMARY"
 grep -E "seed [0-9]+" "$OUT/ctest-gpu.log" | grep -E "^[0-9]*: ?test_" | sed 's/^[0-9]*: /  /' | head -3 | tee -a "$SUMMARY"
 
 # 3. bench every example on both paths
 bench_fail=0
+BENCH="$OUT/bench.txt"
+: > "$BENCH"
 shopt -s nullglob
 for f in examples/*.graph; do
   name=$(basename "$f" .graph)
@@ -77,20 +86,22 @@ for f in examples/*.graph; do
   binds=""
   for s in $syms; do binds="$binds --bind $s=$BENCH_DIM"; done
   for cg in nvrtc llvm; do
-    log="$OUT/bench-$name-$cg.txt"
+    log=$(mktemp)
     "$BUILD/graphc" bench "$f" $binds --codegen $cg --runs "$RUNS" --warmup 10 > "$log" 2>&1
     rc=$?
+    { echo "==== graphc bench $f$binds --codegen $cg --runs $RUNS (exit $rc)"; cat "$log"; echo; } >> "$BENCH"
     if [ $rc -ne 0 ]; then
       bench_fail=1
-      note "bench $name ($cg${binds:+,$binds}): FAILED (exit $rc): $(grep -m1 -iE 'error|fail' "$log")"
+      note "bench $name ($cg${binds:+,$binds}): FAILED (exit $rc): $(grep -m1 -iE 'error|fail|unavailable' "$log" || tail -1 "$log")"
     else
       med=$(grep -m1 -E '^  median' "$log" | sed 's/^ *//')
       bw=$(grep -m1 -E '^  modeled' "$log" | sed 's/.*-> //')
       note "bench $name ($cg): $med | $bw"
     fi
+    rm -f "$log"
   done
 done
-copy=$(grep -h -m1 -E '^  copy ' "$OUT"/bench-*.txt 2>/dev/null | head -1 | sed 's/^ *//')
+copy=$(grep -h -m1 -E '^  copy ' "$BENCH" 2>/dev/null | head -1 | sed 's/^ *//')
 [ -n "$copy" ] && note "$copy"
 
 echo

@@ -347,7 +347,8 @@ graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t
   if (!exe->module) goto fail;
   gc_graph *src_g = m->module->graphs[m->entry];
   exe->graph = exe->module->graphs[m->entry];
-  memcpy(exe->graph->sym_values, src_g->sym_values, (size_t)src_g->n_syms * sizeof(int64_t));
+  if (src_g->n_syms)
+    memcpy(exe->graph->sym_values, src_g->sym_values, (size_t)src_g->n_syms * sizeof(int64_t));
   if (gc_graph_specialize(exe->graph, &d) > 0 || gc_verify_graph(exe->graph, &d) > 0) goto fail;
 
   /* Weights: loaded once, checked against every param. */
@@ -573,7 +574,8 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
   gc_module *mod = parse_and_verify(m->name, m->source, m->source_len, &d);
   if (mod) {
     gc_graph *g = mod->graphs[m->entry];
-    memcpy(g->sym_values, m->module->graphs[m->entry]->sym_values, (size_t)g->n_syms * sizeof(int64_t));
+    if (g->n_syms)
+      memcpy(g->sym_values, m->module->graphs[m->entry]->sym_values, (size_t)g->n_syms * sizeof(int64_t));
     if (gc_graph_specialize(g, &d) == 0 && gc_verify_graph(g, &d) == 0 &&
         gc_run_pipeline(g, &opts, &stats, &d) == 0) {
       kir_target t;

@@ -21,6 +21,8 @@
  * before returning, so a caller's current context is left untouched.
  * Environment: GRAPHC_CUDA_SYNC=1 launches eagerly and synchronizes after
  * every launch, so an execution error names its kernel.
+ * Threads: different executables may run concurrently (each has its own
+ * stream); one executable must not be run from two threads at once.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -360,7 +362,8 @@ static void bind_io(cu_state *s, gc_exec *exe, const CUdeviceptr *in, const CUde
     for (int j = 0; j < ck->k->n_params; j++) {
       const kir_param *kp = &ck->k->params[j];
       if (kp->kind == KIR_PARAM_I64) {
-        /* Scalars carry their value in `binding` (lower.h): sizes known at plan time. */
+        /* lower.h does not say where a scalar's value lives; no emitter makes
+         * one yet. Convention here: the value is in `binding`. */
         ck->args[j] = (uint64_t)(int64_t)kp->binding;
         continue;
       }
@@ -600,16 +603,19 @@ static void cuda_release(gc_exec *exe) {
   exe->state = NULL;
   const gc_cu_driver *cu = s->cu;
   if (s->ctx_retained) {
+    /* Errors are ignored here: after a sticky kernel error every call fails,
+     * and the primary context's release frees what is left. */
     CUcontext dummy;
-    int pushed = cu->CtxPushCurrent(s->ctx) == CUDA_SUCCESS;
-    if (s->stream) cu->StreamSynchronize(s->stream);
-    if (s->gexec) cu->GraphExecDestroy(s->gexec);
-    if (s->stream) cu->StreamDestroy(s->stream);
-    if (s->arena) cu->MemFree(s->arena);
-    if (s->consts) cu->MemFree(s->consts);
-    if (s->io) cu->MemFree(s->io);
-    if (s->mod) cu->ModuleUnload(s->mod);
-    if (pushed) cu->CtxPopCurrent(&dummy);
+    if (cu->CtxPushCurrent(s->ctx) == CUDA_SUCCESS) {
+      if (s->stream) cu->StreamSynchronize(s->stream);
+      if (s->gexec) cu->GraphExecDestroy(s->gexec);
+      if (s->stream) cu->StreamDestroy(s->stream);
+      if (s->arena) cu->MemFree(s->arena);
+      if (s->consts) cu->MemFree(s->consts);
+      if (s->io) cu->MemFree(s->io);
+      if (s->mod) cu->ModuleUnload(s->mod);
+      cu->CtxPopCurrent(&dummy);
+    }
     cu->DevicePrimaryCtxRelease(s->dev);
   }
   if (s->kernels && s->plan)
@@ -653,6 +659,7 @@ static cu_state *cuda_state(const gc_exec *exe, gc_diags *d) {
   return NULL;
 }
 
+/* Device, arch and plan facts of a CUDA executable (for graphc bench and tests). */
 graphc_status_t gc_cuda_exec_info(const gc_exec *exe, gc_cuda_info *info) {
   cu_state *s = cuda_state(exe, NULL);
   if (!s || !info) return GRAPHC_STATUS_INVALID_ARGUMENT;
@@ -669,6 +676,16 @@ graphc_status_t gc_cuda_exec_info(const gc_exec *exe, gc_cuda_info *info) {
   return GRAPHC_STATUS_OK;
 }
 
+/* Grid and block size kernel `kernel` is launched with. */
+graphc_status_t gc_cuda_kernel_geometry(const gc_exec *exe, int kernel, unsigned *grid,
+                                        unsigned *block) {
+  cu_state *s = cuda_state(exe, NULL);
+  if (!s || kernel < 0 || kernel >= s->plan->kir->n_kernels) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  *grid = s->kernels[kernel].grid;
+  *block = s->kernels[kernel].block;
+  return GRAPHC_STATUS_OK;
+}
+
 /* Create n events (timing enabled); 0 on success, else destroys what it made. */
 static int make_events(cu_state *s, CUevent *ev, int n, gc_diags *d) {
   for (int i = 0; i < n; i++)
@@ -679,11 +696,13 @@ static int make_events(cu_state *s, CUevent *ev, int n, gc_diags *d) {
   return 0;
 }
 
+/* Destroy n events (NULL entries skipped). */
 static void free_events(cu_state *s, CUevent *ev, int n) {
   for (int i = 0; i < n; i++)
     if (ev[i]) s->cu->EventDestroy(ev[i]);
 }
 
+/* Whole-run times: events around each graph replay (or eager run) after warm-up. */
 graphc_status_t gc_cuda_time_runs(gc_exec *exe, int warmup, int runs, float *ms, gc_diags *d) {
   cu_state *s = cuda_state(exe, d);
   if (!s) return GRAPHC_STATUS_INVALID_ARGUMENT;
@@ -705,6 +724,7 @@ graphc_status_t gc_cuda_time_runs(gc_exec *exe, int warmup, int runs, float *ms,
   return bad ? d->status : GRAPHC_STATUS_OK;
 }
 
+/* Per-launch times: eager launches with an event recorded between each two. */
 graphc_status_t gc_cuda_time_kernels(gc_exec *exe, int runs, float *ms, gc_diags *d) {
   cu_state *s = cuda_state(exe, d);
   if (!s) return GRAPHC_STATUS_INVALID_ARGUMENT;
@@ -735,6 +755,7 @@ graphc_status_t gc_cuda_time_kernels(gc_exec *exe, int runs, float *ms, gc_diags
   return bad ? d->status : GRAPHC_STATUS_OK;
 }
 
+/* Device copy bandwidth: `reps` cuMemcpyDtoDAsync of `bytes` between events. */
 graphc_status_t gc_cuda_copy_bandwidth(gc_exec *exe, size_t bytes, int reps, double *gbps,
                                        size_t *bytes_used, gc_diags *d) {
   cu_state *s = cuda_state(exe, d);

@@ -29,6 +29,11 @@ int gc_cuda_check_available(gc_diags *d);
 /* Facts about a CUDA executable; INVALID_ARGUMENT when exe is not one. */
 graphc_status_t gc_cuda_exec_info(const gc_exec *exe, gc_cuda_info *info);
 
+/* Launch geometry of kir kernel `kernel` (index into plan->kir->kernels):
+ * blocks in the grid and threads per block; INVALID_ARGUMENT when out of range. */
+graphc_status_t gc_cuda_kernel_geometry(const gc_exec *exe, int kernel, unsigned *grid,
+                                        unsigned *block);
+
 /* Time `runs` executions of the kernels alone (no host copies), each bracketed
  * by CUDA events, after `warmup` untimed ones: CUDA graph replay, or eager
  * launches when the executable is eager. The device buffers keep what the last

@@ -18,7 +18,10 @@
  * No device: "SKIPPED: no CUDA device", exit 77. GRAPHC_TEST_DRY=1 without a
  * device still generates every case, checks the dtype rules and runs the
  * interpreter (to check the cases themselves). GRAPHC_TEST_OPS=add,matmul
- * limits the run to some ops. Seed: $GRAPHC_TEST_SEED, else fresh (printed).
+ * limits the run to some ops ("chains" selects the chains).
+ * Chains: besides single ops, ten small multi-op graphs that fusion merges
+ * (MLP layer, causal attention, residual norms, conv block, embedding, ...),
+ * in f32 and f64, with the chain tolerance. Seed: $GRAPHC_TEST_SEED, else fresh (printed).
  */
 #include <stdarg.h>
 #include <sys/wait.h>
@@ -86,6 +89,17 @@ static void gb_rets(gb *b, int n, const char *fmt, ...) {
   }
   b->n_vals += n;
   gc_sbuf_puts(&b->body, " = ");
+  gc_sbuf_vprintf(&b->body, fmt, ap);
+  gc_sbuf_puts(&b->body, ";\n");
+  va_end(ap);
+}
+
+/* An intermediate statement (not returned), e.g. "%t0 = exp(%a0)". */
+static void gb_stmt(gb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gb_stmt(gb *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  gc_sbuf_puts(&b->body, "  ");
   gc_sbuf_vprintf(&b->body, fmt, ap);
   gc_sbuf_puts(&b->body, ";\n");
   va_end(ap);
@@ -481,6 +495,136 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
   }
 }
 
+/* ---- chains: several ops that fusion merges, as in real models --------------------------- */
+/* Fill b with chain `idx` for dtype t; returns 0 past the last chain. Chains
+ * run in f32 and f64 (fused f16 code keeps intermediates in f32, the
+ * interpreter rounds every value to its dtype, so f16 chains would differ by
+ * design); the cast chain stores f16/bf16 and computes in f32, exactly as
+ * both sides do. */
+static int gen_chain(int idx, gc_dtype t, gb *b, char *label, size_t label_len, unsigned *mask) {
+  const char *T = dt_name(t);
+  char x[16], y[16], z[16], w[16];
+  *mask = M(GRAPHC_DTYPE_F32) | M(GRAPHC_DTYPE_F64);
+  switch (idx) {
+    case 0:
+      snprintf(label, label_len, "chain mlp_layer");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, "33, 100"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, t, "100, 65"));
+      snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, "65"));
+      gb_stmt(b, "%%t0 = matmul(%s, %s)", x, y);
+      gb_stmt(b, "%%t1 = add(%%t0, %s)", z);
+      gb_ret(b, "gelu(%%t1)");
+      gb_ret(b, "relu(%%t1)");
+      return 1;
+    case 1:
+      snprintf(label, label_len, "chain causal_attention");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "2, 4, 17, 32"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "2, 4, 17, 32"));
+      snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, "2, 4, 17, 32"));
+      gb_stmt(b, "%%t0 = matmul(%s, %s, transpose_b=true)", x, y);
+      gb_stmt(b, "%%t1 = const(value=0.17677669529663687, dtype=%s)", T);
+      gb_stmt(b, "%%t2 = mul(%%t0, %%t1)");
+      gb_stmt(b, "%%t3 = iota(shape=[17, 17], axis=0)");
+      gb_stmt(b, "%%t4 = iota(shape=[17, 17], axis=1)");
+      gb_stmt(b, "%%t5 = ge(%%t3, %%t4)");
+      gb_stmt(b, "%%t6 = const(value=-inf, dtype=%s)", T);
+      gb_stmt(b, "%%t7 = select(%%t5, %%t2, %%t6)");
+      gb_stmt(b, "%%t8 = softmax(%%t7, axis=-1)");
+      gb_ret(b, "matmul(%%t8, %s)", z);
+      return 1;
+    case 2:
+      snprintf(label, label_len, "chain residual_norms");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "8, 257"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "8, 257"));
+      snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, "257"));
+      snprintf(w, sizeof w, "%s", gb_arg(b, 'x', 0, t, "257"));
+      gb_stmt(b, "%%t0 = add(%s, %s)", x, y);
+      gb_ret(b, "layernorm(%%t0, %s, %s)", z, w);
+      gb_stmt(b, "%%t1 = mul(%s, %s)", x, y);
+      gb_ret(b, "rmsnorm(%%t1, %s)", z);
+      return 1;
+    case 3:
+      snprintf(label, label_len, "chain transpose_reduce");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "17, 33, 5"));
+      gb_stmt(b, "%%t0 = transpose(%s, perm=[2, 0, 1])", x);
+      gb_ret(b, "reduce_sum(%%t0, axes=[1])");
+      gb_stmt(b, "%%t1 = exp(%s)", x);
+      gb_ret(b, "reduce_max(%%t1, axes=[0, 2], keepdims=true)");
+      gb_stmt(b, "%%t2 = sqrt(%%t1)");
+      gb_ret(b, "reduce_mean(%%t2, axes=[1])");
+      return 1;
+    case 4:
+      snprintf(label, label_len, "chain split_heads");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "2, 9, 64"));
+      gb_stmt(b, "%%t0 = reshape(%s, shape=[2, 9, 4, 16])", x);
+      gb_stmt(b, "%%t1 = transpose(%%t0, perm=[0, 2, 1, 3])");
+      gb_stmt(b, "%%t2 = tanh(%%t1)");
+      gb_ret(b, "reshape(%%t2, shape=[8, 9, 16])");
+      gb_stmt(b, "%%t3 = transpose(%%t2, perm=[0, 2, 1, 3])");
+      gb_ret(b, "reshape(%%t3, shape=[2, 9, 64])");
+      return 1;
+    case 5:
+      snprintf(label, label_len, "chain conv_block");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, "2, 3, 16, 16"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, t, "8, 3, 3, 3"));
+      snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, "8, 1, 1"));
+      gb_stmt(b, "%%t0 = conv2d(%s, %s, padding=[1, 1])", x, y);
+      gb_stmt(b, "%%t1 = add(%%t0, %s)", z);
+      gb_stmt(b, "%%t2 = relu(%%t1)");
+      gb_ret(b, "max_pool2d(%%t2, kernel=[2, 2])");
+      gb_ret(b, "avg_pool2d(%%t2, kernel=[3, 3], stride=[2, 2], padding=[1, 1])");
+      return 1;
+    case 6: {
+      snprintf(label, label_len, "chain cast_compute");
+      *mask = MF;
+      /* f16/bf16 -> f32, f32 -> f64; f64 stays (a narrower compute type would
+       * not meet the f64 tolerance on either side). */
+      const char *wide = t == GRAPHC_DTYPE_F16 || t == GRAPHC_DTYPE_BF16 ? "f32" : "f64";
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "1000"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "1000"));
+      gb_stmt(b, "%%t0 = cast(%s, to=%s)", x, wide);
+      gb_stmt(b, "%%t1 = cast(%s, to=%s)", y, wide);
+      gb_stmt(b, "%%t2 = exp(%%t0)");
+      gb_stmt(b, "%%t3 = mul(%%t2, %%t1)");
+      gb_ret(b, "cast(%%t3, to=%s)", T);
+      gb_stmt(b, "%%t4 = gt(%%t0, %%t1)");
+      gb_ret(b, "cast(%%t4, to=%s)", T);
+      return 1;
+    }
+    case 7:
+      snprintf(label, label_len, "chain concat_slice_pad");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "5, 7"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "5, 3"));
+      gb_stmt(b, "%%t0 = concat(%s, %s, axis=1)", x, y);
+      gb_stmt(b, "%%t1 = slice(%%t0, start=[1, 2], end=[5, 10], step=[1, 3])");
+      gb_stmt(b, "%%t2 = pad(%%t1, pads=[1, 0, 0, 2], value=-2.5)");
+      gb_ret(b, "neg(%%t2)");
+      gb_rets(b, 2, "split(%%t0, axis=1, sizes=[4, 6])");
+      return 1;
+    case 8:
+      snprintf(label, label_len, "chain embedding");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "50, 16"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'i', 50, GRAPHC_DTYPE_I64, "3, 7"));
+      snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, "16"));
+      snprintf(w, sizeof w, "%s", gb_arg(b, 'x', 0, t, "16"));
+      gb_stmt(b, "%%t0 = gather(%s, %s, axis=0)", x, y);
+      gb_ret(b, "layernorm(%%t0, %s, %s)", z, w);
+      return 1;
+    case 9:
+      snprintf(label, label_len, "chain classifier_head");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "37, 10"));
+      gb_stmt(b, "%%t0 = log_softmax(%s)", x);
+      gb_ret(b, "reduce_mean(%%t0)");
+      gb_ret(b, "argmax(%%t0, axis=-1)");
+      gb_stmt(b, "%%t1 = softmax(%s)", x);
+      gb_ret(b, "reduce_max(%%t1, axes=[1], keepdims=true)");
+      return 1;
+    default:
+      return 0;
+  }
+}
+#define N_CHAINS 10
+
 /* ---- from generated statements to a verified .graph text ------------------------------- */
 /* Build the text with a placeholder signature, infer every result type (shape
  * inference decides which dtypes the op allows), then print the module: the
@@ -784,6 +928,47 @@ START_TEST(op_against_interpreter) {
 }
 END_TEST
 
+/* One chain (loop index) in f32 and f64 (cast chain: every float dtype). */
+START_TEST(chain_against_interpreter) {
+  if (getenv("GRAPHC_TEST_OPS") && *getenv("GRAPHC_TEST_OPS") && !op_selected("chains")) return;
+  gc_sbuf fails = {0};
+  int n_fail = 0, n_ran = 0;
+  char label[64] = "";
+  for (int t = 0; t < GRAPHC_DTYPE_COUNT_; t++) {
+    gb b;
+    memset(&b, 0, sizeof b);
+    unsigned mask = 0;
+    ck_assert_int_eq(gen_chain(_i, (gc_dtype)t, &b, label, sizeof label, &mask), 1);
+    if (!(mask & M(t))) {
+      gb_free(&b);
+      continue;
+    }
+    char why[4096] = "";
+    char *text = finish_text(&b, why, sizeof why);
+    if (!text) {
+      table_row(label, (gc_dtype)t, "-", 0, 0, "FAIL", "rejected by shape inference");
+      gc_sbuf_printf(&fails, "%s %s: %s\n", label, dt_name((gc_dtype)t), why);
+      n_fail++;
+    } else {
+      uint64_t seed = g_seed ^ ((uint64_t)(_i + 1) * 7777777u + (uint64_t)t);
+      n_fail += run_case(label, (gc_dtype)t, text, &b, 1, seed, &fails);
+      n_ran++;
+    }
+    free(text);
+    gb_free(&b);
+  }
+  if (n_fail)
+    fprintf(stderr, "%s: %d failures (seed %llu):\n%s", label, n_fail,
+            (unsigned long long)g_seed, fails.data ? fails.data : "");
+  char first[900];
+  snprintf(first, sizeof first, "%.880s", fails.data ? fails.data : "");
+  gc_sbuf_free(&fails);
+  ck_assert_msg(n_ran > 0, "%s: ran for no dtype", label);
+  ck_assert_msg(n_fail == 0, "%s: %d failing (seed %llu); first: %s", label, n_fail,
+                (unsigned long long)g_seed, first);
+}
+END_TEST
+
 /* Does a CUDA device exist? Asked in a child: this process must not initialize
  * CUDA before Check forks the tests. */
 static int probe_device(void) {
@@ -812,6 +997,7 @@ int main(void) {
   Suite *s = suite_create("backend_ops");
   TCase *tc = tcase_create("ops");
   tcase_add_loop_test(tc, op_against_interpreter, 0, GC_OP_COUNT_);
+  tcase_add_loop_test(tc, chain_against_interpreter, 0, N_CHAINS);
   tcase_set_timeout(tc, 1200);
   suite_add_tcase(s, tc);
   int rc = tu_run_suite(s);

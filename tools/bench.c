@@ -175,9 +175,11 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
       double t = median(col, kruns);
       sum += t;
       double g = t > 0 ? k->bytes_moved / (t * 1e-3) / 1e9 : 0;
-      char geo[32];
-      snprintf(geo, sizeof geo, "%s %" PRId64 "x%d",
-               k->launch.kind == KIR_LAUNCH_BLOCKS ? "B" : "I", k->launch.n, k->launch.block);
+      char geo[48];
+      unsigned grid = 0, block = 0;
+      gc_cuda_kernel_geometry(exe, p->launches[i], &grid, &block);
+      snprintf(geo, sizeof geo, "%s%ux%u", k->launch.kind == KIR_LAUNCH_BLOCKS ? "B " : "", grid,
+               block);
       printf("  %3d  %-36.36s %14s %10.4f %10.3f %9.1f %6.1f%% %8.3f\n", i, k->name, geo, t,
              k->bytes_moved / 1e6, g, copy_gbps > 0 ? 100.0 * g / copy_gbps : 0,
              t > 0 ? k->flops / (t * 1e-3) / 1e12 : 0);
@@ -185,7 +187,7 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
     printf("  %3s  %-36s %14s %10.4f %10.3f %9.1f %6.1f%%\n", "", "sum of kernels", "", sum,
            bytes / 1e6, sum > 0 ? bytes / (sum * 1e-3) / 1e9 : 0,
            sum > 0 && copy_gbps > 0 ? 100.0 * bytes / (sum * 1e-3) / 1e9 / copy_gbps : 0);
-    printf("  (geometry: I = items n x preferred block, B = n groups x block threads)\n");
+    printf("  (grid x block as launched; B: one thread block per group of a row kernel)\n");
   }
   rc = 0;
 out:
@@ -197,6 +199,7 @@ out:
   return rc;
 }
 
+/* `graphc bench FILE ...`: compile for CUDA, run once, then time and print the tables. */
 int gc_cli_bench(int argc, char **argv) {
   cli_opts o;
   if (cli_parse(argc, argv, &o, usage_bench) != 0) return 1;
