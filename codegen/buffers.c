@@ -161,6 +161,7 @@ static void assign_naive(gc_plan *p) {
   p->arena_bytes = p->arena_lower_bound = top;
 }
 
+/* Place every TEMP buffer (see the file comment); falls back to one slot each on OOM. */
 void gc_assign_buffers(gc_plan *p, const gc_buf_hint *hints) {
   int nb = p->n_buffers;
   char *placed = calloc((size_t)nb + 1, 1), *donated = calloc((size_t)nb + 1, 1);

@@ -178,6 +178,7 @@ static void vector_body(gc_lowerer *c, kir_kernel *k, const gc_op *op, const int
   kir_emit_store_vec(c->km, b, KIR_GLOBAL, pout, ec_v(c, k, base), w, vals);
 }
 
+/* One ITEMS kernel for a unary, binary or select op (see the file comment). */
 int gc_emit_elementwise(gc_lowerer *c, const gc_op *op) {
   const gc_value *out = op->results[0];
   GC_ASSERT(op->n_operands >= 1 && op->n_operands <= 3);

@@ -171,6 +171,7 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_op *op, const mm_shape *s, g
   return k;
 }
 
+/* matmul: tiled BLOCKS kernel on CUDA, ITEMS dot products on the host. */
 int gc_emit_matmul(gc_lowerer *c, const gc_op *op) {
   mm_shape s;
   mm_shape_of(op, &s);

@@ -244,6 +244,7 @@ static int lower_iota(gc_lowerer *c, const gc_op *op) {
   return 0;
 }
 
+/* param, const and iota. */
 int gc_emit_source(gc_lowerer *c, const gc_op *op) {
   switch (op->opcode) {
     case GC_OP_PARAM: return lower_param(c, op);
@@ -497,6 +498,7 @@ static int lower_gather(gc_lowerer *c, const gc_op *op) {
   return 0;
 }
 
+/* Data movement ops; reshape needs no kernel. */
 int gc_emit_move(gc_lowerer *c, const gc_op *op) {
   switch (op->opcode) {
     case GC_OP_RESHAPE: return 0;  /* a view: the driver shares the operand's buffer */

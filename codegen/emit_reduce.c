@@ -232,6 +232,7 @@ static int lower_argmax(gc_lowerer *c, const gc_op *op) {
   return 0;
 }
 
+/* reduce_* and argmax. */
 int gc_emit_reduce(gc_lowerer *c, const gc_op *op) {
   return op->opcode == GC_OP_ARGMAX ? lower_argmax(c, op) : lower_reduce(c, op);
 }
@@ -289,8 +290,8 @@ static void row_reduce(gc_lowerer *c, row_kernel *rk, gc_ec_comb op, int v) {
   if (rk->blocks) gc_ec_block_reduce(c, rk->k, &rk->k->body, op, v, rk->sh);
 }
 
-/* acc := reduction over the row of f(x); `f` NULL means x itself.
- * Returns acc's var. sub (optional var) is subtracted from x first; sq squares. */
+/* A new var holding the reduction (op) over the row of f(x), where f subtracts
+ * var `sub` (when >= 0), then exponentiates (ex) or squares (sq). */
 static int row_accumulate(gc_lowerer *c, row_kernel *rk, int pin, gc_ec_comb op, gc_dtype t, int sub,
                           int sq, int ex) {
   kir_kernel *k = rk->k;
@@ -405,6 +406,7 @@ static int lower_rmsnorm(gc_lowerer *c, const gc_op *op) {
   return 0;
 }
 
+/* softmax, log_softmax, layernorm, rmsnorm. */
 int gc_emit_norm(gc_lowerer *c, const gc_op *op) {
   switch (op->opcode) {
     case GC_OP_SOFTMAX:

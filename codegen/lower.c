@@ -219,6 +219,7 @@ static void number_temps(gc_plan *p) {
     if (p->buffers[i].kind == GC_BUF_TEMP) p->buffers[i].index = n++;
 }
 
+/* Graph -> plan: buffers, kernels and launches, then buffer assignment. */
 gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *t, gc_diags *d) {
   gc_lowerer c;
   memset(&c, 0, sizeof c);
@@ -259,6 +260,7 @@ gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *
   return p;
 }
 
+/* Free the plan: its kernels, arrays and arena (weights stay the caller's). */
 void gc_plan_free(gc_plan *p) {
   if (!p) return;
   if (p->kir) kir_module_free(p->kir);
@@ -279,6 +281,7 @@ static void put_bytes(gc_sbuf *b, double n) {
     gc_sbuf_printf(b, "%.0f B", n);
 }
 
+/* One line per launch with its modeled bytes and flops, then consts and arena. */
 void gc_plan_stats(gc_sbuf *b, const gc_plan *p) {
   const kir_module *m = p->kir;
   double tot_bytes = 0, tot_flops = 0;

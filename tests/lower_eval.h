@@ -294,6 +294,7 @@ static int ev_expr_sync(const kir_expr *e) {
 
 static int ev_block_sync(const kir_block *b);
 
+/* Statement-level version of ev_expr_sync. */
 static int ev_stmt_sync(const kir_stmt *s) {
   switch (s->kind) {
     case KIR_S_BARRIER: return 1;
@@ -305,6 +306,7 @@ static int ev_stmt_sync(const kir_stmt *s) {
   }
 }
 
+/* Any statement of b needs lockstep. */
 static int ev_block_sync(const kir_block *b) {
   for (const kir_stmt *s = b->head; s; s = s->next)
     if (ev_stmt_sync(s)) return 1;
@@ -358,6 +360,7 @@ static void ev_stmt(ev_kernel_ctx *c, int th, const kir_stmt *s) {
   }
 }
 
+/* The statements of b in one thread. */
 static void ev_block(ev_kernel_ctx *c, int th, const kir_block *b) {
   for (const kir_stmt *s = b->head; s && !c->err[0]; s = s->next) ev_stmt(c, th, s);
 }
