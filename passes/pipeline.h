@@ -1,26 +1,63 @@
 /* pipeline.h - the pass manager: named graph passes run in a fixed order.
  *
+ *   simplify -> fold -> cse   repeated until none changes anything (at most
+ *                             GC_PIPELINE_MAX_ROUNDS rounds), then
+ *   dce                       once
+ *
  * Each pass is one file in passes/. A pass returns the number of changes it
  * made (>= 0) or -1 after reporting errors to `d`. The verifier runs after
- * every structural pass; --print-before/--print-after=NAME|all print the IR
- * (re-parseable .graph text) to stderr; --disable-pass=NAME skips a pass;
- * --time-passes records each pass's time in the stats.
+ * every structural pass that changed something; --print-before/--print-after=
+ * NAME|all (comma-separated lists allowed) print the IR to stderr as
+ * re-parseable .graph text under a `# ----- IR after NAME -----` comment;
+ * --disable-pass=NAME,... skips passes; --time-passes records each pass's time
+ * in the stats. Unknown pass names in these options are an error
+ * (GRAPHC_STATUS_INVALID_ARGUMENT) reported before any pass runs. Every run
+ * records "ops before/after" in the stats.
  */
 #ifndef GC_PIPELINE_H
 #define GC_PIPELINE_H
 
 #include "../ir/ir.h"
 
+#define GC_PIPELINE_MAX_ROUNDS 4
+
 typedef int (*gc_pass_fn)(gc_graph *g, gc_diags *d);
 
+/* passes/simplify.c: algebraic identities (x*1, neg(neg(x)), transpose and
+ * reshape chains, exact cast chains, select on a constant condition, ...). */
+int gc_pass_simplify(gc_graph *g, gc_diags *d);
+/* passes/fold.c: evaluate elementwise/reshape/transpose/broadcast ops whose
+ * operands are all consts into consts (lists up to 4096 elements; splats any size). */
+int gc_pass_fold(gc_graph *g, gc_diags *d);
+/* passes/cse.c: merge ops with equal opcode, operands, attributes and result types. */
+int gc_pass_cse(gc_graph *g, gc_diags *d);
 /* passes/dce.c: remove ops none of whose results are used. */
 int gc_pass_dce(gc_graph *g, gc_diags *d);
 
-/* Run the pipeline on a specialized, verified graph. Returns 0 or -1. */
+/* Run the pipeline on a verified graph (normally specialized; the passes also
+ * accept symbolic dims). Returns 0 or -1. */
 int gc_run_pipeline(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats,
                     gc_diags *d);
+/* The same, stopping right after the first run of pass `stop_after` (or where it
+ * would have run when disabled); NULL runs everything. An unknown name is an
+ * error like the option names. */
+int gc_run_pipeline_until(gc_graph *g, const graphc_compile_options_t *opts,
+                          const char *stop_after, gc_sbuf *stats, gc_diags *d);
 
 /* Names of all passes in pipeline order, NULL-terminated (for --help and checks). */
 extern const char *const gc_pass_names[];
+
+/* ---- passes/dot.c: Graphviz output ------------------------------------------------ */
+/* Optional grouping of ops (fusion): ops of group N >= 0 are drawn inside
+ * `subgraph cluster_N`; -1 means no group. label_of may be NULL ("group N"). */
+typedef struct gc_dot_groups {
+  int (*group_of)(void *user, const gc_op *op);
+  const char *(*label_of)(void *user, int group);
+  void *user;
+} gc_dot_groups;
+
+/* Append g as a Graphviz digraph: args, params, consts and ops as nodes (op name
+ * and result types), one edge per operand, a return node. groups may be NULL. */
+void gc_dot_graph(gc_sbuf *b, const gc_graph *g, const gc_dot_groups *groups);
 
 #endif

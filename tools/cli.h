@@ -32,6 +32,12 @@ int cli_report(graphc_context_t *ctx, graphc_status_t st, const graphc_error_t *
 int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usage_compile);
 int cli_cmd_weights(int argc, char **argv, const char *usage_common);
 int cli_cmd_compile(int argc, char **argv, const char *usage_common, const char *usage_compile);
+/* tools/onnx_cli.c: graphc import, run-pb, run-onnx-test */
+int cli_cmd_import(int argc, char **argv, const char *usage_common);
+int cli_cmd_run_pb(int argc, char **argv, const char *usage_common, const char *usage_compile);
+int cli_cmd_run_onnx_test(int argc, char **argv, const char *usage_common, const char *usage_compile);
+/* tools/passes_cli.c */
+int cli_cmd_dot(int argc, char **argv, const char *usage_common);
 /* tools/bench.c */
 int gc_cli_bench(int argc, char **argv);
 

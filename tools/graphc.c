@@ -28,6 +28,7 @@ static const char *const usage_main =
     "  weights  write a deterministic random weights file for a graph\n"
     "  compile  write generated code: Kernel IR, CUDA C, LLVM IR, PTX or cubin\n"
     "  bench    time a graph on the GPU against the device's copy bandwidth\n"
+    "  dot      write the graph after the optimization passes as Graphviz\n"
     "\n"
     "graphc <command> --help shows the command's options; graphc --version the version.\n";
 
@@ -237,6 +238,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "compile") == 0)
     return cli_cmd_compile(argc - 2, argv + 2, usage_common, usage_compile_opts);
   if (strcmp(cmd, "bench") == 0) return gc_cli_bench(argc - 2, argv + 2);
+  if (strcmp(cmd, "dot") == 0) return cli_cmd_dot(argc - 2, argv + 2, usage_common);
   fprintf(stderr, "graphc: unknown command '%s'\n\n%s", cmd, usage_main);
   return 1;
 }
