@@ -197,22 +197,29 @@ void gc_note_at(gc_diags *d, gc_loc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* Find the text of 1-based `line` in the source; returns its length. */
-static size_t source_line(const gc_diags *d, int line, const char **start) {
-  if (!d->source || line <= 0) return 0;
-  const char *p = d->source, *end = d->source + d->source_len;
-  for (int l = 1; l < line && p < end; p++)
-    if (*p == '\n') l++;
-  if (p >= end && line > 1) return 0;
-  const char *e = p;
-  while (e < end && *e != '\n' && *e != '\r') e++;
-  *start = p;
-  return (size_t)(e - p);
+/* Byte offset of the start of every line of the source (1-based lines in
+ * [1, *n]); malloc'd, NULL when there is no source or no memory. */
+static size_t *line_starts(const gc_diags *d, int *n) {
+  *n = 0;
+  if (!d->source) return NULL;
+  size_t count = 1;
+  for (size_t i = 0; i < d->source_len; i++) count += d->source[i] == '\n';
+  size_t *starts = malloc((count + 1) * sizeof *starts);
+  if (!starts) return NULL;
+  starts[0] = 0; /* unused: lines are 1-based */
+  starts[1] = 0;
+  size_t k = 1;
+  for (size_t i = 0; i < d->source_len; i++)
+    if (d->source[i] == '\n') starts[++k] = i + 1;
+  *n = (int)k;
+  return starts;
 }
 
 char *gc_diags_render(const gc_diags *d) {
   static const char *const names[] = {"error", "warning", "note"};
   gc_sbuf b = {0};
+  int n_lines;
+  size_t *starts = line_starts(d, &n_lines);
   for (int i = 0; i < d->n; i++) {
     const gc_diag *g = &d->items[i];
     if (g->loc.line > 0)
@@ -221,16 +228,17 @@ char *gc_diags_render(const gc_diags *d) {
     else
       gc_sbuf_printf(&b, "%s%s%s: %s\n", d->file, d->file[0] ? ": " : "", names[g->level],
                      g->msg);
-    const char *ls;
-    size_t n = source_line(d, g->loc.line, &ls);
-    if (n > 0 || (g->loc.line > 0 && d->source)) {
-      gc_sbuf_printf(&b, "%5d | ", g->loc.line);
-      for (size_t k = 0; k < n; k++) gc_sbuf_putc(&b, ls[k] == '\t' ? ' ' : ls[k]);
-      gc_sbuf_puts(&b, "\n      | ");
-      for (int k = 1; k < g->loc.col; k++) gc_sbuf_putc(&b, ' ');
-      gc_sbuf_puts(&b, "^\n");
-    }
+    if (!starts || g->loc.line <= 0 || g->loc.line > n_lines) continue;
+    const char *ls = d->source + starts[g->loc.line];
+    const char *end = d->source + d->source_len, *e = ls;
+    while (e < end && *e != '\n' && *e != '\r') e++;
+    gc_sbuf_printf(&b, "%5d | ", g->loc.line);
+    for (const char *p = ls; p < e; p++) gc_sbuf_putc(&b, *p == '\t' ? ' ' : *p);
+    gc_sbuf_puts(&b, "\n      | ");
+    for (int k = 1; k < g->loc.col; k++) gc_sbuf_putc(&b, ' ');
+    gc_sbuf_puts(&b, "^\n");
   }
+  free(starts);
   char *s = gc_sbuf_take(&b);
   return s;
 }

@@ -9,6 +9,7 @@
  * use poisoned values are not inferred, so one mistake gives one error.
  * Unused results get a warning (warnings are not errors).
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,18 +488,45 @@ static void verify_signature(vstate *s) {
 
 /* Was this warning already reported (the verifier runs again after binding and
  * after passes; a warning is said once)? */
-static int has_warning(const gc_diags *d, gc_loc loc, const char *msg) {
-  for (int i = 0; i < d->n; i++)
-    if (d->items[i].level == GC_DIAG_WARNING && d->items[i].loc.line == loc.line &&
-        d->items[i].loc.col == loc.col && strcmp(d->items[i].msg, msg) == 0)
-      return 1;
+/* Order warning indices by location (for binary search); ctx is the gc_diags. */
+static int cmp_loc(const void *a, const void *b, void *ctx) {
+  const gc_diags *d = ctx;
+  gc_loc x = d->items[*(const int *)a].loc, y = d->items[*(const int *)b].loc;
+  return x.line != y.line ? (x.line < y.line ? -1 : 1) : (x.col > y.col) - (x.col < y.col);
+}
+
+/* Is the same warning already in d? `idx` lists d's warnings sorted by location. */
+static int has_warning(const gc_diags *d, const int *idx, int n, gc_loc loc, const char *msg) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    gc_loc m = d->items[idx[mid]].loc;
+    if (m.line < loc.line || (m.line == loc.line && m.col < loc.col)) lo = mid + 1;
+    else hi = mid;
+  }
+  for (; lo < n; lo++) {
+    const gc_diag *g = &d->items[idx[lo]];
+    if (g->loc.line != loc.line || g->loc.col != loc.col) break;
+    if (strcmp(g->msg, msg) == 0) return 1;
+  }
   return 0;
 }
 
-/* Warn about op results nobody uses (poisoned ones already have an error). */
+/* Warn about op results nobody uses (poisoned ones already have an error).
+ * A warning already reported (by an earlier verification of the same graph)
+ * is not repeated. */
 static void warn_unused(vstate *s) {
   int *uses = calloc((size_t)(s->nv ? s->nv : 1), sizeof *uses);
-  if (!uses) return; /* warnings are best effort */
+  int *idx = calloc((size_t)(s->d->n ? s->d->n : 1), sizeof *idx);
+  if (!uses || !idx) { /* warnings are best effort */
+    free(uses);
+    free(idx);
+    return;
+  }
+  int n_idx = 0;
+  for (int i = 0; i < s->d->n; i++)
+    if (s->d->items[i].level == GC_DIAG_WARNING) idx[n_idx++] = i;
+  qsort_r(idx, (size_t)n_idx, sizeof *idx, cmp_loc, s->d);
   for (gc_op *op = s->g->first; op; op = op->next)
     for (int i = 0; i < op->n_operands; i++)
       if (op->operands[i] && id_ok(s, op->operands[i])) uses[op->operands[i]->id]++;
@@ -511,9 +539,10 @@ static void warn_unused(vstate *s) {
       char msg[256];
       snprintf(msg, sizeof msg, "value %%%s is never used", v->name ? v->name : "?");
       gc_loc loc = at_or(v->loc, op->loc);
-      if (!has_warning(s->d, loc, msg)) gc_warning_at(s->d, loc, "%s", msg);
+      if (!has_warning(s->d, idx, n_idx, loc, msg)) gc_warning_at(s->d, loc, "%s", msg);
     }
   free(uses);
+  free(idx);
 }
 
 /* Verify arguments, ops in program order, the signature; then warn about unused values. */
