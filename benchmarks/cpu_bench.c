@@ -76,11 +76,13 @@ static void make_io(graphc_executable_t *exe, graphc_tensor_t **in, graphc_tenso
     }
 }
 
+/* Free tensors made by make_io. */
 static void free_io(graphc_tensor_t *t, size_t n) {
   for (size_t i = 0; t && i < n; i++) free(t[i].data);
   free(t);
 }
 
+/* qsort order for doubles. */
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;

@@ -1,7 +1,8 @@
 /* cpu_backend.c - the host backend: the plan's Kernel IR JIT-compiled with LLVM.
  *
  *   prepare:  threads (online CPUs or $GRAPHC_CPU_THREADS) -> kir_target_host
- *             -> gc_lower -> gc_llvm_emit (host triple, the host CPU's features)
+ *             -> gc_lower_opts (fused unless -O0) -> gc_llvm_emit (host triple,
+ *             the host CPU's features)
  *             -> verify -> default<O3> ($GRAPHC_CPU_PASSES overrides) -> verify
  *             -> ORC LLJIT (libm and friends from the process) -> one entry per
  *             kernel -> one arena for TEMP buffers, CONST buffers pointing at
@@ -454,6 +455,7 @@ oom:
   return -1;
 }
 
+/* Lower, JIT-compile, place memory, bind slots, start the pool (see the header comment). */
 static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t *opts,
                                    gc_diags *d) {
   cpu_state *s = calloc(1, sizeof *s);
@@ -471,7 +473,8 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   kir_target t;
   kir_target_host(&t, s->threads);
   double t0 = now_ms();
-  s->plan = gc_lower(exe->graph, exe->weights, &t, d);
+  /* -O0 (opts->optimize == 0) lowers one op per kernel, unfused. */
+  s->plan = gc_lower_opts(exe->graph, exe->weights, &t, !opts || opts->optimize, d);
   if (!s->plan) return failed(d);
   double t1 = now_ms();
   gc_plan_stats(&exe->stats, s->plan);
@@ -502,6 +505,7 @@ typedef struct cpu_task {
   void *const *slots;
 } cpu_task;
 
+/* Pool callback: run the launch's kernel over items [begin, end). */
 static void run_range(void *arg, int64_t begin, int64_t end) {
   const cpu_task *t = arg;
   t->fn(t->slots, begin, end);
@@ -564,6 +568,7 @@ static void free_scratch(cpu_state *s, gc_exec *exe) {
   }
 }
 
+/* Bind the I/O, run every launch in plan order (each waits for the previous one). */
 static graphc_status_t cpu_run(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_t *out,
                                gc_diags *d) {
   cpu_state *s = exe->state;
@@ -587,6 +592,7 @@ static graphc_status_t cpu_run(gc_exec *exe, const graphc_tensor_t *in, graphc_t
   return rc == 0 ? GRAPHC_STATUS_OK : failed(d);
 }
 
+/* Free everything prepare made; tolerates a partially prepared state. */
 static void cpu_release(gc_exec *exe) {
   cpu_state *s = exe->state;
   if (!s) return;

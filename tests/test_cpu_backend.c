@@ -30,6 +30,7 @@
 #include "runtime/exec.h"
 #include "runtime/threadpool.h"
 
+/* The run's seed (tu_seed), printed at start and in failures. */
 static uint64_t g_seed;
 
 /* ---- graph builder: statements -> a verified .graph text ------------------------------ */
@@ -42,6 +43,7 @@ typedef struct gb {
   int n_args, n_rets;
 } gb;
 
+/* Short dtype name. */
 static const char *dtn(gc_dtype t) { return graphc_dtype_name(t); }
 
 /* New argument `%aN: T[dims]` with a data kind; returns "%aN" (ring of names). */
@@ -76,6 +78,7 @@ static void gb_ret_n(gb *b, int n, const char *fmt, ...) {
 }
 #define gb_ret(b, ...) gb_ret_n((b), 1, __VA_ARGS__)
 
+/* Free the builder's buffers. */
 static void gb_free(gb *b) {
   gc_sbuf_free(&b->args);
   gc_sbuf_free(&b->body);
@@ -118,12 +121,14 @@ static char *gb_text(gb *b, const char *label) {
 }
 
 /* ---- running a model on cpu and interp ------------------------------------------------- */
-/* Compile m for backend `be`; aborts with the diagnostics on failure. */
-static graphc_executable_t *compile_or_die(graphc_context_t *ctx, graphc_model_t *m,
-                                           graphc_backend_t be, const char *label) {
+/* Compile m for backend `be` (optimize: 1 default, 0 for -O0); aborts with the
+ * diagnostics on failure. */
+static graphc_executable_t *compile_opt(graphc_context_t *ctx, graphc_model_t *m,
+                                        graphc_backend_t be, int optimize, const char *label) {
   graphc_compile_options_t o;
   graphc_compile_options_init(&o);
   o.backend = be;
+  o.optimize = optimize;
   graphc_executable_t *exe = NULL;
   graphc_error_t err;
   graphc_status_t st = graphc_compile(m, &o, &exe, &err);
@@ -132,6 +137,7 @@ static graphc_executable_t *compile_or_die(graphc_context_t *ctx, graphc_model_t
                 graphc_context_diagnostics(ctx));
   return exe;
 }
+#define compile_or_die(ctx, m, be, label) compile_opt((ctx), (m), (be), 1, (label))
 
 /* Host tensors for exe's inputs (filled per kinds/ranges, NULL: 'x') and outputs. */
 static void make_io(graphc_executable_t *exe, const char *kinds, const int64_t *ranges,
@@ -169,6 +175,13 @@ static int compare_outputs(const char *label, graphc_executable_t *exe, const gr
     tu_tolerance(ref[i].dtype, chain, &atol, &rtol);
     int64_t n = (int64_t)(ref[i].nbytes / graphc_dtype_size(ref[i].dtype));
     tu_cmp c = tu_compare(ref[i].data, got[i].data, ref[i].dtype, n, atol, rtol);
+    if (ref[i].dtype == GRAPHC_DTYPE_BOOL)  /* bools are bytes 0/1 exactly */
+      for (int64_t k = 0; k < n; k++) {
+        unsigned char r = ((const unsigned char *)ref[i].data)[k];
+        unsigned char g = ((const unsigned char *)got[i].data)[k];
+        if (r == g) continue;
+        if (!c.n_bad++) c.first_bad = k, c.ref_bad = r, c.got_bad = g;
+      }
     if (!c.n_bad) continue;
     graphc_tensor_info_t info;
     graphc_executable_output_info(exe, i, &info);
@@ -622,6 +635,7 @@ static int graph_syms(const char *text, char names[][32], int max) {
   return n;
 }
 
+/* Every example with small bound dims, random weights and inputs, cpu vs interp. */
 START_TEST(examples_cpu_vs_interp) {
   DIR *dir = opendir(tu_src("examples"));
   ck_assert_ptr_nonnull(dir);
@@ -655,23 +669,28 @@ START_TEST(examples_cpu_vs_interp) {
                   rel, err.message);
     ck_assert_int_eq(graphc_model_set_weights(m, wpath, &err), GRAPHC_STATUS_OK);
     graphc_executable_t *ref = compile_or_die(ctx, m, GRAPHC_BACKEND_INTERP, rel);
-    graphc_executable_t *cpu = compile_or_die(ctx, m, GRAPHC_BACKEND_CPU, rel);
-    graphc_tensor_t *in, *rout, *cout, *unused;
+    graphc_tensor_t *in, *rout;
     uint64_t s = seed;
     make_io(ref, NULL, NULL, &s, &in, &rout);
-    make_io(cpu, NULL, NULL, &s, &unused, &cout);
     size_t ni = graphc_executable_num_inputs(ref), no = graphc_executable_num_outputs(ref);
-    tu_free_tensors(unused, ni);
     ck_assert_int_eq(graphc_executable_run(ref, in, ni, rout, no, &err), GRAPHC_STATUS_OK);
-    ck_assert_msg(graphc_executable_run(cpu, in, ni, cout, no, &err) == GRAPHC_STATUS_OK, "%s: %s", rel,
-                  err.message);
-    n_fail += compare_outputs(rel, cpu, rout, cout, 1, &fails);
+    for (int opt = 1; opt >= 0; opt--) {  /* fused, then -O0 (one kernel per op) */
+      char label[600];
+      snprintf(label, sizeof label, "%s%s", rel, opt ? "" : " -O0");
+      graphc_executable_t *cpu = compile_opt(ctx, m, GRAPHC_BACKEND_CPU, opt, label);
+      graphc_tensor_t *cout, *unused;
+      make_io(cpu, NULL, NULL, &s, &unused, &cout);
+      tu_free_tensors(unused, ni);
+      ck_assert_msg(graphc_executable_run(cpu, in, ni, cout, no, &err) == GRAPHC_STATUS_OK, "%s: %s",
+                    label, err.message);
+      n_fail += compare_outputs(label, cpu, rout, cout, 1, &fails);
+      tu_free_tensors(cout, no);
+      graphc_executable_destroy(cpu);
+    }
     n_ran++;
     tu_free_tensors(in, ni);
     tu_free_tensors(rout, no);
-    tu_free_tensors(cout, no);
     graphc_executable_destroy(ref);
-    graphc_executable_destroy(cpu);
     graphc_model_destroy(m);
     graphc_context_destroy(ctx);
     free(text);
@@ -727,6 +746,7 @@ static void check_job(gc_threadpool *pool, int64_t n, int chunks, int want) {
   free(p.hits);
 }
 
+/* The pool splits [0, n) into contiguous, balanced ranges, each item exactly once. */
 START_TEST(threadpool_ranges) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
@@ -776,11 +796,13 @@ typedef struct fill_task {
   void *args[2];
 } fill_task;
 
+/* Pool callback: the JIT'd kernel over [begin, end). */
 static void fill_range(void *arg, int64_t begin, int64_t end) {
   fill_task *t = arg;
   t->fn(t->args, begin, end);
 }
 
+/* A hand-built kernel through the JIT, split over 3 threads (n not divisible by 3). */
 START_TEST(jit_kernel_split_over_threads) {
   const int64_t n = 1000003;
   kir_module *m = fill_module(n, 7, KIR_LAUNCH_ITEMS, 256);
@@ -816,6 +838,7 @@ START_TEST(jit_kernel_split_over_threads) {
 }
 END_TEST
 
+/* Compile errors carry LLVM's message and status COMPILE_ERROR; nothing leaks. */
 START_TEST(jit_compile_errors) {
   /* A pass pipeline LLVM does not know. */
   kir_module *m = fill_module(100, 1, KIR_LAUNCH_ITEMS, 256);
@@ -859,6 +882,7 @@ static graphc_model_t *load(graphc_context_t **ctx, const char *text) {
   return m;
 }
 
+/* A big graph through the public API on 3 threads matches the interpreter. */
 START_TEST(public_api_three_threads) {
   setenv("GRAPHC_CPU_THREADS", "3", 1);
   gc_sbuf fails = {0};
@@ -876,6 +900,7 @@ START_TEST(public_api_three_threads) {
 }
 END_TEST
 
+/* A failing compile through the API (GRAPHC_CPU_PASSES); a bad thread count warns. */
 START_TEST(public_api_compile_error) {
   graphc_context_t *ctx;
   graphc_model_t *m = load(&ctx, big_src);
@@ -929,6 +954,7 @@ static void run_and_check(graphc_executable_t *exe, void *x, void *b, void *y, v
   }
 }
 
+/* Misaligned and overlapping I/O buffers and repeated runs give the interpreter's results. */
 START_TEST(io_misaligned_overlapping_repeated) {
   graphc_context_t *ctx;
   graphc_model_t *m = load(&ctx, tr_src);
@@ -973,7 +999,21 @@ START_TEST(io_misaligned_overlapping_repeated) {
 }
 END_TEST
 
+/* Threads of this process (entries of /proc/self/task). */
+static int thread_count(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* Stats name the stages; without a GPU the default backend is cpu; the pool's
+ * threads are gone after destroy. */
 START_TEST(stats_and_default_backend) {
+  setenv("GRAPHC_CPU_THREADS", "4", 1);
+  int threads_before = thread_count();
   graphc_context_t *ctx;
   graphc_model_t *m = load(&ctx, tr_src);
   graphc_compile_options_t o;
@@ -988,7 +1028,10 @@ START_TEST(stats_and_default_backend) {
                                      "threads", "arena"};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     ck_assert_msg(strstr(st, want[i]), "stats lack '%s':\n%s", want[i], st);
+  ck_assert_int_eq(thread_count(), threads_before + 3);  /* 3 workers + this thread */
   graphc_executable_destroy(e);
+  ck_assert_int_eq(thread_count(), threads_before);
+  unsetenv("GRAPHC_CPU_THREADS");
   if (!gc_cuda_available()) {  /* no GPU: the default is the cpu backend */
     o.backend = GRAPHC_BACKEND_DEFAULT;
     ck_assert_int_eq(graphc_compile(m, &o, &e, &err), GRAPHC_STATUS_OK);
