@@ -29,6 +29,9 @@ static const char *const usage_main =
     "  compile  write generated code: Kernel IR, CUDA C, LLVM IR, PTX or cubin\n"
     "  bench    time a graph on the GPU against the device's copy bandwidth\n"
     "  dot      write the graph after the optimization passes as Graphviz\n"
+    "  import   translate an ONNX model into a .graph file and a safetensors weights file\n"
+    "  run-pb   run a graph on ONNX .pb tensors; compare with expected .pb outputs\n"
+    "  run-onnx-test  import, run and check an ONNX backend test folder\n"
     "\n"
     "graphc <command> --help shows the command's options; graphc --version the version.\n";
 
@@ -239,6 +242,11 @@ int main(int argc, char **argv) {
     return cli_cmd_compile(argc - 2, argv + 2, usage_common, usage_compile_opts);
   if (strcmp(cmd, "bench") == 0) return gc_cli_bench(argc - 2, argv + 2);
   if (strcmp(cmd, "dot") == 0) return cli_cmd_dot(argc - 2, argv + 2, usage_common);
+  if (strcmp(cmd, "import") == 0) return cli_cmd_import(argc - 2, argv + 2, usage_common);
+  if (strcmp(cmd, "run-pb") == 0)
+    return cli_cmd_run_pb(argc - 2, argv + 2, usage_common, usage_compile_opts);
+  if (strcmp(cmd, "run-onnx-test") == 0)
+    return cli_cmd_run_onnx_test(argc - 2, argv + 2, usage_common, usage_compile_opts);
   fprintf(stderr, "graphc: unknown command '%s'\n\n%s", cmd, usage_main);
   return 1;
 }

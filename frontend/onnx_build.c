@@ -1,0 +1,798 @@
+/* onnx_build.c - the ONNX importer's toolbox: errors, graphc op construction
+ * with type inference and constant folding, constants, and node accessors.
+ *
+ * ox_op() appends a graphc op to the graph being built and infers its result
+ * type at once (ir/infer.c), so mappings always know shapes. When every
+ * operand carries constant data, the op is evaluated by the interpreter on a
+ * scratch graph instead and replaced by its result: a `const` op (uniform or
+ * at most 16 elements) or a `param` that goes to the weights file.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx_internal.h"
+#include "runtime/interp.h"
+
+#define FOLD_LIMIT (INT64_C(1) << 24) /* largest constant result folded at import */
+#define SMALL_CONST 16                /* constants up to this many elements are written inline */
+
+/* ---- errors and ownership -------------------------------------------------------------------- */
+
+/* Report an error prefixed with the node being translated. */
+static void vreport(ox *x, graphc_status_t st, const char *fmt, va_list ap) {
+  char msg[900];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  const gc_onnx_node *n = x->node;
+  if (n && n->name[0])
+    gc_error_at(x->d, st, (gc_loc){0, 0}, "node '%s' (#%d, %s): %s", n->name, n->index, n->op_type,
+                msg);
+  else if (n)
+    gc_error_at(x->d, st, (gc_loc){0, 0}, "node #%d (%s): %s", n->index, n->op_type, msg);
+  else
+    gc_error_at(x->d, st, (gc_loc){0, 0}, "%s", msg);
+  x->errors++;
+}
+
+/* Report an unsupported feature of the current node (status UNSUPPORTED). */
+int ox_unsup(ox *x, const char *fmt, ...) {
+  char msg[800];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* Short reasons ("dilated pooling") read as "not supported: dilated pooling". */
+  int says = strstr(msg, "support") || strstr(msg, "must") || strstr(msg, "bind");
+  return ox_fail(x, GRAPHC_STATUS_UNSUPPORTED, "%s%s", says ? "" : "not supported: ", msg);
+}
+
+/* Report an error of the current node with a status. */
+int ox_fail(ox *x, graphc_status_t st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(x, st, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* Keep a malloc'd block until the importer (or its result) is freed. */
+void *ox_own(ox *x, void *p) {
+  if (!p) {
+    ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+    return NULL;
+  }
+  if (x->n_owned == x->cap_owned) {
+    int nc = x->cap_owned ? 2 * x->cap_owned : 64;
+    void **no = realloc(x->owned, (size_t)nc * sizeof *no);
+    if (!no) {
+      free(p);
+      ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+      return NULL;
+    }
+    x->owned = no;
+    x->cap_owned = nc;
+  }
+  x->owned[x->n_owned++] = p;
+  return p;
+}
+
+void *ox_alloc(ox *x, size_t n) { return ox_own(x, calloc(1, n ? n : 1)); }
+
+/* ---- attributes ------------------------------------------------------------------------------- */
+
+/* Next free slot of `at` named `name`. */
+static gc_attr *slot(ox_attrs *at, const char *name) {
+  GC_ASSERT(at->n < OX_MAX_ATTRS);
+  gc_named_attr *na = &at->a[at->n++];
+  memset(na, 0, sizeof *na);
+  na->name = name;
+  return &na->val;
+}
+
+/* Add an int attribute. */
+void at_int(ox *x, ox_attrs *at, const char *name, int64_t v) {
+  gc_attr *a = slot(at, name);
+  a->kind = GC_ATTR_INT;
+  a->u.i = v;
+}
+
+/* Add a list of ints (in the graph arena). */
+void at_ints(ox *x, ox_attrs *at, const char *name, const int64_t *v, int n) {
+  gc_attr *a = slot(at, name);
+  a->kind = GC_ATTR_LIST;
+  a->u.list.n = n;
+  a->u.list.items = gc_arena_alloc(&x->g->arena, (size_t)(n ? n : 1) * sizeof(gc_attr));
+  if (!a->u.list.items) {
+    a->u.list.n = 0;
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    a->u.list.items[i].kind = GC_ATTR_INT;
+    a->u.list.items[i].u.i = v[i];
+  }
+}
+
+/* Add a float attribute. */
+void at_float(ox *x, ox_attrs *at, const char *name, double v) {
+  gc_attr *a = slot(at, name);
+  a->kind = GC_ATTR_FLOAT;
+  a->u.f = v;
+}
+
+/* Add a bool attribute. */
+void at_bool(ox *x, ox_attrs *at, const char *name, int v) {
+  gc_attr *a = slot(at, name);
+  a->kind = GC_ATTR_BOOL;
+  a->u.b = v != 0;
+}
+
+/* Add a string attribute (copied into the graph arena). */
+void at_str(ox *x, ox_attrs *at, const char *name, const char *v) {
+  gc_attr *a = slot(at, name);
+  a->kind = GC_ATTR_STR;
+  a->u.s = gc_arena_strdup(&x->g->arena, v);
+}
+
+/* Add a dtype attribute. */
+void at_dtype(ox *x, ox_attrs *at, const char *name, gc_dtype v) {
+  gc_attr *a = slot(at, name);
+  a->kind = GC_ATTR_DTYPE;
+  a->u.dt = v;
+}
+
+/* Add a scalar of the kind dtype t takes (bool, int or float). */
+void at_scalar(ox *x, ox_attrs *at, const char *name, gc_dtype t, double v) {
+  if (t == GRAPHC_DTYPE_BOOL) at_bool(x, at, name, v != 0);
+  else if (gc_dtype_is_int(t)) at_int(x, at, name, (int64_t)v);
+  else at_float(x, at, name, v);
+}
+
+/* ---- constants ----------------------------------------------------------------------------------- */
+
+ox_const *ox_const_new(ox *x, gc_dtype t, int rank, const int64_t *dims) {
+  ox_const *k = ox_alloc(x, sizeof *k);
+  if (!k) return NULL;
+  k->dtype = t;
+  k->rank = rank;
+  k->numel = 1;
+  for (int i = 0; i < rank; i++) {
+    k->dims[i] = dims[i];
+    k->numel *= dims[i];
+  }
+  k->data = ox_alloc(x, (size_t)k->numel * graphc_dtype_size(t));
+  return k->data ? k : NULL;
+}
+
+double ox_const_get(const ox_const *k, int64_t i) { return gc_load_f64(k->data, k->dtype, i); }
+
+/* Element i as an int64 (exact for i64; floats truncated and saturated). */
+int64_t ox_const_geti(const ox_const *k, int64_t i) {
+  if (k->dtype == GRAPHC_DTYPE_I64) return ((const int64_t *)k->data)[i];
+  double v = gc_load_f64(k->data, k->dtype, i);
+  if (v != v) return 0;
+  if (v >= 9.2e18) return INT64_MAX;
+  if (v <= -9.2e18) return INT64_MIN;
+  return (int64_t)v;
+}
+
+void ox_const_set(ox_const *k, int64_t i, double v) { gc_store_f64(k->data, k->dtype, i, v); }
+
+/* Store an integer into element i (exact for i64). */
+void ox_const_seti(ox_const *k, int64_t i, int64_t v) {
+  if (k->dtype == GRAPHC_DTYPE_I64) ((int64_t *)k->data)[i] = v;
+  else gc_store_f64(k->data, k->dtype, i, (double)v);
+}
+
+/* Grow the per-value side tables to cover every value id of the graph. */
+int ox_ids_ensure(ox *x) {
+  int need = x->g->next_value_id;
+  if (need <= x->cap_ids) return 0;
+  int nc = x->cap_ids ? x->cap_ids : 256;
+  while (nc < need) nc *= 2;
+  ox_const **kv = realloc(x->kv, (size_t)nc * sizeof *kv);
+  if (kv) x->kv = kv;
+  ox_const **fz = realloc(x->fz, (size_t)nc * sizeof *fz);
+  if (fz) x->fz = fz;
+  unsigned char *tp = realloc(x->temp, (size_t)nc);
+  if (tp) x->temp = tp;
+  if (!kv || !tp || !fz) return ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  memset(x->kv + x->cap_ids, 0, (size_t)(nc - x->cap_ids) * sizeof *kv);
+  memset(x->fz + x->cap_ids, 0, (size_t)(nc - x->cap_ids) * sizeof *fz);
+  memset(x->temp + x->cap_ids, 0, (size_t)(nc - x->cap_ids));
+  x->cap_ids = nc;
+  return 0;
+}
+
+/* Element i of k as a printable attribute; 0 when it cannot be written in .graph text. */
+static int elem_attr(const ox_const *k, int64_t i, gc_attr *a) {
+  memset(a, 0, sizeof *a);
+  if (k->dtype == GRAPHC_DTYPE_BOOL) {
+    a->kind = GC_ATTR_BOOL;
+    a->u.b = ((const uint8_t *)k->data)[i] != 0;
+  } else if (gc_dtype_is_int(k->dtype)) {
+    int64_t v = ox_const_geti(k, i);
+    if (v >= (INT64_C(1) << 62) || v <= -(INT64_C(1) << 62)) return 0;
+    a->kind = GC_ATTR_INT;
+    a->u.i = v;
+  } else {
+    a->kind = GC_ATTR_FLOAT;
+    a->u.f = ox_const_get(k, i);
+  }
+  return 1;
+}
+
+/* Append a param op for k named by the weights entry `wname`. */
+static gc_value *emit_param(ox *x, ox_const *k, const char *vname, const char *wname) {
+  if (x->n_weights == x->cap_weights) {
+    int nc = x->cap_weights ? 2 * x->cap_weights : 32;
+    gc_st_tensor *w = realloc(x->weights, (size_t)nc * sizeof *w);
+    if (!w) {
+      ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+      return NULL;
+    }
+    x->weights = w;
+    x->cap_weights = nc;
+  }
+  gc_op *op = gc_op_new(x->g, GC_OP_PARAM, 0, NULL, 1, &vname, (gc_loc){0, 0});
+  if (!op) {
+    ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+    return NULL;
+  }
+  ox_attrs at = {0};
+  at_str(x, &at, "name", wname);
+  gc_op_set_attrs(x->g, op, at.n, at.a);
+  gc_value *v = op->results[0];
+  v->type.dtype = k->dtype;
+  v->type.rank = k->rank;
+  memcpy(v->type.dims, k->dims, sizeof k->dims);
+  gc_st_tensor *w = &x->weights[x->n_weights++];
+  memset(w, 0, sizeof *w);
+  w->name = wname;
+  w->dtype = k->dtype;
+  w->rank = k->rank;
+  memcpy(w->dims, k->dims, sizeof w->dims);
+  w->data = k->data;
+  w->nbytes = (size_t)k->numel * graphc_dtype_size(k->dtype);
+  return v;
+}
+
+/* Constant data as a value: const op when small or uniform, else a param. */
+gc_value *ox_materialize(ox *x, ox_const *k, const char *hint) {
+  return ox_materialize_as(x, k, hint, 0);
+}
+
+/* As ox_materialize; `param` forces a param (initializers). */
+gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param) {
+  if (!k) return NULL;
+  if (k->numel == 0) {
+    ox_unsup(x, "tensor '%s' has zero elements; graphc has no empty tensors", hint ? hint : "");
+    return NULL;
+  }
+  size_t es = graphc_dtype_size(k->dtype);
+  int uniform = 1, printable = 1;
+  for (int64_t i = 1; i < k->numel && uniform; i++)
+    uniform = memcmp((char *)k->data + i * (int64_t)es, k->data, es) == 0;
+  gc_attr probe;
+  for (int64_t i = 0; i < (uniform ? 1 : k->numel) && i < SMALL_CONST + 1; i++)
+    printable &= elem_attr(k, i, &probe);
+  const char *vname = hint ? ox_value_name(x, hint) : ox_temp_name(x);
+  if (!vname) return NULL;
+  gc_value *v;
+  if (!param && printable && (uniform || k->numel <= SMALL_CONST)) {
+    ox_attrs at = {0};
+    gc_attr *val = slot(&at, "value");
+    if (uniform) {
+      elem_attr(k, 0, val);
+    } else {
+      val->kind = GC_ATTR_LIST;
+      val->u.list.n = (int)k->numel;
+      val->u.list.items = gc_arena_alloc(&x->g->arena, (size_t)k->numel * sizeof(gc_attr));
+      if (!val->u.list.items) {
+        ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+        return NULL;
+      }
+      for (int64_t i = 0; i < k->numel; i++) elem_attr(k, i, &val->u.list.items[i]);
+    }
+    if (k->rank) at_ints(x, &at, "shape", k->dims, k->rank);
+    at_dtype(x, &at, "dtype", k->dtype);
+    gc_op *op = gc_op_new(x->g, GC_OP_CONST, 0, NULL, 1, &vname, (gc_loc){0, 0});
+    if (!op) {
+      ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+      return NULL;
+    }
+    gc_op_set_attrs(x->g, op, at.n, at.a);
+    v = op->results[0];
+    v->type.dtype = k->dtype;
+    v->type.rank = k->rank;
+    memcpy(v->type.dims, k->dims, sizeof k->dims);
+  } else {
+    const char *wname = ox_weight_name(x, hint);
+    if (!wname) return NULL;
+    v = emit_param(x, k, vname, wname);
+  }
+  if (!v || ox_ids_ensure(x) != 0) return NULL;
+  x->kv[v->id] = k;
+  x->temp[v->id] = hint == NULL;
+  return v;
+}
+
+/* ---- folding ---------------------------------------------------------------------------------------- */
+
+/* Evaluate op (whose operands are all constants) with the interpreter on a
+ * scratch graph; fills res[op->n_results]. 0 or -1 (reported). */
+static int fold(ox *x, const gc_op *op, ox_const **res) {
+  gc_module *m = gc_module_new("fold");
+  gc_graph *sg = m ? gc_graph_new(m, "fold", op->loc) : NULL;
+  graphc_tensor_t in[16], out[OX_MAX_OUTS];
+  gc_value *args[16];
+  int rc = -1, reported = 0;
+  if (!sg || op->n_operands > 16 || op->n_results > OX_MAX_OUTS) goto done;
+  for (int i = 0; i < op->n_operands; i++) {
+    const ox_const *k = x->kv[op->operands[i]->id];
+    char nm[16];
+    snprintf(nm, sizeof nm, "a%d", i);
+    args[i] = gc_graph_add_arg(sg, nm, &op->operands[i]->type, op->loc);
+    if (!args[i]) goto done;
+    memset(&in[i], 0, sizeof in[i]);
+    in[i].dtype = k->dtype;
+    in[i].rank = k->rank;
+    memcpy(in[i].dims, k->dims, sizeof k->dims);
+    in[i].data = k->data;
+    in[i].nbytes = (size_t)k->numel * graphc_dtype_size(k->dtype);
+  }
+  gc_op *op2 = gc_op_new(sg, op->opcode, op->n_operands, args, op->n_results, NULL, op->loc);
+  if (!op2) goto done;
+  gc_op_set_attrs(sg, op2, op->n_attrs, op->attrs);
+  sg->outputs = gc_arena_alloc(&sg->arena, (size_t)op->n_results * sizeof *sg->outputs);
+  sg->result_types = gc_arena_alloc(&sg->arena, (size_t)op->n_results * sizeof *sg->result_types);
+  if (!sg->outputs || !sg->result_types) goto done;
+  for (int i = 0; i < op->n_results; i++) {
+    const gc_type *t = &op->results[i]->type;
+    op2->results[i]->type = *t;
+    sg->outputs[i] = op2->results[i];
+    sg->result_types[i] = *t;
+    res[i] = ox_const_new(x, t->dtype, t->rank, t->dims);
+    if (!res[i]) goto done;
+    memset(&out[i], 0, sizeof out[i]);
+    out[i].dtype = t->dtype;
+    out[i].rank = t->rank;
+    memcpy(out[i].dims, t->dims, sizeof t->dims);
+    out[i].data = res[i]->data;
+    out[i].nbytes = (size_t)res[i]->numel * graphc_dtype_size(t->dtype);
+  }
+  sg->n_outputs = sg->n_result_types = op->n_results;
+  gc_graph_recount_uses(sg);
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  graphc_status_t st = gc_interp_run(sg, NULL, in, op->n_operands, out, op->n_results, &d);
+  if (st != GRAPHC_STATUS_OK) {
+    const char *msg = "failed";
+    for (int i = 0; i < d.n; i++)
+      if (d.items[i].level == GC_DIAG_ERROR) {
+        msg = d.items[i].msg;
+        break;
+      }
+    ox_fail(x, st, "evaluating %s on constants: %s", gc_op_infos[op->opcode].name, msg);
+    reported = 1;
+  } else {
+    rc = 0;
+  }
+  gc_diags_free(&d);
+done:
+  if (rc != 0 && !reported) ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory folding constants");
+  gc_module_free(m);
+  return rc;
+}
+
+/* ---- building ops -------------------------------------------------------------------------------- */
+
+/* Should op (just built and typed) be folded? */
+static int foldable(ox *x, const gc_op *op) {
+  if (!x->fold || op->n_operands == 0) return 0;
+  for (int i = 0; i < op->n_operands; i++)
+    if (!x->kv[op->operands[i]->id]) return 0;
+  for (int i = 0; i < op->n_results; i++) {
+    int64_t n = gc_type_numel(&op->results[i]->type);
+    if (n < 0 || n > FOLD_LIMIT) return 0;
+  }
+  return 1;
+}
+
+int ox_opn(ox *x, gc_opcode opc, int n, gc_value *const *in, const ox_attrs *at, int n_res,
+           gc_value **res) {
+  for (int i = 0; i < n; i++)
+    if (!in[i]) return -1;
+  if (n_res > OX_MAX_OUTS) return ox_unsup(x, "more than %d results", OX_MAX_OUTS);
+  const char *names[OX_MAX_OUTS];
+  for (int i = 0; i < n_res; i++)
+    if (!(names[i] = ox_temp_name(x))) return -1;
+  gc_op *op = gc_op_new(x->g, opc, n, in, n_res, names, (gc_loc){0, 0});
+  if (!op) return ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (at) gc_op_set_attrs(x->g, op, at->n, at->a);
+  gc_type types[OX_MAX_OUTS];
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  int ok = gc_infer_op(x->g, op, types, &d);
+  if (!ok) {
+    const char *msg = d.n ? d.items[0].msg : "invalid";
+    ox_unsup(x, "graphc %s: %s", gc_op_infos[opc].name, msg);
+    gc_diags_free(&d);
+    gc_op_remove(x->g, op);
+    return -1;
+  }
+  gc_diags_free(&d);
+  if (ox_ids_ensure(x) != 0) return -1;
+  for (int i = 0; i < n_res; i++) {
+    op->results[i]->type = types[i];
+    x->temp[op->results[i]->id] = 1;
+  }
+  if (foldable(x, op)) {
+    ox_const *ks[OX_MAX_OUTS];
+    if (fold(x, op, ks) != 0) return -1;
+    gc_op_remove(x->g, op);
+    for (int i = 0; i < n_res; i++)
+      if (!(res[i] = ox_materialize(x, ks[i], NULL))) return -1;
+    return 0;
+  }
+  for (int i = 0; i < n_res; i++) res[i] = op->results[i];
+  return 0;
+}
+
+/* One-result op (see ox_opn). */
+gc_value *ox_op(ox *x, gc_opcode opc, int n, gc_value *const *in, const ox_attrs *at) {
+  gc_value *r = NULL;
+  return ox_opn(x, opc, n, in, at, 1, &r) == 0 ? r : NULL;
+}
+
+gc_value *ox_un(ox *x, gc_opcode opc, gc_value *a) { return ox_op(x, opc, 1, &a, NULL); }
+
+/* Binary op. */
+gc_value *ox_bin(ox *x, gc_opcode opc, gc_value *a, gc_value *b) {
+  gc_value *in[2] = {a, b};
+  return ox_op(x, opc, 2, in, NULL);
+}
+
+/* select(c, a, b). */
+gc_value *ox_sel(ox *x, gc_value *c, gc_value *a, gc_value *b) {
+  gc_value *in[3] = {c, a, b};
+  return ox_op(x, GC_OP_SELECT, 3, in, NULL);
+}
+
+/* A scalar constant of dtype t. */
+gc_value *ox_scalar(ox *x, gc_dtype t, double v) {
+  ox_const *k = ox_const_new(x, t, 0, NULL);
+  if (!k) return NULL;
+  ox_const_set(k, 0, v);
+  return ox_materialize(x, k, NULL);
+}
+
+/* op(a, c) with c a scalar of a's dtype. */
+gc_value *ox_binc(ox *x, gc_opcode opc, gc_value *a, double c) {
+  return a ? ox_bin(x, opc, a, ox_scalar(x, a->type.dtype, c)) : NULL;
+}
+
+/* op(c, a) with c a scalar of a's dtype. */
+gc_value *ox_cbin(ox *x, gc_opcode opc, double c, gc_value *a) {
+  return a ? ox_bin(x, opc, ox_scalar(x, a->type.dtype, c), a) : NULL;
+}
+
+/* Reshape (nothing when the shape is already dims). */
+gc_value *ox_reshape(ox *x, gc_value *a, int rank, const int64_t *dims) {
+  if (!a) return NULL;
+  if (a->type.rank == rank && memcmp(a->type.dims, dims, (size_t)rank * sizeof *dims) == 0)
+    return a;
+  ox_attrs at = {0};
+  at_ints(x, &at, "shape", dims, rank);
+  return ox_op(x, GC_OP_RESHAPE, 1, &a, &at);
+}
+
+/* Transpose (nothing for the identity permutation). */
+gc_value *ox_transpose(ox *x, gc_value *a, const int64_t *perm) {
+  if (!a) return NULL;
+  int id = 1;
+  for (int i = 0; i < a->type.rank; i++) id &= perm[i] == i;
+  if (id) return a;
+  ox_attrs at = {0};
+  at_ints(x, &at, "perm", perm, a->type.rank);
+  return ox_op(x, GC_OP_TRANSPOSE, 1, &a, &at);
+}
+
+/* Cast (nothing when a already has dtype t). */
+gc_value *ox_cast(ox *x, gc_value *a, gc_dtype t) {
+  if (!a || a->type.dtype == t) return a;
+  ox_attrs at = {0};
+  at_dtype(x, &at, "to", t);
+  return ox_op(x, GC_OP_CAST, 1, &a, &at);
+}
+
+/* Broadcast to dims (nothing when a has that shape). */
+gc_value *ox_broadcast(ox *x, gc_value *a, int rank, const int64_t *dims) {
+  if (!a) return NULL;
+  if (a->type.rank == rank && memcmp(a->type.dims, dims, (size_t)rank * sizeof *dims) == 0)
+    return a;
+  ox_attrs at = {0};
+  at_ints(x, &at, "shape", dims, rank);
+  return ox_op(x, GC_OP_BROADCAST, 1, &a, &at);
+}
+
+/* A reduction over axes. */
+gc_value *ox_reduce(ox *x, gc_opcode opc, gc_value *a, const int64_t *axes, int n, int keepdims) {
+  if (!a) return NULL;
+  ox_attrs at = {0};
+  at_ints(x, &at, "axes", axes, n);
+  at_bool(x, &at, "keepdims", keepdims);
+  return ox_op(x, opc, 1, &a, &at);
+}
+
+/* Indices along axis, of shape dims. */
+gc_value *ox_iota(ox *x, int rank, const int64_t *dims, int axis, gc_dtype t) {
+  ox_attrs at = {0};
+  at_ints(x, &at, "shape", dims, rank);
+  at_int(x, &at, "axis", axis);
+  at_dtype(x, &at, "dtype", t);
+  return ox_op(x, GC_OP_IOTA, 0, NULL, &at);
+}
+
+/* ---- the current node ----------------------------------------------------------------------------- */
+
+int ox_n_in(ox *x) { return x->node->n_inputs; }
+
+int ox_has_in(ox *x, int i) { return i < x->node->n_inputs && x->node->inputs[i][0]; }
+
+int ox_want_out(ox *x, int i) { return i < x->node->n_outputs && x->node->outputs[i][0]; }
+
+/* The ox_val of input i, or NULL with an error. */
+static ox_val *in_val(ox *x, int i) {
+  if (!ox_has_in(x, i)) {
+    ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "input %d is missing", i);
+    return NULL;
+  }
+  ox_val *v = ox_lookup(x, x->node->inputs[i]);
+  if (!v)
+    ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+            "input %d '%s' is not defined (not a graph input, an initializer or an earlier output)",
+            i, x->node->inputs[i]);
+  return v;
+}
+
+/* Input i as a value (constants materialized on first use). */
+gc_value *ox_in(ox *x, int i) {
+  ox_val *v = in_val(x, i);
+  if (!v) return NULL;
+  if (!v->v && v->k) v->v = ox_materialize_as(x, v->k, v->name, v->init);
+  return v->v;
+}
+
+/* Constant data of input i when it is a known constant (no evaluation). */
+ox_const *ox_in_const(ox *x, int i) {
+  if (!ox_has_in(x, i)) return NULL;
+  ox_val *v = ox_lookup(x, x->node->inputs[i]);
+  if (!v) return NULL;
+  if (v->k) return v->k;
+  return v->v && v->v->id < x->cap_ids ? x->kv[v->v->id] : NULL;
+}
+
+/* Evaluate v at import time: clone the ops it depends on into a scratch graph
+ * whose arguments are the constants and frozen inputs they read, and run the
+ * interpreter. NULL when v depends on an input without a value (or is too big);
+ * *frozen is set when a frozen input was read. */
+static ox_const *demand(ox *x, gc_value *v, int *frozen) {
+  gc_graph *g = x->g;
+  int nops = g->next_op_id, nvals = g->next_value_id;
+  unsigned char *mark = calloc((size_t)nops + 1, 1);
+  gc_value **map = calloc((size_t)nvals + 1, sizeof *map);
+  gc_value **stack = calloc((size_t)nvals + 1, sizeof *stack);
+  gc_module *m = gc_module_new("demand");
+  gc_graph *sg = m ? gc_graph_new(m, "demand", (gc_loc){0, 0}) : NULL;
+  graphc_tensor_t *in = calloc((size_t)nvals + 1, sizeof *in);
+  ox_const *res = NULL;
+  int sp = 0, nin = 0, ok = mark && map && stack && sg && in;
+  *frozen = 0;
+  if (ok) stack[sp++] = v;
+  while (ok && sp) { /* mark the ops v depends on, stopping at known values */
+    gc_value *u = stack[--sp];
+    if (x->kv[u->id] || x->fz[u->id]) continue;
+    if (!u->def) ok = 0;                     /* an input without a value */
+    else if (!mark[u->def->id]) {
+      mark[u->def->id] = 1;
+      for (int i = 0; i < u->def->n_operands && sp < nvals; i++) stack[sp++] = u->def->operands[i];
+    }
+  }
+  for (gc_op *op = g->first; ok && op; op = op->next) {
+    if (!mark[op->id]) continue;
+    gc_value *ops[64];
+    if (op->n_operands > 64) ok = 0;
+    for (int i = 0; ok && i < op->n_operands; i++) {
+      gc_value *u = op->operands[i];
+      if (!map[u->id]) { /* a leaf: constant or frozen data becomes an argument */
+        ox_const *k = x->kv[u->id] ? x->kv[u->id] : x->fz[u->id];
+        char nm[32];
+        snprintf(nm, sizeof nm, "a%d", nin);
+        if (!k || !(map[u->id] = gc_graph_add_arg(sg, nm, &u->type, op->loc))) {
+          ok = 0;
+          break;
+        }
+        if (!x->kv[u->id]) *frozen = 1;
+        in[nin] = (graphc_tensor_t){.dtype = k->dtype, .rank = k->rank, .data = k->data,
+                                    .nbytes = (size_t)k->numel * graphc_dtype_size(k->dtype)};
+        memcpy(in[nin].dims, k->dims, sizeof k->dims);
+        nin++;
+      }
+      ops[i] = map[u->id];
+    }
+    gc_op *c = ok ? gc_op_new(sg, op->opcode, op->n_operands, ops, op->n_results, NULL, op->loc) : NULL;
+    if (!c) {
+      ok = 0;
+      break;
+    }
+    gc_op_set_attrs(sg, c, op->n_attrs, op->attrs);
+    for (int i = 0; i < op->n_results; i++) {
+      c->results[i]->type = op->results[i]->type;
+      map[op->results[i]->id] = c->results[i];
+    }
+  }
+  int64_t numel = gc_type_numel(&v->type);
+  if (ok && map[v->id] && numel >= 0 && numel <= FOLD_LIMIT) {
+    sg->outputs = gc_arena_alloc(&sg->arena, sizeof *sg->outputs);
+    sg->result_types = gc_arena_alloc(&sg->arena, sizeof *sg->result_types);
+    res = ox_const_new(x, v->type.dtype, v->type.rank, v->type.dims);
+    if (sg->outputs && sg->result_types && res) {
+      sg->outputs[0] = map[v->id];
+      sg->result_types[0] = v->type;
+      sg->n_outputs = sg->n_result_types = 1;
+      graphc_tensor_t out = {.dtype = res->dtype, .rank = res->rank, .data = res->data,
+                             .nbytes = (size_t)res->numel * graphc_dtype_size(res->dtype)};
+      memcpy(out.dims, res->dims, sizeof res->dims);
+      gc_diags d;
+      gc_diags_init(&d, "", NULL, 0);
+      if (gc_interp_run(sg, NULL, in, nin, &out, 1, &d) != GRAPHC_STATUS_OK) res = NULL;
+      gc_diags_free(&d);
+    } else {
+      res = NULL;
+    }
+  }
+  gc_module_free(m);
+  free(mark);
+  free(map);
+  free(stack);
+  free(in);
+  return res;
+}
+
+/* Input i as constant data, evaluating it (and using frozen inputs) if needed. */
+ox_const *ox_in_need(ox *x, int i) {
+  ox_const *k = ox_in_const(x, i);
+  if (k || !ox_has_in(x, i)) return k;
+  ox_val *v = ox_lookup(x, x->node->inputs[i]);
+  if (!v || !v->v || ox_ids_ensure(x) != 0) return NULL;
+  gc_value *u = v->v;
+  if (x->fz[u->id]) {
+    x->froze = 1;
+    return x->fz[u->id];
+  }
+  int frozen;
+  k = demand(x, u, &frozen);
+  if (k && frozen) x->fz[u->id] = k, x->froze = 1;
+  else if (k) x->kv[u->id] = k;
+  return k;
+}
+
+/* Type of input i without materializing it. */
+int ox_in_type(ox *x, int i, gc_type *t) {
+  ox_val *v = in_val(x, i);
+  if (!v) return -1;
+  memset(t, 0, sizeof *t);
+  if (v->v) {
+    *t = v->v->type;
+  } else {
+    t->dtype = v->k->dtype;
+    t->rank = v->k->rank;
+    memcpy(t->dims, v->k->dims, sizeof t->dims);
+  }
+  return 0;
+}
+
+/* Constant integer input i; an error names the input when it is dynamic. */
+int ox_in_ints(ox *x, int i, const char *what, int64_t *out, int max) {
+  ox_const *k = ox_in_need(x, i);
+  if (!k) {
+    if (!in_val(x, i)) return -1;
+    return ox_unsup(x, "input %d '%s' (%s) must be a constant (an initializer, a Constant node or "
+                       "computed from them); dynamic values are not supported",
+                    i, x->node->inputs[i], what);
+  }
+  if (k->numel > max)
+    return ox_unsup(x, "input %d '%s' (%s) has %lld values; at most %d are supported", i,
+                    x->node->inputs[i], what, (long long)k->numel, max);
+  for (int64_t j = 0; j < k->numel; j++) out[j] = ox_const_geti(k, j);
+  return (int)k->numel;
+}
+
+/* Constant one-element input i as a double. */
+int ox_in_scalar(ox *x, int i, const char *what, double *out) {
+  ox_const *k = ox_in_need(x, i);
+  if (!k) {
+    if (!in_val(x, i)) return -1;
+    return ox_unsup(x, "input %d '%s' (%s) must be a constant; dynamic values are not supported", i,
+                    x->node->inputs[i], what);
+  }
+  if (k->numel != 1)
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "input %d '%s' (%s) must hold one value", i,
+                   x->node->inputs[i], what);
+  *out = ox_const_get(k, 0);
+  return 0;
+}
+
+/* Attribute of the current node by name, or NULL. */
+const gc_onnx_attr *ox_attr(ox *x, const char *name) {
+  for (int i = 0; i < x->node->n_attrs; i++)
+    if (strcmp(x->node->attrs[i].name, name) == 0) return &x->node->attrs[i];
+  return NULL;
+}
+
+/* INT attribute or a default. */
+int64_t ox_attr_int(ox *x, const char *name, int64_t dflt) {
+  const gc_onnx_attr *a = ox_attr(x, name);
+  return a && a->type == GC_ONNX_ATTR_INT ? a->i : dflt;
+}
+
+/* FLOAT (or INT) attribute or a default. */
+double ox_attr_float(ox *x, const char *name, double dflt) {
+  const gc_onnx_attr *a = ox_attr(x, name);
+  if (a && a->type == GC_ONNX_ATTR_FLOAT) return a->f;
+  if (a && a->type == GC_ONNX_ATTR_INT) return (double)a->i;
+  return dflt;
+}
+
+/* STRING attribute or a default. */
+const char *ox_attr_str(ox *x, const char *name, const char *dflt) {
+  const gc_onnx_attr *a = ox_attr(x, name);
+  return a && a->type == GC_ONNX_ATTR_STRING ? a->s : dflt;
+}
+
+/* INTS attribute into out; count, or -1 when absent. */
+int ox_attr_ints(ox *x, const char *name, int64_t *out, int max) {
+  const gc_onnx_attr *a = ox_attr(x, name);
+  if (!a || a->type != GC_ONNX_ATTR_INTS) return -1;
+  int n = a->n_ints < max ? a->n_ints : max;
+  memcpy(out, a->ints, (size_t)n * sizeof *out);
+  return a->n_ints > max ? max : n;
+}
+
+/* Normalize a (possibly negative) axis for rank r. */
+int ox_axis(ox *x, int64_t a, int r, int64_t *out) {
+  int64_t v = a < 0 ? a + r : a;
+  if (v < 0 || v >= (r ? r : 1))
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+                   (long long)a, r);
+  *out = v;
+  return 0;
+}
+
+/* graphc dtype of an ONNX type; an unsupported type is reported. */
+int ox_dtype(ox *x, int onnx_type, gc_dtype *out) {
+  int t = gc_onnx_dtype(onnx_type);
+  if (t < 0)
+    return ox_unsup(x, "element type %s is not supported (graphc has f64 f32 f16 bf16 i64 i32 i8 "
+                       "u8 bool)",
+                    gc_onnx_type_name(onnx_type));
+  *out = (gc_dtype)t;
+  return 0;
+}
+
+/* Product of dims [lo, hi): a number, one symbol, or -2. */
+int64_t ox_dims_prod(const gc_type *t, int lo, int hi) {
+  int64_t p = 1, sym = 0;
+  for (int i = lo; i < hi; i++) {
+    if (GC_DIM_IS_SYM(t->dims[i])) {
+      if (sym) return -2;
+      sym = t->dims[i];
+    } else {
+      p *= t->dims[i];
+    }
+  }
+  if (sym) return p == 1 ? sym : -2;
+  return p;
+}
