@@ -1,13 +1,22 @@
-/* cuda_backend.h - internals of the CUDA backend that `graphc bench` and the
- * GPU tests use; applications use the public API (include/graphc/graphc.h).
+/* cuda_backend.h - internals of the CUDA backend that `graphc bench`, the AOT
+ * tools and the GPU tests use; applications use the public API
+ * (include/graphc/graphc.h, include/graphc/graphc_rt.h).
  *
- * All functions take an executable compiled with GRAPHC_BACKEND_CUDA; they
- * make the executable's context current for the call and restore the caller's.
+ * The backend has two halves:
+ *   compile  (cuda_backend.c, libgraphc only): gc_plan -> CUDA C + NVRTC or
+ *            LLVM NVPTX + nvJitLink -> cubin/PTX (through the JIT cache), and
+ *            gc_plan -> gc_launch_plan; bundles for ahead-of-time use.
+ *   load/run (cuda_exec.c, also in libgraphc_rt): see cuda_exec.h.
+ *
+ * Functions taking an executable need one compiled with GRAPHC_BACKEND_CUDA;
+ * they make its context current for the call and restore the caller's.
  */
 #ifndef GC_CUDA_BACKEND_H
 #define GC_CUDA_BACKEND_H
 
 #include "exec.h"
+#include "cache.h"
+#include "launch_plan.h"
 #include "../codegen/lower.h"
 
 typedef struct gc_cuda_info {
@@ -20,6 +29,7 @@ typedef struct gc_cuda_info {
   const gc_plan *plan;    /* kernels, buffers and launch order */
   int from_ptx;           /* 1 when the module was loaded from PTX (driver JIT) */
   int eager;              /* 1 when runs launch kernel by kernel */
+  int cache_hit;          /* 1 when the module came from the JIT cache */
 } gc_cuda_info;
 
 /* 1 when the CUDA backend can run here; else 0, with the reason ("CUDA backend
@@ -49,5 +59,55 @@ graphc_status_t gc_cuda_time_kernels(gc_exec *exe, int runs, float *ms, gc_diags
  * on the executable's stream; *bytes_used receives the size actually copied. */
 graphc_status_t gc_cuda_copy_bandwidth(gc_exec *exe, size_t bytes, int reps, double *gbps,
                                        size_t *bytes_used, gc_diags *d);
+
+/* ---- the compile half (no device needed) ------------------------------------------------ */
+
+/* Module images for one architecture, as the code generators made them. */
+typedef struct gc_cuda_code {
+  int sm;
+  void *cubin;            /* malloc'd; NULL when none could be made */
+  size_t cubin_len;
+  char *ptx;              /* malloc'd, NUL-terminated */
+  char *why_no_cubin;     /* malloc'd: nvJitLink's message when it failed (LLVM path) */
+  int cache_hit;          /* 1: read from the JIT cache */
+  double ms;              /* wall time of the whole call */
+} gc_cuda_code;
+
+/* Generate code for km for sm_<sm> on path cg (NVRTC or LLVM; DEFAULT is
+ * NVRTC): PTX always, a cubin when the compiler can make one. With a cache
+ * (may be NULL) the result is looked up first and stored after compiling.
+ * Appends "cuda: ..." timing lines to st (may be NULL). 0, or -1 reported to d. */
+int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache *cache,
+                    gc_cuda_code *out, gc_sbuf *st, gc_diags *d);
+void gc_cuda_code_free(gc_cuda_code *c);
+
+/* The cache key gc_cuda_codegen uses (exposed for tests and docs). */
+void gc_cuda_cache_key(const kir_module *km, int sm, graphc_codegen_t cg, gc_hash128 *key);
+
+/* The launch plan of p with the given signature. Const data is borrowed from
+ * the plan / weights; consts that are tensors of `w` are marked as params.
+ * lp is initialized by the call; free with gc_launch_plan_free. */
+int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
+                        const graphc_tensor_info_t *in, size_t n_in,
+                        const graphc_tensor_info_t *out, size_t n_out, gc_launch_plan *lp,
+                        gc_diags *d);
+
+/* Ahead-of-time options for gc_cuda_build_bundle. */
+typedef struct gc_aot_options {
+  const int *sms;         /* architectures, compute capability x10 */
+  int n_sms;
+  graphc_codegen_t codegen;
+  int embed_weights;      /* 1: weights go into the bundle */
+  int no_ptx;             /* 1: cubins only (no PTX fallback) */
+  int eager;              /* recorded: runs launch kernel by kernel */
+  int use_cache;          /* 1: consult the JIT cache (its environment settings apply) */
+} gc_aot_options;
+
+/* A .gcx bundle for the executable's (specialized, optimized) graph: lowered
+ * and compiled once per architecture without a device. exe may come from any
+ * backend (the CLI compiles with the interpreter backend to get the graph).
+ * *out is malloc'd. Appends stage lines to st (may be NULL). 0, or -1. */
+int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size_t *len,
+                         gc_sbuf *st, gc_diags *d);
 
 #endif /* GC_CUDA_BACKEND_H */

@@ -5,7 +5,8 @@
  *   graphc run     FILE [--bind S=N]... [--backend B] [--codegen C] [--inputs F | --random]
  *                       [--seed N] [--weights W] [--output F] [--full] [--stats] [--eager]
  *   graphc weights FILE --random [--seed N] -o W.safetensors [--bind S=N]...
- *   graphc compile FILE --emit kir|cuda|llvm|ptx|cubin -o OUT [--codegen C] [--arch sm_90]
+ *   graphc compile FILE --emit kir|cuda|llvm|ptx|cubin|bundle|c -o OUT [--codegen C] [--arch sm_90[,sm_80]]
+ *                       [--embed-weights] [--no-ptx]
  *   graphc bench   FILE ...           (tools/bench.c)
  *
  * Exit codes: 0 ok, 1 user error, 2 internal error.
@@ -26,7 +27,7 @@ static const char *const usage_main =
     "  print    print a .graph file in canonical form (re-parses to the same text)\n"
     "  run      compile and run a graph, print or save its outputs\n"
     "  weights  write a deterministic random weights file for a graph\n"
-    "  compile  write generated code: Kernel IR, CUDA C, LLVM IR, PTX or cubin\n"
+    "  compile  write generated code (Kernel IR, CUDA C, LLVM IR, PTX, cubin), a .gcx bundle, or C (.h + .o)\n"
     "  bench    time a graph on the GPU against the device's copy bandwidth\n"
     "  dot      write the graph after the optimization passes as Graphviz\n"
     "  import   translate an ONNX model into a .graph file and a safetensors weights file\n"

@@ -7,6 +7,7 @@
 
 #include "runtime/interp.h"
 #include "runtime/safetensors.h"
+#include "tools/aot_cli.h"
 #include "tools/cli.h"
 
 /* Print one tensor: its type and values (first 16 unless full), min/max/mean. */
@@ -210,11 +211,13 @@ int cli_cmd_weights(int argc, char **argv, const char *usage_common) {
 }
 
 int cli_cmd_compile(int argc, char **argv, const char *usage_common, const char *usage_compile) {
+  /* Bundles and C (ahead of time): tools/aot_cli.c. */
+  if (cli_aot_wanted(argc, argv)) return cli_cmd_compile_aot(argc, argv, usage_common, usage_compile);
   char usage[4096];
   snprintf(usage, sizeof usage,
            "usage: graphc compile FILE --emit WHAT [-o OUT] [options]\n"
            "Write generated code for the entry graph (all symbolic dims bound).\n\noptions:\n"
-           "  --emit WHAT       kir | cuda | llvm | ptx | cubin\n"
+           "  --emit WHAT       kir | cuda | llvm | ptx | cubin | bundle | c (see --emit bundle --help)\n"
            "  -o, --output OUT  output file (default: stdout, except cubin)\n%s%s",
            usage_common, usage_compile);
   cli_opts o;

@@ -1,0 +1,896 @@
+/* cuda_exec.c - the load-and-run half of the CUDA backend (see cuda_exec.h).
+ *
+ * Built into libgraphc (behind the JIT backend, runtime/cuda_backend.c) and
+ * into libgraphc_rt (behind bundles, runtime/rt_api.c) from this one source.
+ * It sees a gc_launch_plan, never Kernel IR, and calls only the CUDA driver.
+ *
+ * CUDA graph: only the kernel launches are captured. The copies stay outside
+ * because their host pointers change from call to call (and pageable host
+ * memory cannot be captured); the launches always read and write the same
+ * device buffers, so one capture serves every run. run_device binds other
+ * pointers: the graph is re-captured and the instantiated graph updated in
+ * place (cuGraphExecUpdate) whenever they differ from the last ones.
+ */
+#include "cuda_exec.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_driver.h"
+
+#define CU_ALIGN 256
+
+typedef struct cu_kernel {
+  const gc_lp_kernel *k;
+  CUfunction fn;
+  unsigned grid, block;
+  uint64_t *args;          /* one 8-byte slot per param (CUdeviceptr or int64) */
+  void **argp;             /* argp[i] = &args[i], what cuLaunchKernel reads */
+} cu_kernel;
+
+struct gc_cu_exec {
+  const gc_cu_driver *cu;
+  CUdevice dev;
+  CUcontext ctx;           /* the device's primary context, retained */
+  int ctx_retained;
+  gc_cu_props props;
+  const gc_launch_plan *plan;
+  CUmodule mod;
+  int from_ptx, image_sm;
+  CUstream stream;
+  CUdeviceptr arena, consts, io;   /* the three allocations */
+  size_t *const_off;               /* offset of consts[i] in `consts` */
+  CUdeviceptr *in_buf, *out_buf;   /* the executor's own I/O buffers (inside io) */
+  CUdeviceptr *bound_in, *bound_out; /* what the kernel arguments point at now */
+  CUdeviceptr *graph_in, *graph_out; /* what the instantiated graph was captured with */
+  cu_kernel *kernels;              /* per plan kernel */
+  CUgraphExec gexec;
+  int eager, sync_each;
+};
+
+/* Monotonic milliseconds, for stage timings. */
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static size_t align_up(size_t n) { return (n + CU_ALIGN - 1) & ~(size_t)(CU_ALIGN - 1); }
+
+/* Human-readable byte count for messages and stats. */
+static void fmt_bytes(char *buf, size_t n, double bytes) {
+  if (bytes >= 1024.0 * 1024 * 1024)
+    snprintf(buf, n, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  else if (bytes >= 1024.0 * 1024)
+    snprintf(buf, n, "%.2f MiB", bytes / (1024.0 * 1024));
+  else if (bytes >= 1024.0)
+    snprintf(buf, n, "%.2f KiB", bytes / 1024.0);
+  else
+    snprintf(buf, n, "%.0f B", bytes);
+}
+
+/* Report out of memory (host) and return -1. */
+static int oom(gc_diags *d) {
+  gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+  return -1;
+}
+
+/* Make the executor's context current; 0 on success. */
+static int ctx_push(gc_cu_exec *x, gc_diags *d) { return GC_CU(x->cu, d, CtxPushCurrent, x->ctx); }
+
+/* Restore the caller's context. */
+static void ctx_pop(gc_cu_exec *x) {
+  CUcontext dummy;
+  x->cu->CtxPopCurrent(&dummy);
+}
+
+/* ---- the plan's invariants ----------------------------------------------------------- */
+void gc_launch_plan_init(gc_launch_plan *p) {
+  memset(p, 0, sizeof *p);
+  gc_arena_init(&p->arena);
+}
+
+void gc_launch_plan_free(gc_launch_plan *p) {
+  if (!p) return;
+  gc_arena_free(&p->arena);
+  memset(p, 0, sizeof *p);
+}
+
+/* 1 when s is a non-empty C identifier of at most 1023 characters. */
+static int is_c_ident(const char *s) {
+  if (!s || !*s) return 0;
+  for (size_t i = 0; s[i]; i++) {
+    char c = s[i];
+    int ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i && c >= '0' && c <= '9');
+    if (!ok || i >= 1023) return 0;
+  }
+  return 1;
+}
+
+/* Bytes of a dtype x dims tensor; 0 when a dim is out of range or it overflows. */
+static uint64_t tensor_bytes(gc_dtype dt, int rank, const int64_t *dims) {
+  size_t es = graphc_dtype_size(dt);
+  if (!es || rank < 0 || rank > GC_MAX_RANK) return 0;
+  uint64_t n = es;
+  for (int k = 0; k < rank; k++) {
+    if (dims[k] < 1 || dims[k] > (INT64_C(1) << 40)) return 0;
+    if (n > (UINT64_C(1) << 62) / (uint64_t)dims[k]) return 0;
+    n *= (uint64_t)dims[k];
+  }
+  return n;
+}
+
+/* Report a plan violation (printf-style) and return -1. */
+static int bad_plan(gc_diags *d, graphc_status_t st, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int bad_plan(gc_diags *d, graphc_status_t st, const char *what, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  gc_error_at(d, st, (gc_loc){0, 0}, "%s: %s", what, msg);
+  return -1;
+}
+
+/* Check a signature entry: C-safe name, valid dtype and dims, nbytes consistent. */
+static int check_tensor(const graphc_tensor_info_t *t, const char *kind, int i, graphc_status_t st,
+                        const char *what, gc_diags *d) {
+  if (!t->name) return bad_plan(d, st, what, "%s %d has no name", kind, i);
+  if (!graphc_dtype_name(t->dtype))
+    return bad_plan(d, st, what, "%s %d (%s) has invalid dtype %d", kind, i, t->name, (int)t->dtype);
+  uint64_t nb = tensor_bytes(t->dtype, t->rank, t->dims);
+  if (!nb || nb != t->nbytes)
+    return bad_plan(d, st, what, "%s %d (%s): shape or size is invalid", kind, i, t->name);
+  return 0;
+}
+
+int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char *what,
+                         gc_diags *d) {
+  if (p->n_kernels < 0 || p->n_launches < 0 || p->n_buffers < 0 || p->n_consts < 0 ||
+      p->n_inputs < 0 || p->n_outputs < 0)
+    return bad_plan(d, st, what, "negative count");
+  if ((p->n_kernels && !p->kernels) || (p->n_launches && !p->launches) ||
+      (p->n_buffers && !p->buffers) || (p->n_consts && !p->consts) ||
+      (p->n_inputs && !p->inputs) || (p->n_outputs && !p->outputs))
+    return bad_plan(d, st, what, "missing table");
+  if (p->arena_bytes > (UINT64_C(1) << 50)) return bad_plan(d, st, what, "arena size is absurd");
+  for (int i = 0; i < p->n_inputs; i++)
+    if (check_tensor(&p->inputs[i], "input", i, st, what, d)) return -1;
+  for (int i = 0; i < p->n_outputs; i++)
+    if (check_tensor(&p->outputs[i], "output", i, st, what, d)) return -1;
+  for (int i = 0; i < p->n_consts; i++) {
+    const gc_lp_const *c = &p->consts[i];
+    if (!c->name) return bad_plan(d, st, what, "const %d has no name", i);
+    if (!graphc_dtype_name(c->dtype) || tensor_bytes(c->dtype, c->rank, c->dims) != c->bytes)
+      return bad_plan(d, st, what, "const %d (%s): shape or size is invalid", i, c->name);
+  }
+  for (int i = 0; i < p->n_buffers; i++) {
+    const gc_lp_buffer *b = &p->buffers[i];
+    uint64_t limit = 0;
+    switch (b->kind) {
+      case GC_LP_INPUT:
+        if (b->index < 0 || b->index >= p->n_inputs) goto bad_index;
+        limit = p->inputs[b->index].nbytes;
+        break;
+      case GC_LP_OUTPUT:
+        if (b->index < 0 || b->index >= p->n_outputs) goto bad_index;
+        limit = p->outputs[b->index].nbytes;
+        break;
+      case GC_LP_CONST:
+        if (b->index < 0 || b->index >= p->n_consts) goto bad_index;
+        limit = p->consts[b->index].bytes;
+        break;
+      case GC_LP_TEMP:
+        if (b->offset % CU_ALIGN || b->offset > p->arena_bytes ||
+            b->bytes > p->arena_bytes - b->offset)
+          return bad_plan(d, st, what, "buffer %d lies outside the arena", i);
+        limit = b->bytes;
+        break;
+      default: return bad_plan(d, st, what, "buffer %d has unknown kind %d", i, (int)b->kind);
+    }
+    if (b->bytes > limit)
+      return bad_plan(d, st, what, "buffer %d is larger than what backs it", i);
+    continue;
+  bad_index:
+    return bad_plan(d, st, what, "buffer %d refers to a missing tensor (%d)", i, b->index);
+  }
+  for (int i = 0; i < p->n_kernels; i++) {
+    const gc_lp_kernel *k = &p->kernels[i];
+    if (!is_c_ident(k->name)) return bad_plan(d, st, what, "kernel %d has an invalid name", i);
+    if ((k->kind != GC_LP_ITEMS && k->kind != GC_LP_BLOCKS) || k->n < 0 ||
+        k->n > (INT64_C(1) << 50) || k->block < 0 || k->block > 65536)
+      return bad_plan(d, st, what, "kernel %s has an invalid launch shape", k->name);
+    if (k->n_params < 0 || k->n_params > 4096 || (k->n_params && !k->params))
+      return bad_plan(d, st, what, "kernel %s has an invalid parameter list", k->name);
+    for (int j = 0; j < k->n_params; j++) {
+      const gc_lp_param *q = &k->params[j];
+      if (q->kind == GC_LP_PARAM_I64) continue;
+      if (q->kind != GC_LP_PARAM_BUFFER || q->value < 0 || q->value >= p->n_buffers)
+        return bad_plan(d, st, what, "kernel %s: parameter %d is bound to nothing", k->name, j);
+    }
+  }
+  for (int i = 0; i < p->n_launches; i++)
+    if (p->launches[i] < 0 || p->launches[i] >= p->n_kernels)
+      return bad_plan(d, st, what, "launch %d names kernel %d of %d", i, p->launches[i],
+                      p->n_kernels);
+  return 0;
+}
+
+/* ---- picking an image --------------------------------------------------------------- */
+int gc_cu_image_order(const gc_cu_image *imgs, int n, int device_sm, gc_cu_try *out) {
+  int k = 0;
+  /* Cubins: exact match first, then same major, lower minor, newest first. */
+  for (int pass = 0; pass < 2; pass++) {
+    for (;;) {
+      int best = -1;
+      for (int i = 0; i < n; i++) {
+        if (!imgs[i].cubin || !imgs[i].cubin_len) continue;
+        int s = imgs[i].sm;
+        int ok = pass == 0 ? s == device_sm : s / 10 == device_sm / 10 && s < device_sm;
+        for (int j = 0; j < k && ok; j++) ok = !(out[j].image == i && !out[j].ptx);
+        if (ok && (best < 0 || s > imgs[best].sm)) best = i;
+      }
+      if (best < 0) break;
+      out[k++] = (gc_cu_try){best, 0};
+    }
+  }
+  /* PTX for any sm up to the device's, newest first. */
+  for (;;) {
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+      if (!imgs[i].ptx || imgs[i].sm > device_sm) continue;
+      int ok = 1;
+      for (int j = 0; j < k && ok; j++) ok = !(out[j].image == i && out[j].ptx);
+      if (ok && (best < 0 || imgs[i].sm > imgs[best].sm)) best = i;
+    }
+    if (best < 0) break;
+    out[k++] = (gc_cu_try){best, 1};
+  }
+  return k;
+}
+
+void gc_cu_image_list(const gc_cu_image *imgs, int n, char *buf, size_t len) {
+  gc_sbuf b = {0};
+  for (int ptx = 0; ptx < 2; ptx++) {
+    int first = 1;
+    for (int i = 0; i < n; i++) {
+      if (ptx ? !imgs[i].ptx : !(imgs[i].cubin && imgs[i].cubin_len)) continue;
+      gc_sbuf_printf(&b, "%s%ssm_%d", first ? (b.len ? "; " : "") : ", ",
+                     first ? (ptx ? "PTX " : "cubin ") : "", imgs[i].sm);
+      first = 0;
+    }
+  }
+  snprintf(buf, len, "%s", b.len ? b.data : "nothing");
+  gc_sbuf_free(&b);
+}
+
+/* ---- device ------------------------------------------------------------------------- */
+/* Read the device properties the launch geometry and the emitters need. */
+static int query_device(gc_cu_exec *x, gc_diags *d) {
+  const gc_cu_driver *cu = x->cu;
+  gc_cu_props *p = &x->props;
+  int major = 0, minor = 0;
+  struct { CUdevice_attribute a; int *out; } attrs[] = {
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor},
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &p->num_sms},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &p->max_threads},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &p->max_threads_sm},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, &p->shared_bytes},
+      {CU_DEVICE_ATTRIBUTE_WARP_SIZE, &p->warp},
+  };
+  for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+    if (GC_CU(cu, d, DeviceGetAttribute, attrs[i].out, attrs[i].a, x->dev)) return -1;
+  p->sm = major * 10 + minor;
+  if (GC_CU(cu, d, DeviceGetName, p->name, (int)sizeof p->name, x->dev)) return -1;
+  if (GC_CU(cu, d, DeviceTotalMem, &p->total_mem, x->dev)) return -1;
+  if (p->num_sms < 1) p->num_sms = 1;
+  if (p->max_threads_sm < 32) p->max_threads_sm = 2048;
+  p->driver_version = cu->version;
+  return 0;
+}
+
+gc_cu_exec *gc_cu_exec_open(gc_diags *d) {
+  const gc_cu_driver *cu = gc_cu_driver_get(d);
+  if (!cu) return NULL;
+  gc_cu_exec *x = calloc(1, sizeof *x);
+  if (!x) {
+    oom(d);
+    return NULL;
+  }
+  x->cu = cu;
+  const char *sync = getenv("GRAPHC_CUDA_SYNC");
+  x->sync_each = sync && strcmp(sync, "1") == 0;
+  if (GC_CU(cu, d, DeviceGet, &x->dev, 0) || GC_CU(cu, d, DevicePrimaryCtxRetain, &x->ctx, x->dev)) {
+    free(x);
+    return NULL;
+  }
+  x->ctx_retained = 1;
+  if (ctx_push(x, d)) {
+    gc_cu_exec_free(x);
+    return NULL;
+  }
+  int rc = query_device(x, d);
+  ctx_pop(x);
+  if (rc) {
+    gc_cu_exec_free(x);
+    return NULL;
+  }
+  return x;
+}
+
+const gc_cu_props *gc_cu_exec_props(const gc_cu_exec *x) { return &x->props; }
+int gc_cu_exec_from_ptx(const gc_cu_exec *x) { return x->from_ptx; }
+int gc_cu_exec_image_sm(const gc_cu_exec *x) { return x->image_sm; }
+int gc_cu_exec_eager(const gc_cu_exec *x) { return x->eager; }
+
+/* ---- module loading ----------------------------------------------------------------- */
+/* Load PTX through the driver JIT; on failure *why gets the message (malloc'd). */
+static int load_ptx(gc_cu_exec *x, const gc_cu_image *img, char **why) {
+  char log[8192] = "";
+  CUjit_option o[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *v[] = {log, (void *)(uintptr_t)sizeof log};
+  CUresult r = x->cu->ModuleLoadDataEx(&x->mod, img->ptx, 2, o, v);
+  if (r == CUDA_SUCCESS) return 0;
+  x->mod = NULL;
+  int ver = x->cu->version;
+  gc_sbuf b = {0};
+  gc_sbuf_printf(&b, "cuModuleLoadDataEx failed: %s (%s) loading PTX for sm_%d on %s (sm_%d, driver "
+                 "CUDA %d.%d)%s%s",
+                 gc_cu_error_name(x->cu, r), gc_cu_error_string(x->cu, r), img->sm, x->props.name,
+                 x->props.sm, ver / 1000, ver % 1000 / 10, log[0] ? ": " : "", log);
+  *why = gc_sbuf_take(&b);
+  return -1;
+}
+
+/* Load a cubin; on failure *why gets the message (malloc'd). */
+static int load_cubin(gc_cu_exec *x, const gc_cu_image *img, char **why) {
+  CUresult r = x->cu->ModuleLoadData(&x->mod, img->cubin);
+  if (r == CUDA_SUCCESS) return 0;
+  x->mod = NULL;
+  gc_sbuf b = {0};
+  gc_sbuf_printf(&b, "cuModuleLoadData(cubin sm_%d) failed: %s (%s)", img->sm,
+                 gc_cu_error_name(x->cu, r), gc_cu_error_string(x->cu, r));
+  *why = gc_sbuf_take(&b);
+  return -1;
+}
+
+/* Load the module from the best image for this device; say which in st. */
+static int load_module(gc_cu_exec *x, const gc_cu_image *imgs, int n, gc_sbuf *st, gc_diags *d) {
+  gc_cu_try *order = calloc(2 * (size_t)n + 1, sizeof *order);
+  if (!order) return oom(d);
+  int nt = gc_cu_image_order(imgs, n, x->props.sm, order);
+  gc_sbuf why = {0};   /* why earlier choices were not used */
+  /* Why no cubin of the preferred kind was there to try. */
+  int have_exact = 0;
+  for (int i = 0; i < nt; i++) have_exact |= !order[i].ptx && imgs[order[i].image].sm == x->props.sm;
+  if (!have_exact) {
+    char list[256];
+    gc_cu_image_list(imgs, n, list, sizeof list);
+    int noted = 0;
+    for (int i = 0; i < n && !noted; i++)
+      if (imgs[i].why_no_cubin && !(imgs[i].cubin && imgs[i].cubin_len)) {
+        gc_sbuf_puts(&why, imgs[i].why_no_cubin);
+        noted = 1;
+      }
+    if (!noted)
+      gc_sbuf_printf(&why, "no cubin for sm_%d (the code has %s)", x->props.sm, list);
+  }
+  int rc = -1;
+  double t0 = now_ms();
+  for (int i = 0; i < nt && rc; i++) {
+    const gc_cu_image *img = &imgs[order[i].image];
+    char *msg = NULL;
+    rc = order[i].ptx ? load_ptx(x, img, &msg) : load_cubin(x, img, &msg);
+    if (rc == 0) {
+      x->from_ptx = order[i].ptx;
+      x->image_sm = img->sm;
+      if (!st) break;
+      if (order[i].ptx)
+        gc_sbuf_printf(st, "cuda: module loaded from PTX (driver JIT) for sm_%d because %s\n", img->sm,
+                       why.len ? why.data : "no cubin was made");
+      else
+        gc_sbuf_printf(st, "cuda: module loaded from cubin sm_%d (%zu bytes)\n", img->sm,
+                       img->cubin_len);
+    } else {
+      gc_sbuf_printf(&why, "%s%s", why.len ? "; " : "", msg ? msg : "out of memory");
+    }
+    free(msg);
+  }
+  if (rc && nt == 0) {
+    char list[256];
+    gc_cu_image_list(imgs, n, list, sizeof list);
+    gc_error_at(d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0},
+                "no code this device can run: %s is sm_%d, the code has %s (a cubin runs on its "
+                "own sm and newer minor versions of the same major; PTX on its sm and newer); "
+                "compile for --arch sm_%d",
+                x->props.name, x->props.sm, list, x->props.sm);
+  } else if (rc) {
+    gc_error_at(d, GRAPHC_STATUS_DEVICE_ERROR, (gc_loc){0, 0}, "cannot load the module: %s",
+                why.len ? why.data : "unknown reason");
+  } else if (st) {
+    gc_sbuf_printf(st, "cuda: module load %.2f ms\n", now_ms() - t0);
+  }
+  gc_sbuf_free(&why);
+  free(order);
+  return rc;
+}
+
+/* Functions and launch geometry of every kernel, argument slots allocated. */
+static int setup_kernels(gc_cu_exec *x, gc_diags *d) {
+  const gc_launch_plan *p = x->plan;
+  const gc_cu_props *pr = &x->props;
+  x->kernels = calloc((size_t)p->n_kernels + 1, sizeof *x->kernels);
+  if (!x->kernels) return oom(d);
+  for (int i = 0; i < p->n_kernels; i++) {
+    cu_kernel *ck = &x->kernels[i];
+    const gc_lp_kernel *k = &p->kernels[i];
+    ck->k = k;
+    if (GC_CU_WHAT(x->cu, d, k->name, ModuleGetFunction, &ck->fn, x->mod, k->name)) return -1;
+    int fn_max = 0;
+    if (GC_CU_WHAT(x->cu, d, k->name, FuncGetAttribute, &fn_max,
+                   CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ck->fn))
+      return -1;
+    int64_t n = k->n;
+    int64_t grid;
+    int block = k->block;
+    if (k->kind == GC_LP_BLOCKS) {
+      /* The group size is part of the kernel's meaning: it cannot shrink. */
+      if (block < 1 || block > fn_max) {
+        gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, (gc_loc){0, 0},
+                    "kernel %s needs %d threads per block, but its compiled code allows at most %d "
+                    "on %s",
+                    k->name, block, fn_max, pr->name);
+        return -1;
+      }
+      grid = n < (int64_t)pr->num_sms * 32 ? n : (int64_t)pr->num_sms * 32;
+    } else {
+      if (block < 1) block = 256;
+      if (block > fn_max) block = fn_max >= 32 ? fn_max & ~31 : fn_max;
+      if (block < 1) block = 1;
+      int64_t need = (n + block - 1) / block;
+      int per_sm = pr->max_threads_sm / block;
+      int64_t cap = (int64_t)pr->num_sms * (per_sm > 0 ? per_sm : 1);
+      grid = need < cap ? need : cap;
+    }
+    if (grid < 1) grid = 1;
+    if (grid > INT32_MAX) grid = INT32_MAX;
+    ck->grid = (unsigned)grid;
+    ck->block = (unsigned)block;
+    ck->args = calloc((size_t)k->n_params + 1, sizeof *ck->args);
+    ck->argp = calloc((size_t)k->n_params + 1, sizeof *ck->argp);
+    if (!ck->args || !ck->argp) return oom(d);
+    for (int q = 0; q < k->n_params; q++) ck->argp[q] = &ck->args[q];
+  }
+  return 0;
+}
+
+/* ---- device memory ------------------------------------------------------------------ */
+/* cuMemAlloc with a message that says what the memory was for. */
+static int dev_alloc(gc_cu_exec *x, CUdeviceptr *p, size_t bytes, const char *what, gc_diags *d) {
+  *p = 0;
+  if (bytes == 0) return 0;
+  CUresult r = x->cu->MemAlloc(p, bytes);
+  if (r == CUDA_SUCCESS) return 0;
+  *p = 0;
+  char b[64], t[64];
+  fmt_bytes(b, sizeof b, (double)bytes);
+  fmt_bytes(t, sizeof t, (double)x->props.total_mem);
+  gc_error_at(d, gc_cu_status(r), (gc_loc){0, 0},
+              "cuMemAlloc failed: %s (%s) allocating %s for %s on %s (%s total)",
+              gc_cu_error_name(x->cu, r), gc_cu_error_string(x->cu, r), b, what, x->props.name, t);
+  return -1;
+}
+
+/* Arena, constants (uploaded once) and the executor's I/O buffers. */
+static int setup_memory(gc_cu_exec *x, gc_sbuf *st, gc_diags *d) {
+  const gc_launch_plan *p = x->plan;
+  if (dev_alloc(x, &x->arena, align_up(p->arena_bytes), "the intermediate-buffer arena", d))
+    return -1;
+  size_t ni = (size_t)p->n_inputs, no = (size_t)p->n_outputs;
+  x->const_off = calloc((size_t)p->n_consts + 1, sizeof *x->const_off);
+  x->in_buf = calloc(ni + 1, sizeof *x->in_buf);
+  x->out_buf = calloc(no + 1, sizeof *x->out_buf);
+  x->bound_in = calloc(ni + 1, sizeof *x->bound_in);
+  x->bound_out = calloc(no + 1, sizeof *x->bound_out);
+  x->graph_in = calloc(ni + 1, sizeof *x->graph_in);
+  x->graph_out = calloc(no + 1, sizeof *x->graph_out);
+  if (!x->const_off || !x->in_buf || !x->out_buf || !x->bound_in || !x->bound_out ||
+      !x->graph_in || !x->graph_out)
+    return oom(d);
+  size_t cbytes = 0;
+  for (int i = 0; i < p->n_consts; i++) {
+    x->const_off[i] = cbytes;
+    cbytes += align_up(p->consts[i].bytes);
+  }
+  if (dev_alloc(x, &x->consts, cbytes, "weights and constants", d)) return -1;
+  for (int i = 0; i < p->n_consts; i++)
+    if (p->consts[i].bytes &&
+        GC_CU_WHAT(x->cu, d, p->consts[i].name, MemcpyHtoD, x->consts + x->const_off[i],
+                   p->consts[i].data, p->consts[i].bytes))
+      return -1;
+  size_t iobytes = 0;
+  for (size_t i = 0; i < ni; i++) iobytes += align_up(p->inputs[i].nbytes);
+  for (size_t i = 0; i < no; i++) iobytes += align_up(p->outputs[i].nbytes);
+  if (dev_alloc(x, &x->io, iobytes, "inputs and outputs", d)) return -1;
+  size_t off = 0;
+  for (size_t i = 0; i < ni; i++) {
+    x->in_buf[i] = x->io + off;
+    off += align_up(p->inputs[i].nbytes);
+  }
+  for (size_t i = 0; i < no; i++) {
+    x->out_buf[i] = x->io + off;
+    off += align_up(p->outputs[i].nbytes);
+  }
+  if (st) {
+    char a[64], c[64], io[64];
+    fmt_bytes(a, sizeof a, (double)p->arena_bytes);
+    fmt_bytes(c, sizeof c, (double)cbytes);
+    fmt_bytes(io, sizeof io, (double)iobytes);
+    gc_sbuf_printf(st, "cuda: device memory: arena %s, constants %s (%d), inputs+outputs %s\n", a,
+                   c, p->n_consts, io);
+  }
+  return 0;
+}
+
+/* Point every kernel argument at the given I/O buffers (TEMP and CONST fixed). */
+static void bind_io(gc_cu_exec *x, const CUdeviceptr *in, const CUdeviceptr *out) {
+  const gc_launch_plan *p = x->plan;
+  memcpy(x->bound_in, in, (size_t)p->n_inputs * sizeof *in);
+  memcpy(x->bound_out, out, (size_t)p->n_outputs * sizeof *out);
+  for (int i = 0; i < p->n_kernels; i++) {
+    cu_kernel *ck = &x->kernels[i];
+    for (int j = 0; j < ck->k->n_params; j++) {
+      const gc_lp_param *q = &ck->k->params[j];
+      if (q->kind == GC_LP_PARAM_I64) {
+        ck->args[j] = (uint64_t)q->value;
+        continue;
+      }
+      const gc_lp_buffer *b = &p->buffers[q->value];
+      CUdeviceptr v = 0;
+      switch (b->kind) {
+        case GC_LP_INPUT: v = in[b->index]; break;
+        case GC_LP_OUTPUT: v = out[b->index]; break;
+        case GC_LP_CONST: v = x->consts + x->const_off[b->index]; break;
+        case GC_LP_TEMP: v = x->arena + b->offset; break;
+      }
+      ck->args[j] = (uint64_t)v;
+    }
+  }
+}
+
+int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *imgs, int n_imgs,
+                    int eager, gc_sbuf *st, gc_diags *d) {
+  GC_ASSERT(!x->plan);
+  if (gc_launch_plan_check(p, GRAPHC_STATUS_INTERNAL, "launch plan", d)) return -1;
+  for (int i = 0; i < p->n_consts; i++)
+    if (!p->consts[i].data && p->consts[i].bytes) {
+      gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, (gc_loc){0, 0},
+                  "weight '%s' (%" PRIu64 " bytes) has no data: embed the weights when compiling "
+                  "(--embed-weights) or provide it before the first run",
+                  p->consts[i].name, p->consts[i].bytes);
+      return -1;
+    }
+  x->plan = p;
+  x->eager = eager || x->sync_each;
+  if (ctx_push(x, d)) return -1;
+  int rc = -1;
+  if (load_module(x, imgs, n_imgs, st, d) || setup_kernels(x, d)) goto out;
+  if (GC_CU(x->cu, d, StreamCreate, &x->stream, CU_STREAM_NON_BLOCKING)) goto out;
+  if (setup_memory(x, st, d)) goto out;
+  bind_io(x, x->in_buf, x->out_buf);
+  if (st) {
+    gc_sbuf_printf(st, "cuda: %d kernels, %d launches (%s)\n", p->n_kernels, p->n_launches,
+                   x->eager ? "eager launches" : "CUDA graph replay");
+    for (int i = 0; i < p->n_kernels; i++) {
+      const cu_kernel *ck = &x->kernels[i];
+      gc_sbuf_printf(st, "cuda:   %-32s %s n=%" PRId64 " grid=%u block=%u\n", ck->k->name,
+                     ck->k->kind == GC_LP_BLOCKS ? "blocks" : "items ", ck->k->n, ck->grid,
+                     ck->block);
+    }
+  }
+  rc = 0;
+out:
+  ctx_pop(x);
+  return rc;
+}
+
+int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, gc_diags *d) {
+  GC_ASSERT(x->plan && i >= 0 && i < x->plan->n_consts && bytes == x->plan->consts[i].bytes);
+  if (!x->consts || !bytes) return 0;
+  if (ctx_push(x, d)) return -1;
+  int rc = GC_CU_WHAT(x->cu, d, x->plan->consts[i].name, MemcpyHtoD, x->consts + x->const_off[i],
+                      data, bytes);
+  ctx_pop(x);
+  return rc;
+}
+
+/* ---- launching ---------------------------------------------------------------------- */
+/* Launch the i-th launch of the plan on the stream. */
+static int launch_one(gc_cu_exec *x, int i, gc_diags *d) {
+  cu_kernel *ck = &x->kernels[x->plan->launches[i]];
+  if (ck->k->n <= 0) return 0;
+  return GC_CU_WHAT(x->cu, d, ck->k->name, LaunchKernel, ck->fn, ck->grid, 1, 1, ck->block, 1, 1,
+                    0, x->stream, ck->argp, NULL);
+}
+
+/* Every launch in order, directly on the stream; with GRAPHC_CUDA_SYNC=1 each
+ * is followed by a synchronize so a failing kernel is named. */
+static int launch_eager(gc_cu_exec *x, gc_diags *d) {
+  for (int i = 0; i < x->plan->n_launches; i++) {
+    if (launch_one(x, i, d)) return -1;
+    if (x->sync_each) {
+      char what[256];
+      snprintf(what, sizeof what, "after kernel %s, launch %d of %d",
+               x->kernels[x->plan->launches[i]].k->name, i + 1, x->plan->n_launches);
+      if (GC_CU_WHAT(x->cu, d, what, StreamSynchronize, x->stream)) return -1;
+    }
+  }
+  return 0;
+}
+
+/* Capture the launches (bound to the current pointers) into a CUDA graph and
+ * instantiate it, or update the existing instantiation in place. */
+static int capture_graph(gc_cu_exec *x, gc_diags *d) {
+  const gc_cu_driver *cu = x->cu;
+  size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
+  if (GC_CU(cu, d, StreamBeginCapture, x->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) return -1;
+  int bad = 0;
+  for (int i = 0; i < x->plan->n_launches && !bad; i++) bad = launch_one(x, i, d);
+  CUgraph g = NULL;
+  CUresult r = cu->StreamEndCapture(x->stream, &g);
+  if (bad) {
+    if (g) cu->GraphDestroy(g);
+    return -1;
+  }
+  if (gc_cu_check(cu, d, r, "cuStreamEndCapture", NULL)) return -1;
+  int rc = 0;
+  if (x->gexec) {
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    if (cu->GraphExecUpdate(x->gexec, g, &info) != CUDA_SUCCESS) {
+      cu->GraphExecDestroy(x->gexec);
+      x->gexec = NULL;
+    }
+  }
+  if (!x->gexec) rc = GC_CU(cu, d, GraphInstantiate, &x->gexec, g, 0);
+  if (rc) x->gexec = NULL;
+  cu->GraphDestroy(g);
+  if (rc == 0) {
+    memcpy(x->graph_in, x->bound_in, ni * sizeof *x->graph_in);
+    memcpy(x->graph_out, x->bound_out, no * sizeof *x->graph_out);
+  }
+  return rc;
+}
+
+/* The plan's launches on the stream, as a graph replay or eagerly. */
+static int launch_all(gc_cu_exec *x, gc_diags *d) {
+  if (x->plan->n_launches == 0) return 0;
+  if (x->eager) return launch_eager(x, d);
+  size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
+  int same = x->gexec && memcmp(x->graph_in, x->bound_in, ni * sizeof *x->graph_in) == 0 &&
+             memcmp(x->graph_out, x->bound_out, no * sizeof *x->graph_out) == 0;
+  if (!same && capture_graph(x, d)) return -1;
+  return GC_CU(x->cu, d, GraphLaunch, x->gexec, x->stream);
+}
+
+/* Synchronize the stream; a failure here is an error of some kernel. */
+static int sync_stream(gc_cu_exec *x, gc_diags *d) {
+  CUresult r = x->cu->StreamSynchronize(x->stream);
+  if (r == CUDA_SUCCESS) return 0;
+  gc_error_at(d, gc_cu_status(r), (gc_loc){0, 0},
+              "cuStreamSynchronize failed: %s (%s) [a kernel failed while running; set "
+              "GRAPHC_CUDA_SYNC=1 to find which]",
+              gc_cu_error_name(x->cu, r), gc_cu_error_string(x->cu, r));
+  return -1;
+}
+
+/* Report that the executor has nothing loaded. */
+static int not_loaded(const gc_cu_exec *x, gc_diags *d) {
+  if (x && x->plan && x->kernels && x->stream) return 0;
+  gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "executable is not prepared");
+  return -1;
+}
+
+int gc_cu_exec_run(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, gc_diags *d) {
+  if (not_loaded(x, d) || ctx_push(x, d)) return -1;
+  const gc_cu_driver *cu = x->cu;
+  const gc_launch_plan *p = x->plan;
+  int bad = 0;
+  bind_io(x, x->in_buf, x->out_buf);
+  for (int i = 0; i < p->n_inputs && !bad; i++)
+    bad = GC_CU_WHAT(cu, d, p->inputs[i].name, MemcpyHtoDAsync, x->in_buf[i], in[i].data,
+                     p->inputs[i].nbytes, x->stream);
+  if (!bad) bad = launch_all(x, d);
+  for (int i = 0; i < p->n_outputs && !bad; i++)
+    bad = GC_CU_WHAT(cu, d, p->outputs[i].name, MemcpyDtoHAsync, out[i].data, x->out_buf[i],
+                     p->outputs[i].nbytes, x->stream);
+  /* Synchronize even after a failed enqueue: host buffers must not be in flight. */
+  CUresult r = cu->StreamSynchronize(x->stream);
+  if (!bad && r != CUDA_SUCCESS) {
+    gc_error_at(d, gc_cu_status(r), (gc_loc){0, 0},
+                "cuStreamSynchronize failed: %s (%s) [a kernel failed while running; set "
+                "GRAPHC_CUDA_SYNC=1 to find which]",
+                gc_cu_error_name(cu, r), gc_cu_error_string(cu, r));
+    bad = 1;
+  }
+  ctx_pop(x);
+  return bad ? -1 : 0;
+}
+
+int gc_cu_exec_run_device(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out,
+                          gc_diags *d) {
+  if (not_loaded(x, d)) return -1;
+  size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
+  CUdeviceptr *pin = calloc(ni + 1, sizeof *pin);
+  CUdeviceptr *pout = calloc(no + 1, sizeof *pout);
+  if (!pin || !pout) {
+    free(pin);
+    free(pout);
+    return oom(d);
+  }
+  for (size_t i = 0; i < ni; i++) pin[i] = (CUdeviceptr)(uintptr_t)in[i].data;
+  for (size_t i = 0; i < no; i++) pout[i] = (CUdeviceptr)(uintptr_t)out[i].data;
+  int rc = -1;
+  if (ctx_push(x, d) == 0) {
+    bind_io(x, pin, pout);
+    rc = launch_all(x, d) || sync_stream(x, d) ? -1 : 0;
+    ctx_pop(x);
+  }
+  free(pin);
+  free(pout);
+  return rc;
+}
+
+void gc_cu_exec_free(gc_cu_exec *x) {
+  if (!x) return;
+  const gc_cu_driver *cu = x->cu;
+  if (x->ctx_retained) {
+    /* Errors are ignored here: after a sticky kernel error every call fails,
+     * and the primary context's release frees what is left. */
+    CUcontext dummy;
+    if (cu->CtxPushCurrent(x->ctx) == CUDA_SUCCESS) {
+      if (x->stream) cu->StreamSynchronize(x->stream);
+      if (x->gexec) cu->GraphExecDestroy(x->gexec);
+      if (x->stream) cu->StreamDestroy(x->stream);
+      if (x->arena) cu->MemFree(x->arena);
+      if (x->consts) cu->MemFree(x->consts);
+      if (x->io) cu->MemFree(x->io);
+      if (x->mod) cu->ModuleUnload(x->mod);
+      cu->CtxPopCurrent(&dummy);
+    }
+    cu->DevicePrimaryCtxRelease(x->dev);
+  }
+  if (x->kernels && x->plan)
+    for (int i = 0; i < x->plan->n_kernels; i++) {
+      free(x->kernels[i].args);
+      free(x->kernels[i].argp);
+    }
+  free(x->kernels);
+  free(x->const_off);
+  free(x->in_buf);
+  free(x->out_buf);
+  free(x->bound_in);
+  free(x->bound_out);
+  free(x->graph_in);
+  free(x->graph_out);
+  free(x);
+}
+
+int gc_cu_exec_geometry(const gc_cu_exec *x, int k, unsigned *grid, unsigned *block) {
+  if (!x || !x->plan || !x->kernels || k < 0 || k >= x->plan->n_kernels) return -1;
+  *grid = x->kernels[k].grid;
+  *block = x->kernels[k].block;
+  return 0;
+}
+
+/* ---- timing hooks (graphc bench, GPU tests) ------------------------------------------- */
+/* Create n events (timing enabled); 0 on success, else destroys what it made. */
+static int make_events(gc_cu_exec *x, CUevent *ev, int n, gc_diags *d) {
+  for (int i = 0; i < n; i++)
+    if (GC_CU(x->cu, d, EventCreate, &ev[i], CU_EVENT_DEFAULT)) {
+      while (i-- > 0) x->cu->EventDestroy(ev[i]);
+      return -1;
+    }
+  return 0;
+}
+
+/* Destroy n events (NULL entries skipped). */
+static void free_events(gc_cu_exec *x, CUevent *ev, int n) {
+  for (int i = 0; i < n; i++)
+    if (ev[i]) x->cu->EventDestroy(ev[i]);
+}
+
+int gc_cu_exec_time_runs(gc_cu_exec *x, int warmup, int runs, float *ms, gc_diags *d) {
+  if (not_loaded(x, d) || ctx_push(x, d)) return -1;
+  CUevent ev[2] = {0, 0};
+  int bad = make_events(x, ev, 2, d);
+  bind_io(x, x->in_buf, x->out_buf);
+  for (int i = 0; i < warmup && !bad; i++) bad = launch_all(x, d);
+  if (!bad) bad = sync_stream(x, d);
+  for (int i = 0; i < runs && !bad; i++) {
+    bad = GC_CU(x->cu, d, EventRecord, ev[0], x->stream) || launch_all(x, d) ||
+          GC_CU(x->cu, d, EventRecord, ev[1], x->stream) ||
+          GC_CU(x->cu, d, EventSynchronize, ev[1]) ||
+          GC_CU(x->cu, d, EventElapsedTime, &ms[i], ev[0], ev[1]);
+  }
+  if (bad) x->cu->StreamSynchronize(x->stream);
+  if (ev[0]) free_events(x, ev, 2);
+  ctx_pop(x);
+  return bad ? -1 : 0;
+}
+
+int gc_cu_exec_time_kernels(gc_cu_exec *x, int runs, float *ms, gc_diags *d) {
+  if (not_loaded(x, d)) return -1;
+  int n = x->plan->n_launches;
+  CUevent *ev = calloc((size_t)n + 1, sizeof *ev);
+  if (!ev) return oom(d);
+  if (ctx_push(x, d)) {
+    free(ev);
+    return -1;
+  }
+  int bad = make_events(x, ev, n + 1, d);
+  int made = !bad;
+  bind_io(x, x->in_buf, x->out_buf);
+  for (int r = 0; r < runs && !bad; r++) {
+    for (int i = 0; i < n && !bad; i++)
+      bad = GC_CU(x->cu, d, EventRecord, ev[i], x->stream) || launch_one(x, i, d);
+    if (!bad) bad = GC_CU(x->cu, d, EventRecord, ev[n], x->stream) || sync_stream(x, d);
+    for (int i = 0; i < n && !bad; i++)
+      bad = GC_CU(x->cu, d, EventElapsedTime, &ms[(size_t)r * n + i], ev[i], ev[i + 1]);
+  }
+  if (bad) x->cu->StreamSynchronize(x->stream);
+  if (made) free_events(x, ev, n + 1);
+  free(ev);
+  ctx_pop(x);
+  return bad ? -1 : 0;
+}
+
+int gc_cu_exec_copy_bandwidth(gc_cu_exec *x, size_t bytes, int reps, double *gbps,
+                              size_t *bytes_used, gc_diags *d) {
+  if (not_loaded(x, d) || ctx_push(x, d)) return -1;
+  const gc_cu_driver *cu = x->cu;
+  CUdeviceptr src = 0, dst = 0;
+  /* Halve the size while memory is short; other failures are errors. */
+  for (;;) {
+    CUresult r = cu->MemAlloc(&src, bytes);
+    if (r == CUDA_SUCCESS) {
+      r = cu->MemAlloc(&dst, bytes);
+      if (r != CUDA_SUCCESS) {
+        cu->MemFree(src);
+        src = 0;
+      }
+    }
+    if (r == CUDA_SUCCESS) break;
+    if (r != CUDA_ERROR_OUT_OF_MEMORY || bytes <= ((size_t)64 << 20)) {
+      gc_cu_check(cu, d, r, "cuMemAlloc", "copy-bandwidth buffers");
+      ctx_pop(x);
+      return -1;
+    }
+    bytes /= 2;
+  }
+  CUevent ev[2] = {0, 0};
+  int bad = make_events(x, ev, 2, d);
+  float ms = 0;
+  if (!bad)
+    bad = GC_CU(cu, d, MemsetD8Async, src, 1, bytes, x->stream) ||
+          GC_CU(cu, d, MemcpyDtoDAsync, dst, src, bytes, x->stream) ||  /* warm-up */
+          GC_CU(cu, d, EventRecord, ev[0], x->stream);
+  for (int i = 0; i < reps && !bad; i++)
+    bad = GC_CU(cu, d, MemcpyDtoDAsync, dst, src, bytes, x->stream);
+  if (!bad)
+    bad = GC_CU(cu, d, EventRecord, ev[1], x->stream) || GC_CU(cu, d, EventSynchronize, ev[1]) ||
+          GC_CU(cu, d, EventElapsedTime, &ms, ev[0], ev[1]);
+  cu->StreamSynchronize(x->stream);
+  if (ev[0]) free_events(x, ev, 2);
+  cu->MemFree(src);
+  cu->MemFree(dst);
+  ctx_pop(x);
+  if (bad) return -1;
+  *gbps = ms > 0 ? 2.0 * (double)bytes * reps / (ms * 1e-3) / 1e9 : 0;
+  if (bytes_used) *bytes_used = bytes;
+  return 0;
+}

@@ -1,0 +1,100 @@
+/* launch_plan.h - what the CUDA runtime half needs to run compiled kernels,
+ * with no Kernel IR in it: kernel names and launch shapes, what each kernel
+ * parameter is bound to, the buffers (inputs, outputs, constants, arena
+ * temporaries), and the I/O signature.
+ *
+ *   gc_plan (codegen/lower.h) --gc_cuda_launch_plan--> gc_launch_plan --bundle.c--> bytes
+ *                                                          |
+ *                                         runtime/cuda_exec.c runs it
+ *
+ * The compile half (runtime/cuda_backend.c) builds one from a gc_plan; the
+ * bundle reader (runtime/bundle.c) builds one from a file. Either way
+ * gc_launch_plan_check runs before anything is launched, so a damaged file
+ * cannot index outside an array.
+ *
+ * Ownership: everything hangs off `arena` (strings and arrays); const data is
+ * borrowed (from the weights file, the plan or the bundle bytes) and must
+ * outlive the plan's use.
+ */
+#ifndef GC_LAUNCH_PLAN_H
+#define GC_LAUNCH_PLAN_H
+
+#include <stdint.h>
+
+#include "../ir/ir.h"
+
+typedef enum gc_lp_buf_kind {
+  GC_LP_INPUT = 0,     /* caller's input `index` */
+  GC_LP_OUTPUT = 1,    /* caller's output `index` */
+  GC_LP_CONST = 2,     /* consts[index], uploaded once */
+  GC_LP_TEMP = 3       /* arena + offset */
+} gc_lp_buf_kind;
+
+typedef struct gc_lp_buffer {
+  gc_lp_buf_kind kind;
+  int index;
+  uint64_t bytes;
+  uint64_t offset;     /* TEMP: byte offset in the arena */
+} gc_lp_buffer;
+
+typedef enum gc_lp_param_kind {
+  GC_LP_PARAM_BUFFER = 0,  /* value: index into buffers */
+  GC_LP_PARAM_I64 = 1      /* value: the scalar passed */
+} gc_lp_param_kind;
+
+typedef struct gc_lp_param {
+  gc_lp_param_kind kind;
+  int64_t value;
+} gc_lp_param;
+
+typedef enum gc_lp_launch_kind { GC_LP_ITEMS = 0, GC_LP_BLOCKS = 1 } gc_lp_launch_kind;
+
+typedef struct gc_lp_kernel {
+  const char *name;        /* the function's name in the module */
+  gc_lp_launch_kind kind;  /* as kir_launch: independent items or cooperating groups */
+  int64_t n;               /* items or groups */
+  int block;               /* threads per group (BLOCKS) or preferred block (ITEMS) */
+  int n_params;
+  gc_lp_param *params;
+} gc_lp_kernel;
+
+typedef struct gc_lp_const {
+  const char *name;        /* the param's tensor name, or "const.N" */
+  uint64_t bytes;
+  const void *data;        /* NULL: not provided yet (weights not embedded) */
+  int is_param;            /* 1: a weight from the weights file */
+  gc_dtype dtype;          /* type of the buffer it backs */
+  int rank;
+  int64_t dims[GC_MAX_RANK];
+} gc_lp_const;
+
+typedef struct gc_launch_plan {
+  gc_arena arena;
+  int n_kernels;
+  gc_lp_kernel *kernels;
+  int n_launches;
+  int *launches;           /* kernel index of each launch, in order */
+  int n_buffers;
+  gc_lp_buffer *buffers;   /* param values of kind BUFFER index this */
+  int n_consts;
+  gc_lp_const *consts;
+  uint64_t arena_bytes;    /* bytes of the TEMP arena */
+  int n_inputs, n_outputs;
+  graphc_tensor_info_t *inputs, *outputs;  /* names in the arena */
+} gc_launch_plan;
+
+/* A zeroed plan with its arena ready. */
+void gc_launch_plan_init(gc_launch_plan *p);
+/* Free the arena (and with it every array and string). */
+void gc_launch_plan_free(gc_launch_plan *p);
+
+/* Check every invariant the runtime relies on: indices in range, sizes
+ * consistent with dtypes and shapes, TEMP buffers inside the arena, INPUT and
+ * OUTPUT buffers no bigger than the signature says, kernel names C
+ * identifiers, launch shapes sane. Reports the first violation to d (status
+ * `st`, prefixed with `what`) and returns -1; 0 when the plan is usable.
+ * Const data may be missing (checked when loading). runtime/cuda_exec.c. */
+int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char *what,
+                         gc_diags *d);
+
+#endif /* GC_LAUNCH_PLAN_H */
