@@ -5,7 +5,7 @@
 # There (GPU machine):    benchmarks/h200_run.sh     (carry .dev/build-gpu; writes to $OUT)
 #
 #   1. the GPU suites under ctest            -> $OUT/ctest-gpu.log
-#   2. graphc bench: every example, nvrtc and llvm, fused and -O0 (unfused)
+#   2. graphc bench: every example, nvrtc and llvm, fused and unfused
 #                                            -> $OUT/bench.txt
 #   3. ONNX real models exported from PyTorch -> $OUT/onnx-models.txt
 # A summary is printed last.
@@ -33,7 +33,7 @@ grep -E "^==== [0-9]+ pass|  FAIL " "$OUT/ctest-gpu.log" | awk '!seen[$0]++' | h
 bench() {  # name binds...
   local f=examples/$1.graph; shift
   for cg in nvrtc llvm; do
-    for opt in "" "-O0"; do
+    for opt in "" "--disable-pass=fusion"; do
       echo "==== graphc bench $f $* --codegen $cg $opt" >> "$OUT/bench.txt"
       timeout 120 "$B/graphc" bench "$f" "$@" --codegen $cg $opt --runs 50 --warmup 5 >> "$OUT/bench.txt" 2>&1
       echo "exit $?" >> "$OUT/bench.txt"

@@ -1,28 +1,34 @@
-/* emit.h - internal interface between the lowering driver (lower.c), the op
- * emitters (emit_*.c) and buffer assignment (buffers.c).
+/* emit.h - internal interface between the lowering driver (lower.c), the
+ * fusion-group emitters (emit_*.c) and buffer assignment (buffers.c).
  *
- *   lower.c      walks the graph in program order, makes one gc_plan_buffer per
- *                value that needs memory, picks the emitter family from the
- *                KIND column of ir/ops.def and records every launch.
- *   emit_*.c     build Kernel IR for one op (one kernel per op; split too).
- *   emit_util.c  shared pieces: params, loads/stores with dtype casts, index
- *                math over affine views, block reductions.
- *   buffers.c    liveness-based placement of TEMP buffers in one arena.
+ *   lower.c          asks fusion.c for the groups, makes one gc_plan_buffer per
+ *                    materialized value, emits each group in launch order with
+ *                    the emitter of its kind and records every launch.
+ *   emit_expr.c      the element generator: the value of any graph value at a
+ *                    point of its index space, computed inline through the ops
+ *                    of the current group (loop fusion) or loaded from a buffer.
+ *   emit_elementwise.c  loop groups;  emit_reduce.c  reduce and norm groups;
+ *   emit_linalg.c    matmul, conv, pool groups;  emit_move.c  const sources, split.
+ *   emit_util.c      shared pieces: params, loads/stores with dtype casts, index
+ *                    decomposition, block reductions.
+ *   buffers.c        liveness-based placement of TEMP buffers in one arena.
  *
  * Conventions inside emitters: every kir_expr node is used exactly once (make a
  * variable with gc_ec_let and re-read it with ec_v when a value is needed
- * twice); a variable's first assignment lexically encloses all its uses.
+ * twice); a variable's first assignment lexically encloses all its uses (the
+ * generator's scopes, gc_gen_push/pop, keep its cached variables that way).
  */
 #ifndef GC_EMIT_H
 #define GC_EMIT_H
 
+#include "fusion.h"
 #include "lower.h"
 
 /* ---- lowering state ----------------------------------------------------------------- */
 #define GC_MAX_INPLACE 3
 
 /* In-place candidates of a TEMP result: operand buffers read at exactly the
- * element index the kernel writes (recorded by the elementwise emitter). */
+ * element index the kernel writes (recorded by the loop emitter). */
 typedef struct gc_buf_hint {
   int n;
   int cand[GC_MAX_INPLACE];
@@ -39,19 +45,25 @@ typedef struct gc_lowerer {
   int cap_buffers, cap_consts, cap_launches;
   gc_buf_hint *hints;        /* parallel to p->buffers */
   int oom;                   /* an allocation failed */
+  const gc_fusion *fz;       /* the groups */
+  unsigned char *inl;        /* op id -> 1 while the group being emitted computes it */
+  const char *kname;         /* name of the group's kernel */
 } gc_lowerer;
 
-/* An emitter lowers one op; returns 0, or -1 after reporting to c->d. */
-typedef int (*gc_emit_fn)(gc_lowerer *c, const gc_op *op);
+/* An emitter lowers one fusion group; returns 0, or -1 after reporting to c->d. */
+typedef int (*gc_emit_fn)(gc_lowerer *c, const gc_fusion_group *grp);
 
-int gc_emit_source(gc_lowerer *c, const gc_op *op);      /* emit_move.c: param, const, iota */
-int gc_emit_elementwise(gc_lowerer *c, const gc_op *op); /* emit_elementwise.c */
-int gc_emit_reduce(gc_lowerer *c, const gc_op *op);      /* emit_reduce.c: reduce_*, argmax */
-int gc_emit_norm(gc_lowerer *c, const gc_op *op);        /* emit_reduce.c: softmax ... rmsnorm */
-int gc_emit_matmul(gc_lowerer *c, const gc_op *op);      /* emit_linalg.c */
-int gc_emit_conv(gc_lowerer *c, const gc_op *op);        /* emit_linalg.c */
-int gc_emit_pool(gc_lowerer *c, const gc_op *op);        /* emit_linalg.c */
-int gc_emit_move(gc_lowerer *c, const gc_op *op);        /* emit_move.c */
+int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_elementwise.c */
+int gc_emit_reduce(gc_lowerer *c, const gc_fusion_group *grp); /* emit_reduce.c: reduce_*, argmax */
+int gc_emit_norm(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_reduce.c: softmax ... rmsnorm */
+int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp); /* emit_linalg.c */
+int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_linalg.c */
+int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_linalg.c */
+int gc_emit_split(gc_lowerer *c, const gc_fusion_group *grp);  /* emit_move.c */
+/* emit_move.c: params and list consts become CONST buffers (no kernel). */
+int gc_emit_const_source(gc_lowerer *c, const gc_op *op);
+/* emit_move.c: scalar attribute as a literal of t's compute type, rounded like a store to t. */
+kir_expr *gc_ec_scalar_const(gc_lowerer *c, const gc_attr *a, gc_dtype t);
 
 /* Copy kernel `name`: buffer src -> buffer dst, both of type t (lower.c uses it
  * for outputs that alias inputs, consts, views or other outputs). */
@@ -66,14 +78,81 @@ int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, co
  * hints may let an elementwise result take over a dying operand's slot. */
 void gc_assign_buffers(gc_plan *p, const gc_buf_hint *hints);
 
+/* ---- the element generator (emit_expr.c) -------------------------------------------------- */
+#define GC_PT_ZERO (-2)      /* a coordinate (or linear index) known to be 0 */
+
+/* A point of a value's index space: its linear (row-major) index and/or its
+ * coordinates, as i64 variables (-1: not computed yet; GC_PT_ZERO: 0). */
+typedef struct gc_pt {
+  int rank;
+  int64_t dims[GC_MAX_RANK];
+  int lin;
+  int co[GC_MAX_RANK];
+} gc_pt;
+
+typedef struct gc_memo {
+  int value, pt, var;
+} gc_memo;
+
+typedef struct gc_gen_frame {
+  int n_pts, n_memo;
+  gc_pt *saved;              /* the points as they were at the push */
+} gc_gen_frame;
+
+/* Generator state for one kernel. */
+typedef struct gc_gen {
+  gc_lowerer *c;
+  kir_kernel *k;
+  gc_pt *pts;
+  int n_pts, cap_pts;
+  gc_memo *memo;             /* (value, point) -> variable holding the value */
+  int n_memo, cap_memo;
+  int *rparam, *wparam;      /* plan buffer -> kernel param reading / writing it (-1) */
+  int n_bufs;
+  gc_gen_frame *frames;
+  int n_frames, cap_frames;
+} gc_gen;
+
+void gc_gen_init(gc_gen *G, gc_lowerer *c, kir_kernel *k);
+void gc_gen_free(gc_gen *G);
+/* A new point of type t's dims with the linear index in var `lin` (-1: unknown)
+ * and coordinates co (NULL: unknown; entries -1 unknown, GC_PT_ZERO zero). */
+int gc_gen_pt(gc_gen *G, const gc_type *t, int lin, const int *co);
+/* Linear index of point pt (computed from its coordinates once). */
+kir_expr *gc_gen_lin(gc_gen *G, kir_block *b, int pt);
+/* Coordinate d of point pt as an expression (unravelled from the linear index once). */
+kir_expr *gc_gen_coord(gc_gen *G, kir_block *b, int pt, int d);
+/* Open a scope before emitting into a nested block; close it after: what the
+ * block computed is forgotten. */
+void gc_gen_push(gc_gen *G);
+void gc_gen_pop(gc_gen *G);
+/* Variable holding value v at point pt, in v's compute type (rounded through
+ * v's dtype): computed inline when the group computes v's op, else loaded. */
+int gc_gen_val(gc_gen *G, kir_block *b, const gc_value *v, int pt);
+/* Declare that var holds v at pt (a root's result, a vector lane). */
+void gc_gen_bind(gc_gen *G, const gc_value *v, int pt, int var);
+/* Kernel params for plan buffer buf (created on first use). */
+int gc_gen_rparam(gc_gen *G, int buf, gc_dtype dt);
+int gc_gen_wparam(gc_gen *G, int buf, gc_dtype dt);
+/* Compute every output of grp at point pt (all of the same index space as the
+ * point: loop roots, a root and its epilogue) and store each into its buffer. */
+void gc_gen_store_outs(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt);
+/* Modeled bytes: every buffer read (at most `items` elements of it when
+ * items > 0) plus every buffer written. */
+double gc_gen_bytes(const gc_gen *G, int64_t items);
+/* Value e (any type) as dtype t would store it, in t's compute type. */
+kir_expr *gc_ec_round(gc_lowerer *c, gc_dtype t, kir_expr *e);
+/* Per-element arithmetic of one elementwise op (args: vars in compute types);
+ * result in the compute type of its output (cast: the output dtype). */
+kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_op *op, const int *a);
+/* Modeled flops per element of an elementwise op. */
+double gc_ec_op_flops(const gc_op *op);
+
 /* ---- kernels, params, launches (emit_util.c) ------------------------------------------ */
 /* Arithmetic type for a storage dtype: f16/bf16 -> f32, i8/u8 -> i32. */
 gc_dtype gc_ec_compute_type(gc_dtype t);
-/* New kernel "<opname>_<op id><suffix>" (suffix may be NULL). */
-kir_kernel *gc_ec_kernel(gc_lowerer *c, const gc_op *op, const char *suffix, kir_launch_kind kind,
-                         int64_t n, int block);
-/* Buffer parameter bound to value v's buffer. */
-int gc_ec_param(gc_lowerer *c, kir_kernel *k, const char *hint, const gc_value *v, int readonly);
+/* New kernel named after the group being emitted (c->kname). */
+kir_kernel *gc_ec_kernel(gc_lowerer *c, kir_launch_kind kind, int64_t n, int block);
 /* Buffer parameter bound to plan buffer `buf` with element type dt. */
 int gc_ec_param_buf(gc_lowerer *c, kir_kernel *k, const char *hint, int buf, gc_dtype dt,
                     int readonly);
@@ -99,38 +178,7 @@ double gc_ec_bytes(const gc_type *t);
 /* Report an unsupported case at the op. */
 int gc_ec_unsupported(gc_lowerer *c, const gc_op *op, const char *what);
 
-/* ---- index math over affine views (emit_util.c) ------------------------------------- */
-#define GC_EC_MAX_VIEWS 4
-/* A view maps output coordinates to an element index: offset + sum(coord * st). */
-typedef struct gc_ec_view {
-  int64_t offset;
-  int64_t st[GC_MAX_RANK];
-} gc_ec_view;
-
-/* An iteration space (output dims) with the views read or written over it. */
-typedef struct gc_ec_space {
-  int rank;
-  int64_t dims[GC_MAX_RANK];
-  int nv;
-  gc_ec_view v[GC_EC_MAX_VIEWS];
-} gc_ec_space;
-
-/* Space over `out`'s dims with no views yet. */
-void gc_ec_space_init(gc_ec_space *s, const gc_type *out);
-/* Add a view reading `in` with numpy broadcasting to the space's dims; returns its index. */
-int gc_ec_space_bcast(gc_ec_space *s, const gc_type *in);
-/* Add a view with explicit offset and strides; returns its index. */
-int gc_ec_space_add(gc_ec_space *s, int64_t offset, const int64_t *st);
-/* 1 when view i reads exactly the row-major element of the space (identity). */
-int gc_ec_space_identity(const gc_ec_space *s, int i);
-/* Drop unit dims and merge dims that every view walks contiguously. */
-void gc_ec_space_simplify(gc_ec_space *s);
-/* Element count of the space. */
-int64_t gc_ec_space_numel(const gc_ec_space *s);
-/* Emit the index of every view for linear position `pos` (an i64 var);
- * idx[i] receives one fresh expression per view. */
-void gc_ec_space_index(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_ec_space *s, int pos,
-                       kir_expr **idx);
+/* ---- index math (emit_util.c) -------------------------------------------------------------- */
 /* Decompose var `pos` row-major over dims[0..rank) into coordinate vars. */
 void gc_ec_unravel(gc_lowerer *c, kir_kernel *k, kir_block *b, int pos, int rank,
                    const int64_t *dims, int *coord);

@@ -1,228 +1,179 @@
-/* emit_elementwise.c - unary, binary and select ops: one ITEMS kernel over the
- * output elements. Operands are read through broadcast views (stride 0 on
- * broadcast dims) after merging dims that every view walks contiguously; when
- * nothing broadcasts and the sizes divide, each item handles a 16-byte vector.
+/* emit_elementwise.c - loop fusion groups: one ITEMS kernel over the roots'
+ * shape computing every fused elementwise / movement / splat / iota op per
+ * element through the element generator (emit_expr.c), and storing every
+ * output of the group (the roots, sibling roots, extra outputs) at the item's
+ * linear index.
  *
- *   out[pos] = f(in0[view0(pos)], in1[view1(pos)], ...)   computed in f32/f64/i32/i64/bool
+ *   out_j[pos] = f_j(in_0[map_0(pos)], in_1[map_1(pos)], ...)
+ *
+ * Identity analysis: a member is "at identity" when it is computed at the
+ * roots' own linear index (roots; producers reached only through elementwise
+ * ops of the same dims or reshapes). When every member is at identity (splats
+ * aside), every input is read at identity and the sizes divide, each item
+ * handles a 16-byte vector per input and output (CUDA). An input read only at
+ * identity may donate its buffer to an output of the same element size
+ * (in-place hint for buffers.c).
  */
-#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emit.h"
 
-/* The KIR unary op for the ops that map one to one. */
-static int direct_unary(gc_opcode opc, kir_op *out) {
-  switch (opc) {
-    case GC_OP_NEG: *out = KIR_NEG; return 1;
-    case GC_OP_ABS: *out = KIR_ABS; return 1;
-    case GC_OP_EXP: *out = KIR_EXP; return 1;
-    case GC_OP_LOG: *out = KIR_LOG; return 1;
-    case GC_OP_SQRT: *out = KIR_SQRT; return 1;
-    case GC_OP_RSQRT: *out = KIR_RSQRT; return 1;
-    case GC_OP_TANH: *out = KIR_TANH; return 1;
-    case GC_OP_ERF: *out = KIR_ERF; return 1;
-    case GC_OP_SIN: *out = KIR_SIN; return 1;
-    case GC_OP_COS: *out = KIR_COS; return 1;
-    case GC_OP_FLOOR: *out = KIR_FLOOR; return 1;
-    case GC_OP_CEIL: *out = KIR_CEIL; return 1;
-    case GC_OP_NOT: *out = KIR_NOT; return 1;
-    default: return 0;
-  }
+/* Is the edge from value v to its user u index-preserving (same linear index)? */
+static int identity_edge(const gc_value *v, const gc_op *u) {
+  if (u->opcode == GC_OP_RESHAPE) return 1;
+  if (gc_op_infos[u->opcode].kind != GC_KIND_ELEMENTWISE) return 0;
+  const gc_type *a = &v->type, *r = &u->results[0]->type;
+  if (a->rank != r->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != r->dims[i]) return 0;
+  return 1;
 }
 
-/* The KIR binary op for arithmetic, comparisons and logic. */
-static int direct_binary(gc_opcode opc, kir_op *out) {
-  switch (opc) {
-    case GC_OP_ADD: *out = KIR_ADD; return 1;
-    case GC_OP_SUB: *out = KIR_SUB; return 1;
-    case GC_OP_MUL: *out = KIR_MUL; return 1;
-    case GC_OP_DIV: *out = KIR_DIV; return 1;
-    case GC_OP_POW: *out = KIR_POW; return 1;
-    case GC_OP_AND: *out = KIR_AND; return 1;
-    case GC_OP_OR: *out = KIR_OR; return 1;
-    case GC_OP_EQ: *out = KIR_EQ; return 1;
-    case GC_OP_NE: *out = KIR_NE; return 1;
-    case GC_OP_LT: *out = KIR_LT; return 1;
-    case GC_OP_LE: *out = KIR_LE; return 1;
-    case GC_OP_GT: *out = KIR_GT; return 1;
-    case GC_OP_GE: *out = KIR_GE; return 1;
-    default: return 0;
-  }
-}
-
-/* Modeled arithmetic per element (transcendentals count a few). */
-static double op_flops(gc_opcode opc) {
-  switch (opc) {
-    case GC_OP_SIGMOID: return 4;
-    case GC_OP_SILU: return 5;
-    case GC_OP_GELU: return 10;
-    case GC_OP_CLAMP:
-    case GC_OP_MAXIMUM:
-    case GC_OP_MINIMUM: return 2;
-    default: return 1;
-  }
-}
-
-/* 1 / (1 + exp(-x)) in x's float type. */
-static kir_expr *sigmoid(gc_lowerer *c, kir_kernel *k, int x) {
-  gc_dtype t = k->vars[x].type;
-  kir_expr *e = kir_unary(c->km, KIR_EXP, kir_unary(c->km, KIR_NEG, ec_v(c, k, x)));
-  return ec_bin(c, KIR_DIV, gc_ec_num(c, t, 1.0), ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), e));
-}
-
-/* gelu: 0.5x(1+erf(x/sqrt2)) or 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))). */
-static kir_expr *gelu(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_op *op, int x) {
-  gc_dtype t = k->vars[x].type;
-  const char *approx = gc_op_attr_str(op, "approximate", "none");
-  kir_expr *inner;
-  if (strcmp(approx, "tanh") == 0) {
-    int x3 = gc_ec_let(c, k, b, "x3",
-                       ec_bin(c, KIR_MUL, ec_v(c, k, x), ec_bin(c, KIR_MUL, ec_v(c, k, x), ec_v(c, k, x))));
-    kir_expr *poly = ec_bin(c, KIR_ADD, ec_v(c, k, x),
-                            ec_bin(c, KIR_MUL, gc_ec_num(c, t, 0.044715), ec_v(c, k, x3)));
-    inner = kir_unary(c->km, KIR_TANH,
-                      ec_bin(c, KIR_MUL, gc_ec_num(c, t, 0.7978845608028654), poly));
-  } else {
-    inner = kir_unary(c->km, KIR_ERF,
-                      ec_bin(c, KIR_DIV, ec_v(c, k, x), gc_ec_num(c, t, 1.4142135623730951)));
-  }
-  kir_expr *half_x = ec_bin(c, KIR_MUL, gc_ec_num(c, t, 0.5), ec_v(c, k, x));
-  return ec_bin(c, KIR_MUL, half_x, ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), inner));
-}
-
-/* clamp(x, min?, max?) = min(max(x, lo), hi) with NaN propagation. */
-static kir_expr *clamp(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_op *op, int x) {
-  gc_dtype t = k->vars[x].type;
-  const gc_attr *lo = gc_op_attr(op, "min"), *hi = gc_op_attr(op, "max");
-  int v = x;
-  if (lo) {
-    int l = gc_ec_let(c, k, b, "lo", gc_ec_num(c, t, gc_attr_number(lo)));
-    v = gc_ec_let(c, k, b, "cl", gc_ec_maxmin(c, k, 1, v, l));
-  }
-  if (hi) {
-    int h = gc_ec_let(c, k, b, "hi", gc_ec_num(c, t, gc_attr_number(hi)));
-    v = gc_ec_let(c, k, b, "cl", gc_ec_maxmin(c, k, 0, v, h));
-  }
-  return ec_v(c, k, v);
-}
-
-/* Comparisons order bools as 0/1 in i32 (KIR compares numbers). */
-static kir_expr *compare(gc_lowerer *c, kir_kernel *k, kir_op op, int a, int b) {
-  kir_expr *x = ec_v(c, k, a), *y = ec_v(c, k, b);
-  if (x->type == GRAPHC_DTYPE_BOOL) {
-    x = kir_cast(c->km, GRAPHC_DTYPE_I32, x);
-    y = kir_cast(c->km, GRAPHC_DTYPE_I32, y);
-  }
-  return ec_bin(c, op, x, y);
-}
-
-/* f(args) for one element; args are vars in compute types; result in the
- * compute type of the output (cast: directly the output dtype). */
-static kir_expr *ew_value(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_op *op,
-                          const int *a) {
-  kir_op kop;
-  gc_dtype t = k->vars[a[0]].type;
-  switch (op->opcode) {
-    case GC_OP_RELU: {
-      kir_expr *pos = ec_bin(c, KIR_GT, ec_v(c, k, a[0]), gc_ec_num(c, t, 0.0));
-      return kir_select(c->km, pos, ec_v(c, k, a[0]), gc_ec_num(c, t, 0.0));
+/* idn[i] = member i is computed at the roots' linear index (members in
+ * program order, so users come later: walk backwards). */
+static void identity_members(const gc_fusion_group *grp, unsigned char *idn) {
+  for (int i = grp->n_ops - 1; i >= 0; i--) {
+    const gc_op *op = grp->ops[i];
+    if (grp->roles[i] & GC_FROLE_ROOT) {
+      idn[i] = 1;
+      continue;
     }
-    case GC_OP_SIGMOID: return sigmoid(c, k, a[0]);
-    case GC_OP_SILU: return ec_bin(c, KIR_MUL, ec_v(c, k, a[0]), sigmoid(c, k, a[0]));
-    case GC_OP_GELU: return gelu(c, k, b, op, a[0]);
-    case GC_OP_CLAMP: return clamp(c, k, b, op, a[0]);
-    case GC_OP_CAST: return ec_cast(c, op->results[0]->type.dtype, ec_v(c, k, a[0]));
-    case GC_OP_MAXIMUM: return gc_ec_maxmin(c, k, 1, a[0], a[1]);
-    case GC_OP_MINIMUM: return gc_ec_maxmin(c, k, 0, a[0], a[1]);
-    case GC_OP_SELECT: return kir_select(c->km, ec_v(c, k, a[0]), ec_v(c, k, a[1]), ec_v(c, k, a[2]));
-    case GC_OP_EQ:
-    case GC_OP_NE:
-    case GC_OP_LT:
-    case GC_OP_LE:
-    case GC_OP_GT:
-    case GC_OP_GE:
-      direct_binary(op->opcode, &kop);
-      return compare(c, k, kop, a[0], a[1]);
-    default: break;
+    int ok = 1, any = 0;
+    for (int j = i + 1; j < grp->n_ops; j++) {
+      const gc_op *u = grp->ops[j];
+      for (int o = 0; o < u->n_operands; o++) {
+        const gc_value *x = u->operands[o];
+        if (x->def != op) continue;
+        any = 1;
+        ok &= idn[j] && identity_edge(x, u);
+      }
+    }
+    idn[i] = ok && any;
   }
-  if (op->n_operands == 1 && direct_unary(op->opcode, &kop))
-    return kir_unary(c->km, kop, ec_v(c, k, a[0]));
-  if (op->n_operands == 2 && direct_binary(op->opcode, &kop))
-    return ec_bin(c, kop, ec_v(c, k, a[0]), ec_v(c, k, a[1]));
-  GC_ASSERT(!"elementwise op without a lowering");
-  return NULL;
 }
 
-/* Vector body: every operand loads `w` elements, the op runs per lane, one vector store. */
-static void vector_body(gc_lowerer *c, kir_kernel *k, const gc_op *op, const int *pin, int pout,
-                        int w) {
+/* A loop group's input: a value read from memory and whether every read is at identity. */
+typedef struct loop_in {
+  const gc_value *v;
+  int identity;
+} loop_in;
+
+/* Inputs of the group in first-read order; returns the count (at most cap). */
+static int loop_inputs(gc_lowerer *c, const gc_fusion_group *grp, const unsigned char *idn, loop_in *in,
+                       int cap) {
+  int n = 0;
+  for (int i = 0; i < grp->n_ops; i++) {
+    const gc_op *u = grp->ops[i];
+    for (int o = 0; o < u->n_operands; o++) {
+      const gc_value *x = u->operands[o];
+      if (x->def && c->inl[x->def->id]) continue;
+      int id = idn[i] && identity_edge(x, u) && u->opcode != GC_OP_GATHER;
+      int j = 0;
+      while (j < n && in[j].v != x) j++;
+      if (j == n) {
+        if (n == cap) return -1;
+        in[n++] = (loop_in){x, id};
+      } else {
+        in[j].identity &= id;
+      }
+    }
+  }
+  return n;
+}
+
+/* Vector body: identity inputs loaded `w` at a time, each lane computed by the
+ * generator with its preloaded elements, one vector store per output. */
+static void vector_body(gc_gen *G, const gc_fusion_group *grp, const loop_in *in, int n_in, int w) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
   kir_block *b = &k->body;
   int base = gc_ec_let(c, k, b, "i", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, w)));
-  int raw[GC_EC_MAX_VIEWS][KIR_MAX_VEC];
-  for (int i = 0; i < op->n_operands; i++) {
-    for (int l = 0; l < w; l++) raw[i][l] = gc_ec_var(c, k, "x", k->params[pin[i]].dtype);
-    kir_emit_load_vec(c->km, b, KIR_GLOBAL, pin[i], ec_v(c, k, base), w, raw[i]);
-  }
-  kir_expr *vals[KIR_MAX_VEC];
-  for (int l = 0; l < w; l++) {
-    int a[GC_EC_MAX_VIEWS];
-    for (int i = 0; i < op->n_operands; i++) {
-      gc_dtype ct = gc_ec_compute_type(k->params[pin[i]].dtype);
-      a[i] = raw[i][l];
-      if (ct != k->params[pin[i]].dtype)
-        a[i] = gc_ec_let(c, k, b, "a", kir_cast(c->km, ct, ec_v(c, k, raw[i][l])));
+  int lin[KIR_MAX_VEC];
+  for (int l = 0; l < w; l++)
+    lin[l] = l == 0 ? base : gc_ec_let(c, k, b, "i", ec_add(c, ec_v(c, k, base), ec_i64(c, l)));
+  for (int i = 0; i < n_in; i++) {
+    gc_dtype dt = in[i].v->type.dtype, ct = gc_ec_compute_type(dt);
+    int raw[KIR_MAX_VEC];
+    for (int l = 0; l < w; l++) raw[l] = gc_ec_var(c, k, in[i].v->name, dt);
+    int p = gc_gen_rparam(G, c->val_buf[in[i].v->id], dt);
+    kir_emit_load_vec(c->km, b, KIR_GLOBAL, p, ec_v(c, k, base), w, raw);
+    for (int l = 0; l < w; l++) {
+      int x = ct == dt ? raw[l] : gc_ec_let(c, k, b, in[i].v->name, kir_cast(c->km, ct, ec_v(c, k, raw[l])));
+      gc_gen_bind(G, in[i].v, gc_gen_pt(G, &in[i].v->type, lin[l], NULL), x);
     }
-    int y = gc_ec_let(c, k, b, "y", ew_value(c, k, b, op, a));
-    vals[l] = ec_cast(c, k->params[pout].dtype, ec_v(c, k, y));
   }
-  kir_emit_store_vec(c->km, b, KIR_GLOBAL, pout, ec_v(c, k, base), w, vals);
+  int n = grp->n_outs;
+  int *vals = malloc(((size_t)n + 1) * KIR_MAX_VEC * sizeof *vals);  /* vals[j * KIR_MAX_VEC + lane] */
+  if (!vals) {
+    c->oom = 1;
+    return;
+  }
+  for (int l = 0; l < w; l++)
+    for (int j = 0; j < n; j++) {
+      const gc_value *o = grp->outs[j];
+      vals[j * KIR_MAX_VEC + l] = gc_gen_val(G, b, o, gc_gen_pt(G, &o->type, lin[l], NULL));
+    }
+  for (int j = 0; j < n; j++) {
+    const gc_value *o = grp->outs[j];
+    kir_expr *v[KIR_MAX_VEC];
+    for (int l = 0; l < w; l++) v[l] = ec_cast(c, o->type.dtype, ec_v(c, k, vals[j * KIR_MAX_VEC + l]));
+    int p = gc_gen_wparam(G, c->val_buf[o->id], o->type.dtype);
+    kir_emit_store_vec(c->km, b, KIR_GLOBAL, p, ec_v(c, k, base), w, v);
+  }
+  free(vals);
 }
 
-/* One ITEMS kernel for a unary, binary or select op (see the file comment). */
-int gc_emit_elementwise(gc_lowerer *c, const gc_op *op) {
-  const gc_value *out = op->results[0];
-  GC_ASSERT(op->n_operands >= 1 && op->n_operands <= 3);
-  gc_ec_space s;
-  gc_ec_space_init(&s, &out->type);
-  int all_identity = 1;
-  gc_dtype dts[GC_EC_MAX_VIEWS];
-  for (int i = 0; i < op->n_operands; i++) {
-    gc_ec_space_bcast(&s, &op->operands[i]->type);
-    all_identity &= gc_ec_space_identity(&s, i);
-    dts[i] = op->operands[i]->type.dtype;
+/* One ITEMS kernel for a loop group (see the file comment). */
+int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_type *rt = &grp->roots[0]->results[0]->type;
+  int64_t numel = gc_type_numel(rt);
+  unsigned char idn[256];
+  loop_in in[64];
+  int n_in = grp->n_ops <= 256 ? 0 : -1;
+  if (n_in == 0) {
+    identity_members(grp, idn);
+    n_in = loop_inputs(c, grp, idn, in, 64);
   }
-  dts[op->n_operands] = out->type.dtype;
-  int64_t numel = gc_type_numel(&out->type);
-  int w = all_identity ? gc_ec_vec_width(c, numel, dts, op->n_operands + 1) : 1;
+  /* vectorize when everything but splats is at identity and every input is read at identity */
+  int vec = n_in >= 0;
+  for (int i = 0; vec && i < grp->n_ops; i++)
+    vec = idn[i] || (grp->ops[i]->opcode == GC_OP_CONST);
+  for (int i = 0; vec && i < n_in; i++) vec = in[i].identity;
+  gc_dtype dts[128];
+  int nd = 0;
+  vec = vec && n_in + grp->n_outs <= 128;
+  for (int i = 0; vec && i < n_in; i++) dts[nd++] = in[i].v->type.dtype;
+  for (int j = 0; vec && j < grp->n_outs; j++) dts[nd++] = grp->outs[j]->type.dtype;
+  int w = vec && nd > 0 ? gc_ec_vec_width(c, numel, dts, nd) : 1;
 
-  /* A dying operand read at exactly the written index may donate its buffer. */
-  int ob = c->val_buf[out->id];
-  for (int i = 0; i < op->n_operands; i++) {
-    const gc_value *in = op->operands[i];
-    if (gc_ec_space_identity(&s, i) && graphc_dtype_size(in->type.dtype) == graphc_dtype_size(out->type.dtype) &&
-        c->hints[ob].n < GC_MAX_INPLACE)
-      c->hints[ob].cand[c->hints[ob].n++] = c->val_buf[in->id];
+  /* in-place: an input read only at identity may donate its slot to an output */
+  for (int j = 0; j < grp->n_outs; j++) {
+    int ob = c->val_buf[grp->outs[j]->id];
+    for (int i = 0; i < n_in; i++) {
+      const gc_value *x = in[i].v;
+      if (in[i].identity && graphc_dtype_size(x->type.dtype) == graphc_dtype_size(grp->outs[j]->type.dtype) &&
+          c->hints[ob].n < GC_MAX_INPLACE)
+        c->hints[ob].cand[c->hints[ob].n++] = c->val_buf[x->id];
+    }
   }
-  gc_ec_space_simplify(&s);
 
-  kir_kernel *k = gc_ec_kernel(c, op, NULL, KIR_LAUNCH_ITEMS, numel / w, 256);
-  int pin[GC_EC_MAX_VIEWS];
-  static const char *const names[] = {"in0", "in1", "in2"};
-  for (int i = 0; i < op->n_operands; i++) pin[i] = gc_ec_param(c, k, names[i], op->operands[i], 1);
-  int pout = gc_ec_param(c, k, "out", out, 0);
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w, 256);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
   if (w > 1) {
-    vector_body(c, k, op, pin, pout, w);
+    vector_body(&G, grp, in, n_in, w);
   } else {
-    kir_block *b = &k->body;
-    kir_expr *idx[GC_EC_MAX_VIEWS];
-    gc_ec_space_index(c, k, b, &s, k->item_var, idx);
-    int a[GC_EC_MAX_VIEWS];
-    for (int i = 0; i < op->n_operands; i++) a[i] = gc_ec_let(c, k, b, "a", gc_ec_load(c, k, pin[i], idx[i]));
-    gc_ec_store(c, k, b, pout, ec_v(c, k, k->item_var), ew_value(c, k, b, op, a));
+    int pt = gc_gen_pt(&G, rt, k->item_var, NULL);
+    gc_gen_store_outs(&G, &k->body, grp, pt);
   }
-  k->bytes_moved = gc_ec_bytes(&out->type);
-  for (int i = 0; i < op->n_operands; i++) k->bytes_moved += gc_ec_bytes(&op->operands[i]->type);
-  k->flops = (double)numel * op_flops(op->opcode);
+  k->bytes_moved = gc_gen_bytes(&G, numel);
+  double flops = 0;
+  for (int i = 0; i < grp->n_ops; i++)
+    if (gc_op_infos[grp->ops[i]->opcode].kind == GC_KIND_ELEMENTWISE)
+      flops += (double)gc_type_numel(&grp->ops[i]->results[0]->type) * gc_ec_op_flops(grp->ops[i]);
+  k->flops = flops;
+  gc_gen_free(&G);
   gc_ec_launch(c, k);
   return 0;
 }

@@ -1,13 +1,20 @@
-/* emit_linalg.c - matmul, conv2d, max_pool2d, avg_pool2d.
+/* emit_linalg.c - matmul, conv2d, max_pool2d, avg_pool2d groups.
  *
  *   matmul, CUDA: shared-memory tiles. A BLOCKS launch over (batch, tile_m,
  *       tile_n) groups of 256 threads; each group computes a 32x32 output tile,
  *       each thread 4 rows of one column; A and B tiles (32x33, padded against
  *       bank conflicts) are staged per 32-wide K step, loaded so that consecutive
- *       threads read consecutive addresses whatever the transpose flags.
+ *       threads read consecutive addresses: which of an operand's two matrix
+ *       dims is contiguous is probed on its index map (transpose flags and
+ *       absorbed transposes alike).
  *   matmul, host: ITEMS over outputs, a loop over K.
+ *   Operands are read through the element generator, so reshape / transpose /
+ *   broadcast / slice producers fused into them are strided loads (a transposed
+ *   head split costs no kernel); the epilogue (bias, activation, residual,
+ *   scale, cast) runs on the accumulator before the store.
  *   conv2d, pools: ITEMS over outputs with loops over C/groups, KH, KW and
- *       bounds tests for padding (direct convolution).
+ *       bounds tests for padding (direct convolution); pool inputs go through
+ *       the generator (fused producers), both end with the epilogue.
  * Accumulation: f32 (f64 for f64, i64 for ints, which wrap on the store).
  */
 #include <math.h>
@@ -24,80 +31,177 @@ static kir_expr *in_range(gc_lowerer *c, kir_kernel *k, int v, int64_t hi, int c
   return e;
 }
 
+/* Bind the root's accumulated value at pt and store the group's outputs (epilogue). */
+static void epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt, kir_expr *acc) {
+  const gc_value *rv = grp->roots[0]->results[0];
+  int v = gc_ec_let(G->c, G->k, b, rv->name, gc_ec_round(G->c, rv->type.dtype, acc));
+  gc_gen_bind(G, rv, pt, v);
+  gc_gen_store_outs(G, b, grp, pt);
+}
+
 /* ---- matmul --------------------------------------------------------------------------------- */
 
 typedef struct mm_shape {
   int64_t M, N, K, batch;
   int ta, tb;
-  gc_ec_space bs;            /* batch dims with views 0 (a offset) and 1 (b offset) */
+  int ob;                    /* output batch rank */
+  int64_t obdims[GC_MAX_RANK];
 } mm_shape;
 
-/* Sizes, transpose flags and the broadcast batch views of a matmul. */
+/* Sizes, transpose flags and batch dims of a matmul. */
 static void mm_shape_of(const gc_op *op, mm_shape *s) {
-  const gc_type *a = &op->operands[0]->type, *b = &op->operands[1]->type, *o = &op->results[0]->type;
+  const gc_type *a = &op->operands[0]->type, *o = &op->results[0]->type;
   s->ta = gc_op_attr_bool(op, "transpose_a", 0);
   s->tb = gc_op_attr_bool(op, "transpose_b", 0);
   s->M = o->dims[o->rank - 2];
   s->N = o->dims[o->rank - 1];
   s->K = s->ta ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
-  int ob = o->rank - 2;
-  s->bs.rank = ob;
-  s->bs.nv = 0;
-  for (int i = 0; i < ob; i++) s->bs.dims[i] = o->dims[i];
-  for (int opnd = 0; opnd < 2; opnd++) {
-    const gc_type *t = opnd ? b : a;
-    int tb_ = t->rank - 2;
-    int64_t st[GC_MAX_RANK] = {0}, stride = t->dims[t->rank - 2] * t->dims[t->rank - 1];
-    for (int j = tb_ - 1; j >= 0; j--) {
-      int i = j + ob - tb_;
-      st[i] = t->dims[j] == 1 ? 0 : stride;
-      stride *= t->dims[j];
-    }
-    gc_ec_space_add(&s->bs, 0, st);
+  s->ob = o->rank - 2;
+  for (int i = 0; i < s->ob; i++) s->obdims[i] = o->dims[i];
+  s->batch = gc_ec_prod(o->dims, 0, s->ob);
+}
+
+/* Element index of coordinates co of value v in the buffer it is finally read
+ * from, following the index maps the group computes inline; -1 when another op
+ * is in the way (host-side, for probing contiguity). */
+static int64_t view_index(const gc_lowerer *c, const gc_value *v, const int64_t *co) {
+  const gc_type *t = &v->type;
+  const gc_op *op = v->def;
+  if (!op || !c->inl[op->id]) {
+    int64_t lin = 0;
+    for (int i = 0; i < t->rank; i++) lin = lin * t->dims[i] + co[i];
+    return lin;
   }
-  s->batch = gc_ec_space_numel(&s->bs);
-  gc_ec_space_simplify(&s->bs);
+  if (op->n_operands == 0) return -1;  /* a splat or iota: no buffer behind it */
+  const gc_value *x = op->operands[0];
+  const gc_type *it = &x->type;
+  int64_t ic[GC_MAX_RANK], a[2 * GC_MAX_RANK];
+  switch (op->opcode) {
+    case GC_OP_RESHAPE: {
+      int64_t lin = 0;
+      for (int i = 0; i < t->rank; i++) lin = lin * t->dims[i] + co[i];
+      for (int i = it->rank - 1; i >= 0; i--) {
+        ic[i] = lin % it->dims[i];
+        lin /= it->dims[i];
+      }
+      break;
+    }
+    case GC_OP_TRANSPOSE:
+      gc_attr_ints(gc_op_attr(op, "perm"), a, GC_MAX_RANK);
+      for (int i = 0; i < t->rank; i++) ic[a[i]] = co[i];
+      break;
+    case GC_OP_BROADCAST:
+      for (int j = 0; j < it->rank; j++) ic[j] = it->dims[j] == 1 ? 0 : co[j + t->rank - it->rank];
+      break;
+    case GC_OP_SLICE: {
+      int64_t st[GC_MAX_RANK];
+      gc_attr_ints(gc_op_attr(op, "start"), a, GC_MAX_RANK);
+      for (int i = 0; i < it->rank; i++) st[i] = 1;
+      if (gc_op_attr(op, "step")) gc_attr_ints(gc_op_attr(op, "step"), st, GC_MAX_RANK);
+      for (int i = 0; i < it->rank; i++) {
+        int64_t s0 = a[i] < 0 ? a[i] + it->dims[i] : a[i];
+        s0 = s0 < 0 ? 0 : s0 > it->dims[i] ? it->dims[i] : s0;
+        ic[i] = s0 + co[i] * st[i];
+      }
+      break;
+    }
+    case GC_OP_SPLIT: {
+      int axis = gc_ec_axis(gc_op_attr_int(op, "axis", 0), it->rank);
+      for (int i = 0; i < it->rank; i++) ic[i] = co[i];
+      for (int r = 0; r < v->def_index; r++) ic[axis] += op->results[r]->type.dims[axis];
+      break;
+    }
+    default: return -1;
+  }
+  return view_index(c, x, ic);
 }
 
-/* Element (row, col) of A [M,K] or B [K,N] with the transpose flag applied. */
-static kir_expr *mm_elem(gc_lowerer *c, kir_kernel *k, int off, int row, int col, int trans,
-                         int64_t rows, int64_t cols) {
-  kir_expr *e = trans ? ec_add(c, ec_mul(c, ec_v(c, k, col), ec_i64(c, rows)), ec_v(c, k, row))
-                      : ec_add(c, ec_mul(c, ec_v(c, k, row), ec_i64(c, cols)), ec_v(c, k, col));
-  return ec_add(c, ec_v(c, k, off), e);
+/* Is the last coordinate (1), the one before it (0) or neither (-1) of operand v
+ * contiguous in memory? */
+static int mm_contig_last(const gc_lowerer *c, const gc_value *v) {
+  const gc_type *t = &v->type;
+  int64_t co[GC_MAX_RANK] = {0};
+  int64_t base = view_index(c, v, co);
+  if (base < 0) return -1;
+  if (t->dims[t->rank - 1] > 1) {
+    co[t->rank - 1] = 1;
+    int64_t x = view_index(c, v, co);
+    co[t->rank - 1] = 0;
+    if (x - base == 1) return 1;
+  }
+  if (t->dims[t->rank - 2] > 1) {
+    co[t->rank - 2] = 1;
+    if (view_index(c, v, co) - base == 1) return 0;
+  }
+  return -1;
 }
 
-/* One staged element: shared[sr * MM_PAD + sc] = (gr < rows && gc < cols) ? X[gr, gc] : 0. */
-static void mm_stage(gc_lowerer *c, kir_kernel *k, kir_block *b, int sh, int pin, int off, int sr,
-                     int sc, int gr, int gcol, int trans, int64_t rows, int64_t cols, gc_dtype at) {
-  kir_expr *cond = ec_bin(c, KIR_AND, in_range(c, k, gr, rows, 0), in_range(c, k, gcol, cols, 0));
+/* Value of operand x at matrix coordinates (r0, r1) (x's own last two dims) and
+ * the output batch coordinates bco (numpy-broadcast into x's batch dims). */
+static int mm_operand(gc_gen *G, kir_block *b, const gc_value *x, const mm_shape *s, const int *bco, int r0,
+                      int r1) {
+  const gc_type *t = &x->type;
+  int bx = t->rank - 2, co[GC_MAX_RANK];
+  for (int j = 0; j < bx; j++) co[j] = t->dims[j] == 1 ? GC_PT_ZERO : bco[j + s->ob - bx];
+  co[bx] = r0;
+  co[bx + 1] = r1;
+  return gc_gen_val(G, b, x, gc_gen_pt(G, t, -1, co));
+}
+
+/* Output batch coordinates of batch index var `bi` (unit dims: GC_PT_ZERO). */
+static void mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const mm_shape *s, int bi, int *bco) {
+  if (s->ob == 0) return;
+  gc_ec_unravel(c, k, b, bi, s->ob, s->obdims, bco);
+  for (int i = 0; i < s->ob; i++)
+    if (s->obdims[i] == 1) bco[i] = GC_PT_ZERO;
+}
+
+/* Output point (batch coords, m, n) of the result. */
+static int mm_out_point(gc_gen *G, const gc_value *o, const mm_shape *s, const int *bco, int m, int n, int lin) {
+  int co[GC_MAX_RANK];
+  for (int i = 0; i < s->ob; i++) co[i] = bco[i];
+  co[s->ob] = s->M == 1 ? GC_PT_ZERO : m;
+  co[s->ob + 1] = s->N == 1 ? GC_PT_ZERO : n;
+  return gc_gen_pt(G, &o->type, lin, co);
+}
+
+/* One staged element: shared[sr * MM_PAD + sc] = (row < rows && col < cols) ? X(row, col) : 0,
+ * where (row, col) are the logical matrix coordinates (A: m, k; B: k, n). */
+static void mm_stage(gc_gen *G, kir_block *b, int sh, const gc_value *x, const mm_shape *s, const int *bco,
+                     int sr, int sc, int grow, int gcol, int trans, int64_t rows, int64_t cols, gc_dtype at) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  kir_expr *cond = ec_bin(c, KIR_AND, in_range(c, k, grow, rows, 0), in_range(c, k, gcol, cols, 0));
   kir_block *tb, *eb;
   kir_emit_if(c->km, b, cond, &tb, &eb);
+  gc_gen_push(G);
+  int v = trans ? mm_operand(G, tb, x, s, bco, gcol, grow) : mm_operand(G, tb, x, s, bco, grow, gcol);
   kir_expr *si = ec_add(c, ec_mul(c, ec_v(c, k, sr), ec_i64(c, MM_PAD)), ec_v(c, k, sc));
-  kir_expr *x = ec_cast(c, at, gc_ec_load(c, k, pin, mm_elem(c, k, off, gr, gcol, trans, rows, cols)));
-  kir_emit_store(c->km, tb, KIR_SHARED, sh, si, x);
+  kir_emit_store(c->km, tb, KIR_SHARED, sh, si, ec_cast(c, at, ec_v(c, k, v)));
+  gc_gen_pop(G);
   si = ec_add(c, ec_mul(c, ec_v(c, k, sr), ec_i64(c, MM_PAD)), ec_v(c, k, sc));
   kir_emit_store(c->km, eb, KIR_SHARED, sh, si, gc_ec_num(c, at, 0.0));
 }
 
 /* The tiled CUDA kernel. */
-static kir_kernel *mm_tiled(gc_lowerer *c, const gc_op *op, const mm_shape *s, gc_dtype at) {
+static kir_kernel *mm_tiled(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
+                            gc_gen *G) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *A = op->operands[0], *B = op->operands[1];
   int64_t TM = (s->M + MM_T - 1) / MM_T, TN = (s->N + MM_T - 1) / MM_T;
-  kir_kernel *k = gc_ec_kernel(c, op, NULL, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, MM_T * MM_ROWS);
-  int pa = gc_ec_param(c, k, "a", op->operands[0], 1);
-  int pb = gc_ec_param(c, k, "b", op->operands[1], 1);
-  int po = gc_ec_param(c, k, "out", op->results[0], 0);
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, MM_T * MM_ROWS);
+  gc_gen_init(G, c, k);
+  /* which logical coordinate tx walks: A's k (a_kx) or m; B's n (b_nx) or k */
+  int ca = mm_contig_last(c, A), cb = mm_contig_last(c, B);
+  int a_kx = ca < 0 ? !s->ta : (ca == 1) == !s->ta;
+  int b_nx = cb < 0 ? !s->tb : (cb == 1) == !s->tb;
   int sa = kir_add_shared(c->km, k, at, MM_T * MM_PAD);
   int sb = kir_add_shared(c->km, k, at, MM_T * MM_PAD);
   kir_block *b = &k->body;
   int64_t dims3[3] = {s->batch, TM, TN};
-  int co[3];
+  int co[3], bco[GC_MAX_RANK];
   gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
-  kir_expr *boff[GC_EC_MAX_VIEWS];
-  gc_ec_space_index(c, k, b, &s->bs, co[0], boff);
-  int aoff = gc_ec_let(c, k, b, "aoff", boff[0]);
-  int bof = gc_ec_let(c, k, b, "boff", boff[1]);
-  int obase = gc_ec_let(c, k, b, "obase", ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, s->M * s->N)));
+  mm_batch_coords(c, k, b, s, co[0], bco);
   int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, MM_T)));
   int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, MM_T)));
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
@@ -108,19 +212,21 @@ static kir_kernel *mm_tiled(gc_lowerer *c, const gc_op *op, const mm_shape *s, g
 
   int k0 = gc_ec_var(c, k, "k0", GRAPHC_DTYPE_I64);
   kir_block *kb = kir_emit_for(c->km, b, k0, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, MM_T));
+  gc_gen_push(G);
   for (int j = 0; j < MM_RPT; j++) {
     int row = gc_ec_let(c, k, kb, "row", ec_add(c, ec_v(c, k, ty), ec_i64(c, MM_ROWS * j)));
-    /* A tile: (mm, kk); the contiguous dim of A in memory follows tx. */
-    int am = s->ta ? tx : row, ak = s->ta ? row : tx;
+    /* A tile: (mm, kk); tx walks A's contiguous dim */
+    int am = a_kx ? row : tx, ak = a_kx ? tx : row;
     int gm = gc_ec_let(c, k, kb, "gm", ec_add(c, ec_v(c, k, m0), ec_v(c, k, am)));
     int gk = gc_ec_let(c, k, kb, "gk", ec_add(c, ec_v(c, k, k0), ec_v(c, k, ak)));
-    mm_stage(c, k, kb, sa, pa, aoff, am, ak, gm, gk, s->ta, s->M, s->K, at);
-    /* B tile: (bk, bn). */
-    int bn = s->tb ? row : tx, bk = s->tb ? tx : row;
+    mm_stage(G, kb, sa, A, s, bco, am, ak, gm, gk, s->ta, s->M, s->K, at);
+    /* B tile: (bk, bn) */
+    int bn = b_nx ? tx : row, bk = b_nx ? row : tx;
     gk = gc_ec_let(c, k, kb, "gk", ec_add(c, ec_v(c, k, k0), ec_v(c, k, bk)));
     int gn = gc_ec_let(c, k, kb, "gn", ec_add(c, ec_v(c, k, n0), ec_v(c, k, bn)));
-    mm_stage(c, k, kb, sb, pb, bof, bk, bn, gk, gn, s->tb, s->K, s->N, at);
+    mm_stage(G, kb, sb, B, s, bco, bk, bn, gk, gn, s->tb, s->K, s->N, at);
   }
+  gc_gen_pop(G);
   kir_emit_barrier(c->km, kb);
   int kk = gc_ec_var(c, k, "kk", GRAPHC_DTYPE_I64);
   kir_block *ib = kir_emit_for(c->km, kb, kk, ec_i64(c, 0), ec_i64(c, MM_T), ec_i64(c, 1));
@@ -141,46 +247,53 @@ static kir_kernel *mm_tiled(gc_lowerer *c, const gc_op *op, const mm_shape *s, g
     kir_expr *cond = ec_bin(c, KIR_AND, in_range(c, k, gm, s->M, 0), in_range(c, k, gn, s->N, 0));
     kir_block *tb;
     kir_emit_if(c->km, b, cond, &tb, NULL);
-    kir_expr *oi = ec_add(c, ec_mul(c, ec_v(c, k, gm), ec_i64(c, s->N)), ec_v(c, k, gn));
-    gc_ec_store(c, k, tb, po, ec_add(c, ec_v(c, k, obase), oi), ec_v(c, k, acc[j]));
+    gc_gen_push(G);
+    int pt = mm_out_point(G, op->results[0], s, bco, gm, gn, -1);
+    epilogue(G, tb, grp, pt, ec_v(c, k, acc[j]));
+    gc_gen_pop(G);
   }
   return k;
 }
 
 /* The host kernel: one item per output, a dot product over K. */
-static kir_kernel *mm_items(gc_lowerer *c, const gc_op *op, const mm_shape *s, gc_dtype at) {
-  kir_kernel *k = gc_ec_kernel(c, op, NULL, KIR_LAUNCH_ITEMS, s->batch * s->M * s->N, 256);
-  int pa = gc_ec_param(c, k, "a", op->operands[0], 1);
-  int pb = gc_ec_param(c, k, "b", op->operands[1], 1);
-  int po = gc_ec_param(c, k, "out", op->results[0], 0);
+static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
+                            gc_gen *G) {
+  const gc_op *op = grp->roots[0];
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, s->batch * s->M * s->N, 256);
+  gc_gen_init(G, c, k);
   kir_block *b = &k->body;
   int64_t dims3[3] = {s->batch, s->M, s->N};
-  int co[3];
+  int co[3], bco[GC_MAX_RANK];
   gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
-  kir_expr *boff[GC_EC_MAX_VIEWS];
-  gc_ec_space_index(c, k, b, &s->bs, co[0], boff);
-  int aoff = gc_ec_let(c, k, b, "aoff", boff[0]);
-  int bof = gc_ec_let(c, k, b, "boff", boff[1]);
+  mm_batch_coords(c, k, b, s, co[0], bco);
   int acc = gc_ec_let(c, k, b, "acc", gc_ec_num(c, at, 0.0));
   int kk = gc_ec_var(c, k, "kk", GRAPHC_DTYPE_I64);
   kir_block *lb = kir_emit_for(c->km, b, kk, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, 1));
-  kir_expr *x = ec_cast(c, at, gc_ec_load(c, k, pa, mm_elem(c, k, aoff, co[1], kk, s->ta, s->M, s->K)));
-  kir_expr *y = ec_cast(c, at, gc_ec_load(c, k, pb, mm_elem(c, k, bof, kk, co[2], s->tb, s->K, s->N)));
-  kir_emit_assign(c->km, lb, acc, ec_bin(c, KIR_ADD, ec_v(c, k, acc), ec_bin(c, KIR_MUL, x, y)));
-  gc_ec_store(c, k, b, po, ec_v(c, k, k->item_var), ec_v(c, k, acc));
+  gc_gen_push(G);
+  int m = s->M == 1 ? GC_PT_ZERO : co[1], n = s->N == 1 ? GC_PT_ZERO : co[2];
+  int kz = s->K == 1 ? GC_PT_ZERO : kk;
+  int x = s->ta ? mm_operand(G, lb, op->operands[0], s, bco, kz, m) : mm_operand(G, lb, op->operands[0], s, bco, m, kz);
+  int y = s->tb ? mm_operand(G, lb, op->operands[1], s, bco, n, kz) : mm_operand(G, lb, op->operands[1], s, bco, kz, n);
+  kir_expr *prod = ec_bin(c, KIR_MUL, ec_cast(c, at, ec_v(c, k, x)), ec_cast(c, at, ec_v(c, k, y)));
+  kir_emit_assign(c->km, lb, acc, ec_bin(c, KIR_ADD, ec_v(c, k, acc), prod));
+  gc_gen_pop(G);
+  int pt = mm_out_point(G, op->results[0], s, bco, co[1], co[2], k->item_var);
+  epilogue(G, b, grp, pt, ec_v(c, k, acc));
   return k;
 }
 
-/* matmul: tiled BLOCKS kernel on CUDA, ITEMS dot products on the host. */
-int gc_emit_matmul(gc_lowerer *c, const gc_op *op) {
+/* matmul group: tiled BLOCKS kernel on CUDA, ITEMS dot products on the host. */
+int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
   mm_shape s;
   mm_shape_of(op, &s);
   gc_dtype ct = gc_ec_compute_type(op->results[0]->type.dtype);
   gc_dtype at = gc_dtype_is_float(ct) ? ct : GRAPHC_DTYPE_I64;
-  kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, op, &s, at) : mm_items(c, op, &s, at);
-  k->bytes_moved = gc_ec_bytes(&op->operands[0]->type) + gc_ec_bytes(&op->operands[1]->type) +
-                   gc_ec_bytes(&op->results[0]->type);
+  gc_gen G;
+  kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, grp, &s, at, &G) : mm_items(c, grp, &s, at, &G);
+  k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = 2.0 * (double)s.batch * (double)s.M * (double)s.N * (double)s.K;
+  gc_gen_free(&G);
   gc_ec_launch(c, k);
   return 0;
 }
@@ -227,26 +340,28 @@ static int tap_coord(gc_lowerer *c, kir_kernel *k, kir_block *b, int o, int64_t 
   return gc_ec_let(c, k, b, "ih", e);
 }
 
-/* conv2d: direct convolution, one item per output element. */
-int gc_emit_conv(gc_lowerer *c, const gc_op *op) {
+/* conv2d group: direct convolution, one item per output element, then the epilogue. */
+int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
   const gc_value *xv = op->operands[0], *wv = op->operands[1], *ov = op->results[0];
   const gc_type *xt = &xv->type, *wt = &wv->type, *ot = &ov->type;
   int64_t C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
   int64_t O = wt->dims[0], Cg = wt->dims[1], KH = wt->dims[2], KW = wt->dims[3];
-  int64_t G = gc_op_attr_int(op, "groups", 1), Og = O / G;
+  int64_t groups = gc_op_attr_int(op, "groups", 1), Og = O / groups;
   window w;
   window_of(op, KH, KW, 1, 1, &w);
   gc_dtype at = gc_ec_compute_type(ot->dtype);
-  kir_kernel *k = gc_ec_kernel(c, op, NULL, KIR_LAUNCH_ITEMS, gc_type_numel(ot), 256);
-  int px = gc_ec_param(c, k, "x", xv, 1);
-  int pw = gc_ec_param(c, k, "w", wv, 1);
-  int po = gc_ec_param(c, k, "out", ov, 0);
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, gc_type_numel(ot), 256);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
+  int px = gc_gen_rparam(&G, c->val_buf[xv->id], xt->dtype);
+  int pw = gc_gen_rparam(&G, c->val_buf[wv->id], wt->dtype);
   kir_block *b = &k->body;
   int co[4];
   gc_ec_unravel(c, k, b, k->item_var, 4, ot->dims, co);
-  kir_expr *grp = ec_bin(c, KIR_DIV, ec_v(c, k, co[1]), ec_i64(c, Og));
+  kir_expr *grp_e = ec_bin(c, KIR_DIV, ec_v(c, k, co[1]), ec_i64(c, Og));
   /* x[n, g*Cg + ci, ih, iw] and w[o, ci, kh, kw] */
-  kir_expr *xb = ec_add(c, ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, C)), ec_mul(c, grp, ec_i64(c, Cg)));
+  kir_expr *xb = ec_add(c, ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, C)), ec_mul(c, grp_e, ec_i64(c, Cg)));
   int xbase = gc_ec_let(c, k, b, "xbase", ec_mul(c, xb, ec_i64(c, H * W)));
   int wbase = gc_ec_let(c, k, b, "wbase", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, Cg * KH * KW)));
   int acc = gc_ec_let(c, k, b, "acc", gc_ec_num(c, at, 0.0));
@@ -269,15 +384,19 @@ int gc_emit_conv(gc_lowerer *c, const gc_op *op) {
   kir_expr *prod = ec_bin(c, KIR_MUL, ec_cast(c, at, gc_ec_load(c, k, px, xi)),
                           ec_cast(c, at, gc_ec_load(c, k, pw, wi)));
   kir_emit_assign(c->km, win, acc, ec_bin(c, KIR_ADD, ec_v(c, k, acc), prod));
-  gc_ec_store(c, k, b, po, ec_v(c, k, k->item_var), ec_v(c, k, acc));
-  k->bytes_moved = gc_ec_bytes(xt) + gc_ec_bytes(wt) + gc_ec_bytes(ot);
+  int pt = gc_gen_pt(&G, ot, k->item_var, co);
+  epilogue(&G, b, grp, pt, ec_v(c, k, acc));
+  k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = 2.0 * (double)gc_type_numel(ot) * (double)(Cg * KH * KW);
+  gc_gen_free(&G);
   gc_ec_launch(c, k);
   return 0;
 }
 
-/* max_pool2d (padding reads -inf) and avg_pool2d (divides by in-bounds taps). */
-int gc_emit_pool(gc_lowerer *c, const gc_op *op) {
+/* max_pool2d (padding reads -inf) and avg_pool2d (divides by in-bounds taps);
+ * the input is read through the generator, the result goes through the epilogue. */
+int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
   const gc_value *xv = op->operands[0], *ov = op->results[0];
   const gc_type *xt = &xv->type, *ot = &ov->type;
   int64_t H = xt->dims[2], W = xt->dims[3], ker[2];
@@ -286,15 +405,12 @@ int gc_emit_pool(gc_lowerer *c, const gc_op *op) {
   window_of(op, ker[0], ker[1], ker[0], ker[1], &w);
   int is_max = op->opcode == GC_OP_MAX_POOL2D;
   gc_dtype at = gc_ec_compute_type(ot->dtype);
-  kir_kernel *k = gc_ec_kernel(c, op, NULL, KIR_LAUNCH_ITEMS, gc_type_numel(ot), 256);
-  int px = gc_ec_param(c, k, "x", xv, 1);
-  int po = gc_ec_param(c, k, "out", ov, 0);
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, gc_type_numel(ot), 256);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
   kir_block *b = &k->body;
   int co[4];
   gc_ec_unravel(c, k, b, k->item_var, 4, ot->dims, co);
-  /* plane (n, c) of x: (n * C + c) * H * W */
-  kir_expr *plane = ec_add(c, ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, xt->dims[1])), ec_v(c, k, co[1]));
-  int xbase = gc_ec_let(c, k, b, "xbase", ec_mul(c, plane, ec_i64(c, H * W)));
   int acc = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, is_max ? GC_EC_MAX : GC_EC_SUM, at));
   int cnt = is_max ? -1 : gc_ec_let(c, k, b, "cnt", gc_ec_num(c, at, 0.0));
   int kh = gc_ec_var(c, k, "kh", GRAPHC_DTYPE_I64);
@@ -307,18 +423,22 @@ int gc_emit_pool(gc_lowerer *c, const gc_op *op) {
   int iw = tap_coord(c, k, wb, co[3], w.sw, w.left, kw, w.dw);
   kir_block *win;
   kir_emit_if(c->km, wb, in_range(c, k, iw, W, 1), &win, NULL);
-  kir_expr *xi = ec_add(c, ec_v(c, k, xbase), ec_add(c, ec_mul(c, ec_v(c, k, ih), ec_i64(c, W)), ec_v(c, k, iw)));
-  int x = gc_ec_let(c, k, win, "x", gc_ec_load(c, k, px, xi));
+  gc_gen_push(&G);
+  int xc[4] = {co[0], co[1], ih, iw};
+  int x = gc_gen_val(&G, win, xv, gc_gen_pt(&G, xt, -1, xc));
   if (is_max) {
     kir_emit_assign(c->km, win, acc, gc_ec_maxmin(c, k, 1, acc, x));
   } else {
     kir_emit_assign(c->km, win, acc, ec_bin(c, KIR_ADD, ec_v(c, k, acc), ec_v(c, k, x)));
     kir_emit_assign(c->km, win, cnt, ec_bin(c, KIR_ADD, ec_v(c, k, cnt), gc_ec_num(c, at, 1.0)));
   }
+  gc_gen_pop(&G);
   kir_expr *y = is_max ? ec_v(c, k, acc) : ec_bin(c, KIR_DIV, ec_v(c, k, acc), ec_v(c, k, cnt));
-  gc_ec_store(c, k, b, po, ec_v(c, k, k->item_var), y);
-  k->bytes_moved = gc_ec_bytes(xt) + gc_ec_bytes(ot);
+  int pt = gc_gen_pt(&G, ot, k->item_var, co);
+  epilogue(&G, b, grp, pt, y);
+  k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = (double)gc_type_numel(ot) * (double)(w.kh * w.kw);
+  gc_gen_free(&G);
   gc_ec_launch(c, k);
   return 0;
 }

@@ -1,5 +1,10 @@
-/* emit_reduce.c - reductions (reduce_sum/max/min/mean, argmax) and row-wise
- * normalizations (softmax, log_softmax, layernorm, rmsnorm).
+/* emit_reduce.c - reduce groups (reduce_sum/max/min/mean, argmax) and norm
+ * groups (softmax, log_softmax, layernorm, rmsnorm), with input fusion: every
+ * read of the input goes through the element generator, so fused elementwise
+ * producers (reduce_sum(exp(x - c)), layernorm(x + residual)) are computed
+ * inline where the row is read; and output fusion: the final value is bound as
+ * the root's value at its output index and the group's outputs (the root, its
+ * epilogue, sibling reductions over the same input and axes) are stored there.
  *
  * Reductions: the input's dims are grouped into runs of kept and reduced dims
  * (unit dims dropped, neighbours of the same kind merged).
@@ -81,53 +86,100 @@ static kir_expr *finish(gc_lowerer *c, kir_kernel *k, const gc_op *op, int acc, 
   return e;
 }
 
-/* reduce_sum/max/min/mean. */
-static int lower_reduce(gc_lowerer *c, const gc_op *op) {
-  const gc_value *in = op->operands[0], *out = op->results[0];
+/* Bind the final value of each root at the output point and store the group's outputs. */
+static void finish_outputs(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const int *fin) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  gc_gen_push(G);
+  const gc_type *ot = &grp->roots[0]->results[0]->type;
+  int pt = gc_gen_pt(G, ot, k->item_var, NULL);
+  for (int r = 0; r < grp->n_roots; r++) {
+    const gc_value *rv = grp->roots[r]->results[0];
+    int v = gc_ec_let(c, k, b, rv->name, gc_ec_round(c, rv->type.dtype, ec_v(c, k, fin[r])));
+    gc_gen_bind(G, rv, pt, v);
+  }
+  gc_gen_store_outs(G, b, grp, pt);
+  gc_gen_pop(G);
+}
+
+/* Accumulate every root's input at point pt of the input space (one step). */
+static void accumulate(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const gc_ec_comb *comb,
+                       const int *acc, const int *x, int pt) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  for (int r = 0; r < grp->n_roots; r++) {
+    int v = gc_gen_val(G, b, grp->roots[r]->operands[0], pt);
+    kir_emit_assign(c->km, b, x[r], ec_cast(c, k->vars[x[r]].type, ec_v(c, k, v)));
+    kir_emit_assign(c->km, b, acc[r], gc_ec_combine(c, k, comb[r], acc[r], x[r]));
+  }
+}
+
+#define MAX_SIBLINGS 16
+
+/* reduce_sum/max/min/mean roots sharing one input space and reduced axes. */
+static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *in = op->operands[0];
+  int nr = grp->n_roots;
+  GC_ASSERT(nr <= MAX_SIBLINGS);
   int red[GC_MAX_RANK];
   reduce_mask(op, in->type.rank, red);
   red_groups g;
   group_dims(&in->type, red, &g);
   int64_t nout = gc_ec_prod(g.kdims, 0, g.nk), R = gc_ec_prod(g.rdims, 0, g.nr);
-  GC_ASSERT(nout == gc_type_numel(&out->type));
-  gc_ec_comb comb = op->opcode == GC_OP_REDUCE_MAX ? GC_EC_MAX
-                    : op->opcode == GC_OP_REDUCE_MIN ? GC_EC_MIN : GC_EC_SUM;
-  gc_dtype ct = gc_ec_compute_type(in->type.dtype);
-  gc_dtype at = comb == GC_EC_SUM && !gc_dtype_is_float(ct) ? GRAPHC_DTYPE_I64 : ct;
+  GC_ASSERT(nout == gc_type_numel(&op->results[0]->type));
+  gc_ec_comb comb[MAX_SIBLINGS];
+  gc_dtype at[MAX_SIBLINGS];
+  for (int r = 0; r < nr; r++) {
+    const gc_op *ro = grp->roots[r];
+    comb[r] = ro->opcode == GC_OP_REDUCE_MAX ? GC_EC_MAX : ro->opcode == GC_OP_REDUCE_MIN ? GC_EC_MIN : GC_EC_SUM;
+    gc_dtype ct = gc_ec_compute_type(ro->operands[0]->type.dtype);
+    at[r] = comb[r] == GC_EC_SUM && !gc_dtype_is_float(ct) ? GRAPHC_DTYPE_I64 : ct;
+  }
   int blocks = c->t->kind == KIR_TARGET_CUDA && g.row;
-  kir_kernel *k = blocks ? gc_ec_kernel(c, op, NULL, KIR_LAUNCH_BLOCKS, nout, gc_ec_row_block(c, R))
-                         : gc_ec_kernel(c, op, NULL, KIR_LAUNCH_ITEMS, nout, 256);
-  int pin = gc_ec_param(c, k, "in", in, 1);
-  int pout = gc_ec_param(c, k, "out", out, 0);
+  kir_kernel *k = blocks ? gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, nout, gc_ec_row_block(c, R))
+                         : gc_ec_kernel(c, KIR_LAUNCH_ITEMS, nout, 256);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
   kir_block *b = &k->body;
-  int acc = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, comb, at));
-  int x = gc_ec_var(c, k, "x", at);
+  int acc[MAX_SIBLINGS], x[MAX_SIBLINGS], fin[MAX_SIBLINGS];
+  for (int r = 0; r < nr; r++) {
+    acc[r] = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, comb[r], at[r]));
+    x[r] = gc_ec_var(c, k, "x", at[r]);
+  }
   if (blocks) {
-    int sh = kir_add_shared(c->km, k, at, k->launch.block / c->t->warp_size);
     int base = gc_ec_let(c, k, b, "base", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, R)));
-    int r;
-    kir_block *body = gc_ec_thread_loop(c, k, b, &r, R);
-    kir_expr *idx = ec_add(c, ec_v(c, k, base), ec_v(c, k, r));
-    kir_emit_assign(c->km, body, x, ec_cast(c, at, gc_ec_load(c, k, pin, idx)));
-    kir_emit_assign(c->km, body, acc, gc_ec_combine(c, k, comb, acc, x));
-    gc_ec_block_reduce(c, k, b, comb, acc, sh);
+    int rv;
+    kir_block *body = gc_ec_thread_loop(c, k, b, &rv, R);
+    gc_gen_push(&G);
+    int lin = gc_ec_let(c, k, body, "l", ec_add(c, ec_v(c, k, base), ec_v(c, k, rv)));
+    accumulate(&G, body, grp, comb, acc, x, gc_gen_pt(&G, &in->type, lin, NULL));
+    gc_gen_pop(&G);
+    for (int r = 0; r < nr; r++) {
+      int sh = kir_add_shared(c->km, k, at[r], k->launch.block / c->t->warp_size);
+      gc_ec_block_reduce(c, k, b, comb[r], acc[r], sh);
+    }
     kir_block *tb;
     kir_emit_if(c->km, b, ec_bin(c, KIR_EQ, kir_special_ref(c->km, KIR_SP_THREAD), ec_i32(c, 0)), &tb, NULL);
-    gc_ec_store(c, k, tb, pout, ec_v(c, k, k->item_var), finish(c, k, op, acc, R));
+    for (int r = 0; r < nr; r++) fin[r] = gc_ec_let(c, k, tb, "fin", finish(c, k, grp->roots[r], acc[r], R));
+    finish_outputs(&G, tb, grp, fin);
   } else {
     int kc[GC_MAX_RANK], rc[GC_MAX_RANK];
     gc_ec_unravel(c, k, b, k->item_var, g.nk, g.kdims, kc);
     int base = gc_ec_let(c, k, b, "base", dot_coords(c, k, g.nk, kc, g.kst));
-    int r = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
-    kir_block *body = kir_emit_for(c->km, b, r, ec_i64(c, 0), ec_i64(c, R), ec_i64(c, 1));
-    gc_ec_unravel(c, k, body, r, g.nr, g.rdims, rc);
-    kir_expr *idx = ec_add(c, ec_v(c, k, base), dot_coords(c, k, g.nr, rc, g.rst));
-    kir_emit_assign(c->km, body, x, ec_cast(c, at, gc_ec_load(c, k, pin, idx)));
-    kir_emit_assign(c->km, body, acc, gc_ec_combine(c, k, comb, acc, x));
-    gc_ec_store(c, k, b, pout, ec_v(c, k, k->item_var), finish(c, k, op, acc, R));
+    int rv = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
+    kir_block *body = kir_emit_for(c->km, b, rv, ec_i64(c, 0), ec_i64(c, R), ec_i64(c, 1));
+    gc_gen_push(&G);
+    gc_ec_unravel(c, k, body, rv, g.nr, g.rdims, rc);
+    int lin = gc_ec_let(c, k, body, "l", ec_add(c, ec_v(c, k, base), dot_coords(c, k, g.nr, rc, g.rst)));
+    accumulate(&G, body, grp, comb, acc, x, gc_gen_pt(&G, &in->type, lin, NULL));
+    gc_gen_pop(&G);
+    for (int r = 0; r < nr; r++) fin[r] = gc_ec_let(c, k, b, "fin", finish(c, k, grp->roots[r], acc[r], R));
+    finish_outputs(&G, b, grp, fin);
   }
-  k->bytes_moved = gc_ec_bytes(&in->type) + gc_ec_bytes(&out->type);
-  k->flops = (double)gc_type_numel(&in->type);
+  k->bytes_moved = gc_gen_bytes(&G, -1);
+  k->flops = (double)nr * (double)gc_type_numel(&in->type);
+  gc_gen_free(&G);
   gc_ec_launch(c, k);
   return 0;
 }
@@ -182,59 +234,75 @@ static void argmax_block(gc_lowerer *c, kir_kernel *k, kir_block *b, int bv, int
   kir_emit_barrier(c->km, b);
 }
 
+/* Value of the root's input at input element index `lin` (a fresh var), in a new scope
+ * the caller closes. */
+static int input_at(gc_gen *G, kir_block *b, const gc_value *in, kir_expr *lin) {
+  gc_gen_push(G);
+  int l = gc_ec_let(G->c, G->k, b, "l", lin);
+  return gc_gen_val(G, b, in, gc_gen_pt(G, &in->type, l, NULL));
+}
+
 /* argmax over one axis of [outer, R, inner]: i64 index of the first maximum. */
-static int lower_argmax(gc_lowerer *c, const gc_op *op) {
-  const gc_value *in = op->operands[0], *out = op->results[0];
+static int lower_argmax(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *in = op->operands[0];
   const gc_type *t = &in->type;
   int axis = t->rank ? gc_ec_axis(gc_op_attr_int(op, "axis", -1), t->rank) : 0;
   int64_t outer = t->rank ? gc_ec_prod(t->dims, 0, axis) : 1, R = t->rank ? t->dims[axis] : 1;
   int64_t inner = t->rank ? gc_ec_prod(t->dims, axis + 1, t->rank) : 1;
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   int blocks = c->t->kind == KIR_TARGET_CUDA && inner == 1 && R > 1;
-  kir_kernel *k = blocks ? gc_ec_kernel(c, op, NULL, KIR_LAUNCH_BLOCKS, outer, gc_ec_row_block(c, R))
-                         : gc_ec_kernel(c, op, NULL, KIR_LAUNCH_ITEMS, outer * inner, 256);
-  int pin = gc_ec_param(c, k, "in", in, 1);
-  int pout = gc_ec_param(c, k, "out", out, 0);
+  kir_kernel *k = blocks ? gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, outer, gc_ec_row_block(c, R))
+                         : gc_ec_kernel(c, KIR_LAUNCH_ITEMS, outer * inner, 256);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
   kir_block *b = &k->body;
   int xv = gc_ec_var(c, k, "xv", ct), xi = gc_ec_var(c, k, "xi", GRAPHC_DTYPE_I64);
+  int bi;
   if (blocks) {
     int bv = gc_ec_let(c, k, b, "bv", gc_ec_identity(c, GC_EC_MAX, ct));
-    int bi = gc_ec_let(c, k, b, "bi", ec_i64(c, INT64_MAX));
+    bi = gc_ec_let(c, k, b, "bi", ec_i64(c, INT64_MAX));
     int base = gc_ec_let(c, k, b, "base", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, R)));
     int r;
     kir_block *body = gc_ec_thread_loop(c, k, b, &r, R);
-    kir_emit_assign(c->km, body, xv, gc_ec_load(c, k, pin, ec_add(c, ec_v(c, k, base), ec_v(c, k, r))));
+    int x = input_at(&G, body, in, ec_add(c, ec_v(c, k, base), ec_v(c, k, r)));
+    kir_emit_assign(c->km, body, xv, ec_v(c, k, x));
+    gc_gen_pop(&G);
     kir_emit_assign(c->km, body, xi, ec_v(c, k, r));
     argmax_step(c, k, body, bv, bi, xv, xi);
     argmax_block(c, k, b, bv, bi);
     kir_block *tb;
     kir_emit_if(c->km, b, ec_bin(c, KIR_EQ, kir_special_ref(c->km, KIR_SP_THREAD), ec_i32(c, 0)), &tb, NULL);
-    gc_ec_store(c, k, tb, pout, ec_v(c, k, k->item_var), ec_v(c, k, bi));
+    finish_outputs(&G, tb, grp, &bi);
   } else {
     int64_t dims2[2] = {outer, inner};
     int co[2];
     gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
     kir_expr *base_e = ec_add(c, ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, R * inner)), ec_v(c, k, co[1]));
     int base = gc_ec_let(c, k, b, "base", base_e);
-    int bv = gc_ec_let(c, k, b, "bv", gc_ec_load(c, k, pin, ec_v(c, k, base)));
-    int bi = gc_ec_let(c, k, b, "bi", ec_i64(c, 0));
+    int x0 = input_at(&G, b, in, ec_v(c, k, base));
+    int bv = gc_ec_let(c, k, b, "bv", ec_v(c, k, x0));
+    gc_gen_pop(&G);
+    bi = gc_ec_let(c, k, b, "bi", ec_i64(c, 0));
     int r = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
     kir_block *body = kir_emit_for(c->km, b, r, ec_i64(c, 1), ec_i64(c, R), ec_i64(c, 1));
-    kir_expr *idx = ec_add(c, ec_v(c, k, base), ec_mul(c, ec_v(c, k, r), ec_i64(c, inner)));
-    kir_emit_assign(c->km, body, xv, gc_ec_load(c, k, pin, idx));
+    int x = input_at(&G, body, in, ec_add(c, ec_v(c, k, base), ec_mul(c, ec_v(c, k, r), ec_i64(c, inner))));
+    kir_emit_assign(c->km, body, xv, ec_v(c, k, x));
+    gc_gen_pop(&G);
     kir_emit_assign(c->km, body, xi, ec_v(c, k, r));
     argmax_step(c, k, body, bv, bi, xv, xi);
-    gc_ec_store(c, k, b, pout, ec_v(c, k, k->item_var), ec_v(c, k, bi));
+    finish_outputs(&G, b, grp, &bi);
   }
-  k->bytes_moved = gc_ec_bytes(t) + gc_ec_bytes(&out->type);
+  k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = (double)gc_type_numel(t);
+  gc_gen_free(&G);
   gc_ec_launch(c, k);
   return 0;
 }
 
-/* reduce_* and argmax. */
-int gc_emit_reduce(gc_lowerer *c, const gc_op *op) {
-  return op->opcode == GC_OP_ARGMAX ? lower_argmax(c, op) : lower_reduce(c, op);
+/* reduce_* and argmax groups. */
+int gc_emit_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
+  return grp->roots[0]->opcode == GC_OP_ARGMAX ? lower_argmax(c, grp) : lower_reduce(c, grp);
 }
 
 /* ---- row-wise normalizations ------------------------------------------------------------------ */
@@ -243,6 +311,7 @@ int gc_emit_reduce(gc_lowerer *c, const gc_op *op) {
  * or ITEMS (one item per (outer, inner) pair, looping over the row). */
 typedef struct row_kernel {
   kir_kernel *k;
+  gc_gen G;
   int blocks;
   int64_t R, inner;
   int base;                  /* var: element index of r = 0 */
@@ -250,18 +319,18 @@ typedef struct row_kernel {
 } row_kernel;
 
 /* Create the kernel and compute the row base. */
-static void row_open(gc_lowerer *c, const gc_op *op, row_kernel *rk, int64_t outer, int64_t R,
-                     int64_t inner, gc_dtype acc_t) {
+static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, int64_t inner,
+                     gc_dtype acc_t) {
   rk->R = R;
   rk->inner = inner;
   rk->blocks = c->t->kind == KIR_TARGET_CUDA && inner == 1;
   if (rk->blocks) {
-    rk->k = gc_ec_kernel(c, op, NULL, KIR_LAUNCH_BLOCKS, outer, gc_ec_row_block(c, R));
+    rk->k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, outer, gc_ec_row_block(c, R));
     kir_kernel *k = rk->k;
     rk->sh = kir_add_shared(c->km, k, acc_t, k->launch.block / c->t->warp_size);
     rk->base = gc_ec_let(c, k, &k->body, "base", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, R)));
   } else {
-    rk->k = gc_ec_kernel(c, op, NULL, KIR_LAUNCH_ITEMS, outer * inner, 256);
+    rk->k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, outer * inner, 256);
     kir_kernel *k = rk->k;
     int64_t dims2[2] = {outer, inner};
     int co[2];
@@ -269,20 +338,41 @@ static void row_open(gc_lowerer *c, const gc_op *op, row_kernel *rk, int64_t out
     kir_expr *e = ec_add(c, ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, R * inner)), ec_v(c, k, co[1]));
     rk->base = gc_ec_let(c, k, &k->body, "base", e);
   }
+  gc_gen_init(&rk->G, c, rk->k);
 }
 
-/* Loop over the row: threads stride (BLOCKS) or one item walks it (ITEMS). */
+/* Modeled traffic, generator released, kernel launched. */
+static void row_close(gc_lowerer *c, row_kernel *rk, double flops_per_elem, int64_t n) {
+  rk->k->bytes_moved = gc_gen_bytes(&rk->G, -1);
+  rk->k->flops = flops_per_elem * (double)n;
+  gc_gen_free(&rk->G);
+  gc_ec_launch(c, rk->k);
+}
+
+/* Loop over the row: threads stride (BLOCKS) or one item walks it (ITEMS).
+ * Opens a generator scope that row_end closes. */
 static kir_block *row_loop(gc_lowerer *c, row_kernel *rk, int *r) {
   kir_kernel *k = rk->k;
+  gc_gen_push(&rk->G);
   if (rk->blocks) return gc_ec_thread_loop(c, k, &k->body, r, rk->R);
   *r = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
   return kir_emit_for(c->km, &k->body, *r, ec_i64(c, 0), ec_i64(c, rk->R), ec_i64(c, 1));
 }
 
-/* Element index of row position r. */
-static kir_expr *row_index(gc_lowerer *c, row_kernel *rk, int r) {
-  kir_expr *off = ec_mul(c, ec_v(c, rk->k, r), ec_i64(c, rk->inner));
-  return ec_add(c, ec_v(c, rk->k, rk->base), off);
+/* Close the scope of a row loop. */
+static void row_end(row_kernel *rk) { gc_gen_pop(&rk->G); }
+
+/* Point of the row element at position r (inside a row loop body). */
+static int row_point(gc_lowerer *c, row_kernel *rk, kir_block *body, const gc_type *t, int r) {
+  kir_kernel *k = rk->k;
+  kir_expr *off = ec_mul(c, ec_v(c, k, r), ec_i64(c, rk->inner));
+  int l = gc_ec_let(c, k, body, "l", ec_add(c, ec_v(c, k, rk->base), off));
+  return gc_gen_pt(&rk->G, t, l, NULL);
+}
+
+/* Value of a per-row parameter (gamma, beta: shape x.shape[axis:]) at row position r. */
+static int row_param(row_kernel *rk, kir_block *body, const gc_value *v, int r) {
+  return gc_gen_val(&rk->G, body, v, gc_gen_pt(&rk->G, &v->type, r, NULL));
 }
 
 /* Combine per-thread partials across the group (BLOCKS only). */
@@ -292,127 +382,153 @@ static void row_reduce(gc_lowerer *c, row_kernel *rk, gc_ec_comb op, int v) {
 
 /* A new var holding the reduction (op) over the row of f(x), where f subtracts
  * var `sub` (when >= 0), then exponentiates (ex) or squares (sq). */
-static int row_accumulate(gc_lowerer *c, row_kernel *rk, int pin, gc_ec_comb op, gc_dtype t, int sub,
-                          int sq, int ex) {
+static int row_accumulate(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_ec_comb op, gc_dtype t,
+                          int sub, int sq, int ex) {
   kir_kernel *k = rk->k;
   int acc = gc_ec_let(c, k, &k->body, "acc", gc_ec_identity(c, op, t));
   int r;
   kir_block *body = row_loop(c, rk, &r);
-  kir_expr *x = gc_ec_load(c, k, pin, row_index(c, rk, r));
+  int xin = gc_gen_val(&rk->G, body, in, row_point(c, rk, body, &in->type, r));
+  kir_expr *x = ec_v(c, k, xin);
   if (sub >= 0) x = ec_bin(c, KIR_SUB, x, ec_v(c, k, sub));
   if (ex) x = kir_unary(c->km, KIR_EXP, x);
   int xv = gc_ec_let(c, k, body, "x", x);
   if (sq) xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_MUL, ec_v(c, k, xv), ec_v(c, k, xv)));
   kir_emit_assign(c->km, body, acc, gc_ec_combine(c, k, op, acc, xv));
+  row_end(rk);
   row_reduce(c, rk, op, acc);
   return acc;
 }
 
+/* Final loop body: y (compute type) is the root's value at the element's point;
+ * store the group's outputs there. */
+static void row_store(gc_lowerer *c, row_kernel *rk, kir_block *body, const gc_fusion_group *grp, int pt,
+                      kir_expr *y) {
+  const gc_value *rv = grp->roots[0]->results[0];
+  int v = gc_ec_let(c, rk->k, body, rv->name, gc_ec_round(c, rv->type.dtype, y));
+  gc_gen_bind(&rk->G, rv, pt, v);
+  gc_gen_store_outs(&rk->G, body, grp, pt);
+}
+
 /* softmax = exp(x - max) / sum;  log_softmax = x - max - log(sum). */
-static int lower_softmax(gc_lowerer *c, const gc_op *op) {
-  const gc_value *in = op->operands[0], *out = op->results[0];
+static int lower_softmax(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *in = op->operands[0];
   const gc_type *t = &in->type;
   int axis = t->rank ? gc_ec_axis(gc_op_attr_int(op, "axis", -1), t->rank) : 0;
   int64_t outer = t->rank ? gc_ec_prod(t->dims, 0, axis) : 1, R = t->rank ? t->dims[axis] : 1;
   int64_t inner = t->rank ? gc_ec_prod(t->dims, axis + 1, t->rank) : 1;
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   row_kernel rk;
-  row_open(c, op, &rk, outer, R, inner, ct);
+  row_open(c, &rk, outer, R, inner, ct);
   kir_kernel *k = rk.k;
-  int pin = gc_ec_param(c, k, "in", in, 1);
-  int pout = gc_ec_param(c, k, "out", out, 0);
-  int mx = row_accumulate(c, &rk, pin, GC_EC_MAX, ct, -1, 0, 0);
-  int sum = row_accumulate(c, &rk, pin, GC_EC_SUM, ct, mx, 0, 1);
+  int mx = row_accumulate(c, &rk, in, GC_EC_MAX, ct, -1, 0, 0);
+  int sum = row_accumulate(c, &rk, in, GC_EC_SUM, ct, mx, 0, 1);
   int r, fin;
   if (op->opcode == GC_OP_LOG_SOFTMAX)
     fin = gc_ec_let(c, k, &k->body, "ls", kir_unary(c->km, KIR_LOG, ec_v(c, k, sum)));
   else
     fin = sum;
   kir_block *body = row_loop(c, &rk, &r);
-  int xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_SUB, gc_ec_load(c, k, pin, row_index(c, &rk, r)),
-                                             ec_v(c, k, mx)));
+  int pt = row_point(c, &rk, body, t, r);
+  int xin = gc_gen_val(&rk.G, body, in, pt);
+  int xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, mx)));
   kir_expr *y = op->opcode == GC_OP_LOG_SOFTMAX
                     ? ec_bin(c, KIR_SUB, ec_v(c, k, xv), ec_v(c, k, fin))
                     : ec_bin(c, KIR_DIV, kir_unary(c->km, KIR_EXP, ec_v(c, k, xv)), ec_v(c, k, fin));
-  gc_ec_store(c, k, body, pout, row_index(c, &rk, r), y);
-  k->bytes_moved = 3.0 * gc_ec_bytes(t) + gc_ec_bytes(&out->type);
-  k->flops = 6.0 * (double)gc_type_numel(t);
-  gc_ec_launch(c, k);
+  row_store(c, &rk, body, grp, pt, y);
+  row_end(&rk);
+  row_close(c, &rk, 6.0, gc_type_numel(t));
   return 0;
 }
 
-/* layernorm over dims [axis, rank): (x - mean) / sqrt(var + eps) * gamma + beta,
- * two passes (mean, then centered squares) for accuracy. */
-static int lower_layernorm(gc_lowerer *c, const gc_op *op) {
-  const gc_value *in = op->operands[0], *out = op->results[0];
+/* layernorm over dims [axis, rank): (x - mean) / sqrt(var + eps) * gamma + beta.
+ * Corrected two-pass (Chan, Golub, LeVeque): m0 = sum(x) / R, then with
+ * d = x - m0: s1 = sum(d), s2 = sum(d^2), var = (s2 - s1^2 / R) / R, and each
+ * element is centered as d - s1 / R. The correction removes the rounding error
+ * of m0 that f32 accumulation leaves (a near-constant row would otherwise be
+ * amplified by 1 / sqrt(eps)). */
+static int lower_layernorm(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *in = op->operands[0];
   const gc_type *t = &in->type;
   int axis = t->rank ? gc_ec_axis(gc_op_attr_int(op, "axis", -1), t->rank) : 0;
   int64_t outer = gc_ec_prod(t->dims, 0, axis), R = gc_ec_prod(t->dims, axis, t->rank);
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   double eps = gc_op_attr_float(op, "eps", 1e-5);
   row_kernel rk;
-  row_open(c, op, &rk, outer, R, 1, ct);
+  row_open(c, &rk, outer, R, 1, ct);
   kir_kernel *k = rk.k;
-  int pin = gc_ec_param(c, k, "in", in, 1);
-  int pg = gc_ec_param(c, k, "gamma", op->operands[1], 1);
-  int pb = gc_ec_param(c, k, "beta", op->operands[2], 1);
-  int pout = gc_ec_param(c, k, "out", out, 0);
   kir_block *kb = &k->body;
-  int sum = row_accumulate(c, &rk, pin, GC_EC_SUM, ct, -1, 0, 0);
-  int mean = gc_ec_let(c, k, kb, "mean", ec_bin(c, KIR_DIV, ec_v(c, k, sum), gc_ec_num(c, ct, (double)R)));
-  int ss = row_accumulate(c, &rk, pin, GC_EC_SUM, ct, mean, 1, 0);
-  kir_expr *var = ec_bin(c, KIR_DIV, ec_v(c, k, ss), gc_ec_num(c, ct, (double)R));
-  kir_expr *den = kir_unary(c->km, KIR_SQRT, ec_bin(c, KIR_ADD, var, gc_ec_num(c, ct, eps)));
-  int rstd = gc_ec_let(c, k, kb, "rstd", ec_bin(c, KIR_DIV, gc_ec_num(c, ct, 1.0), den));
+  int sum = row_accumulate(c, &rk, in, GC_EC_SUM, ct, -1, 0, 0);
+  int m0 = gc_ec_let(c, k, kb, "mean", ec_bin(c, KIR_DIV, ec_v(c, k, sum), gc_ec_num(c, ct, (double)R)));
+  int s1 = gc_ec_let(c, k, kb, "s1", gc_ec_num(c, ct, 0.0));
+  int s2 = gc_ec_let(c, k, kb, "s2", gc_ec_num(c, ct, 0.0));
   int r;
   kir_block *body = row_loop(c, &rk, &r);
-  kir_expr *xc = ec_bin(c, KIR_SUB, gc_ec_load(c, k, pin, row_index(c, &rk, r)), ec_v(c, k, mean));
-  kir_expr *y = ec_bin(c, KIR_MUL, ec_bin(c, KIR_MUL, xc, ec_v(c, k, rstd)),
-                       gc_ec_load(c, k, pg, ec_v(c, k, r)));
-  y = ec_bin(c, KIR_ADD, y, gc_ec_load(c, k, pb, ec_v(c, k, r)));
-  gc_ec_store(c, k, body, pout, row_index(c, &rk, r), y);
-  k->bytes_moved = 3.0 * gc_ec_bytes(t) + gc_ec_bytes(&out->type) + 2.0 * gc_ec_bytes(&op->operands[1]->type);
-  k->flops = 8.0 * (double)gc_type_numel(t);
-  gc_ec_launch(c, k);
+  int xin = gc_gen_val(&rk.G, body, in, row_point(c, &rk, body, t, r));
+  int dv = gc_ec_let(c, k, body, "d", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, m0)));
+  kir_emit_assign(c->km, body, s1, ec_bin(c, KIR_ADD, ec_v(c, k, s1), ec_v(c, k, dv)));
+  kir_expr *sq = ec_bin(c, KIR_MUL, ec_v(c, k, dv), ec_v(c, k, dv));
+  kir_emit_assign(c->km, body, s2, ec_bin(c, KIR_ADD, ec_v(c, k, s2), sq));
+  row_end(&rk);
+  row_reduce(c, &rk, GC_EC_SUM, s1);
+  row_reduce(c, &rk, GC_EC_SUM, s2);
+  int corr = gc_ec_let(c, k, kb, "corr", ec_bin(c, KIR_DIV, ec_v(c, k, s1), gc_ec_num(c, ct, (double)R)));
+  kir_expr *var = ec_bin(c, KIR_SUB, ec_v(c, k, s2), ec_bin(c, KIR_MUL, ec_v(c, k, s1), ec_v(c, k, corr)));
+  var = ec_bin(c, KIR_MAX, ec_bin(c, KIR_DIV, var, gc_ec_num(c, ct, (double)R)), gc_ec_num(c, ct, 0.0));
+  kir_expr *den = kir_unary(c->km, KIR_SQRT, ec_bin(c, KIR_ADD, var, gc_ec_num(c, ct, eps)));
+  int rstd = gc_ec_let(c, k, kb, "rstd", ec_bin(c, KIR_DIV, gc_ec_num(c, ct, 1.0), den));
+  body = row_loop(c, &rk, &r);
+  int pt = row_point(c, &rk, body, t, r);
+  xin = gc_gen_val(&rk.G, body, in, pt);
+  kir_expr *xc = ec_bin(c, KIR_SUB, ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, m0)), ec_v(c, k, corr));
+  int gv = row_param(&rk, body, op->operands[1], r);
+  int bv = row_param(&rk, body, op->operands[2], r);
+  kir_expr *y = ec_bin(c, KIR_MUL, ec_bin(c, KIR_MUL, xc, ec_v(c, k, rstd)), ec_v(c, k, gv));
+  y = ec_bin(c, KIR_ADD, y, ec_v(c, k, bv));
+  row_store(c, &rk, body, grp, pt, y);
+  row_end(&rk);
+  row_close(c, &rk, 10.0, gc_type_numel(t));
   return 0;
 }
 
 /* rmsnorm over the last dim: x / sqrt(mean(x^2) + eps) * gamma. */
-static int lower_rmsnorm(gc_lowerer *c, const gc_op *op) {
-  const gc_value *in = op->operands[0], *out = op->results[0];
+static int lower_rmsnorm(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *in = op->operands[0];
   const gc_type *t = &in->type;
   int64_t R = t->rank ? t->dims[t->rank - 1] : 1, outer = gc_type_numel(t) / R;
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   double eps = gc_op_attr_float(op, "eps", 1e-6);
   row_kernel rk;
-  row_open(c, op, &rk, outer, R, 1, ct);
+  row_open(c, &rk, outer, R, 1, ct);
   kir_kernel *k = rk.k;
-  int pin = gc_ec_param(c, k, "in", in, 1);
-  int pg = gc_ec_param(c, k, "gamma", op->operands[1], 1);
-  int pout = gc_ec_param(c, k, "out", out, 0);
   kir_block *kb = &k->body;
-  int ss = row_accumulate(c, &rk, pin, GC_EC_SUM, ct, -1, 1, 0);
+  int ss = row_accumulate(c, &rk, in, GC_EC_SUM, ct, -1, 1, 0);
   kir_expr *ms = ec_bin(c, KIR_DIV, ec_v(c, k, ss), gc_ec_num(c, ct, (double)R));
   kir_expr *den = kir_unary(c->km, KIR_SQRT, ec_bin(c, KIR_ADD, ms, gc_ec_num(c, ct, eps)));
   int inv = gc_ec_let(c, k, kb, "inv", ec_bin(c, KIR_DIV, gc_ec_num(c, ct, 1.0), den));
   int r;
   kir_block *body = row_loop(c, &rk, &r);
-  kir_expr *y = ec_bin(c, KIR_MUL, gc_ec_load(c, k, pin, row_index(c, &rk, r)), ec_v(c, k, inv));
-  y = ec_bin(c, KIR_MUL, y, gc_ec_load(c, k, pg, ec_v(c, k, r)));
-  gc_ec_store(c, k, body, pout, row_index(c, &rk, r), y);
-  k->bytes_moved = 2.0 * gc_ec_bytes(t) + gc_ec_bytes(&out->type) + gc_ec_bytes(&op->operands[1]->type);
-  k->flops = 4.0 * (double)gc_type_numel(t);
-  gc_ec_launch(c, k);
+  int pt = row_point(c, &rk, body, t, r);
+  int xin = gc_gen_val(&rk.G, body, in, pt);
+  int gv = row_param(&rk, body, op->operands[1], r);
+  kir_expr *y = ec_bin(c, KIR_MUL, ec_v(c, k, xin), ec_v(c, k, inv));
+  y = ec_bin(c, KIR_MUL, y, ec_v(c, k, gv));
+  row_store(c, &rk, body, grp, pt, y);
+  row_end(&rk);
+  row_close(c, &rk, 4.0, gc_type_numel(t));
   return 0;
 }
 
-/* softmax, log_softmax, layernorm, rmsnorm. */
-int gc_emit_norm(gc_lowerer *c, const gc_op *op) {
-  switch (op->opcode) {
+/* softmax, log_softmax, layernorm, rmsnorm groups. */
+int gc_emit_norm(gc_lowerer *c, const gc_fusion_group *grp) {
+  switch (grp->roots[0]->opcode) {
     case GC_OP_SOFTMAX:
-    case GC_OP_LOG_SOFTMAX: return lower_softmax(c, op);
-    case GC_OP_LAYERNORM: return lower_layernorm(c, op);
-    case GC_OP_RMSNORM: return lower_rmsnorm(c, op);
+    case GC_OP_LOG_SOFTMAX: return lower_softmax(c, grp);
+    case GC_OP_LAYERNORM: return lower_layernorm(c, grp);
+    case GC_OP_RMSNORM: return lower_rmsnorm(c, grp);
     default: GC_ASSERT(!"not a normalization op"); return -1;
   }
 }

@@ -1,6 +1,6 @@
 /* emit_util.c - pieces every op emitter uses: kernels and params bound to plan
  * buffers, loads/stores that convert between storage and compute dtypes,
- * index math over affine views, and warp/block reductions. */
+ * index decomposition, and warp/block reductions. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -21,13 +21,10 @@ gc_dtype gc_ec_compute_type(gc_dtype t) {
   }
 }
 
-/* Kernel names are "<opname>_<op id>" plus an optional suffix: deterministic. */
-kir_kernel *gc_ec_kernel(gc_lowerer *c, const gc_op *op, const char *suffix, kir_launch_kind kind,
-                         int64_t n, int block) {
-  const char *name = gc_arena_printf(&c->km->arena, "%s_%d%s", gc_op_infos[op->opcode].name,
-                                     op->id, suffix ? suffix : "");
+/* Kernels are named after their fusion group ("<op>_<id>" or "fusion_<id>"): deterministic. */
+kir_kernel *gc_ec_kernel(gc_lowerer *c, kir_launch_kind kind, int64_t n, int block) {
   kir_launch l = {kind, n < 1 ? 1 : n, block};
-  return kir_kernel_new(c->km, name, l);
+  return kir_kernel_new(c->km, gc_arena_strdup(&c->km->arena, c->kname), l);
 }
 
 /* A buffer parameter for plan buffer `buf`. */
@@ -37,13 +34,9 @@ int gc_ec_param_buf(gc_lowerer *c, kir_kernel *k, const char *hint, int buf, gc_
   return kir_add_param(c->km, k, hint, KIR_PARAM_BUFFER, dt, readonly, buf);
 }
 
-/* A buffer parameter for the buffer holding value v (views share their source's). */
-int gc_ec_param(gc_lowerer *c, kir_kernel *k, const char *hint, const gc_value *v, int readonly) {
-  return gc_ec_param_buf(c, k, hint, c->val_buf[v->id], v->type.dtype, readonly);
-}
-
 /* Launch k next: it runs after every earlier launch, so its buffers are live now. */
 void gc_ec_launch(gc_lowerer *c, kir_kernel *k) {
+  if (c->oom || c->km->arena.failed) return;  /* the driver reports it */
   kir_verify(k);
   int ki = -1;
   for (int i = c->km->n_kernels - 1; i >= 0; i--)
@@ -130,75 +123,7 @@ int gc_ec_unsupported(gc_lowerer *c, const gc_op *op, const char *what) {
   return -1;
 }
 
-/* ---- affine views ---------------------------------------------------------------------- */
-
-/* The space starts as out's dims with no views. */
-void gc_ec_space_init(gc_ec_space *s, const gc_type *out) {
-  memset(s, 0, sizeof *s);
-  s->rank = out->rank;
-  for (int i = 0; i < out->rank; i++) s->dims[i] = out->dims[i];
-}
-
-/* Add a view with the given offset and strides (one per space dim). */
-int gc_ec_space_add(gc_ec_space *s, int64_t offset, const int64_t *st) {
-  GC_ASSERT(s->nv < GC_EC_MAX_VIEWS);
-  gc_ec_view *v = &s->v[s->nv];
-  v->offset = offset;
-  for (int i = 0; i < s->rank; i++) v->st[i] = st[i];
-  return s->nv++;
-}
-
-/* numpy broadcasting: right-aligned; a dim of 1 against a larger dim reads stride 0. */
-int gc_ec_space_bcast(gc_ec_space *s, const gc_type *in) {
-  int64_t st[GC_MAX_RANK] = {0};
-  int64_t stride = 1;
-  GC_ASSERT(in->rank <= s->rank);
-  for (int j = in->rank - 1; j >= 0; j--) {
-    int i = j + s->rank - in->rank;
-    st[i] = in->dims[j] == 1 ? 0 : stride;
-    GC_ASSERT(in->dims[j] == 1 || in->dims[j] == s->dims[i]);
-    stride *= in->dims[j];
-  }
-  return gc_ec_space_add(s, 0, st);
-}
-
-/* Identity: offset 0 and row-major strides on every non-unit dim. */
-int gc_ec_space_identity(const gc_ec_space *s, int i) {
-  const gc_ec_view *v = &s->v[i];
-  if (v->offset != 0) return 0;
-  int64_t stride = 1;
-  for (int d = s->rank - 1; d >= 0; d--) {
-    if (s->dims[d] != 1 && v->st[d] != stride) return 0;
-    stride *= s->dims[d];
-  }
-  return 1;
-}
-
-/* Fewer dims means less div/mod per element: drop unit dims, then merge a dim
- * into its left neighbour when every view steps over both contiguously. */
-void gc_ec_space_simplify(gc_ec_space *s) {
-  int r = 0;
-  for (int i = 0; i < s->rank; i++) {
-    if (s->dims[i] == 1) continue;
-    if (r > 0) {
-      int ok = 1;
-      for (int k = 0; k < s->nv; k++)
-        if (s->v[k].st[r - 1] != s->v[k].st[i] * s->dims[i]) ok = 0;
-      if (ok) {
-        s->dims[r - 1] *= s->dims[i];
-        for (int k = 0; k < s->nv; k++) s->v[k].st[r - 1] = s->v[k].st[i];
-        continue;
-      }
-    }
-    s->dims[r] = s->dims[i];
-    for (int k = 0; k < s->nv; k++) s->v[k].st[r] = s->v[k].st[i];
-    r++;
-  }
-  s->rank = r;
-}
-
-/* Elements in the space. */
-int64_t gc_ec_space_numel(const gc_ec_space *s) { return gc_ec_prod(s->dims, 0, s->rank); }
+/* ---- index math ------------------------------------------------------------------------------ */
 
 /* Row-major decomposition: innermost coordinate first, by mod and div. */
 void gc_ec_unravel(gc_lowerer *c, kir_kernel *k, kir_block *b, int pos, int rank,
@@ -213,23 +138,6 @@ void gc_ec_unravel(gc_lowerer *c, kir_kernel *k, kir_block *b, int pos, int rank
     rem = gc_ec_let(c, k, b, "q", ec_bin(c, KIR_DIV, ec_v(c, k, rem), ec_i64(c, dims[i])));
   }
   if (rank >= 1) coord[0] = dims[0] == 1 ? gc_ec_let(c, k, b, "c", ec_i64(c, 0)) : rem;
-}
-
-/* Index of every view at linear position pos. */
-void gc_ec_space_index(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_ec_space *s, int pos,
-                       kir_expr **idx) {
-  int coord[GC_MAX_RANK];
-  if (s->rank >= 2) gc_ec_unravel(c, k, b, pos, s->rank, s->dims, coord);
-  for (int vi = 0; vi < s->nv; vi++) {
-    const gc_ec_view *v = &s->v[vi];
-    kir_expr *e = ec_i64(c, v->offset);
-    for (int d = 0; d < s->rank; d++) {
-      if (v->st[d] == 0) continue;
-      kir_expr *cd = ec_v(c, k, s->rank >= 2 ? coord[d] : pos);
-      e = ec_add(c, e, ec_mul(c, cd, ec_i64(c, v->st[d])));
-    }
-    idx[vi] = e;
-  }
 }
 
 /* 16-byte accesses when every dtype allows a whole vector and numel divides. */

@@ -1,33 +1,26 @@
 /* lower.c - the lowering driver: graph -> plan.
  *
- *   for each value that needs memory: one gc_plan_buffer
- *       args -> INPUT, returned values -> OUTPUT, params and list consts -> CONST,
- *       reshape -> a view of its operand's buffer, everything else -> TEMP
- *   for each op, in program order: the emitter family picked by the KIND column
- *       of ir/ops.def builds its kernel(s) and launches them
+ *   fusion.c decides the groups (one kernel each) and their launch order
+ *   buffers: args -> INPUT, params and list consts -> CONST, values crossing a
+ *       group boundary -> TEMP (or OUTPUT when returned); a lone reshape of a
+ *       buffer is a view of it; values computed inside one kernel get none
+ *   for each group, in launch order: the emitter of its kind (emit_table) builds
+ *       its kernel with the group's members computed inline
  *   outputs that are not written by their own kernel (args, consts, views, a
  *       value returned twice) get a copy kernel into their OUTPUT buffer
- *   buffers.c places TEMP buffers in one arena by liveness
+ *   buffers.c places TEMP buffers in one arena by liveness over the launches
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "emit.h"
 
-/* The emitter family of each op, from the KIND column: adding a kind without an
- * emitter is a compile error here, adding an op needs no edit. */
-#define EMIT_SOURCE gc_emit_source
-#define EMIT_ELEMENTWISE gc_emit_elementwise
-#define EMIT_REDUCE gc_emit_reduce
-#define EMIT_NORM gc_emit_norm
-#define EMIT_MATMUL gc_emit_matmul
-#define EMIT_CONV gc_emit_conv
-#define EMIT_POOL gc_emit_pool
-#define EMIT_MOVE gc_emit_move
-static const gc_emit_fn emit_table[GC_OP_COUNT_] = {
-#define OP(ID, NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, RULE, EVAL, KIND) [GC_OP_##ID] = EMIT_##KIND,
-#include "../ir/ops.def"
-#undef OP
+/* The emitter of each group kind (views have no kernel). */
+static const gc_emit_fn emit_table[] = {
+    [GC_FUSION_VIEW] = NULL,           [GC_FUSION_LOOP] = gc_emit_loop,
+    [GC_FUSION_REDUCE] = gc_emit_reduce, [GC_FUSION_NORM] = gc_emit_norm,
+    [GC_FUSION_MATMUL] = gc_emit_matmul, [GC_FUSION_CONV] = gc_emit_conv,
+    [GC_FUSION_POOL] = gc_emit_pool,   [GC_FUSION_SPLIT] = gc_emit_split,
 };
 
 /* ---- buffers and consts ------------------------------------------------------------------ */
@@ -99,6 +92,18 @@ static int is_const_source(const gc_op *op) {
 
 /* ---- copies ------------------------------------------------------------------------------ */
 
+/* Record the ops kernel ki computes (stats) and, for graph ops, which kernel computes them. */
+static void note_kernel(gc_lowerer *c, int ki, const char *ops) {
+  gc_plan *p = c->p;
+  const char **nk = realloc(p->kernel_ops, ((size_t)ki + 1) * sizeof *nk);
+  if (!nk) {
+    c->oom = 1;
+    return;
+  }
+  p->kernel_ops = nk;
+  p->kernel_ops[ki] = ops ? ops : "";
+}
+
 /* out[i] = in[i] over the whole buffer, 16-byte vectors when they fit. */
 int gc_emit_copy(gc_lowerer *c, const char *name, int src, int dst, const gc_type *t) {
   int64_t n = gc_type_numel(t);
@@ -123,6 +128,7 @@ int gc_emit_copy(gc_lowerer *c, const char *name, int src, int dst, const gc_typ
   }
   k->bytes_moved = 2.0 * gc_ec_bytes(t);
   gc_ec_launch(c, k);
+  note_kernel(c, c->km->n_kernels - 1, "copy");
   return 0;
 }
 
@@ -171,28 +177,72 @@ static int check_concrete(gc_lowerer *c) {
   return bad;
 }
 
-/* Buffers of op's results before its emitter runs (const sources make their own). */
-static int make_result_buffers(gc_lowerer *c, const gc_op *op) {
+/* The buffer a group output writes: OUTPUT for its first return index, else TEMP. */
+static int output_buffer(gc_lowerer *c, const gc_value *v) {
   const gc_graph *g = c->g;
-  if (is_const_source(op)) return 0;
-  for (int r = 0; r < op->n_results; r++) {
-    const gc_value *v = op->results[r];
-    if (op->opcode == GC_OP_RESHAPE) {
-      c->val_buf[v->id] = c->val_buf[op->operands[0]->id];
-      continue;
-    }
-    int out = -1;
-    for (int i = 0; i < g->n_outputs && out < 0; i++)
-      if (g->outputs[i] == v) out = i;
-    int bi = out >= 0 ? new_buffer(c, GC_BUF_OUTPUT, out, &v->type)
-                      : new_buffer(c, GC_BUF_TEMP, 0, &v->type);
-    if (bi < 0) return -1;
-    c->val_buf[v->id] = bi;
+  int out = -1;
+  for (int i = 0; i < g->n_outputs && out < 0; i++)
+    if (g->outputs[i] == v) out = i;
+  int bi = out >= 0 ? new_buffer(c, GC_BUF_OUTPUT, out, &v->type) : new_buffer(c, GC_BUF_TEMP, 0, &v->type);
+  if (bi >= 0) c->val_buf[v->id] = bi;
+  return bi;
+}
+
+/* "matmul %q, add %y" for the members of grp (plan arena). */
+static const char *group_ops_text(gc_lowerer *c, const gc_fusion_group *grp) {
+  gc_sbuf b = {0};
+  for (int i = 0; i < grp->n_ops; i++)
+    gc_sbuf_printf(&b, "%s%s %%%s", i ? ", " : "", gc_op_infos[grp->ops[i]->opcode].name,
+                   grp->ops[i]->results[0]->name);
+  const char *s = b.data ? gc_arena_strdup(&c->p->arena, b.data) : "";
+  if (b.failed) c->oom = 1;
+  gc_sbuf_free(&b);
+  return s;
+}
+
+/* Emit one group: buffers for its outputs, its kernel, copies for returned aliases. */
+static int lower_group(gc_lowerer *c, const gc_fusion_group *grp) {
+  if (grp->kind == GC_FUSION_VIEW) {
+    const gc_op *op = grp->roots[0];
+    c->val_buf[op->results[0]->id] = c->val_buf[op->operands[0]->id];
+    return emit_pending_copies(c, op->results[0]);
   }
+  for (int i = 0; i < grp->n_outs; i++)
+    if (output_buffer(c, grp->outs[i]) < 0) return -1;
+  for (int i = 0; i < grp->n_ops; i++) c->inl[grp->ops[i]->id] = 1;
+  c->kname = grp->name;
+  int n_before = c->km->n_kernels;
+  int rc = emit_table[grp->kind](c, grp);
+  for (int i = 0; i < grp->n_ops; i++) c->inl[grp->ops[i]->id] = 0;
+  if (rc < 0 || c->oom || c->km->arena.failed) return -1;
+  GC_ASSERT(c->km->n_kernels == n_before + 1);
+  note_kernel(c, n_before, group_ops_text(c, grp));
+  for (int i = 0; i < grp->n_ops; i++) {
+    const gc_op *op = grp->ops[i];
+    if (c->p->op_kernel[op->id] < 0 || (grp->roles[i] & GC_FROLE_WRITE)) c->p->op_kernel[op->id] = n_before;
+  }
+  for (int i = 0; i < grp->n_outs; i++)
+    if (emit_pending_copies(c, grp->outs[i]) < 0) return -1;
   return 0;
 }
 
-/* Lower every op in program order, with output copies right after their source. */
+/* Transposes that got no kernel of their own: "%qh (fusion_9), ..." (plan arena). */
+static const char *absorbed_text(gc_lowerer *c) {
+  gc_sbuf b = {0};
+  const gc_fusion *f = c->fz;
+  for (int k = 0; k < f->n_groups; k++) {
+    const gc_fusion_group *grp = &f->groups[k];
+    for (int i = 0; i < grp->n_ops; i++)
+      if (grp->ops[i]->opcode == GC_OP_TRANSPOSE && !(grp->roles[i] & GC_FROLE_ROOT))
+        gc_sbuf_printf(&b, "%s%%%s (%s)", b.len ? ", " : "", grp->ops[i]->results[0]->name, grp->name);
+  }
+  const char *s = gc_arena_strdup(&c->p->arena, b.data ? b.data : "");
+  if (b.failed) c->oom = 1;
+  gc_sbuf_free(&b);
+  return s;
+}
+
+/* Lower every group in launch order, with output copies right after their source. */
 static int lower_graph(gc_lowerer *c) {
   const gc_graph *g = c->g;
   for (int i = 0; i < g->n_args; i++) {
@@ -203,13 +253,15 @@ static int lower_graph(gc_lowerer *c) {
   for (int i = 0; i < g->n_args; i++)
     if (emit_pending_copies(c, g->args[i]) < 0) return -1;
   for (const gc_op *op = g->first; op; op = op->next) {
-    if (make_result_buffers(c, op) < 0) return -1;
-    if (emit_table[op->opcode](c, op) < 0) return -1;
-    if (c->oom || c->km->arena.failed) return -1;
-    for (int r = 0; r < op->n_results; r++)
-      if (emit_pending_copies(c, op->results[r]) < 0) return -1;
+    c->p->n_graph_ops += !is_const_source(op);
+    if (!is_const_source(op)) continue;
+    if (gc_emit_const_source(c, op) < 0 || c->oom) return -1;
+    if (emit_pending_copies(c, op->results[0]) < 0) return -1;
   }
-  return 0;
+  for (int k = 0; k < c->fz->n_groups; k++)
+    if (lower_group(c, &c->fz->groups[k]) < 0) return -1;
+  c->p->absorbed = absorbed_text(c);
+  return c->oom ? -1 : 0;
 }
 
 /* Number TEMP buffers in creation order. */
@@ -219,8 +271,32 @@ static void number_temps(gc_plan *p) {
     if (p->buffers[i].kind == GC_BUF_TEMP) p->buffers[i].index = n++;
 }
 
-/* Graph -> plan: buffers, kernels and launches, then buffer assignment. */
+/* Is `name` an entry of the comma-separated list? */
+static int list_has(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t k = e ? (size_t)(e - p) : strlen(p);
+    if (k == n && strncmp(p, name, n) == 0) return 1;
+    p += k + (e ? 1 : 0);
+  }
+  return 0;
+}
+
+/* Fusion for a compile: on unless -O0 (optimize == 0) or --disable-pass=fusion. */
+int gc_lower_fusion_enabled(const graphc_compile_options_t *o) {
+  if (!o) return 1;
+  return o->optimize && !list_has(o->disable_passes, "fusion");
+}
+
+/* Graph -> plan with fusion on. */
 gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *t, gc_diags *d) {
+  return gc_lower_opts(g, w, t, 1, d);
+}
+
+/* Graph -> plan: fusion decisions, buffers, kernels and launches, then buffer assignment. */
+gc_plan *gc_lower_opts(const gc_graph *g, const gc_safetensors *w, const kir_target *t, int fuse,
+                       gc_diags *d) {
   gc_lowerer c;
   memset(&c, 0, sizeof c);
   c.g = g;
@@ -237,9 +313,15 @@ gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *
   c.p = p;
   c.km = p->kir = kir_module_new();
   c.val_buf = malloc((size_t)(g->next_value_id + 1) * sizeof *c.val_buf);
-  int ok = c.km && c.val_buf;
+  c.fz = gc_fusion_plan(g, t, fuse);
+  c.inl = calloc((size_t)g->next_op_id + 1, 1);
+  p->fused = fuse != 0;
+  p->n_op_ids = g->next_op_id;
+  p->op_kernel = gc_arena_alloc(&p->arena, ((size_t)g->next_op_id + 1) * sizeof *p->op_kernel);
+  int ok = c.km && c.val_buf && c.fz && c.inl && p->op_kernel;
   if (ok) {
     for (int i = 0; i <= g->next_value_id; i++) c.val_buf[i] = -1;
+    for (int i = 0; i <= g->next_op_id; i++) p->op_kernel[i] = -1;
     int n_err = d ? d->n_errors : 0;
     ok = lower_graph(&c) == 0;
     if (!ok && !c.oom && !(c.km && c.km->arena.failed) && d && d->n_errors == n_err)
@@ -249,10 +331,13 @@ gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *
     number_temps(p);
     gc_assign_buffers(p, c.hints);
   }
-  int oom = !c.km || !c.val_buf || c.oom || c.km->arena.failed || p->arena.failed;
+  int oom = !c.km || !c.val_buf || !c.fz || !c.inl || !p->op_kernel || c.oom || c.km->arena.failed ||
+            p->arena.failed;
   if (oom) gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, g->loc, "out of memory lowering @%s", g->name);
   free(c.val_buf);
   free(c.hints);
+  free(c.inl);
+  gc_fusion_free((gc_fusion *)c.fz);
   if (!ok || oom) {
     gc_plan_free(p);
     return NULL;
@@ -267,6 +352,7 @@ void gc_plan_free(gc_plan *p) {
   free(p->buffers);
   free(p->consts);
   free(p->launches);
+  free(p->kernel_ops);
   gc_arena_free(&p->arena);
   free(p);
 }
@@ -281,18 +367,23 @@ static void put_bytes(gc_sbuf *b, double n) {
     gc_sbuf_printf(b, "%.0f B", n);
 }
 
-/* One line per launch with its modeled bytes and flops, then consts and arena. */
+/* Summary: fusion, one line per launch (model and fused ops), consts, arena. */
 void gc_plan_stats(gc_sbuf *b, const gc_plan *p) {
   const kir_module *m = p->kir;
   double tot_bytes = 0, tot_flops = 0;
   gc_sbuf_printf(b, "plan: %d kernels, %d launches, %d buffers\n", m->n_kernels, p->n_launches,
                  p->n_buffers);
-  gc_sbuf_printf(b, "  %-28s %-6s %12s %14s %14s\n", "kernel", "launch", "items", "bytes", "flops");
+  gc_sbuf_printf(b, "fusion: %s, %d ops -> %d kernels\n", p->fused ? "on" : "off", p->n_graph_ops,
+                 m->n_kernels);
+  if (p->absorbed && *p->absorbed) gc_sbuf_printf(b, "absorbed transposes: %s\n", p->absorbed);
+  gc_sbuf_printf(b, "  %-28s %-6s %12s %14s %14s  %s\n", "kernel", "launch", "items", "bytes", "flops",
+                 "ops");
   for (int i = 0; i < p->n_launches; i++) {
-    const kir_kernel *k = m->kernels[p->launches[i]];
-    gc_sbuf_printf(b, "  %-28s %-6s %12lld %14.0f %14.0f\n", k->name,
+    int ki = p->launches[i];
+    const kir_kernel *k = m->kernels[ki];
+    gc_sbuf_printf(b, "  %-28s %-6s %12lld %14.0f %14.0f  %s\n", k->name,
                    k->launch.kind == KIR_LAUNCH_BLOCKS ? "blocks" : "items", (long long)k->launch.n,
-                   k->bytes_moved, k->flops);
+                   k->bytes_moved, k->flops, p->kernel_ops ? p->kernel_ops[ki] : "");
     tot_bytes += k->bytes_moved;
     tot_flops += k->flops;
   }

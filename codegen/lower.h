@@ -1,7 +1,11 @@
 /* lower.h - from a specialized graph to an execution plan: Kernel IR for every
- * op (or fused group), the buffers they bind, and the launch order.
+ * fusion group (codegen/fusion.h), the buffers they bind, and the launch order.
  *
  *   gc_graph --gc_lower(target)--> gc_plan { kir_module, buffers, consts, launches }
+ *
+ * One kernel per fusion group; buffers only for values that cross group
+ * boundaries (or are returned). gc_lower_opts(fuse = 0) lowers one op per
+ * kernel (for testing fused against unfused plans, and -O0).
  *
  * Backends consume plans: the CUDA backend prints the kir_module to CUDA C or
  * LLVM IR, loads it, places TEMP buffers in one arena and launches in order;
@@ -46,13 +50,28 @@ typedef struct gc_plan {
   int *launches;            /* kernel index (into kir->kernels) of each launch, in order */
   size_t arena_bytes;       /* peak bytes of TEMP buffers after assignment */
   size_t arena_lower_bound; /* max over launches of live TEMP bytes */
+  /* fusion (filled by gc_lower_opts; arena-owned) */
+  int fused;                /* fusion was on */
+  int n_graph_ops;          /* ops needing code before fusion (all but params and list consts) */
+  const char **kernel_ops;  /* per kernel (kir->kernels index): the ops it computes, "matmul %q, add %y" */
+  const char *absorbed;     /* transposes computed by another kernel's index math ("" when none) */
+  int n_op_ids;             /* the graph's next_op_id */
+  int *op_kernel;           /* op id -> kernel index computing it (-1: none, e.g. params) */
 } gc_plan;
 
 /* Lower every op of g (specialized and verified) for target t. Params become
  * CONST buffers backed by `w`. Returns NULL with errors in d. */
 gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *t, gc_diags *d);
+/* The same with fusion on (fuse != 0, what gc_lower does) or off (one kernel per op). */
+gc_plan *gc_lower_opts(const gc_graph *g, const gc_safetensors *w, const kir_target *t, int fuse,
+                       gc_diags *d);
 void gc_plan_free(gc_plan *p);
-/* Human-readable summary: kernels, bytes, arena size (for --stats). */
+/* The `fuse` argument for compile options: 1 unless -O0 (optimize == 0) or
+ * "fusion" is in disable_passes. NULL options: 1. */
+int gc_lower_fusion_enabled(const graphc_compile_options_t *o);
+/* Human-readable summary (for --stats): ops before and kernels after fusion,
+ * each kernel with its launch, modeled bytes and flops and the ops it fuses,
+ * absorbed transposes, consts, arena size against its lower bound. */
 void gc_plan_stats(gc_sbuf *b, const gc_plan *p);
 
 #endif

@@ -55,13 +55,15 @@ static int check_pass_list(const char *list, const char *option, int allow_all, 
   for (const char *p = list; p && *p;) {
     const char *e = strchr(p, ',');
     size_t k = e ? (size_t)(e - p) : strlen(p);
-    int ok = k == 0 || pass_index(p, k) >= 0 || (allow_all && k == 3 && strncmp(p, "all", 3) == 0);
+    /* "fusion" is decided in codegen (codegen/fusion.c); it can be disabled here too. */
+    int ok = k == 0 || pass_index(p, k) >= 0 || (allow_all && k == 3 && strncmp(p, "all", 3) == 0) ||
+             (!allow_all && k == 6 && strncmp(p, "fusion", 6) == 0);
     if (!ok) {
       gc_sbuf names = {0};
       pass_names_str(&names);
       gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
                   "unknown pass '%.*s' in %s (passes: %s%s)", (int)k, p, option,
-                  names.data ? names.data : "", allow_all ? "; or all" : "");
+                  names.data ? names.data : "", allow_all ? "; or all" : ", fusion");
       gc_sbuf_free(&names);
       errs++;
     }

@@ -332,6 +332,7 @@ graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t
   }
   exe->ctx = m->ctx;
   exe->opts = opts;
+  exe->fuse = gc_lower_fusion_enabled(&opts);
   exe->opts.arch = exe->opts.print_after = exe->opts.print_before = exe->opts.disable_passes = NULL;
   exe->file = strdup(m->name);
   exe->source = malloc(m->source_len + 1);
@@ -580,7 +581,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
         gc_run_pipeline(g, &opts, &stats, &d) == 0) {
       kir_target t;
       kir_target_cuda(&t, sm);
-      plan = gc_lower(g, NULL, &t, &d);
+      plan = gc_lower_opts(g, NULL, &t, gc_lower_fusion_enabled(&opts), &d);
     }
   }
   if (plan) {

@@ -473,8 +473,8 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   kir_target t;
   kir_target_host(&t, s->threads);
   double t0 = now_ms();
-  /* -O0 (opts->optimize == 0) lowers one op per kernel, unfused. */
-  s->plan = gc_lower_opts(exe->graph, exe->weights, &t, !opts || opts->optimize, d);
+  /* -O0 or --disable-pass=fusion lowers one op per kernel, unfused. */
+  s->plan = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
   if (!s->plan) return failed(d);
   double t1 = now_ms();
   gc_plan_stats(&exe->stats, s->plan);

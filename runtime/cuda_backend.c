@@ -354,7 +354,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
                  eager ? ", eager launches" : ", CUDA graph replay");
 
   double t0 = now_ms();
-  s->plan = gc_lower(exe->graph, exe->weights, &t, d);
+  s->plan = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
   if (!s->plan || d->n_errors) goto fail;
   gc_sbuf_printf(&st, "cuda: lower %.2f ms\n", now_ms() - t0);
   if (gc_cuda_codegen(s->plan->kir, s->sm, cg, &cache, &code, &st, d)) goto fail;
@@ -581,7 +581,7 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
     kir_target t;
     kir_target_cuda(&t, sm);
     double t0 = now_ms();
-    plans[made] = gc_lower(exe->graph, exe->weights, &t, d);
+    plans[made] = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
     if (!plans[made] || d->n_errors) goto out;
     if (st) gc_sbuf_printf(st, "aot: sm_%d: lower %.2f ms\n", sm, now_ms() - t0);
     if (gc_cuda_codegen(plans[made]->kir, sm, cg, o->use_cache ? &cache : NULL, &codes[made], st, d))

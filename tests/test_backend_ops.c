@@ -19,8 +19,9 @@
  * device still generates every case, checks the dtype rules and runs the
  * interpreter (to check the cases themselves). GRAPHC_TEST_OPS=add,matmul
  * limits the run to some ops ("chains" selects the chains).
- * Chains: besides single ops, ten small multi-op graphs that fusion merges
- * (MLP layer, causal attention, residual norms, conv block, embedding, ...),
+ * Chains: besides single ops, twelve small multi-op graphs that fusion merges
+ * (MLP layer, causal attention, residual norms, conv block, embedding,
+ * multi-output siblings, head split absorbed into matmuls, ...),
  * in f32 and f64, with the chain tolerance. Seed: $GRAPHC_TEST_SEED, else fresh (printed).
  */
 #include <stdarg.h>
@@ -497,10 +498,11 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
 
 /* ---- chains: several ops that fusion merges, as in real models --------------------------- */
 /* Fill b with chain `idx` for dtype t; returns 0 past the last chain. Chains
- * run in f32 and f64 (fused f16 code keeps intermediates in f32, the
- * interpreter rounds every value to its dtype, so f16 chains would differ by
- * design); the cast chain stores f16/bf16 and computes in f32, exactly as
- * both sides do. */
+ * run in f32 and f64 (fused kernels round f16/bf16 intermediates through their
+ * dtype like the interpreter, but a long f16 chain can drift past the f16
+ * tolerance on either side, so f16 is covered by tests/fusion/12_half_rounding
+ * in test_examples_gpu); the cast chain stores f16/bf16 and computes in f32,
+ * exactly as both sides do. */
 static int gen_chain(int idx, gc_dtype t, gb *b, char *label, size_t label_len, unsigned *mask) {
   const char *T = dt_name(t);
   char x[16], y[16], z[16], w[16];
@@ -619,11 +621,42 @@ static int gen_chain(int idx, gc_dtype t, gb *b, char *label, size_t label_len, 
       gb_stmt(b, "%%t1 = softmax(%s)", x);
       gb_ret(b, "reduce_max(%%t1, axes=[1], keepdims=true)");
       return 1;
+    case 10:
+      /* multi-output siblings: three elementwise outputs in one kernel, sum and
+       * max of the same rows (input-fused exp) in one reduction kernel */
+      snprintf(label, label_len, "chain siblings");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "9, 130"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "9, 130"));
+      gb_ret(b, "mul(%s, %s)", x, y);
+      gb_ret(b, "sub(%s, %s)", x, y);
+      gb_ret(b, "maximum(%s, %s)", x, y);
+      gb_stmt(b, "%%t0 = exp(%s)", x);
+      gb_ret(b, "reduce_sum(%%t0, axes=[1])");
+      gb_ret(b, "reduce_max(%%t0, axes=[1])");
+      return 1;
+    case 11:
+      /* head split and merge absorbed into matmul operands (strided loads),
+       * residual and bias in the epilogues */
+      snprintf(label, label_len, "chain absorbed_heads");
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "2, 11, 64"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, t, "64, 64"));
+      snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, "64"));
+      gb_stmt(b, "%%t0 = reshape(%s, shape=[2, 11, 4, 16])", x);
+      gb_stmt(b, "%%t1 = transpose(%%t0, perm=[0, 2, 1, 3])");
+      gb_stmt(b, "%%t2 = matmul(%%t1, %%t1, transpose_b=true)");
+      gb_stmt(b, "%%t3 = softmax(%%t2, axis=-1)");
+      gb_stmt(b, "%%t4 = matmul(%%t3, %%t1)");
+      gb_stmt(b, "%%t5 = transpose(%%t4, perm=[0, 2, 1, 3])");
+      gb_stmt(b, "%%t6 = reshape(%%t5, shape=[2, 11, 64])");
+      gb_stmt(b, "%%t7 = matmul(%%t6, %s)", y);
+      gb_stmt(b, "%%t8 = add(%%t7, %s)", z);
+      gb_ret(b, "add(%%t8, %s)", x);
+      return 1;
     default:
       return 0;
   }
 }
-#define N_CHAINS 10
+#define N_CHAINS 12
 
 /* ---- from generated statements to a verified .graph text ------------------------------- */
 /* Build the text with a placeholder signature, infer every result type (shape

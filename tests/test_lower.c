@@ -174,7 +174,7 @@ static void check_plan(const gc_plan *p, const gc_graph *g, kir_target_kind tk) 
     int launched = 0;
     for (int l = 0; l < p->n_launches; l++) launched += p->launches[l] == i;
     ck_assert_msg(launched == 1, "kernel %s launched %d times", k->name, launched);
-    /* names: <op>_<id>[suffix] or copy_out<N> */
+    /* names: <op>_<id>, fusion_<id> or copy_out<N> */
     const char *us = strncmp(k->name, "copy_out", 8) == 0 ? k->name + 7 : strrchr(k->name, '_');
     ck_assert_msg(us && us[1] >= '0' && us[1] <= '9', "kernel name %s", k->name);
   }
@@ -320,8 +320,8 @@ static gc_module *parse_ok(const char *text) {
   return m;
 }
 
-/* Lower for target t; fails with diagnostics when lowering fails. */
-static gc_plan *lower_ok(const gc_graph *g, const gc_safetensors *w, kir_target_kind tk) {
+/* Lower for target t, fusion on or off; fails with diagnostics when lowering fails. */
+static gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind tk, int fuse) {
   kir_target t;
   if (tk == KIR_TARGET_CUDA)
     kir_target_cuda(&t, 90);
@@ -329,13 +329,18 @@ static gc_plan *lower_ok(const gc_graph *g, const gc_safetensors *w, kir_target_
     kir_target_host(&t, 4);
   gc_diags d;
   gc_diags_init(&d, "case.graph", NULL, 0);
-  gc_plan *p = gc_lower(g, w, &t, &d);
+  gc_plan *p = gc_lower_opts(g, w, &t, fuse, &d);
   if (!p) {
     char *r = gc_diags_render(&d);
     ck_abort_msg("lowering failed: %s", r ? r : "");
   }
   gc_diags_free(&d);
   return p;
+}
+
+/* Lower with fusion on (what gc_lower does). */
+static gc_plan *lower_ok(const gc_graph *g, const gc_safetensors *w, kir_target_kind tk) {
+  return lower_ok_f(g, w, tk, 1);
 }
 
 /* GRAPHC_LOWER_DUMP=dir writes each case as <hash>_c<chain>.graph plus its inputs
@@ -405,22 +410,26 @@ static void run_case_w(char *text, int chain, int64_t irange, const gc_safetenso
   }
   gc_diags_free(&d);
   if (getenv("GRAPHC_LOWER_DUMP") && !w) dump_case(text, chain, g, in);
-  for (int ti = 0; ti < 2; ti++) {
+  /* both targets, fused (fu = 1) and one kernel per op (fu = 0) */
+  for (int run = 0; run < 4; run++) {
+    int ti = run & 1, fu = !(run >> 1);
     kir_target_kind tk = ti == 0 ? KIR_TARGET_CUDA : KIR_TARGET_HOST;
-    gc_plan *p = lower_ok(g, w, tk);
+    gc_plan *p = lower_ok_f(g, w, tk, fu);
     check_plan(p, g, tk);
     for (int i = 0; i < g->n_outputs; i++) memset(got[i], 0xCD, ref[i].nbytes + 1);
     const char *err = ev_run_plan(p, got_in, got);
-    ck_assert_msg(err == NULL, "%s target: %s\n%s", ti ? "host" : "cuda", err ? err : "", text);
+    ck_assert_msg(err == NULL, "%s target%s: %s\n%s", ti ? "host" : "cuda", fu ? "" : " (unfused)",
+                  err ? err : "", text);
     for (int i = 0; i < g->n_outputs; i++) {
       double atol, rtol;
       tu_tolerance(ref[i].dtype, chain, &atol, &rtol);
       int64_t n = gc_type_numel(&g->outputs[i]->type);
       tu_cmp c = tu_compare(ref[i].data, got[i], ref[i].dtype, n, atol, rtol);
       ck_assert_msg(c.n_bad == 0,
-                    "%s target, output %d (%%%s): %lld of %lld elements differ, first at %lld: "
+                    "%s target%s, output %d (%%%s): %lld of %lld elements differ, first at %lld: "
                     "got %.9g, want %.9g (seed %llu)\n%s",
-                    ti ? "host" : "cuda", i, g->outputs[i]->name, (long long)c.n_bad, (long long)n,
+                    ti ? "host" : "cuda", fu ? "" : " (unfused)", i, g->outputs[i]->name,
+                    (long long)c.n_bad, (long long)n,
                     (long long)c.first_bad, c.got_bad, c.ref_bad, (unsigned long long)g_seed, text);
     }
     if (tk == KIR_TARGET_CUDA) compile_plan(p);
@@ -1058,6 +1067,13 @@ START_TEST(test_params) {
 }
 END_TEST
 
+/* Number of TEMP buffers of a plan. */
+static int temp_buffers(const gc_plan *p) {
+  int n = 0;
+  for (int b = 0; b < p->n_buffers; b++) n += p->buffers[b].kind == GC_BUF_TEMP;
+  return n;
+}
+
 /* The name of the kernel that writes OUTPUT index i. */
 static const char *output_writer(const gc_plan *p, int i) {
   for (int b = 0; b < p->n_buffers; b++)
@@ -1082,7 +1098,8 @@ START_TEST(test_output_aliases) {
       "  return %x, %a, %a, %r, %y, %c, %n, %z;\n"
       "}\n";
   gc_module *m = parse_ok(text);
-  gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+  /* one kernel per op: a reshape is a view of its operand's buffer, so returning it copies */
+  gc_plan *p = lower_ok_f(m->graphs[0], NULL, KIR_TARGET_CUDA, 0);
   ck_assert_str_eq(output_writer(p, 0), "copy_out0");
   ck_assert_str_eq(output_writer(p, 1), "exp_0");
   ck_assert_str_eq(output_writer(p, 2), "copy_out2");
@@ -1093,6 +1110,19 @@ START_TEST(test_output_aliases) {
   ck_assert_str_eq(output_writer(p, 7), "add_5");
   ck_assert_int_eq(p->n_consts, 1);
   ck_assert_str_eq(p->consts[0].name, "const.2");
+  gc_plan_free(p);
+  /* fused: exp and the reshape are computed by add's kernel and written there
+   * too (extra outputs at the same index); args, consts and repeats still copy */
+  p = lower_ok_f(m->graphs[0], NULL, KIR_TARGET_CUDA, 1);
+  ck_assert_str_eq(output_writer(p, 0), "copy_out0");
+  ck_assert_str_eq(output_writer(p, 1), "fusion_5");
+  ck_assert_str_eq(output_writer(p, 2), "copy_out2");
+  ck_assert_str_eq(output_writer(p, 3), "fusion_5");
+  ck_assert_str_eq(output_writer(p, 4), "copy_out4");
+  ck_assert_str_eq(output_writer(p, 5), "copy_out5");
+  ck_assert_str_eq(output_writer(p, 6), "neg_3");
+  ck_assert_str_eq(output_writer(p, 7), "fusion_5");
+  ck_assert_int_eq(temp_buffers(p), 0);
   gc_plan_free(p);
   gc_module_free(m);
   gb kinds = {0};
@@ -1117,7 +1147,8 @@ START_TEST(test_inplace) {
       "}\n";
   gc_module *m = parse_ok(text);
   for (int ti = 0; ti < 2; ti++) {
-    gc_plan *p = lower_ok(m->graphs[0], NULL, ti ? KIR_TARGET_HOST : KIR_TARGET_CUDA);
+    /* one kernel per op (fusion would leave no TEMP at all, see below) */
+    gc_plan *p = lower_ok_f(m->graphs[0], NULL, ti ? KIR_TARGET_HOST : KIR_TARGET_CUDA, 0);
     check_plan(p, m->graphs[0], ti ? KIR_TARGET_HOST : KIR_TARGET_CUDA);
     /* TEMPs in creation order: a, b, c, e, f */
     int t[8], n = 0;
@@ -1137,6 +1168,15 @@ START_TEST(test_inplace) {
     const kir_kernel *kc = p->kir->kernels[p->launches[c->first_use]];
     for (int i = 0; i < kc->n_params; i++)
       if (kc->params[i].binding == t[1]) ck_assert_int_eq(kc->params[i].readonly, 0);
+    gc_plan_free(p);
+    /* fused: both outputs from one kernel (a duplicated into both chains, the
+     * two roots merged as siblings reading x and y), nothing in the arena */
+    p = lower_ok_f(m->graphs[0], NULL, ti ? KIR_TARGET_HOST : KIR_TARGET_CUDA, 1);
+    check_plan(p, m->graphs[0], ti ? KIR_TARGET_HOST : KIR_TARGET_CUDA);
+    ck_assert_int_eq(p->kir->n_kernels, 1);
+    ck_assert_str_eq(p->kir->kernels[0]->name, "fusion_3");
+    ck_assert_int_eq(temp_buffers(p), 0);
+    ck_assert_uint_eq(p->arena_bytes, 0);
     gc_plan_free(p);
   }
   gc_module_free(m);
@@ -1255,28 +1295,39 @@ START_TEST(test_stats) {
       "  return %r;\n"
       "}\n";
   gc_module *m = parse_ok(text);
-  gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
-  gc_sbuf b = {0};
-  gc_plan_stats(&b, p);
-  char *st = gc_sbuf_take(&b);
-  static const char *const want[] = {"4 kernels, 4 launches", "const_0", "matmul_1", "add_3",
-                                     "relu_4", "10240", "consts: 1 tensors, 40 B", "arena:",
-                                     "lower bound"};
-  for (int i = 0; i < COUNT(want); i++)
-    ck_assert_msg(strstr(st, want[i]) != NULL, "stats lack \"%s\":\n%s", want[i], st);
-  const kir_kernel *mm = NULL;
-  for (int i = 0; i < p->kir->n_kernels; i++)
-    if (!strcmp(p->kir->kernels[i]->name, "matmul_1")) mm = p->kir->kernels[i];
-  ck_assert_ptr_nonnull(mm);
-  ck_assert_double_eq(mm->flops, 2.0 * 8 * 64 * 10);
-  ck_assert_double_eq(mm->bytes_moved, 4.0 * (8 * 64 + 64 * 10 + 8 * 10));
-  free(st);
-  gc_plan_free(p);
+  for (int fu = 0; fu < 2; fu++) {
+    gc_plan *p = lower_ok_f(m->graphs[0], NULL, KIR_TARGET_CUDA, fu);
+    gc_sbuf b = {0};
+    gc_plan_stats(&b, p);
+    char *st = gc_sbuf_take(&b);
+    /* unfused: every op its kernel; fused: the splat is read by the matmul, bias
+     * and relu run in its epilogue: one kernel, no TEMP */
+    static const char *const want0[] = {"4 kernels, 4 launches", "fusion: off, 4 ops -> 4 kernels",
+                                        "const_0", "matmul_1", "add_3", "relu_4", "10240",
+                                        "consts: 1 tensors, 40 B", "arena:", "lower bound"};
+    static const char *const want1[] = {"1 kernels, 1 launches", "fusion: on, 4 ops -> 1 kernels",
+                                        "fusion_1", "const %w, matmul %m, add %y, relu %r", "10240",
+                                        "consts: 1 tensors, 40 B", "arena: 0 bytes (lower bound 0, 0 temps)"};
+    const char *const *want = fu ? want1 : want0;
+    int nw = fu ? COUNT(want1) : COUNT(want0);
+    for (int i = 0; i < nw; i++)
+      ck_assert_msg(strstr(st, want[i]) != NULL, "stats lack \"%s\":\n%s", want[i], st);
+    const kir_kernel *mm = NULL;
+    for (int i = 0; i < p->kir->n_kernels; i++)
+      if (!strcmp(p->kir->kernels[i]->name, fu ? "fusion_1" : "matmul_1")) mm = p->kir->kernels[i];
+    ck_assert_ptr_nonnull(mm);
+    ck_assert_double_eq(mm->flops, 2.0 * 8 * 64 * 10);
+    /* reads of the group's inputs + writes of its outputs */
+    ck_assert_double_eq(mm->bytes_moved, fu ? 4.0 * (8 * 64 + 10 + 8 * 10) : 4.0 * (8 * 64 + 64 * 10 + 8 * 10));
+    free(st);
+    gc_plan_free(p);
+  }
   gc_module_free(m);
 }
 END_TEST
 
-/* Same graph, same plan and same CUDA C; every op gets a kernel named <op>_<id>. */
+/* Same graph, same plan and same CUDA C; every op (unfused) or group (fused)
+ * gets a kernel named <op>_<id> (one op) or fusion_<root id>. */
 START_TEST(test_determinism) {
   const char *text =
       "version 1;\n"
@@ -1290,20 +1341,25 @@ START_TEST(test_determinism) {
       "  return %v, %i, %a;\n"
       "}\n";
   gc_module *m = parse_ok(text);
-  char *src[2];
-  for (int r = 0; r < 2; r++) {
-    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
-    static const char *const names[] = {"layernorm_0", "softmax_1", "argmax_2", "transpose_3", "mul_5"};
-    ck_assert_int_eq(p->kir->n_kernels, COUNT(names));
-    for (int i = 0; i < COUNT(names); i++) ck_assert_str_eq(p->kir->kernels[p->launches[i]]->name, names[i]);
-    gc_sbuf b = {0};
-    gc_cuda_c_print(&b, p->kir);
-    src[r] = gc_sbuf_take(&b);
-    gc_plan_free(p);
+  for (int fu = 0; fu < 2; fu++) {
+    char *src[2];
+    for (int r = 0; r < 2; r++) {
+      gc_plan *p = lower_ok_f(m->graphs[0], NULL, KIR_TARGET_CUDA, fu);
+      static const char *const names0[] = {"layernorm_0", "softmax_1", "argmax_2", "transpose_3", "mul_5"};
+      static const char *const names1[] = {"layernorm_0", "softmax_1", "argmax_2", "fusion_5"};
+      const char *const *names = fu ? names1 : names0;
+      int nn = fu ? COUNT(names1) : COUNT(names0);
+      ck_assert_int_eq(p->kir->n_kernels, nn);
+      for (int i = 0; i < nn; i++) ck_assert_str_eq(p->kir->kernels[p->launches[i]]->name, names[i]);
+      gc_sbuf b = {0};
+      gc_cuda_c_print(&b, p->kir);
+      src[r] = gc_sbuf_take(&b);
+      gc_plan_free(p);
+    }
+    ck_assert_str_eq(src[0], src[1]);
+    free(src[0]);
+    free(src[1]);
   }
-  ck_assert_str_eq(src[0], src[1]);
-  free(src[0]);
-  free(src[1]);
   gc_module_free(m);
 }
 END_TEST

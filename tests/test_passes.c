@@ -885,7 +885,7 @@ START_TEST(cli_pass_errors) {
   snprintf(cmd, sizeof cmd, "%s run %s --backend interp --disable-pass=fold,bogus", GRAPHC_CLI,
            tu_src("tests/passes/27_pipeline_rounds.graph"));
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 1);
-  ck_assert_msg(strstr(out, "error: unknown pass 'bogus' in --disable-pass (passes: simplify, fold, cse, dce)"),
+  ck_assert_msg(strstr(out, "error: unknown pass 'bogus' in --disable-pass (passes: simplify, fold, cse, dce, fusion)"),
                 "%s", out);
   free(out);
   snprintf(cmd, sizeof cmd, "%s run %s --backend interp --disable-pass=simplify,fold,cse,dce --stats",
