@@ -29,7 +29,7 @@
 /* Does dir/cuda_fp16.h exist? */
 static int has_fp16_header(const char *dir) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/cuda_fp16.h", dir);
+  if (snprintf(path, sizeof path, "%s/cuda_fp16.h", dir) >= (int)sizeof path) return 0;
   return access(path, R_OK) == 0;
 }
 

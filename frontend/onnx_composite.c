@@ -622,7 +622,10 @@ static int ein_pair(ox *x, eop *a, eop *b, const char *keep, eop *out) {
     else strcat(af, s);
   }
   for (const char *c = b->l; *c; c++)
-    if (!strchr(a->l, *c)) strncat(bf, c, 1);
+    if (!strchr(a->l, *c)) {
+      char s[2] = {*c, 0};
+      strcat(bf, s);
+    }
   int64_t pa[GC_MAX_RANK], pb[GC_MAX_RANK], nb = 1, m = 1, k = 1, n = 1;
   int ia = 0, ib = 0;
   for (const char *c = bat; *c; c++) {

@@ -603,7 +603,7 @@ static int reduce(ictx *c, int cls, gc_type *out) {
   if (n < 0)
     for (int i = 0; i < x->rank; i++) red[i] = 1;
   for (int i = 0; i < n; i++) {
-    int ax;
+    int ax = 0;
     if (!norm_axis(c, iloc(c, aa, i), axes[i], x->rank, &ax)) return 0;
     if (red[ax])
       return fail(c, iloc(c, aa, i), "axis %lld appears twice in axes (rank %d)",

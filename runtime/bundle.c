@@ -150,11 +150,13 @@ typedef struct blob_ref {
 
 uint64_t gc_bundle_checksum(const void *data, size_t len) {
   const unsigned char *p = data;
-  static const unsigned char zero[8];
+  /* The first 32 bytes with the checksum field (bytes 24..31) read as zero. */
+  unsigned char head[32] = {0};
+  size_t nhead = len < 32 ? len : 32;
+  memcpy(head, p, nhead < 24 ? nhead : 24);
   gc_xxh64_state s;
   gc_xxh64_init(&s, 0);
-  gc_xxh64_update(&s, p, len < 24 ? len : 24);
-  if (len > 24) gc_xxh64_update(&s, zero, len < 32 ? len - 24 : 8);
+  gc_xxh64_update(&s, head, nhead);
   if (len > 32) gc_xxh64_update(&s, p + 32, len - 32);
   return gc_xxh64_digest(&s);
 }

@@ -73,7 +73,7 @@ static long long file_size(const char *path) {
 
 /* Number of directory entries whose name contains `part`. */
 static int count_files(const char *dir, const char *part) {
-  char cmd[1024];
+  char cmd[2200];
   snprintf(cmd, sizeof cmd, "ls -1 '%s' | grep -c -- '%s'", dir, part);
   char *out = NULL;
   tu_run_cmd(cmd, &out);

@@ -45,7 +45,7 @@ static void list_files(void) {
 
 typedef struct expect {
   int line, col;
-  char sub[256];
+  char sub[512];
 } expect;
 
 /* Read the "# expect:" and "# bind:" lines; returns the number of expect lines. */
@@ -65,7 +65,7 @@ static int read_header(const char *src, expect *ex, char *bind, size_t bind_cap)
       while (k > 0 && (ex[n].sub[k - 1] == '\r' || ex[n].sub[k - 1] == ' ')) ex[n].sub[--k] = 0;
       n++;
     } else if (strncmp(line, "# bind:", 7) == 0) {
-      snprintf(bind, bind_cap, "%s", line + 7);
+      if (snprintf(bind, bind_cap, "%s", line + 7) >= (int)bind_cap) bind[0] = 0;
     }
   }
   return n;

@@ -144,8 +144,8 @@ static void dtype_enum(char *out, size_t n, graphc_dtype_t t) {
 }
 
 typedef struct io_name {
-  char param[96];   /* in_x / out_y, unique */
-  char macro[96];   /* PREFIX_IN_X / PREFIX_OUT_Y */
+  char param[128];  /* in_x / out_y, unique */
+  char macro[192];  /* PREFIX_IN_X / PREFIX_OUT_Y */
 } io_name;
 
 /* Unique parameter and macro names for every input and output. */
@@ -310,7 +310,7 @@ static void sh_quote(gc_sbuf *b, const char *s) {
 /* Directory holding graphc/graphc_rt.h: $GRAPHC_INCLUDE_DIR, <exe>/../include, the source tree. */
 static void include_dir(char *out, size_t n) {
   const char *env = getenv("GRAPHC_INCLUDE_DIR");
-  char probe[4200];
+  char probe[4400];
   if (env && *env) {
     snprintf(out, n, "%s", env);
     return;
@@ -323,10 +323,7 @@ static void include_dir(char *out, size_t n) {
     if (slash) {
       *slash = 0;
       snprintf(probe, sizeof probe, "%s/../include/graphc/graphc_rt.h", exe);
-      if (access(probe, R_OK) == 0) {
-        snprintf(out, n, "%s/../include", exe);
-        return;
-      }
+      if (access(probe, R_OK) == 0 && snprintf(out, n, "%s/../include", exe) < (int)n) return;
     }
   }
   snprintf(out, n, "%s", GRAPHC_INCLUDE_DIR);
