@@ -49,6 +49,10 @@ START_TEST(check_and_print) {
   EXPECT("check examples/mlp.graph --bind Q=3", 1, "no symbolic dim 'Q'");
   EXPECT("check examples/mlp.graph --frob", 1, "unknown option '--frob'");
   EXPECT("check", 1, "no input file");
+  /* Fusion groups of a bound graph are drawn as clusters named after their kernels. */
+  EXPECT("dot examples/transformer_block.graph --bind B=2 --bind S=8", 0,
+         "label=\"fusion_22 (matmul)\"");
+  EXPECT("dot examples/mlp.graph --bind B=2 --disable-pass=fusion", 0, "digraph");
 }
 END_TEST
 

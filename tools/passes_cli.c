@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/fusion.h"
+#include "codegen/lower.h"
 #include "passes/pipeline.h"
 #include "tools/cli.h"
 
@@ -44,6 +46,21 @@ static int strip_after(int argc, char **argv, char **rest, const char **after) {
   return n;
 }
 
+/* Fusion groups as dot clusters: the group writing an op (none for views). */
+static int fusion_group_of(void *user, const gc_op *op) {
+  const gc_fusion *f = user;
+  if (op->id < 0 || op->id >= f->n_op_ids) return -1;
+  int k = f->home[op->id];
+  return k >= 0 && f->groups[k].kind != GC_FUSION_VIEW ? k : -1;
+}
+
+/* Cluster label: kernel name and group kind. */
+static const char *fusion_label_of(void *user, int group) {
+  const gc_fusion *f = user;
+  const gc_fusion_group *gr = &f->groups[group];
+  return gc_arena_printf((gc_arena *)&f->arena, "%s (%s)", gr->name, gc_fusion_kind_name(gr->kind));
+}
+
 /* Run the pipeline on a private copy of the model's text and write the dot. */
 static int dot_of_text(const cli_opts *o, const char *after, const char *text) {
   gc_diags d;
@@ -53,7 +70,22 @@ static int dot_of_text(const cli_opts *o, const char *after, const char *text) {
   gc_graph *g = NULL;
   if (mod && gc_verify_module(mod, &d) == 0 && !d.n_errors)
     g = o->entry ? gc_module_find_graph(mod, o->entry) : mod->graphs[0];
-  if (g && gc_run_pipeline_until(g, &o->copts, after, &stats, &d) == 0) gc_dot_graph(&dot, g, NULL);
+  if (g && gc_run_pipeline_until(g, &o->copts, after, &stats, &d) == 0) {
+    /* After the whole pipeline of a fully bound graph, draw the kernels (sm_90 plan). */
+    gc_fusion *fus = NULL;
+    int bound = 1; /* --bind gave every dim a value */
+    for (int i = 0; i < g->n_args; i++) bound &= gc_type_is_concrete(&g->args[i]->type);
+    for (const gc_op *op = g->first; op; op = op->next)
+      for (int i = 0; i < op->n_results; i++) bound &= gc_type_is_concrete(&op->results[i]->type);
+    if (!after && bound && gc_lower_fusion_enabled(&o->copts)) {
+      kir_target t;
+      kir_target_cuda(&t, 90);
+      fus = gc_fusion_plan(g, &t, 1);
+    }
+    gc_dot_groups groups = {fusion_group_of, fusion_label_of, fus};
+    gc_dot_graph(&dot, g, fus ? &groups : NULL);
+    gc_fusion_free(fus);
+  }
   int rc = 0;
   if (d.n_errors) {
     char *r = gc_diags_render(&d);
