@@ -217,16 +217,17 @@ static size_t *line_starts(const gc_diags *d, int *n) {
 
 char *gc_diags_render(const gc_diags *d) {
   static const char *const names[] = {"error", "warning", "note"};
+  const char *file = d->file ? d->file : ""; /* NULL when gc_diags_init ran out of memory */
   gc_sbuf b = {0};
   int n_lines;
   size_t *starts = line_starts(d, &n_lines);
   for (int i = 0; i < d->n; i++) {
     const gc_diag *g = &d->items[i];
     if (g->loc.line > 0)
-      gc_sbuf_printf(&b, "%s:%d:%d: %s: %s\n", d->file, g->loc.line, g->loc.col,
+      gc_sbuf_printf(&b, "%s:%d:%d: %s: %s\n", file, g->loc.line, g->loc.col,
                      names[g->level], g->msg);
     else
-      gc_sbuf_printf(&b, "%s%s%s: %s\n", d->file, d->file[0] ? ": " : "", names[g->level],
+      gc_sbuf_printf(&b, "%s%s%s: %s\n", file, file[0] ? ": " : "", names[g->level],
                      g->msg);
     if (!starts || g->loc.line <= 0 || g->loc.line > n_lines) continue;
     const char *ls = d->source + starts[g->loc.line];
@@ -255,6 +256,10 @@ void gc_diags_to_error(const gc_diags *d, graphc_error_t *err) {
     snprintf(err->message, sizeof err->message, "%s", d->items[i].msg);
     break;
   }
+  /* An error whose message could not be allocated still gets one. */
+  if (d->n_errors && !err->message[0])
+    snprintf(err->message, sizeof err->message, "%s (out of memory while reporting the error)",
+             graphc_status_string(d->status));
 }
 
 graphc_status_t gc_set_error(graphc_error_t *err, graphc_status_t status, const char *fmt, ...) {

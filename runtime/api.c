@@ -133,9 +133,10 @@ static graphc_status_t model_load(graphc_context_t *ctx, const char *name, const
   if (!m || !m->name || !m->dir) {
     if (m) m->source = NULL;
     graphc_model_destroy(m);
-    free(src);
     gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-    return finish(ctx, &d, err);
+    graphc_status_t st = finish(ctx, &d, err); /* renders d, which points into src */
+    free(src);
+    return st;
   }
   m->module = parse_and_verify(name, src, len, &d);
   graphc_status_t st = finish(ctx, &d, err);
@@ -355,6 +356,10 @@ graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t
   /* Weights: loaded once, checked against every param. */
   if (graph_has_params(exe->graph)) {
     char *wp = weights_path(m, exe->module);
+    if (!wp && (m->weights_override || exe->module->weights)) {
+      gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+      goto fail;
+    }
     if (!wp) {
       const gc_op *p = exe->graph->first;
       while (p->opcode != GC_OP_PARAM) p = p->next;
@@ -370,6 +375,9 @@ graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t
     for (int i = 0; i < wd.n; i++)
       gc_error_at(&d, wd.status ? wd.status : GRAPHC_STATUS_WEIGHTS_ERROR, (gc_loc){0, 0}, "%s",
                   wd.items[i].msg);
+    if (wd.n_errors && wd.n == 0) /* the message itself could not be allocated */
+      gc_error_at(&d, wd.status ? wd.status : GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0},
+                  "%s: cannot load the weights (out of memory)", wp);
     gc_diags_free(&wd);
     free(wp);
     if (!exe->weights) goto fail;

@@ -137,6 +137,10 @@ static void print_dims(gc_sbuf *b, int rank, const int64_t *dims) {
 #define ST_ERR(d, path, fmt, ...) \
   gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, (gc_loc){0, 0}, "%s: " fmt, path, __VA_ARGS__)
 
+/* Report running out of memory while validating `path`. */
+#define ST_OOM(d, path) \
+  gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "%s: out of memory while reading the header", path)
+
 /* Validate the "__metadata__" entry: an object whose values are strings. */
 static int check_metadata(const char *path, const cJSON *meta, gc_diags *d) {
   if (!cJSON_IsObject(meta)) {
@@ -151,7 +155,7 @@ static int check_metadata(const char *path, const cJSON *meta, gc_diags *d) {
   int oom = 0;
   const char *dup = json_duplicate_key(meta, &oom);
   if (oom || dup) {
-    if (oom) ST_ERR(d, path, "%s", "out of memory while reading the header");
+    if (oom) ST_OOM(d, path);
     else ST_ERR(d, path, "__metadata__: duplicate key '%s'", dup);
     return 0;
   }
@@ -171,7 +175,7 @@ static int check_entry(const char *path, const cJSON *j, uint64_t data_len, st_e
   int oom = 0;
   const char *dup = json_duplicate_key(j, &oom);
   if (oom || dup) {
-    if (oom) ST_ERR(d, path, "%s", "out of memory while reading the header");
+    if (oom) ST_OOM(d, path);
     else ST_ERR(d, path, "tensor '%s': duplicate key '%s'", name, dup);
     return 0;
   }
@@ -343,7 +347,7 @@ static gc_safetensors *st_parse_blob(const char *path, unsigned char *blob, size
   int oom = 0;
   const char *dup = json_duplicate_key(root, &oom);
   if (oom || dup) {
-    if (oom) ST_ERR(d, path, "%s", "out of memory while reading the header");
+    if (oom) ST_OOM(d, path);
     else ST_ERR(d, path, "duplicate tensor name '%s'", dup);
     goto fail;
   }
@@ -354,7 +358,7 @@ static gc_safetensors *st_parse_blob(const char *path, unsigned char *blob, size
   for (const cJSON *c = root->child; c; c = c->next) count++;
   ents = calloc((size_t)(count ? count : 1), sizeof *ents);
   if (!ents) {
-    ST_ERR(d, path, "%s", "out of memory while reading the header");
+    ST_OOM(d, path);
     goto fail;
   }
   int nt = 0;
@@ -664,7 +668,7 @@ int gc_safetensors_write(const char *path, const gc_st_tensor *tensors, int n, g
                    (unsigned long long)(off + t->nbytes));
   }
   gc_sbuf_putc(&hb, '}');
-  while (hb.len % 8) gc_sbuf_putc(&hb, ' ');
+  while (hb.len % 8 && !hb.failed) gc_sbuf_putc(&hb, ' '); /* putc cannot grow a failed buffer */
   size_t hlen = hb.len;
   header = gc_sbuf_take(&hb);
   if (!header) {
@@ -675,7 +679,10 @@ int gc_safetensors_write(const char *path, const gc_st_tensor *tensors, int n, g
   int err = 0;
   fd = create_temp(path, &tmp, &err);
   if (fd < 0) {
-    st_io_error(d, path, "cannot create a temporary file next to it", err);
+    if (err == ENOMEM)
+      gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "%s: out of memory", path);
+    else
+      st_io_error(d, path, "cannot create a temporary file next to it", err);
     goto done;
   }
   unsigned char lenbuf[8];

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# build.sh - build the libFuzzer targets and seed their corpora.
+#
+#   tests/fuzz/build.sh [OUTDIR]          (default: build-fuzz/fuzz)
+#
+# The targets link the frontend, IR, passes, interpreter, weights reader and
+# public API from source, compiled with clang -fsanitize=fuzzer,address,undefined;
+# code generation, LLVM, NVRTC and CUDA are replaced by tests/fuzz/stubs.c.
+# Needs clang and libclang-rt-14-dev (tools/dev.sh fuzz installs them).
+#
+# Output in OUTDIR: fuzz_parse, fuzz_safetensors, fuzz_load, graph.dict, and
+# seed corpora corpus/<target>/ copied from tests/ and examples/ (existing
+# corpus files are kept, so a corpus grows across runs).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+OUT=${1:-${GRAPHC_FUZZ_DIR:-$ROOT/build-fuzz/fuzz}}
+CC=${GRAPHC_FUZZ_CC:-clang}
+mkdir -p "$OUT/obj"
+
+command -v "$CC" >/dev/null || { echo "error: $CC not found (tools/dev.sh fuzz installs it)" >&2; exit 1; }
+
+CFLAGS="-std=gnu17 -g -O1 -fno-omit-frame-pointer -Wall -Wno-unused-parameter
+        -fsanitize=address,undefined -fno-sanitize-recover=undefined
+        -I$ROOT/include -I$ROOT $(pkg-config --cflags libcjson)"
+LIBS="$(pkg-config --libs libcjson) -lm -lpthread -ldl"
+
+# Library sources the load path needs (no codegen, no compiled backends, no
+# other importers than the .graph frontend).
+LIB_SOURCES="$(ls ir/*.c frontend/lexer.c frontend/parser.c passes/*.c runtime/api.c runtime/safetensors.c \
+               runtime/interp*.c runtime/random.c) tests/fuzz/stubs.c"
+
+# Compile each source once (only when it changed), in parallel.
+objs=()
+pids=()
+for src in $LIB_SOURCES; do
+  obj="$OUT/obj/$(echo "$src" | tr / _).o"
+  objs+=("$obj")
+  if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$0" -nt "$obj" ] ||
+     [ -n "$(find include ir runtime codegen passes frontend -name '*.h' -o -name '*.def' -newer "$obj" 2>/dev/null | head -1)" ]; then
+    # shellcheck disable=SC2086
+    $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj" &
+    pids+=($!)
+    if [ ${#pids[@]} -ge "${JOBS:-2}" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+  fi
+done
+for p in "${pids[@]}"; do wait "$p"; done
+
+for t in fuzz_parse fuzz_safetensors fuzz_load; do
+  # shellcheck disable=SC2086
+  $CC $CFLAGS -fsanitize=fuzzer "tests/fuzz/$t.c" "${objs[@]}" $LIBS -o "$OUT/$t"
+done
+echo "== built $OUT/fuzz_parse $OUT/fuzz_safetensors $OUT/fuzz_load"
+
+# Dictionary for the .graph targets: keywords, punctuation, dtypes, and every
+# op and attribute name from ir/ops.def (never a list kept by hand).
+{
+  for w in version weights graph param return true false inf nan -inf; do echo "\"$w\""; done
+  for w in '->' '%' '@' '(' ')' '[' ']' '{' '}' '<' '>' ',' ';' ':' '=' '#' '"'; do
+    printf '"%s"\n' "$w"
+  done
+  for w in f64 f32 f16 bf16 i64 i32 i8 u8 bool; do echo "\"$w\""; done
+  sed -n 's/^OP([A-Z_0-9]*, *"\([a-z_0-9]*\)".*/\1/p' ir/ops.def | sort -u | sed 's/.*/"&"/'
+  sed -n 's/^OP(.*, *"\([a-z_0-9]*\)", *[-0-9]*, *[-0-9]*, *[-0-9]*, *"\([^"]*\)".*/\2/p' ir/ops.def |
+    tr ',' '\n' | sed 's/:.*//' | grep -v '^$' | sort -u | sed 's/.*/"&="/'
+} > "$OUT/graph.dict"
+
+# Seed corpora: every .graph file under tests/ and examples/.
+mkdir -p "$OUT/corpus/fuzz_parse" "$OUT/corpus/fuzz_load" "$OUT/corpus/fuzz_safetensors"
+while IFS= read -r f; do
+  name=$(echo "$f" | tr / _)
+  cp -f "$f" "$OUT/corpus/fuzz_parse/seed_$name"
+  cp -f "$f" "$OUT/corpus/fuzz_load/seed_$name"
+done < <(find tests examples -name '*.graph' -not -path 'tests/fuzz/*' | sort)
+
+# Safetensors seeds: any .safetensors under tests/ and examples/, plus small
+# hand-made files covering every dtype, scalars, empty tensors and metadata.
+find tests examples -name '*.safetensors' -not -path 'tests/fuzz/*' -size -64k 2>/dev/null |
+  while IFS= read -r f; do cp -f "$f" "$OUT/corpus/fuzz_safetensors/seed_$(echo "$f" | tr / _)"; done
+
+# mkst NAME JSON DATA_BYTES: header length (u64 LE), JSON padded to 8, data.
+mkst() {
+  local json=$2
+  while [ $(( ${#json} % 8 )) -ne 0 ]; do json="$json "; done
+  local n=${#json} le="" i
+  for i in 0 1 2 3 4 5 6 7; do le="$le\\x$(printf %02x $(( (n >> (8 * i)) & 255 )))"; done
+  { printf "$le"; printf '%s' "$json"; head -c "$3" /dev/urandom; } \
+    > "$OUT/corpus/fuzz_safetensors/seed_$1.safetensors"
+}
+mkst f32 '{"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}}' 24
+mkst all '{"a":{"dtype":"F64","shape":[2],"data_offsets":[0,16]},"b":{"dtype":"I64","shape":[1],"data_offsets":[16,24]},"c":{"dtype":"F32","shape":[1],"data_offsets":[24,28]},"d":{"dtype":"I32","shape":[],"data_offsets":[28,32]},"e":{"dtype":"F16","shape":[1],"data_offsets":[32,34]},"f":{"dtype":"BF16","shape":[1],"data_offsets":[34,36]},"g":{"dtype":"I8","shape":[1],"data_offsets":[36,37]},"h":{"dtype":"U8","shape":[1],"data_offsets":[37,38]},"i":{"dtype":"BOOL","shape":[2],"data_offsets":[38,40]}}' 40
+mkst meta '{"__metadata__":{"format":"pt","k":"v"},"x.weight":{"dtype":"BF16","shape":[4,1,2],"data_offsets":[0,16]}}' 16
+mkst empty '{"z":{"dtype":"F32","shape":[0,5],"data_offsets":[0,0]},"s":{"dtype":"U8","shape":[3],"data_offsets":[0,3]}}' 3
+mkst none '{}' 0
+mkst escapes '{"a\"b\\c\u00e9\n":{"dtype":"I8","shape":[2,2],"data_offsets":[0,4]}}' 4
+echo "== corpora in $OUT/corpus: $(for t in fuzz_parse fuzz_safetensors fuzz_load; do
+  printf '%s %s files  ' "$t" "$(ls "$OUT/corpus/$t" | wc -l)"; done)"
