@@ -83,7 +83,7 @@ case "${1:-}" in
     # Every node test whose ops graphc supports must pass; the known failures are
     # the 11 bf16/fp16 Attention tests that are one ulp off (docs/onnx.md).
     log=$(mktemp)
-    python3 tests/onnx_conformance.py --graphc build/graphc --backend cpu --no-doc | tee "$log" | tail -3
+    python3 tests/onnx_conformance.py --graphc build/graphc --backend cpu --no-doc | tee "$log" | tail -3 || true  # judged below, not by its exit code
     passed=$(sed -n 's/^passed: \([0-9]*\).*/\1/p' "$log")
     failed=$(sed -n 's/.*failed: \([0-9]*\).*/\1/p' "$log")
     rm -f "$log"
