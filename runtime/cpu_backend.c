@@ -5,18 +5,17 @@
  *             the host CPU's features)
  *             -> verify -> default<O3> ($GRAPHC_CPU_PASSES overrides) -> verify
  *             -> ORC LLJIT (libm and friends from the process) -> one entry per
- *             kernel -> one arena for TEMP buffers, CONST buffers pointing at
- *             the weights (copied only when misaligned) -> argument slots per
- *             kernel -> a thread pool of `threads` participants.
- *   run:      INPUT/OUTPUT slots bound to the caller's tensors (no copies, except
- *             a scratch buffer for a misaligned tensor or an output overlapping
- *             another I/O tensor); then every launch in order, its items split
- *             into contiguous chunks across the pool (small launches inline).
- *   release:  pool joined, JIT disposed, memory freed; any field may be NULL.
+ *             kernel -> the launch plan (gc_cuda_launch_plan: no Kernel IR in
+ *             it), each kernel's modeled work and each buffer's alignment
+ *             -> host_exec.c (arena, consts, slots, thread pool).
+ *   run:      host_exec.c: I/O bound to the caller's tensors, every launch in
+ *             order, its items split into chunks across the pool.
+ *   release:  executor, JIT, plans freed; any field may be NULL.
  *
+ * The same host_exec.c runs code compiled ahead of time (cpu_aot.c writes
+ * the object, libgraphc_rt runs it), as cuda_exec.c serves both CUDA paths.
  * The JIT's own optimization pipeline stays off (LLJIT compiles what it gets):
  * the module is optimized once, here, with a target machine for the host CPU.
- * Runs of one executable are serialized by a mutex (the slots are shared).
  */
 #define _GNU_SOURCE
 #include <llvm-c/Error.h>
@@ -25,23 +24,16 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cpu_backend.h"
+#include "cuda_backend.h"
 #include "exec.h"
-#include "threadpool.h"
+#include "host_exec.h"
 #include "../codegen/llvm_emit.h"
 #include "../codegen/lower.h"
-
-#define CPU_ARENA_ALIGN 64
-/* Modeled bytes + flops of a launch below which it runs inline on the caller
- * (waking the pool costs microseconds), and the least work worth one chunk. */
-#define CPU_PAR_MIN_WORK (256.0 * 1024)
-#define CPU_CHUNK_WORK (64.0 * 1024)
 
 static const gc_loc noloc = {0, 0};
 
@@ -245,58 +237,15 @@ void gc_cpu_jit_free(gc_cpu_jit *j) {
   free(j);
 }
 
-int gc_cpu_threads(gc_diags *d) {
-  const char *env = getenv("GRAPHC_CPU_THREADS");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (*end == 0 && v >= 1 && v <= 1024) return (int)v;
-    if (d)
-      gc_warning_at(d, noloc, "GRAPHC_CPU_THREADS='%s' is not a number in [1, 1024]; ignored", env);
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    long c = CPU_COUNT(&set);
-    if (c >= 1 && (n < 1 || c < n)) n = c;
-  }
-  if (n < 1) n = 1;
-  return n > 1024 ? 1024 : (int)n;
-}
+int gc_cpu_threads(gc_diags *d) { return gc_host_threads(d); }
 
 /* ==== the backend =================================================================== */
-
-/* An INPUT/OUTPUT argument slot of a kernel, bound at run time. */
-typedef struct io_slot {
-  int slot;
-  int output;                /* 0: inputs[index], 1: outputs[index] */
-  int index;
-} io_slot;
-
-typedef struct cpu_kernel {
-  gc_cpu_kernel_fn fn;
-  void **slots;              /* one per kir param */
-  int n_io;
-  io_slot *io;
-  int chunks;                /* ranges per launch (1: inline on the caller) */
-} cpu_kernel;
 
 typedef struct cpu_state {
   gc_plan *plan;
   gc_cpu_jit *jit;
-  gc_threadpool *pool;
-  int threads;
-  void *arena;
-  void **consts;             /* per plan const: the pointer kernels read */
-  void **const_copies;       /* per plan const: an aligned copy we own, or NULL */
-  int n_copied;
-  size_t *buf_align;         /* per plan buffer: the alignment kernels assume */
-  size_t *in_align, *out_align;
-  cpu_kernel *kernels;       /* per kir kernel */
-  void **in_ptr, **out_ptr;  /* per run: what the I/O slots point at */
-  void **in_scratch, **out_scratch;
-  pthread_mutex_t run_mu;
-  int run_mu_ok;
+  gc_launch_plan lp;         /* the plan without Kernel IR, as host_exec.c runs it */
+  gc_host_exec *hx;
 } cpu_state;
 
 /* Status to return after an error was reported to d. */
@@ -304,8 +253,8 @@ static graphc_status_t failed(gc_diags *d) {
   return d->n_errors ? d->status : GRAPHC_STATUS_INTERNAL;
 }
 
-/* Alignment that vector statements in block b need on their global buffers. */
-static void vec_aligns(const kir_kernel *k, const kir_block *b, size_t *buf_align) {
+/* Raise buf_align for the vector statements of block b on global buffers. */
+static void vec_aligns(const kir_kernel *k, const kir_block *b, uint32_t *buf_align) {
   for (const kir_stmt *s = b->head; s; s = s->next) {
     switch (s->kind) {
       case KIR_S_LOAD_VEC:
@@ -314,7 +263,7 @@ static void vec_aligns(const kir_kernel *k, const kir_block *b, size_t *buf_alig
         const kir_param *p = &k->params[s->u.vec.buf];
         size_t a = graphc_dtype_size(p->dtype) * (size_t)s->u.vec.width;
         if (a > 16) a = 16;
-        if (a > buf_align[p->binding]) buf_align[p->binding] = a;
+        if (a > buf_align[p->binding]) buf_align[p->binding] = (uint32_t)a;
         break;
       }
       case KIR_S_FOR: vec_aligns(k, &s->u.loop.body, buf_align); break;
@@ -327,135 +276,16 @@ static void vec_aligns(const kir_kernel *k, const kir_block *b, size_t *buf_alig
   }
 }
 
-/* Per-buffer alignment (element size, or a vector access's), folded per I/O tensor and const. */
-static void compute_aligns(cpu_state *s, size_t *const_align) {
-  const gc_plan *p = s->plan;
+void gc_cpu_buffer_aligns(const gc_plan *p, uint32_t *align) {
   for (int i = 0; i < p->n_buffers; i++) {
     size_t a = graphc_dtype_size(p->buffers[i].type.dtype);
-    s->buf_align[i] = a ? a : 1;
+    align[i] = a ? (uint32_t)a : 1;
   }
   for (int i = 0; i < p->kir->n_kernels; i++)
-    vec_aligns(p->kir->kernels[i], &p->kir->kernels[i]->body, s->buf_align);
-  for (int i = 0; i < p->n_buffers; i++) {
-    const gc_plan_buffer *b = &p->buffers[i];
-    size_t *dst = b->kind == GC_BUF_INPUT ? &s->in_align[b->index]
-                : b->kind == GC_BUF_OUTPUT ? &s->out_align[b->index]
-                : b->kind == GC_BUF_CONST ? &const_align[b->index] : NULL;
-    if (dst && s->buf_align[i] > *dst) *dst = s->buf_align[i];
-  }
+    vec_aligns(p->kir->kernels[i], &p->kir->kernels[i]->body, align);
 }
 
-/* posix_memalign with a reported error; *out NULL when bytes is 0. */
-static int aligned_alloc_checked(void **out, size_t align, size_t bytes, const char *what,
-                                 gc_diags *d) {
-  *out = NULL;
-  if (bytes == 0) return 0;
-  if (align < sizeof(void *)) align = sizeof(void *);
-  int rc = posix_memalign(out, align, bytes);
-  if (rc == 0) return 0;
-  *out = NULL;
-  gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory allocating %zu bytes for %s",
-              bytes, what);
-  return -1;
-}
-
-/* The arena for TEMP buffers, and CONST buffers in place (or aligned copies). */
-static int setup_memory(cpu_state *s, gc_exec *exe, gc_diags *d) {
-  const gc_plan *p = s->plan;
-  size_t ni = exe->n_inputs, no = exe->n_outputs;
-  size_t *const_align = calloc((size_t)p->n_consts + 1, sizeof *const_align);
-  s->buf_align = calloc((size_t)p->n_buffers + 1, sizeof *s->buf_align);
-  s->in_align = calloc(ni + 1, sizeof *s->in_align);
-  s->out_align = calloc(no + 1, sizeof *s->out_align);
-  s->consts = calloc((size_t)p->n_consts + 1, sizeof *s->consts);
-  s->const_copies = calloc((size_t)p->n_consts + 1, sizeof *s->const_copies);
-  s->in_ptr = calloc(ni + 1, sizeof *s->in_ptr);
-  s->out_ptr = calloc(no + 1, sizeof *s->out_ptr);
-  s->in_scratch = calloc(ni + 1, sizeof *s->in_scratch);
-  s->out_scratch = calloc(no + 1, sizeof *s->out_scratch);
-  if (!const_align || !s->buf_align || !s->in_align || !s->out_align || !s->consts ||
-      !s->const_copies || !s->in_ptr || !s->out_ptr || !s->in_scratch || !s->out_scratch) {
-    free(const_align);
-    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory");
-    return -1;
-  }
-  compute_aligns(s, const_align);
-  int rc = aligned_alloc_checked(&s->arena, CPU_ARENA_ALIGN, p->arena_bytes,
-                                 "the intermediate-buffer arena", d);
-  for (int i = 0; i < p->n_consts && rc == 0; i++) {
-    const gc_plan_const *c = &p->consts[i];
-    size_t a = const_align[i] ? const_align[i] : 1;
-    if (((uintptr_t)c->data % a) == 0) {
-      s->consts[i] = (void *)c->data;  /* kernels only read CONST buffers */
-      continue;
-    }
-    rc = aligned_alloc_checked(&s->const_copies[i], CPU_ARENA_ALIGN, c->bytes, c->name, d);
-    if (rc == 0 && c->bytes) memcpy(s->const_copies[i], c->data, c->bytes);
-    s->consts[i] = s->const_copies[i];
-    s->n_copied++;
-  }
-  free(const_align);
-  return rc;
-}
-
-/* Parallel chunks for a kernel's launch, from its modeled work. */
-static int launch_chunks(const kir_kernel *k, int threads) {
-  int64_t n = k->launch.n;
-  double work = k->bytes_moved + k->flops;
-  if (work <= 0) work = 8.0 * (double)n;
-  if (threads <= 1 || n < 2 || work < CPU_PAR_MIN_WORK) return 1;
-  double c = work / CPU_CHUNK_WORK;
-  int chunks = c >= threads ? threads : (int)c;
-  if ((int64_t)chunks > n) chunks = (int)n;
-  return chunks < 1 ? 1 : chunks;
-}
-
-/* Entry points and argument slots of every kernel: TEMP and CONST bound now,
- * INPUT/OUTPUT recorded for run time, I64 scalars from `binding` (lower.h). */
-static int setup_kernels(cpu_state *s, gc_diags *d) {
-  const gc_plan *p = s->plan;
-  const kir_module *m = p->kir;
-  s->kernels = calloc((size_t)m->n_kernels + 1, sizeof *s->kernels);
-  if (!s->kernels) goto oom;
-  for (int i = 0; i < m->n_kernels; i++) {
-    const kir_kernel *k = m->kernels[i];
-    cpu_kernel *ck = &s->kernels[i];
-    ck->fn = gc_cpu_jit_kernel(s->jit, i);
-    ck->slots = calloc((size_t)k->n_params + 1, sizeof *ck->slots);
-    ck->io = calloc((size_t)k->n_params + 1, sizeof *ck->io);
-    if (!ck->slots || !ck->io) goto oom;
-    ck->chunks = launch_chunks(k, s->threads);
-    for (int j = 0; j < k->n_params; j++) {
-      const kir_param *kp = &k->params[j];
-      if (kp->kind == KIR_PARAM_I64) {
-        ck->slots[j] = (void *)(intptr_t)(int64_t)kp->binding;
-        continue;
-      }
-      GC_ASSERT(kp->binding >= 0 && kp->binding < p->n_buffers);
-      const gc_plan_buffer *b = &p->buffers[kp->binding];
-      switch (b->kind) {
-        case GC_BUF_INPUT:
-        case GC_BUF_OUTPUT:
-          ck->io[ck->n_io++] = (io_slot){j, b->kind == GC_BUF_OUTPUT, b->index};
-          break;
-        case GC_BUF_CONST:
-          GC_ASSERT(b->index >= 0 && b->index < p->n_consts);
-          ck->slots[j] = s->consts[b->index];
-          break;
-        case GC_BUF_TEMP:
-          GC_ASSERT(b->offset + b->bytes <= p->arena_bytes && s->arena);
-          ck->slots[j] = (char *)s->arena + b->offset;
-          break;
-      }
-    }
-  }
-  return 0;
-oom:
-  gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory");
-  return -1;
-}
-
-/* Lower, JIT-compile, place memory, bind slots, start the pool (see the header comment). */
+/* Lower, JIT-compile, then hand the launch plan and the entry points to host_exec.c. */
 static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t *opts,
                                    gc_diags *d) {
   cpu_state *s = calloc(1, sizeof *s);
@@ -464,14 +294,10 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
     return GRAPHC_STATUS_OUT_OF_MEMORY;
   }
   exe->state = s;
-  if (pthread_mutex_init(&s->run_mu, NULL) != 0) {
-    gc_error_at(d, GRAPHC_STATUS_INTERNAL, noloc, "cpu backend: cannot initialize a mutex");
-    return GRAPHC_STATUS_INTERNAL;
-  }
-  s->run_mu_ok = 1;
-  s->threads = gc_cpu_threads(d);
+  gc_launch_plan_init(&s->lp);
+  int threads = gc_host_threads(d);
   kir_target t;
-  kir_target_host(&t, s->threads);
+  kir_target_host(&t, threads);
   double t0 = now_ms();
   /* -O0 or --disable-pass=fusion lowers one op per kernel, unfused. */
   s->plan = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
@@ -490,106 +316,43 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
     if (times.data) gc_sbuf_puts(&exe->stats, times.data);
   }
   gc_sbuf_free(&times);
-  if (setup_memory(s, exe, d) != 0 || setup_kernels(s, d) != 0) return failed(d);
-  s->pool = gc_threadpool_create(s->threads, d);
-  if (!s->pool) return failed(d);
-  gc_sbuf_printf(&exe->stats, "cpu: %s, %d threads, arena %zu bytes, %d of %d consts copied\n",
-                 gc_cpu_jit_target(s->jit), s->threads, s->plan->arena_bytes, s->n_copied,
-                 s->plan->n_consts);
+  if (gc_cuda_launch_plan(s->plan, exe->weights, exe->inputs, exe->n_inputs, exe->outputs,
+                          exe->n_outputs, &s->lp, d))
+    return failed(d);
+  const kir_module *m = s->plan->kir;
+  gc_host_kernel_fn *fns = calloc((size_t)m->n_kernels + 1, sizeof *fns);
+  double *work = calloc((size_t)m->n_kernels + 1, sizeof *work);
+  uint32_t *align = calloc((size_t)s->plan->n_buffers + 1, sizeof *align);
+  if (fns && work && align) {
+    for (int i = 0; i < m->n_kernels; i++) {
+      fns[i] = gc_cpu_jit_kernel(s->jit, i);
+      work[i] = m->kernels[i]->bytes_moved + m->kernels[i]->flops;
+    }
+    gc_cpu_buffer_aligns(s->plan, align);
+    gc_host_code code = {fns, work, align};
+    s->hx = gc_host_exec_load(&s->lp, &code, threads, d);
+  } else {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory");
+  }
+  free(fns);
+  free(work);
+  free(align);
+  if (!s->hx) return failed(d);
+  gc_sbuf_printf(&exe->stats, "cpu: %s, ", gc_cpu_jit_target(s->jit));
+  gc_host_exec_describe(s->hx, &exe->stats);
+  gc_sbuf_putc(&exe->stats, '\n');
   return GRAPHC_STATUS_OK;
 }
 
-/* One launch's range, as the pool calls it. */
-typedef struct cpu_task {
-  gc_cpu_kernel_fn fn;
-  void *const *slots;
-} cpu_task;
-
-/* Pool callback: run the launch's kernel over items [begin, end). */
-static void run_range(void *arg, int64_t begin, int64_t end) {
-  const cpu_task *t = arg;
-  t->fn(t->slots, begin, end);
-}
-
-/* 1 when [a, a+na) and [b, b+nb) share a byte. */
-static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
-  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-  return na && nb && x < y + nb && y < x + na;
-}
-
-/* Point the I/O slots at the caller's tensors, or at scratch copies where a
- * tensor is misaligned for the kernels or an output overlaps another tensor
- * (kernel buffers are noalias). */
-static int bind_io(cpu_state *s, gc_exec *exe, const graphc_tensor_t *in,
-                   const graphc_tensor_t *out, gc_diags *d) {
-  for (size_t i = 0; i < exe->n_inputs; i++) {
-    s->in_ptr[i] = in[i].data;
-    size_t a = s->in_align[i];
-    if (a <= 1 || (uintptr_t)in[i].data % a == 0) continue;
-    if (aligned_alloc_checked(&s->in_scratch[i], CPU_ARENA_ALIGN, exe->inputs[i].nbytes,
-                              "an aligned copy of an input", d))
-      return -1;
-    memcpy(s->in_scratch[i], in[i].data, exe->inputs[i].nbytes);
-    s->in_ptr[i] = s->in_scratch[i];
-  }
-  for (size_t i = 0; i < exe->n_outputs; i++) {
-    size_t n = exe->outputs[i].nbytes, a = s->out_align[i];
-    int scratch = a > 1 && (uintptr_t)out[i].data % a != 0;
-    for (size_t j = 0; j < exe->n_inputs && !scratch; j++)
-      scratch = overlaps(out[i].data, n, in[j].data, exe->inputs[j].nbytes);
-    for (size_t j = 0; j < i && !scratch; j++)
-      scratch = overlaps(out[i].data, n, out[j].data, exe->outputs[j].nbytes);
-    s->out_ptr[i] = out[i].data;
-    if (!scratch) continue;
-    if (aligned_alloc_checked(&s->out_scratch[i], CPU_ARENA_ALIGN, n, "an output buffer", d))
-      return -1;
-    s->out_ptr[i] = s->out_scratch[i];
-  }
-  const kir_module *m = s->plan->kir;
-  for (int i = 0; i < m->n_kernels; i++) {
-    cpu_kernel *ck = &s->kernels[i];
-    for (int j = 0; j < ck->n_io; j++) {
-      const io_slot *io = &ck->io[j];
-      ck->slots[io->slot] = io->output ? s->out_ptr[io->index] : s->in_ptr[io->index];
-    }
-  }
-  return 0;
-}
-
-/* Free the scratch buffers of one run. */
-static void free_scratch(cpu_state *s, gc_exec *exe) {
-  for (size_t i = 0; i < exe->n_inputs; i++) {
-    free(s->in_scratch[i]);
-    s->in_scratch[i] = NULL;
-  }
-  for (size_t i = 0; i < exe->n_outputs; i++) {
-    free(s->out_scratch[i]);
-    s->out_scratch[i] = NULL;
-  }
-}
-
-/* Bind the I/O, run every launch in plan order (each waits for the previous one). */
+/* Run every launch in plan order with the caller's tensors (host_exec.c). */
 static graphc_status_t cpu_run(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_t *out,
                                gc_diags *d) {
   cpu_state *s = exe->state;
-  if (!s || !s->pool) {
+  if (!s || !s->hx) {
     gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, noloc, "executable is not prepared");
     return GRAPHC_STATUS_INVALID_ARGUMENT;
   }
-  pthread_mutex_lock(&s->run_mu);
-  int rc = bind_io(s, exe, in, out, d);
-  const gc_plan *p = s->plan;
-  for (int i = 0; i < p->n_launches && rc == 0; i++) {
-    int ki = p->launches[i];
-    const cpu_kernel *ck = &s->kernels[ki];
-    cpu_task t = {ck->fn, ck->slots};
-    gc_threadpool_run(s->pool, run_range, &t, p->kir->kernels[ki]->launch.n, ck->chunks);
-  }
-  for (size_t i = 0; i < exe->n_outputs && rc == 0; i++)
-    if (s->out_scratch[i]) memcpy(out[i].data, s->out_scratch[i], exe->outputs[i].nbytes);
-  free_scratch(s, exe);
-  pthread_mutex_unlock(&s->run_mu);
-  return rc == 0 ? GRAPHC_STATUS_OK : failed(d);
+  return gc_host_exec_run(s->hx, in, out, d) == 0 ? GRAPHC_STATUS_OK : failed(d);
 }
 
 /* Free everything prepare made; tolerates a partially prepared state. */
@@ -597,28 +360,10 @@ static void cpu_release(gc_exec *exe) {
   cpu_state *s = exe->state;
   if (!s) return;
   exe->state = NULL;
-  gc_threadpool_destroy(s->pool);
-  if (s->kernels && s->plan)
-    for (int i = 0; i < s->plan->kir->n_kernels; i++) {
-      free(s->kernels[i].slots);
-      free(s->kernels[i].io);
-    }
-  free(s->kernels);
+  gc_host_exec_free(s->hx);
   gc_cpu_jit_free(s->jit);
-  if (s->const_copies && s->plan)
-    for (int i = 0; i < s->plan->n_consts; i++) free(s->const_copies[i]);
-  free(s->const_copies);
-  free(s->consts);
-  free(s->arena);
-  free(s->buf_align);
-  free(s->in_align);
-  free(s->out_align);
-  free(s->in_ptr);
-  free(s->out_ptr);
-  free(s->in_scratch);
-  free(s->out_scratch);
+  gc_launch_plan_free(&s->lp);
   gc_plan_free(s->plan);
-  if (s->run_mu_ok) pthread_mutex_destroy(&s->run_mu);
   free(s);
 }
 

@@ -11,7 +11,7 @@
 #ifndef GC_CPU_BACKEND_H
 #define GC_CPU_BACKEND_H
 
-#include "../codegen/kir.h"
+#include "../codegen/lower.h"
 
 typedef void (*gc_cpu_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 
@@ -31,9 +31,11 @@ const char *gc_cpu_jit_target(const gc_cpu_jit *j);
 /* Dispose the JIT and everything it compiled; NULL is allowed. */
 void gc_cpu_jit_free(gc_cpu_jit *j);
 
-/* Threads the cpu backend uses: $GRAPHC_CPU_THREADS when it is a number in
- * [1, 1024] (else a warning to d, which may be NULL), otherwise the online
- * CPUs this process may run on. */
+/* Threads the cpu backend uses: gc_host_threads (host_exec.h). */
 int gc_cpu_threads(gc_diags *d);
+
+/* Alignment the kernels of p assume for each plan buffer: its element size,
+ * or the width of a vector load/store on it (at most 16). align[n_buffers]. */
+void gc_cpu_buffer_aligns(const gc_plan *p, uint32_t *align);
 
 #endif
