@@ -25,6 +25,7 @@
 #define SEC_PLAN 0x4e414c50u  /* "PLAN" */
 #define SEC_WGHT 0x54484757u  /* "WGHT" */
 #define SEC_IMAG 0x47414d49u  /* "IMAG" */
+#define SEC_HOST 0x54534f48u  /* "HOST" */
 #define NO_BLOB 0xffffffffu
 
 /* ---- writing ------------------------------------------------------------------------ */
@@ -164,7 +165,7 @@ uint64_t gc_bundle_checksum(const void *data, size_t len) {
 int gc_bundle_write(const gc_bundle *b, int embed_weights, void **out, size_t *len, gc_diags *d) {
   *out = NULL;
   *len = 0;
-  GC_ASSERT(b->n_plans >= 1 && b->n_images >= 1);
+  GC_ASSERT(b->n_plans >= 1 && (b->n_images >= 1 || b->host));
   wbuf w = {0};
   int rc = -1;
   /* Const data: one blob per distinct content, in first-use order. */
@@ -265,6 +266,19 @@ int gc_bundle_write(const gc_bundle *b, int embed_weights, void **out, size_t *l
       w_patch64(&w, fields + 24, n);
       w_bytes(&w, im->ptx, n);
     }
+    sec_end(&w, at);
+  }
+  if (b->host) {
+    const gc_bundle_host *h = b->host;
+    GC_ASSERT(h->plan >= 0 && h->plan < b->n_plans);
+    at = sec_begin(&w, SEC_HOST);
+    w_str(&w, h->triple);
+    w_str(&w, h->cpu);
+    w_u32(&w, (uint32_t)plan_slot[h->plan]);
+    w_u32(&w, (uint32_t)h->n_kernels);
+    for (int i = 0; i < h->n_kernels; i++) w_u64(&w, h->work[i]);
+    w_u32(&w, (uint32_t)h->n_buffers);
+    for (int i = 0; i < h->n_buffers; i++) w_u32(&w, h->align[i]);
     sec_end(&w, at);
   }
   w_align(&w, 8);
@@ -495,6 +509,28 @@ static int read_imag(rd *r, gc_bundle_image *im) {
   return r->err ? -1 : 0;
 }
 
+/* HOST: the target and the per-kernel / per-buffer tables. */
+static int read_host(rd *r, gc_bundle *b) {
+  gc_bundle_host *h = r_array(r, &b->arena, 1, sizeof *h);
+  if (!h) return -1;
+  h->triple = r_str(r, &b->arena);
+  h->cpu = r_str(r, &b->arena);
+  h->plan = (int)r_u32(r);
+  h->n_kernels = r_count(r, 8, 1u << 20);
+  h->work = r_array(r, &b->arena, (size_t)h->n_kernels, sizeof *h->work);
+  for (int i = 0; i < h->n_kernels && !r->err; i++) h->work[i] = r_u64(r);
+  h->n_buffers = r_count(r, 4, 1u << 24);
+  h->align = r_array(r, &b->arena, (size_t)h->n_buffers, sizeof *h->align);
+  for (int i = 0; i < h->n_buffers && !r->err; i++) {
+    h->align[i] = r_u32(r);
+    if (!r->err && (h->align[i] == 0 || h->align[i] > 64 || (h->align[i] & (h->align[i] - 1))))
+      r_fail(r, "a buffer alignment is not a power of two up to 64");
+  }
+  if (r->err) return -1;
+  b->host = h;
+  return 0;
+}
+
 /* Name of a section tag for messages. */
 static const char *tag_name(uint32_t tag) {
   switch (tag) {
@@ -503,6 +539,7 @@ static const char *tag_name(uint32_t tag) {
     case SEC_PLAN: return "PLAN";
     case SEC_WGHT: return "WGHT";
     case SEC_IMAG: return "IMAG";
+    case SEC_HOST: return "HOST";
     default: return "unknown";
   }
 }
@@ -609,15 +646,25 @@ int gc_bundle_read(gc_bundle *b, const void *data, size_t len, const char *name,
         b->images = ni;
       }
       if (read_imag(&r, &b->images[b->n_images]) == 0) b->n_images++;
-    } else if (tag == SEC_META || tag == SEC_SIGN || tag == SEC_WGHT || tag == SEC_PLAN) {
+    } else if (tag == SEC_HOST && !b->host) {
+      read_host(&r, b);
+    } else if (tag == SEC_META || tag == SEC_SIGN || tag == SEC_WGHT || tag == SEC_PLAN ||
+               tag == SEC_HOST) {
       r_fail(&r, "a section is repeated or out of order");
     } else {
       r.pos = r.end;   /* unknown section: skipped (a later minor addition) */
     }
     if (!r.err && r.pos != r.end) r_fail(&r, "a section has trailing bytes");
   }
-  if (!r.err && (!have_meta || !have_sign || !have_wght || !b->n_plans || !b->n_images))
+  if (!r.err && (!have_meta || !have_sign || !have_wght || !b->n_plans ||
+                 (!b->n_images && !b->host)))
     r_fail(&r, "a required section is missing");
+  if (!r.err && b->host && b->n_images) r_fail(&r, "a bundle has both GPU images and host code");
+  if (!r.err && b->host &&
+      (b->host->plan < 0 || b->host->plan >= b->n_plans ||
+       b->host->n_kernels != b->plans[b->host->plan].n_kernels ||
+       b->host->n_buffers != b->plans[b->host->plan].n_buffers))
+    r_fail(&r, "the host code does not match its plan");
   for (int i = 0; i < b->n_images && !r.err; i++)
     if (b->images[i].plan < 0 || b->images[i].plan >= b->n_plans)
       r_fail(&r, "an image refers to a missing plan");

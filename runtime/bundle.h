@@ -7,6 +7,9 @@
  *   PLAN     one per distinct launch plan (usually one for all archs)
  *   WGHT     const data: folded constants always, weights with --embed-weights
  *   IMAG     one per arch: cubin and/or PTX, and which plan it runs
+ *   HOST     instead of IMAG, for host code linked into the program
+ *            (graphc compile --target host --emit c): target, per-kernel
+ *            work and per-buffer alignment; the functions are in the object
  *
  * The byte layout is specified in docs/bundle.md. Writing is deterministic:
  * the same inputs give the same bytes.
@@ -34,6 +37,16 @@ typedef struct gc_bundle_image {
   const char *ptx;         /* NUL-terminated; NULL when none */
 } gc_bundle_image;
 
+typedef struct gc_bundle_host {
+  const char *triple;      /* "x86_64-pc-linux-gnu" */
+  const char *cpu;         /* the CPU the code was compiled for ("znver4") */
+  int plan;                /* index into plans */
+  int n_kernels;           /* = the plan's */
+  uint64_t *work;          /* per kernel: modeled bytes + flops (parallel chunking) */
+  int n_buffers;           /* = the plan's */
+  uint32_t *align;         /* per buffer: alignment the kernels assume (power of 2, <= 64) */
+} gc_bundle_host;
+
 typedef struct gc_bundle {
   gc_arena arena;          /* what a read allocates (tables, strings) */
   unsigned format;         /* of a read bundle */
@@ -44,6 +57,7 @@ typedef struct gc_bundle {
   gc_launch_plan *plans;   /* all share one signature (inputs/outputs) */
   int n_images;
   gc_bundle_image *images;
+  gc_bundle_host *host;    /* NULL: CUDA code (images); else host code, no images */
 } gc_bundle;
 
 /* Serialize b. Const data is written for every const that is not a param,

@@ -6,9 +6,11 @@
  *   prepare:  gc_cu_exec_open (device 0) -> the plan of the best image for the
  *             device -> gc_cu_exec_load (cuda_exec.c)
  *   run:      signature checks -> gc_cu_exec_run / run_device
+ *   host:     a bundle with a HOST section and the kernel functions linked
+ *             into the program (load_host) -> gc_host_exec (host_exec.c)
  *
- * Built into libgraphc_rt together with bundle.c, cuda_exec.c, cuda_driver.c
- * and ir/util.c (diagnostics and strings), and into libgraphc as well.
+ * Built into libgraphc_rt together with bundle.c, cuda_exec.c, cuda_driver.c,
+ * host_exec.c, threadpool.c and ir/util.c (diagnostics and strings), and into libgraphc as well.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include "graphc/graphc_rt.h"
 #include "bundle.h"
 #include "cuda_exec.h"
+#include "host_exec.h"
 
 typedef struct rt_weight {
   const char *name;        /* bundle arena */
@@ -38,6 +41,8 @@ struct graphc_rt_bundle {
   gc_cu_exec *x;           /* NULL until prepared */
   int plan;                /* the plan loaded */
   void **aligned;          /* aligned copies of cubins (per image), or NULL */
+  gc_host_kernel_fn *hfns; /* host bundle: per plan kernel, from load_host; else NULL */
+  gc_host_exec *hx;        /* host bundle: NULL until prepared */
   gc_sbuf stats;
 };
 
@@ -126,8 +131,39 @@ static int collect_weights(graphc_rt_bundle_t *r, gc_diags *d) {
   return 0;
 }
 
-/* Parse `data` into a new handle; takes ownership of `file` (may be NULL). */
+/* Match the host bundle's kernels with the linked functions (by name). */
+static int bind_host(graphc_rt_bundle_t *r, const graphc_rt_host_kernel_t *k, size_t n,
+                     gc_diags *d) {
+  gc_loc nl = {0, 0};
+  if (!r->b.host) {
+    gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, nl,
+                "%s: not a host bundle (it holds GPU code): load it with graphc_rt_bundle_load_memory",
+                r->name);
+    return -1;
+  }
+  const gc_launch_plan *p = &r->b.plans[r->b.host->plan];
+  r->hfns = calloc((size_t)p->n_kernels + 1, sizeof *r->hfns);
+  if (!r->hfns) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, nl, "out of memory");
+    return -1;
+  }
+  for (int i = 0; i < p->n_kernels; i++) {
+    for (size_t j = 0; j < n && !r->hfns[i]; j++)
+      if (k[j].name && strcmp(k[j].name, p->kernels[i].name) == 0) r->hfns[i] = k[j].fn;
+    if (!r->hfns[i]) {
+      gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, nl,
+                  "%s: kernel '%s' of the plan is not among the %zu linked functions "
+                  "(the object and the bundle do not belong together)", r->name, p->kernels[i].name, n);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Parse `data` into a new handle; takes ownership of `file` (may be NULL).
+ * With `hk`, a host bundle whose n_hk kernels are linked into the program. */
 static graphc_status_t load(const char *name, void *file, const void *data, size_t len,
+                            const graphc_rt_host_kernel_t *hk, size_t n_hk,
                             graphc_rt_bundle_t **out, graphc_error_t *err) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
@@ -139,7 +175,8 @@ static graphc_status_t load(const char *name, void *file, const void *data, size
     return finish(&d, err);
   }
   r->file = file;
-  if (gc_bundle_read(&r->b, data, len, name, &d) == 0 && collect_weights(r, &d) == 0) {
+  if (gc_bundle_read(&r->b, data, len, name, &d) == 0 && collect_weights(r, &d) == 0 &&
+      (!hk || bind_host(r, hk, n_hk, &d) == 0)) {
     gc_sbuf_printf(&r->stats, "bundle: %s, graph @%s, format %u, written by graphc %s\n",
                    name, gc_bundle_meta(&r->b, "graph") ? gc_bundle_meta(&r->b, "graph") : "?",
                    r->b.format, r->b.graphc_version);
@@ -150,6 +187,9 @@ static graphc_status_t load(const char *name, void *file, const void *data, size
       imgs[i] = (gc_cu_image){r->b.images[i].sm, r->b.images[i].cubin, r->b.images[i].cubin_len,
                               r->b.images[i].ptx, NULL};
     gc_cu_image_list(imgs, n, list, sizeof list);
+    if (r->b.host)
+      snprintf(list, sizeof list, "host %s (%s), linked into the program", r->b.host->triple,
+               r->b.host->cpu);
     gc_sbuf_printf(&r->stats, "bundle: %d plan%s, code: %s\n", r->b.n_plans,
                    r->b.n_plans == 1 ? "" : "s", list);
     *out = r;
@@ -170,7 +210,7 @@ graphc_status_t graphc_rt_bundle_load(const char *path, graphc_rt_bundle_t **out
   void *file = read_file(path, &len, &d);
   if (!file) return finish(&d, err);
   gc_diags_free(&d);
-  return load(path, file, file, len, out, err);
+  return load(path, file, file, len, NULL, 0, out, err);
 }
 
 graphc_status_t graphc_rt_bundle_load_memory(const void *data, size_t len,
@@ -179,12 +219,26 @@ graphc_status_t graphc_rt_bundle_load_memory(const void *data, size_t len,
   if (!data || !out)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
                         "graphc_rt_bundle_load_memory: NULL argument");
-  return load("<memory>", NULL, data, len, out, err);
+  return load("<memory>", NULL, data, len, NULL, 0, out, err);
+}
+
+graphc_status_t graphc_rt_bundle_load_host(const void *data, size_t len,
+                                           const graphc_rt_host_kernel_t *kernels,
+                                           size_t n_kernels, graphc_rt_bundle_t **out,
+                                           graphc_error_t *err) {
+  if (out) *out = NULL;
+  if (!data || !out || (!kernels && n_kernels))
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "graphc_rt_bundle_load_host: NULL argument");
+  static const graphc_rt_host_kernel_t none = {NULL, NULL};
+  return load("<memory>", NULL, data, len, kernels ? kernels : &none, n_kernels, out, err);
 }
 
 void graphc_rt_bundle_destroy(graphc_rt_bundle_t *r) {
   if (!r) return;
   gc_cu_exec_free(r->x);
+  gc_host_exec_free(r->hx);
+  free(r->hfns);
   for (int i = 0; i < r->n_weights; i++) free(r->weights[i].owned);
   free(r->weights);
   if (r->aligned)
@@ -266,6 +320,7 @@ graphc_status_t graphc_rt_set_weight(graphc_rt_bundle_t *r, const char *name, co
       if (!k->is_param || strcmp(k->name, name) != 0) continue;
       k->data = copy;
       if (r->x && i == r->plan) gc_cu_exec_set_const(r->x, c, copy, nbytes, &d);
+      if (r->hx && i == r->plan) gc_host_exec_set_const(r->hx, c, copy, &d);
     }
   return finish(&d, err);
 }
@@ -296,9 +351,36 @@ oom:
   return -1;
 }
 
-/* Open the device and load the plan whose image suits it best. */
+/* Host code: the executor over the linked functions. */
+static int prepare_host(graphc_rt_bundle_t *r, gc_diags *d) {
+  const gc_bundle_host *h = r->b.host;
+  if (!r->hfns) {
+    gc_error_at(d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0},
+                "%s: a host bundle (%s) carries no code: the program that links the object "
+                "of `graphc compile --target host --emit c` loads it (NAME_create)",
+                r->name, h->triple);
+    return -1;
+  }
+  double *work = calloc((size_t)h->n_kernels + 1, sizeof *work);
+  if (!work) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    return -1;
+  }
+  for (int i = 0; i < h->n_kernels; i++) work[i] = (double)h->work[i];
+  gc_host_code code = {r->hfns, work, h->align};
+  r->hx = gc_host_exec_load(&r->b.plans[h->plan], &code, gc_host_threads(NULL), d);
+  free(work);
+  if (!r->hx) return -1;
+  r->plan = h->plan;
+  gc_sbuf_puts(&r->stats, "host: ");
+  gc_host_exec_describe(r->hx, &r->stats);
+  gc_sbuf_putc(&r->stats, '\n');
+  return 0;
+}
+
+/* Open the device and load the plan whose image suits it best (or the host code). */
 static int prepare(graphc_rt_bundle_t *r, gc_diags *d) {
-  if (r->x) return 0;
+  if (r->x || r->hx) return 0;
   for (int i = 0; i < r->n_weights; i++)
     if (!r->weights[i].data) {
       gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, (gc_loc){0, 0},
@@ -307,6 +389,7 @@ static int prepare(graphc_rt_bundle_t *r, gc_diags *d) {
                   r->name, r->weights[i].name);
       return -1;
     }
+  if (r->b.host) return prepare_host(r, d);
   gc_cu_exec *x = gc_cu_exec_open(d);
   if (!x) return -1;
   int dsm = gc_cu_exec_props(x)->sm;
@@ -415,7 +498,14 @@ static graphc_status_t run(graphc_rt_bundle_t *r, const graphc_tensor_t *in, siz
   if (check_tensors("inputs", s->inputs, s->n_inputs, in, n_in, &d) == 0 &&
       check_tensors("outputs", s->outputs, s->n_outputs, out, n_out, &d) == 0 &&
       prepare(r, &d) == 0) {
-    int rc = device ? gc_cu_exec_run_device(r->x, in, out, &d) : gc_cu_exec_run(r->x, in, out, &d);
+    int rc = -1;
+    if (r->hx && device)
+      gc_error_at(&d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0},
+                  "host code has no device pointers: use graphc_rt_run");
+    else if (r->hx)
+      rc = gc_host_exec_run(r->hx, in, out, &d);
+    else
+      rc = device ? gc_cu_exec_run_device(r->x, in, out, &d) : gc_cu_exec_run(r->x, in, out, &d);
     if (rc && !d.n_errors)
       gc_error_at(&d, GRAPHC_STATUS_DEVICE_ERROR, (gc_loc){0, 0}, "run failed");
   }

@@ -1,6 +1,7 @@
 /* graphc_rt.h - the graphc runtime: load a compiled .gcx bundle and run it
  * with nothing but the CUDA driver (libgraphc_rt.so needs no NVRTC, nvJitLink
- * or LLVM; it opens libcuda.so.1 at run time).
+ * or LLVM; it opens libcuda.so.1 at run time), or run host code compiled
+ * ahead of time and linked into the program (graphc_rt_bundle_load_host).
  *
  *   graphc compile model.graph --arch sm_90,sm_80 --embed-weights -o model.gcx
  *
@@ -46,6 +47,25 @@ graphc_status_t graphc_rt_bundle_load(const char *path, graphc_rt_bundle_t **out
  * program, as `graphc compile --emit c` does). */
 graphc_status_t graphc_rt_bundle_load_memory(const void *data, size_t len,
                                              graphc_rt_bundle_t **out, graphc_error_t *err);
+/* A function of host code linked into the program, by the name the bundle's
+ * plan gives it. `graphc compile --target host --emit c` writes a table of
+ * these, and the call below, into NAME.o; fn(args, begin, end) runs items
+ * [begin, end) of a launch (args: one 8-byte slot per kernel parameter). */
+typedef struct graphc_rt_host_kernel {
+  const char *name;
+  void (*fn)(void *const *args, int64_t begin, int64_t end);
+} graphc_rt_host_kernel_t;
+
+/* Load a host bundle from memory (NOT copied, as for _load_memory) whose
+ * kernels are the given functions, matched by name: every kernel of the plan
+ * must be there. Runs split each launch over a pool of threads
+ * ($GRAPHC_CPU_THREADS, else the online CPUs); no GPU, no compiler, no LLVM.
+ * A CUDA bundle given here is INVALID_ARGUMENT; a host bundle loaded with the
+ * other load calls is UNSUPPORTED on the first run (its code is not in it). */
+graphc_status_t graphc_rt_bundle_load_host(const void *data, size_t len,
+                                           const graphc_rt_host_kernel_t *kernels,
+                                           size_t n_kernels, graphc_rt_bundle_t **out,
+                                           graphc_error_t *err);
 /* Free everything, device memory included. NULL is allowed. */
 void graphc_rt_bundle_destroy(graphc_rt_bundle_t *b);
 
