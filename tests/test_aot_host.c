@@ -1,0 +1,253 @@
+/* test_aot_host.c - `graphc compile --target host --emit c`: host code ahead of time.
+ *
+ * Runs without a GPU. examples/aot_host_mlp is built with its Makefile against
+ * the build tree (the tool compiles examples/mlp.graph to mlp.h + mlp.o, the
+ * system C compiler links a program with libgraphc_rt), run, and its output is
+ * compared with the interpreter's (graphc API) within f32 tolerance. ldd and
+ * nm check that neither the program nor the object needs LLVM or libgraphc.
+ * Two models compiled under two names link into one program (their kernel
+ * symbols carry the name); a model without embedded weights reports the
+ * missing weight; the CLI rejects bad --target / --cpu combinations.
+ */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "cuda_testutil.h"
+
+#ifdef __SANITIZE_ADDRESS__
+#define SAN_FLAGS " -fsanitize=address,undefined"
+#else
+#define SAN_FLAGS ""
+#endif
+
+/* Run a shell command line (printf-style); output in *out; returns the exit status. */
+static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sh(char **out, const char *fmt, ...) {
+  char cmd[16384];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char *o = NULL;
+  int rc = tu_run_cmd(cmd, &o);
+  if (out)
+    *out = o;
+  else
+    free(o);
+  return rc;
+}
+
+#define SH_OK(...)                                                      \
+  do {                                                                  \
+    char *o_ = NULL;                                                    \
+    int rc_ = sh(&o_, __VA_ARGS__);                                     \
+    ck_assert_msg(rc_ == 0, "command failed (%d):\n%s", rc_, o_);       \
+    free(o_);                                                           \
+  } while (0)
+
+/* A fresh directory for one test. */
+static const char *fresh_dir(const char *tag) {
+  static char buf[8][512];
+  static int k, n;
+  char *p = buf[k++ & 7];
+  snprintf(p, 512, "%s/%s-%d-%d", tu_tmpdir(), tag, (int)getpid(), n++);
+  ck_assert_int_eq(mkdir(p, 0700), 0);
+  return p;
+}
+
+/* Write text to dir/name. */
+static void write_text(const char *dir, const char *name, const char *text) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* The interpreter's output of examples/mlp.graph (batch B, weights w) on the
+ * examples' input x[i] = ((37 i) mod 101 - 50) / 50; ref has B*10 floats. */
+static void interp_mlp(int B, const char *w, float *ref) {
+  graphc_context_t *ctx;
+  graphc_model_t *m;
+  graphc_executable_t *exe;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_load_file(ctx, tu_src("examples/mlp.graph"), &m, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_bind(m, "B", B, &err), GRAPHC_STATUS_OK);
+  if (w) ck_assert_int_eq(graphc_model_set_weights(m, w, &err), GRAPHC_STATUS_OK);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_INTERP;
+  ck_assert_msg(graphc_compile(m, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+  float *x = malloc((size_t)B * 784 * sizeof *x);
+  ck_assert_ptr_nonnull(x);
+  for (int i = 0; i < B * 784; i++) x[i] = (float)((i * 37) % 101 - 50) / 50.0f;
+  graphc_tensor_t in = {GRAPHC_DTYPE_F32, 2, {B, 784}, x, (size_t)B * 784 * sizeof *x};
+  graphc_tensor_t out = {GRAPHC_DTYPE_F32, 2, {B, 10}, ref, (size_t)B * 10 * sizeof *ref};
+  ck_assert_int_eq(graphc_executable_run(exe, &in, 1, &out, 1, &err), GRAPHC_STATUS_OK);
+  free(x);
+  graphc_executable_destroy(exe);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+
+/* Compare a y.bin of B*10 floats with the interpreter's output. */
+static void check_against_interp(const char *y_path, int B, const char *w) {
+  float *ref = calloc((size_t)B * 10, sizeof *ref);
+  ck_assert_ptr_nonnull(ref);
+  interp_mlp(B, w, ref);
+  size_t len = 0;
+  char *got = tu_read_file(y_path, &len);
+  ck_assert_msg(got && len == (size_t)B * 10 * sizeof(float), "%s has %zu bytes", y_path, len);
+  double atol, rtol;
+  tu_tolerance(GRAPHC_DTYPE_F32, 1, &atol, &rtol);
+  tu_cmp c = tu_compare(ref, got, GRAPHC_DTYPE_F32, (int64_t)B * 10, atol, rtol);
+  ck_assert_msg(c.n_bad == 0, "%s differs from the interpreter at %lld: ref %.9g got %.9g", y_path,
+                (long long)c.first_bad, c.ref_bad, c.got_bad);
+  free(got);
+  free(ref);
+}
+
+/* examples/aot_host_mlp built with its Makefile, run, compared, and checked
+ * for its dependencies. */
+START_TEST(example_builds_runs_and_matches_interp) {
+  const char *dir = fresh_dir("aothost");
+  char *out = NULL;
+  int rc = sh(&out, "make -s -f '%s/examples/aot_host_mlp/Makefile' GRAPHC='%s' OUT='%s' BATCH=64 "
+                    "CC='cc%s' RT_CFLAGS='-I%s/include' RT_LIBS='-L%s -Wl,-rpath,%s -lgraphc_rt'",
+              GRAPHC_SOURCE_DIR, GRAPHC_CLI, dir, SAN_FLAGS, GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR,
+              GRAPHC_BINARY_DIR);
+  ck_assert_msg(rc == 0, "make:\n%s", out);
+  free(out);
+  char y_path[700], w_path[700];
+  snprintf(y_path, sizeof y_path, "%s/y.bin", dir);
+  snprintf(w_path, sizeof w_path, "%s/mlp.safetensors", dir);
+  for (int threads = 1; threads <= 3; threads += 2) {  /* inline, and over a pool */
+    rc = sh(&out, "GRAPHC_CPU_THREADS=%d '%s/aot_host_mlp' '%s'", threads, dir, y_path);
+    ck_assert_msg(rc == 0, "aot_host_mlp (%d):\n%s", rc, out);
+    ck_assert_msg(strstr(out, "code: host ") && strstr(out, "linked into the program"), "%s", out);
+    printf("%s", out);
+    free(out);
+    check_against_interp(y_path, 64, w_path);
+  }
+
+  /* The program needs libgraphc_rt and libc only: no LLVM, no libgraphc. */
+  rc = sh(&out, "ldd '%s/aot_host_mlp'", dir);
+  ck_assert_msg(rc == 0 && strstr(out, "libgraphc_rt.so"), "ldd:\n%s", out);
+  ck_assert_msg(!strstr(out, "LLVM") && !strstr(out, "libgraphc.so") && !strstr(out, "nvrtc") &&
+                    !strstr(out, "libstdc++"),
+                "the program depends on more than libgraphc_rt:\n%s", out);
+  free(out);
+  /* The object defines its entry points and hidden kernels, and needs only graphc_rt_* and libc. */
+  rc = sh(&out, "nm -u '%s/mlp.o' | awk '{print $2}' | grep -v -E "
+                "'^(graphc_rt_[a-z_]+|_GLOBAL_OFFSET_TABLE_|calloc|free|memcpy|memset|[a-z0-9]+f?)$' "
+                "|| true", dir);
+  ck_assert_msg(rc == 0 && out[strspn(out, " \n")] == 0, "unexpected undefined symbols in mlp.o:\n%s", out);
+  free(out);
+  rc = sh(&out, "readelf -sW '%s/mlp.o' | awk '$5 == \"GLOBAL\" && $7 != \"UND\" {print $6, $8}'", dir);
+  ck_assert_msg(rc == 0 && strstr(out, "DEFAULT mlp_create") && strstr(out, "DEFAULT mlp_run") &&
+                    strstr(out, "HIDDEN mlp__"),
+                "symbols of mlp.o:\n%s", out);
+  ck_assert_msg(!strstr(out, "LLVM") && !strstr(out, " gc_"), "symbols of mlp.o:\n%s", out);
+  free(out);
+}
+END_TEST
+
+/* Two models in one program, one without embedded weights. */
+static const char *two_models_main =
+    "#include <stdio.h>\n#include <string.h>\n#include \"mlp_a.h\"\n#include \"mlp_b.h\"\n"
+    "int main(int argc, char **argv) {\n  if (argc < 2) return 2;\n"
+    "  static float x[MLP_A_IN_X_NUMEL], ya[MLP_A_OUT_Y_NUMEL], yb[MLP_B_OUT_Y_NUMEL];\n"
+    "  for (int i = 0; i < MLP_A_IN_X_NUMEL; i++) x[i] = (float)((i * 37) % 101 - 50) / 50.0f;\n"
+    "  mlp_a_t *a = NULL; mlp_b_t *b = NULL; graphc_error_t err;\n"
+    "  if (mlp_a_create(&a, &err) || mlp_b_create(&b, &err)) { puts(err.message); return 1; }\n"
+    "  if (mlp_a_run(a, x, ya, &err)) { puts(err.message); return 1; }\n"
+    "  graphc_status_t st = mlp_b_run(b, x, yb, &err);\n"
+    "  printf(\"b without weights: %s: %s\\n\", graphc_status_string(st), err.message);\n"
+    "  if (st != GRAPHC_STATUS_WEIGHTS_ERROR) return 1;\n"
+    "  graphc_rt_bundle_t *rb = mlp_b_bundle(b);\n"
+    "  for (size_t i = 0; i < graphc_rt_num_weights(rb); i++) {\n"
+    "    graphc_tensor_info_t info; int emb = 1;\n"
+    "    graphc_rt_weight_info(rb, i, &info, &emb);\n"
+    "    if (emb) return 1;\n"
+    "    /* the raw tensor bytes, written by the test as <dir>/<name>.bin */\n"
+    "    static char buf[1 << 20]; char path[600];\n"
+    "    snprintf(path, sizeof path, \"%s/%s.bin\", argv[1], info.name);\n"
+    "    FILE *f = fopen(path, \"rb\"); if (!f) { perror(path); return 1; }\n"
+    "    size_t n = fread(buf, 1, sizeof buf, f); fclose(f);\n"
+    "    if (graphc_rt_set_weight(rb, info.name, buf, n, &err)) { puts(err.message); return 1; }\n"
+    "  }\n"
+    "  if (mlp_b_run(b, x, yb, &err)) { puts(err.message); return 1; }\n"
+    "  int same = memcmp(ya, yb, sizeof ya) == 0;\n"
+    "  printf(\"a and b agree: %d\\n\", same);\n"
+    "  mlp_a_destroy(a); mlp_b_destroy(b);\n"
+    "  return same ? 0 : 1;\n}\n";
+
+START_TEST(two_models_one_program) {
+  const char *dir = fresh_dir("aothost2");
+  const char *w = tu_src("examples/mlp.safetensors");
+  SH_OK("'%s' compile '%s' --bind B=4 --target host --cpu x86-64-v2 --embed-weights --emit c -o '%s/mlp_a'",
+        GRAPHC_CLI, tu_src("examples/mlp.graph"), dir);
+  SH_OK("'%s' compile '%s' --bind B=4 --target=host --emit c -o '%s/mlp_b.o'", GRAPHC_CLI,
+        tu_src("examples/mlp.graph"), dir);
+  /* The weights as raw files, for graphc_rt_set_weight. */
+  write_text(dir, "split.py",
+             "import json, struct, sys\n"
+             "b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]\n"
+             "for k, v in json.loads(b[8:8 + n]).items():\n"
+             "    if k == '__metadata__': continue\n"
+             "    s, e = v['data_offsets']\n"
+             "    open(sys.argv[2] + '/' + k + '.bin', 'wb').write(b[8 + n + s:8 + n + e])\n");
+  SH_OK("python3 '%s/split.py' '%s' '%s'", dir, w, dir);
+  write_text(dir, "main.c", two_models_main);
+  SH_OK("cc%s -std=c17 -Wall -Wextra -Werror -I'%s' -I'%s/include' -o '%s/two' '%s/main.c' "
+        "'%s/mlp_a.o' '%s/mlp_b.o' -L'%s' -Wl,-rpath,'%s' -lgraphc_rt -lm",
+        SAN_FLAGS, dir, GRAPHC_SOURCE_DIR, dir, dir, dir, dir, GRAPHC_BINARY_DIR, GRAPHC_BINARY_DIR);
+  char *out = NULL;
+  int rc = sh(&out, "'%s/two' '%s'", dir, dir);
+  ck_assert_msg(rc == 0, "two models (%d):\n%s", rc, out);
+  ck_assert_msg(strstr(out, "b without weights: weights error") && strstr(out, "graphc_rt_set_weight") &&
+                    strstr(out, "a and b agree: 1"),
+                "%s", out);
+  free(out);
+}
+END_TEST
+
+/* Bad combinations are user errors with a message (exit status 1). */
+START_TEST(cli_rejects_bad_options) {
+  const char *dir = fresh_dir("aothostcli");
+  const char *g = tu_src("examples/mlp.graph");
+  static const struct {
+    const char *args, *msg;
+  } cases[] = {
+      {"--target host -o %s/x.gcx", "--target host writes a C header and an object"},
+      {"--target host --emit c --cpu pentium9000 -o %s/x", "unknown --cpu 'pentium9000'"},
+      {"--target tpu --emit c -o %s/x", "unknown --target 'tpu'"},
+      {"--cpu x86-64 --emit c -o %s/x", "--cpu applies to --target host"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char args[1024], *out = NULL;
+    snprintf(args, sizeof args, cases[i].args, dir);
+    int rc = sh(&out, "'%s' compile '%s' --bind B=2 %s", GRAPHC_CLI, g, args);
+    ck_assert_msg(rc == 1 && strstr(out, cases[i].msg), "%s: exit %d:\n%s", args, rc, out);
+    free(out);
+  }
+  char *out = NULL;
+  int rc = sh(&out, "ls '%s'", dir);
+  ck_assert_msg(rc == 0 && out[0] == 0, "files left behind:\n%s", out);
+  free(out);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("aot_host");
+  TCase *tc = tcase_create("aot_host");
+  tcase_add_test(tc, example_builds_runs_and_matches_interp);
+  tcase_add_test(tc, two_models_one_program);
+  tcase_add_test(tc, cli_rejects_bad_options);
+  tcase_set_timeout(tc, 600);
+  suite_add_tcase(s, tc);
+  return tu_run_suite(s);
+}
