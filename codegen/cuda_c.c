@@ -467,6 +467,68 @@ static void print_vec(cprint *c, const kir_stmt *s, int depth) {
 
 static void print_block(cprint *c, const kir_block *blk, int depth);
 
+/* Name of variable v. */
+static const char *vn(const cprint *c, int v) { return c->k->vars[v].name; }
+
+/* Tensor-core statements as inline PTX (the LLVM printer emits the same instructions). */
+static void print_tensor_core(cprint *c, const kir_stmt *s, int depth) {
+  gc_sbuf *b = c->b;
+  indent(b, depth);
+  switch (s->kind) {
+    case KIR_S_CP_ASYNC:
+      gc_sbuf_puts(b, "{ const bool q_ = ");
+      print_expr(c, s->u.copy.pred);
+      gc_sbuf_puts(b, "; const unsigned s_ = (unsigned)__cvta_generic_to_shared(&");
+      print_buf_name(c, KIR_SHARED, s->u.copy.sbuf);
+      gc_sbuf_putc(b, '[');
+      print_expr(c, s->u.copy.sindex);
+      gc_sbuf_puts(b, "]); const void *g_ = &");
+      print_buf_name(c, KIR_GLOBAL, s->u.copy.gbuf);
+      gc_sbuf_puts(b, "[q_ ? (");
+      print_expr(c, s->u.copy.gindex);
+      gc_sbuf_puts(b, ") : 0LL];\n");
+      indent(b, depth + 1);
+      gc_sbuf_puts(b, "asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(s_), "
+                      "\"l\"(g_), \"r\"(q_ ? 16 : 0) : \"memory\"); }\n");
+      break;
+    case KIR_S_CP_COMMIT:
+      gc_sbuf_puts(b, "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n");
+      break;
+    case KIR_S_CP_WAIT:
+      gc_sbuf_printf(b, "asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", s->u.wait);
+      break;
+    case KIR_S_LDMATRIX: {
+      const int *v = s->u.ldm.vars;
+      gc_sbuf_puts(b, "{ const unsigned s_ = (unsigned)__cvta_generic_to_shared(&");
+      print_buf_name(c, KIR_SHARED, s->u.ldm.buf);
+      gc_sbuf_putc(b, '[');
+      print_expr(c, s->u.ldm.index);
+      gc_sbuf_puts(b, "]);\n");
+      indent(b, depth + 1);
+      gc_sbuf_printf(b,
+                     "asm volatile(\"ldmatrix.sync.aligned.m8n8.x4%s.shared.b16 {%%0, %%1, %%2, %%3}, [%%4];\\n\""
+                     " : \"=r\"(v_%s), \"=r\"(v_%s), \"=r\"(v_%s), \"=r\"(v_%s) : \"r\"(s_) : \"memory\"); }\n",
+                     s->u.ldm.trans ? ".trans" : "", vn(c, v[0]), vn(c, v[1]), vn(c, v[2]), vn(c, v[3]));
+      break;
+    }
+    case KIR_S_MMA: {
+      const int *d = s->u.mma.d, *a = s->u.mma.a, *bf = s->u.mma.b;
+      gc_sbuf_printf(b,
+                     "asm volatile(\"%s {%%0, %%1, %%2, %%3}, {%%4, %%5, %%6, %%7}, {%%8, %%9}, "
+                     "{%%0, %%1, %%2, %%3};\\n\"\n",
+                     kir_mma_ptx(s->u.mma.kind));
+      indent(b, depth + 1);
+      gc_sbuf_printf(b, ": \"+f\"(v_%s), \"+f\"(v_%s), \"+f\"(v_%s), \"+f\"(v_%s)\n", vn(c, d[0]), vn(c, d[1]),
+                     vn(c, d[2]), vn(c, d[3]));
+      indent(b, depth + 1);
+      gc_sbuf_printf(b, ": \"r\"(v_%s), \"r\"(v_%s), \"r\"(v_%s), \"r\"(v_%s), \"r\"(v_%s), \"r\"(v_%s));\n",
+                     vn(c, a[0]), vn(c, a[1]), vn(c, a[2]), vn(c, a[3]), vn(c, bf[0]), vn(c, bf[1]));
+      break;
+    }
+    default: GC_ASSERT(!"not a tensor-core statement");
+  }
+}
+
 /* One statement at `depth`. */
 static void print_stmt(cprint *c, const kir_stmt *s, int depth) {
   gc_sbuf *b = c->b;
@@ -526,6 +588,13 @@ static void print_stmt(cprint *c, const kir_stmt *s, int depth) {
       indent(b, depth);
       gc_sbuf_puts(b, "__syncthreads();\n");
       break;
+    case KIR_S_CP_ASYNC:
+    case KIR_S_CP_COMMIT:
+    case KIR_S_CP_WAIT:
+    case KIR_S_LDMATRIX:
+    case KIR_S_MMA:
+      print_tensor_core(c, s, depth);
+      break;
   }
 }
 
@@ -577,7 +646,13 @@ static void block_types(const kir_block *blk, unsigned *mask) {
         block_types(&s->u.cond.then, mask);
         block_types(&s->u.cond.els, mask);
         break;
-      case KIR_S_BARRIER: break;
+      case KIR_S_CP_ASYNC:
+        expr_types(s->u.copy.sindex, mask);
+        expr_types(s->u.copy.gindex, mask);
+        expr_types(s->u.copy.pred, mask);
+        break;
+      case KIR_S_LDMATRIX: expr_types(s->u.ldm.index, mask); break;
+      case KIR_S_BARRIER: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_MMA: break;
     }
   }
 }

@@ -148,6 +148,23 @@ kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc
 /* Modeled flops per element of an elementwise op. */
 double gc_ec_op_flops(const gc_op *op);
 
+/* ---- matmul pieces shared by emit_linalg.c and emit_mma.c -------------------------------- */
+typedef struct gc_mm_shape {
+  int64_t M, N, K, batch;
+  int ta, tb;
+  int ob;                    /* output batch rank */
+  int64_t obdims[GC_MAX_RANK];
+} gc_mm_shape;
+/* Output batch coordinates of batch index var `bi` (unit dims: GC_PT_ZERO). */
+void gc_mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_shape *s, int bi, int *bco);
+/* Output point (batch coords, m, n) of the result o. */
+int gc_mm_out_point(gc_gen *G, const gc_value *o, const gc_mm_shape *s, const int *bco, int m, int n, int lin);
+/* Bind the root's accumulated value at pt and store the group's outputs (epilogue). */
+void gc_mm_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt, kir_expr *acc);
+/* emit_mma.c: the tensor-core kernel of a matmul group, or NULL when the target,
+ * dtypes, shapes or operand layouts do not allow it (nothing emitted then). */
+kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G);
+
 /* ---- kernels, params, launches (emit_util.c) ------------------------------------------ */
 /* Arithmetic type for a storage dtype: f16/bf16 -> f32, i8/u8 -> i32. */
 gc_dtype gc_ec_compute_type(gc_dtype t);

@@ -41,12 +41,7 @@ static void epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt
 
 /* ---- matmul --------------------------------------------------------------------------------- */
 
-typedef struct mm_shape {
-  int64_t M, N, K, batch;
-  int ta, tb;
-  int ob;                    /* output batch rank */
-  int64_t obdims[GC_MAX_RANK];
-} mm_shape;
+typedef gc_mm_shape mm_shape;
 
 /* Sizes, transpose flags and batch dims of a matmul. */
 static void mm_shape_of(const gc_op *op, mm_shape *s) {
@@ -282,7 +277,18 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   return k;
 }
 
-/* matmul group: tiled BLOCKS kernel on CUDA, ITEMS dot products on the host. */
+void gc_mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_shape *s, int bi, int *bco) {
+  mm_batch_coords(c, k, b, s, bi, bco);
+}
+int gc_mm_out_point(gc_gen *G, const gc_value *o, const gc_mm_shape *s, const int *bco, int m, int n, int lin) {
+  return mm_out_point(G, o, s, bco, m, n, lin);
+}
+void gc_mm_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt, kir_expr *acc) {
+  epilogue(G, b, grp, pt, acc);
+}
+
+/* matmul group: tensor cores (emit_mma.c) or the tiled BLOCKS kernel on CUDA, ITEMS dot
+ * products on the host. */
 int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *op = grp->roots[0];
   mm_shape s;
@@ -290,7 +296,8 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_dtype ct = gc_ec_compute_type(op->results[0]->type.dtype);
   gc_dtype at = gc_dtype_is_float(ct) ? ct : GRAPHC_DTYPE_I64;
   gc_gen G;
-  kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, grp, &s, at, &G) : mm_items(c, grp, &s, at, &G);
+  kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? gc_mm_tensor_core(c, grp, &s, &G) : NULL;
+  if (!k) k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, grp, &s, at, &G) : mm_items(c, grp, &s, at, &G);
   k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = 2.0 * (double)s.batch * (double)s.M * (double)s.N * (double)s.K;
   gc_gen_free(&G);

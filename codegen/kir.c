@@ -478,6 +478,91 @@ void kir_emit_if(kir_module *m, kir_block *b, kir_expr *cond, kir_block **then_b
 /* Barrier over the threads of the group. */
 void kir_emit_barrier(kir_module *m, kir_block *b) { new_stmt(m, b, KIR_S_BARRIER); }
 
+/* ---- tensor-core building blocks ---------------------------------------------------------- */
+
+/* 16-byte asynchronous copy global -> shared (zero-fill when !pred). */
+void kir_emit_cp_async(kir_module *m, kir_block *b, int sbuf, kir_expr *sindex, int gbuf,
+                       kir_expr *gindex, kir_expr *pred) {
+  if (!sindex || !gindex || !pred) return;
+  kir_stmt *s = new_stmt(m, b, KIR_S_CP_ASYNC);
+  if (!s) return;
+  s->u.copy.sbuf = sbuf;
+  s->u.copy.sindex = sindex;
+  s->u.copy.gbuf = gbuf;
+  s->u.copy.gindex = gindex;
+  s->u.copy.pred = pred;
+}
+
+void kir_emit_cp_commit(kir_module *m, kir_block *b) { new_stmt(m, b, KIR_S_CP_COMMIT); }
+
+void kir_emit_cp_wait(kir_module *m, kir_block *b, int pending) {
+  GC_ASSERT(pending >= 0 && pending < 8);
+  kir_stmt *s = new_stmt(m, b, KIR_S_CP_WAIT);
+  if (s) s->u.wait = pending;
+}
+
+/* Four 8x8 b16 matrices from shared array buf into vars[0..4). */
+void kir_emit_ldmatrix(kir_module *m, kir_block *b, int buf, kir_expr *index, int trans,
+                       const int *vars) {
+  if (!index) return;
+  kir_stmt *s = new_stmt(m, b, KIR_S_LDMATRIX);
+  if (!s) return;
+  s->u.ldm.buf = buf;
+  s->u.ldm.index = index;
+  s->u.ldm.trans = trans;
+  for (int i = 0; i < 4; i++) s->u.ldm.vars[i] = vars[i];
+}
+
+/* d += a * bfrag (warp-wide). */
+void kir_emit_mma(kir_module *m, kir_block *b, kir_mma_kind kind, const int *d, const int *a,
+                  const int *bfrag) {
+  kir_stmt *s = new_stmt(m, b, KIR_S_MMA);
+  if (!s) return;
+  s->u.mma.kind = kind;
+  for (int i = 0; i < 4; i++) {
+    s->u.mma.d[i] = d[i];
+    s->u.mma.a[i] = a[i];
+  }
+  s->u.mma.b[0] = bfrag[0];
+  s->u.mma.b[1] = bfrag[1];
+}
+
+const char *kir_mma_ptx(kir_mma_kind kind) {
+  switch (kind) {
+    case KIR_MMA_F16: return "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+    case KIR_MMA_BF16: return "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+    case KIR_MMA_TF32: return "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+  }
+  GC_ASSERT(!"bad mma kind");
+  return NULL;
+}
+
+int kir_mma_k(kir_mma_kind kind) { return kind == KIR_MMA_TF32 ? 8 : 16; }
+
+gc_dtype kir_mma_dtype(kir_mma_kind kind) {
+  return kind == KIR_MMA_F16 ? GRAPHC_DTYPE_F16 : kind == KIR_MMA_BF16 ? GRAPHC_DTYPE_BF16 : GRAPHC_DTYPE_F32;
+}
+
+/* Any tensor-core statement in block b? */
+static int block_uses_tc(const kir_block *b) {
+  for (const kir_stmt *s = b->head; s; s = s->next) {
+    switch (s->kind) {
+      case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_LDMATRIX: case KIR_S_MMA:
+        return 1;
+      case KIR_S_FOR:
+        if (block_uses_tc(&s->u.loop.body)) return 1;
+        break;
+      case KIR_S_IF:
+        if (block_uses_tc(&s->u.cond.then) || block_uses_tc(&s->u.cond.els)) return 1;
+        break;
+      default: break;
+    }
+  }
+  return 0;
+}
+
+int kir_uses_tensor_cores(const kir_kernel *k) { return block_uses_tc(&k->body); }
+
 /* ---- verifier ---------------------------------------------------------------------------- */
 
 typedef struct verify_ctx {
@@ -637,6 +722,46 @@ static void verify_block(verify_ctx *c, const kir_block *b) {
         break;
       case KIR_S_BARRIER:
         GC_ASSERT(c->blocks);
+        break;
+      case KIR_S_CP_ASYNC:
+        GC_ASSERT(c->blocks);
+        buf_dtype(k, KIR_SHARED, s->u.copy.sbuf);
+        buf_dtype(k, KIR_GLOBAL, s->u.copy.gbuf);
+        GC_ASSERT(k->shared[s->u.copy.sbuf].dtype == k->params[s->u.copy.gbuf].dtype);
+        verify_expr(c, s->u.copy.sindex);
+        verify_expr(c, s->u.copy.gindex);
+        verify_expr(c, s->u.copy.pred);
+        GC_ASSERT(s->u.copy.sindex->type == GRAPHC_DTYPE_I64 && s->u.copy.gindex->type == GRAPHC_DTYPE_I64 &&
+                  s->u.copy.pred->type == GRAPHC_DTYPE_BOOL);
+        break;
+      case KIR_S_CP_COMMIT:
+      case KIR_S_CP_WAIT:
+        GC_ASSERT(c->blocks);
+        break;
+      case KIR_S_LDMATRIX:
+        GC_ASSERT(c->blocks);
+        GC_ASSERT(graphc_dtype_size(buf_dtype(k, KIR_SHARED, s->u.ldm.buf)) <= 4);
+        verify_expr(c, s->u.ldm.index);
+        GC_ASSERT(s->u.ldm.index->type == GRAPHC_DTYPE_I64);
+        for (int i = 0; i < 4; i++) {
+          int v = s->u.ldm.vars[i];
+          GC_ASSERT(v >= 0 && v < k->n_vars && k->vars[v].type == GRAPHC_DTYPE_I32);
+          c->assigned[v] = 1;
+        }
+        c->uses_shfl = 1;  /* warp-collective: whole warps */
+        break;
+      case KIR_S_MMA:
+        GC_ASSERT(c->blocks);
+        for (int i = 0; i < 4; i++) {
+          int d = s->u.mma.d[i], a = s->u.mma.a[i];
+          GC_ASSERT(d >= 0 && d < k->n_vars && k->vars[d].type == GRAPHC_DTYPE_F32 && c->assigned[d]);
+          GC_ASSERT(a >= 0 && a < k->n_vars && k->vars[a].type == GRAPHC_DTYPE_I32 && c->assigned[a]);
+        }
+        for (int i = 0; i < 2; i++) {
+          int v = s->u.mma.b[i];
+          GC_ASSERT(v >= 0 && v < k->n_vars && k->vars[v].type == GRAPHC_DTYPE_I32 && c->assigned[v]);
+        }
+        c->uses_shfl = 1;
         break;
       default:
         GC_ASSERT(!"unknown kir statement kind");
@@ -834,6 +959,38 @@ static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, i
       case KIR_S_BARRIER:
         gc_sbuf_puts(b, "barrier\n");
         break;
+      case KIR_S_CP_ASYNC:
+        gc_sbuf_printf(b, "cp.async smem%d[", s->u.copy.sbuf);
+        print_expr(b, k, s->u.copy.sindex);
+        gc_sbuf_printf(b, " x16B] = %s[", k->params[s->u.copy.gbuf].name);
+        print_expr(b, k, s->u.copy.gindex);
+        gc_sbuf_puts(b, "] if ");
+        print_expr(b, k, s->u.copy.pred);
+        gc_sbuf_puts(b, "\n");
+        break;
+      case KIR_S_CP_COMMIT:
+        gc_sbuf_puts(b, "cp.async.commit\n");
+        break;
+      case KIR_S_CP_WAIT:
+        gc_sbuf_printf(b, "cp.async.wait %d\n", s->u.wait);
+        break;
+      case KIR_S_LDMATRIX: {
+        const int *v = s->u.ldm.vars;
+        gc_sbuf_printf(b, "%%%s, %%%s, %%%s, %%%s = ldmatrix.x4%s smem%d[", k->vars[v[0]].name,
+                       k->vars[v[1]].name, k->vars[v[2]].name, k->vars[v[3]].name,
+                       s->u.ldm.trans ? ".trans" : "", s->u.ldm.buf);
+        print_expr(b, k, s->u.ldm.index);
+        gc_sbuf_puts(b, "]\n");
+        break;
+      }
+      case KIR_S_MMA: {
+        const int *d = s->u.mma.d, *a = s->u.mma.a, *bf = s->u.mma.b;
+        gc_sbuf_printf(b, "(%%%s, %%%s, %%%s, %%%s) += %s (%%%s, %%%s, %%%s, %%%s) x (%%%s, %%%s)\n",
+                       k->vars[d[0]].name, k->vars[d[1]].name, k->vars[d[2]].name, k->vars[d[3]].name,
+                       kir_mma_ptx(s->u.mma.kind), k->vars[a[0]].name, k->vars[a[1]].name,
+                       k->vars[a[2]].name, k->vars[a[3]].name, k->vars[bf[0]].name, k->vars[bf[1]].name);
+        break;
+      }
     }
   }
 }

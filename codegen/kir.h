@@ -99,8 +99,29 @@ typedef enum kir_stmt_kind {
   KIR_S_STORE_VEC,        /* buf[index .. index+width) = values[0..width) */
   KIR_S_FOR,              /* for (var = lo; var < hi; var += step) body   (i64) */
   KIR_S_IF,               /* if (cond) then else els */
-  KIR_S_BARRIER           /* all threads of the group; shared memory visible after */
+  KIR_S_BARRIER,          /* all threads of the group; shared memory visible after */
+  /* Tensor-core building blocks (CUDA targets, sm_80+, BLOCKS launches only). The
+   * warp-collective ones (LDMATRIX, MMA) must be reached by all 32 lanes together. */
+  KIR_S_CP_ASYNC,         /* 16 bytes shared[dst ..] = pred ? global[src ..] : zeros, asynchronously */
+  KIR_S_CP_COMMIT,        /* close the group of async copies issued by this thread */
+  KIR_S_CP_WAIT,          /* wait until at most u.wait of this thread's groups are pending */
+  KIR_S_LDMATRIX,         /* warp: vars[0..4) (i32) = four 8x8 b16 matrices from shared memory */
+  KIR_S_MMA               /* warp: d[0..4) (f32) += A * B on the tensor cores, see kir_mma_kind */
 } kir_stmt_kind;
+
+/* Warp-level matrix multiply-accumulate shapes (PTX mma.sync, row.col, f32 accumulators).
+ * Fragments live in i32 variables holding two packed 16-bit values (low half first)
+ * or one tf32; lane = 4 * g + t (g = lane / 4, t = lane % 4):
+ *   F16, BF16  m16n8k16: a[0..4) = A(g, 2t..2t+1), A(g+8, 2t..), A(g, 2t+8..), A(g+8, 2t+8..)
+ *                        b[0..2) = B(2t..2t+1, g), B(2t+8.., g)
+ *   TF32       m16n8k8:  a[0..4) = A(g, t), A(g+8, t), A(g, t+4), A(g+8, t+4)
+ *                        b[0..2) = B(t, g), B(t+4, g)
+ *   all        d[0..4)  = C(g, 2t), C(g, 2t+1), C(g+8, 2t), C(g+8, 2t+1)
+ * LDMATRIX (ldmatrix.sync.aligned.m8n8.x4.b16): lane l gives the address (u.ldm.index,
+ * in elements of the shared array) of row l % 8 of matrix l / 8; lane l receives in
+ * vars[q] the elements (l / 4, 2 (l % 4) .. +1) of matrix q, or of its transpose when
+ * u.ldm.trans. */
+typedef enum kir_mma_kind { KIR_MMA_F16, KIR_MMA_BF16, KIR_MMA_TF32 } kir_mma_kind;
 
 #define KIR_MAX_VEC 8
 
@@ -121,6 +142,14 @@ struct kir_stmt {
     } vec;
     struct { int var; kir_expr *lo, *hi, *step; struct kir_block body; } loop;
     struct { kir_expr *cond; struct kir_block then, els; } cond;  /* els.head NULL: no else */
+    struct {                        /* CP_ASYNC: indices in elements of each array */
+      int sbuf; kir_expr *sindex;   /* shared destination (16-byte aligned) */
+      int gbuf; kir_expr *gindex;   /* global source param (16-byte aligned) */
+      kir_expr *pred;               /* bool: false zero-fills and reads nothing */
+    } copy;
+    int wait;                       /* CP_WAIT */
+    struct { int buf; kir_expr *index; int trans; int vars[4]; } ldm;  /* LDMATRIX */
+    struct { kir_mma_kind kind; int d[4], a[4], b[2]; } mma;            /* MMA */
   } u;
 };
 
@@ -208,6 +237,21 @@ kir_block *kir_emit_for(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_
 void kir_emit_if(kir_module *m, kir_block *b, kir_expr *cond, kir_block **then_b,
                  kir_block **else_b);
 void kir_emit_barrier(kir_module *m, kir_block *b);
+void kir_emit_cp_async(kir_module *m, kir_block *b, int sbuf, kir_expr *sindex, int gbuf,
+                       kir_expr *gindex, kir_expr *pred);
+void kir_emit_cp_commit(kir_module *m, kir_block *b);
+void kir_emit_cp_wait(kir_module *m, kir_block *b, int pending);
+void kir_emit_ldmatrix(kir_module *m, kir_block *b, int buf, kir_expr *index, int trans,
+                       const int *vars);
+void kir_emit_mma(kir_module *m, kir_block *b, kir_mma_kind kind, const int *d, const int *a,
+                  const int *bfrag);
+/* PTX instruction of an mma kind ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+ * its K and the dtype of its operands; both printers use these. */
+const char *kir_mma_ptx(kir_mma_kind kind);
+int kir_mma_k(kir_mma_kind kind);
+gc_dtype kir_mma_dtype(kir_mma_kind kind);
+/* Does the kernel use any tensor-core statement (needs sm_80+)? */
+int kir_uses_tensor_cores(const kir_kernel *k);
 
 /* Check invariants (types agree, vars assigned before use, shared only in
  * BLOCKS launches); GC_ASSERT on violation: a violation is an emitter bug. */

@@ -645,6 +645,89 @@ static void emit_if(em *e, const kir_stmt *s) {
   enter(e, end);
 }
 
+/* ---- tensor-core statements: the same PTX instructions the CUDA C printer writes ---- */
+
+/* Call inline PTX `text` with constraints `cons` returning ret (void, i32 or a struct). */
+static LLVMValueRef inline_ptx(em *e, const char *text, const char *cons, LLVMTypeRef ret,
+                               LLVMValueRef *args, int n) {
+  LLVMTypeRef ats[16];
+  GC_ASSERT(n <= 16);
+  for (int i = 0; i < n; i++) ats[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, ats, (unsigned)n, 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(e->b, fty, asmv, args, (unsigned)n, "");
+}
+
+/* 32-bit shared-window address of shared[idx]. */
+static LLVMValueRef shared_addr(em *e, int buf, const kir_expr *idx) {
+  gc_dtype dt;
+  LLVMValueRef p = elem_ptr(e, KIR_SHARED, buf, index64(e, idx), &dt);
+  return LLVMBuildPtrToInt(e->b, p, e->t_i32, "");
+}
+
+/* Store element i of struct value v into var. */
+static void store_field(em *e, LLVMValueRef v, unsigned i, int var) {
+  LLVMBuildStore(e->b, LLVMBuildExtractValue(e->b, v, i, ""), e->vars[var]);
+}
+
+/* Load var (register form). */
+static LLVMValueRef var_val(em *e, int var) {
+  return LLVMBuildLoad2(e->b, reg_ty(e, e->k->vars[var].type), e->vars[var], "");
+}
+
+static void emit_tensor_core(em *e, const kir_stmt *s) {
+  GC_ASSERT(e->t->arch == GC_LLVM_NVPTX);
+  switch (s->kind) {
+  case KIR_S_CP_ASYNC: {
+    LLVMValueRef q = ex(e, s->u.copy.pred);
+    LLVMValueRef sa = shared_addr(e, s->u.copy.sbuf, s->u.copy.sindex);
+    LLVMValueRef gi = LLVMBuildSelect(e->b, q, index64(e, s->u.copy.gindex), cint(e->t_i64, 0), "");
+    gc_dtype dt;
+    LLVMValueRef gp = elem_ptr(e, KIR_GLOBAL, s->u.copy.gbuf, gi, &dt);
+    LLVMValueRef args[3] = {sa, LLVMBuildPtrToInt(e->b, gp, e->t_i64, ""),
+                            LLVMBuildSelect(e->b, q, cint(e->t_i32, 16), cint(e->t_i32, 0), "")};
+    inline_ptx(e, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", e->t_void, args, 3);
+    return;
+  }
+  case KIR_S_CP_COMMIT:
+    inline_ptx(e, "cp.async.commit_group;", "~{memory}", e->t_void, NULL, 0);
+    return;
+  case KIR_S_CP_WAIT: {
+    char text[64];
+    snprintf(text, sizeof text, "cp.async.wait_group %d;", s->u.wait);
+    inline_ptx(e, text, "~{memory}", e->t_void, NULL, 0);
+    return;
+  }
+  case KIR_S_LDMATRIX: {
+    LLVMTypeRef f4[4] = {e->t_i32, e->t_i32, e->t_i32, e->t_i32};
+    LLVMValueRef sa = shared_addr(e, s->u.ldm.buf, s->u.ldm.index);
+    char text[128];
+    snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x4%s.shared.b16 {$0, $1, $2, $3}, [$4];",
+             s->u.ldm.trans ? ".trans" : "");
+    LLVMValueRef r = inline_ptx(e, text, "=r,=r,=r,=r,r,~{memory}", LLVMStructTypeInContext(e->ctx, f4, 4, 0),
+                                &sa, 1);
+    for (unsigned i = 0; i < 4; i++) store_field(e, r, i, s->u.ldm.vars[i]);
+    return;
+  }
+  case KIR_S_MMA: {
+    LLVMTypeRef f4[4] = {e->t_f32, e->t_f32, e->t_f32, e->t_f32};
+    LLVMValueRef args[10];
+    for (int i = 0; i < 4; i++) args[i] = var_val(e, s->u.mma.a[i]);
+    for (int i = 0; i < 2; i++) args[4 + i] = var_val(e, s->u.mma.b[i]);
+    for (int i = 0; i < 4; i++) args[6 + i] = var_val(e, s->u.mma.d[i]);
+    char text[256];
+    snprintf(text, sizeof text, "%s {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+             kir_mma_ptx(s->u.mma.kind));
+    LLVMValueRef r = inline_ptx(e, text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
+                                LLVMStructTypeInContext(e->ctx, f4, 4, 0), args, 10);
+    for (unsigned i = 0; i < 4; i++) store_field(e, r, i, s->u.mma.d[i]);
+    return;
+  }
+  default: GC_ASSERT(!"not a tensor-core statement");
+  }
+}
+
 /* One statement at the builder's position. */
 static void emit_stmt(em *e, const kir_stmt *s) {
   switch (s->kind) {
@@ -668,6 +751,9 @@ static void emit_stmt(em *e, const kir_stmt *s) {
   case KIR_S_FOR: emit_for(e, s); return;
   case KIR_S_IF: emit_if(e, s); return;
   case KIR_S_BARRIER: t_barrier(e); return;
+  case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_LDMATRIX: case KIR_S_MMA:
+    emit_tensor_core(e, s);
+    return;
   }
   GC_ASSERT(!"bad statement kind");
 }

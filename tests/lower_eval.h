@@ -229,7 +229,8 @@ static ev_mem *ev_target(ev_kernel_ctx *c, kir_space sp, int buf, int64_t idx, i
     return NULL;
   }
   if (width > 1 && idx % width != 0)
-    ev_fail(c, "%s: vector index %lld not a multiple of %lld", c->k->params[buf].name, (long long)idx, width);
+    ev_fail(c, "%s: vector index %lld not a multiple of %lld", sp == KIR_GLOBAL ? c->k->params[buf].name : "shared",
+            (long long)idx, width);
   return m;
 }
 
@@ -297,7 +298,7 @@ static int ev_block_sync(const kir_block *b);
 /* Statement-level version of ev_expr_sync. */
 static int ev_stmt_sync(const kir_stmt *s) {
   switch (s->kind) {
-    case KIR_S_BARRIER: return 1;
+    case KIR_S_BARRIER: case KIR_S_LDMATRIX: case KIR_S_MMA: return 1;
     case KIR_S_ASSIGN: return ev_expr_sync(s->u.assign.value);
     case KIR_S_STORE: return ev_expr_sync(s->u.store.value) || ev_expr_sync(s->u.store.index);
     case KIR_S_FOR: return ev_block_sync(&s->u.loop.body);
@@ -356,7 +357,115 @@ static void ev_stmt(ev_kernel_ctx *c, int th, const kir_stmt *s) {
       else
         ev_block(c, th, &s->u.cond.els);
       break;
-    case KIR_S_BARRIER: break;
+    case KIR_S_CP_ASYNC: {
+      /* done at once: cp.async.wait + barrier order it before any use */
+      ev_mem *sm = &c->shared[s->u.copy.sbuf];
+      int64_t es = (int64_t)graphc_dtype_size(sm->t), w = 16 / es;
+      int64_t si = ev_expr(c, th, s->u.copy.sindex).i;
+      int pred = (int)ev_expr(c, th, s->u.copy.pred).i;
+      ev_mem *dst = ev_target(c, KIR_SHARED, s->u.copy.sbuf, si, (int)w);
+      if (!dst) break;
+      if (!pred) {
+        memset(dst->p + si * es, 0, 16);
+        break;
+      }
+      int64_t gi = ev_expr(c, th, s->u.copy.gindex).i;
+      ev_mem *src = ev_target(c, KIR_GLOBAL, s->u.copy.gbuf, gi, (int)w);
+      if (src) memcpy(dst->p + si * es, src->p + gi * es, 16);
+      break;
+    }
+    case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_BARRIER: break;
+    case KIR_S_LDMATRIX: case KIR_S_MMA: ev_fail(c, "%swarp-collective statement outside lockstep%lld%lld", "", 0, 0); break;
+  }
+}
+
+/* 16-bit element (row, col) of an 8x8 matrix whose row r starts at byte rows[r] of m. */
+static uint32_t ev_b16(const ev_mem *m, const int64_t *rows, int r, int col) {
+  uint16_t x;
+  memcpy(&x, m->p + rows[r] + 2 * col, 2);
+  return x;
+}
+
+/* ldmatrix.x4 for the 32 lanes of warp w. */
+static void ev_ldmatrix(ev_kernel_ctx *c, int w, const kir_stmt *s) {
+  ev_mem *m = &c->shared[s->u.ldm.buf];
+  int64_t es = (int64_t)graphc_dtype_size(m->t), rows[32];
+  int nv = c->k->n_vars;
+  for (int l = 0; l < 32; l++) {
+    int64_t idx = ev_expr(c, w * 32 + l, s->u.ldm.index).i;
+    if (!ev_target(c, KIR_SHARED, s->u.ldm.buf, idx, (int)(16 / es))) return;
+    rows[l] = idx * es;
+  }
+  for (int l = 0; l < 32; l++) {
+    int g = l / 4, t = l % 4;
+    for (int q = 0; q < 4; q++) {
+      const int64_t *mr = rows + 8 * q;
+      uint32_t lo, hi;
+      if (s->u.ldm.trans) {
+        lo = ev_b16(m, mr, 2 * t, g);
+        hi = ev_b16(m, mr, 2 * t + 1, g);
+      } else {
+        lo = ev_b16(m, mr, g, 2 * t);
+        hi = ev_b16(m, mr, g, 2 * t + 1);
+      }
+      c->vars[(size_t)(w * 32 + l) * nv + s->u.ldm.vars[q]].i = (int32_t)(lo | hi << 16);
+    }
+  }
+}
+
+/* Operand value of a fragment register: half h (0 low, 1 high) of a 16-bit pair, or a tf32. */
+static double ev_frag(kir_mma_kind kind, int64_t reg, int h) {
+  uint32_t u = (uint32_t)reg;
+  if (kind == KIR_MMA_TF32) {
+    float f;
+    u &= ~(uint32_t)0x1fff;  /* the tensor cores read 10 mantissa bits */
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  unsigned char b[2] = {(unsigned char)(u >> (16 * h)), (unsigned char)(u >> (16 * h + 8))};
+  return gc_load_f64(b, kind == KIR_MMA_F16 ? GRAPHC_DTYPE_F16 : GRAPHC_DTYPE_BF16, 0);
+}
+
+/* mma.sync for the 32 lanes of warp w (products exact, sum in double, rounded to f32). */
+static void ev_mma(ev_kernel_ctx *c, int w, const kir_stmt *s) {
+  kir_mma_kind kind = s->u.mma.kind;
+  int K = kir_mma_k(kind), nv = c->k->n_vars;
+  double A[16][16], B[16][8], C[16][8];
+  for (int l = 0; l < 32; l++) {
+    ev_val *v = c->vars + (size_t)(w * 32 + l) * nv;
+    int g = l / 4, t = l % 4;
+    const int *a = s->u.mma.a, *bf = s->u.mma.b, *d = s->u.mma.d;
+    if (kind == KIR_MMA_TF32) {
+      A[g][t] = ev_frag(kind, v[a[0]].i, 0);
+      A[g + 8][t] = ev_frag(kind, v[a[1]].i, 0);
+      A[g][t + 4] = ev_frag(kind, v[a[2]].i, 0);
+      A[g + 8][t + 4] = ev_frag(kind, v[a[3]].i, 0);
+      B[t][g] = ev_frag(kind, v[bf[0]].i, 0);
+      B[t + 4][g] = ev_frag(kind, v[bf[1]].i, 0);
+    } else {
+      for (int h = 0; h < 2; h++) {
+        A[g][2 * t + h] = ev_frag(kind, v[a[0]].i, h);
+        A[g + 8][2 * t + h] = ev_frag(kind, v[a[1]].i, h);
+        A[g][2 * t + 8 + h] = ev_frag(kind, v[a[2]].i, h);
+        A[g + 8][2 * t + 8 + h] = ev_frag(kind, v[a[3]].i, h);
+        B[2 * t + h][g] = ev_frag(kind, v[bf[0]].i, h);
+        B[2 * t + 8 + h][g] = ev_frag(kind, v[bf[1]].i, h);
+      }
+    }
+    C[g][2 * t] = v[d[0]].f;
+    C[g][2 * t + 1] = v[d[1]].f;
+    C[g + 8][2 * t] = v[d[2]].f;
+    C[g + 8][2 * t + 1] = v[d[3]].f;
+  }
+  for (int l = 0; l < 32; l++) {
+    ev_val *v = c->vars + (size_t)(w * 32 + l) * nv;
+    int g = l / 4, t = l % 4;
+    for (int j = 0; j < 4; j++) {
+      int r = g + 8 * (j >> 1), col = 2 * t + (j & 1);
+      double acc = C[r][col];
+      for (int kk = 0; kk < K; kk++) acc += A[r][kk] * B[kk][col];
+      v[s->u.mma.d[j]].f = (double)(float)acc;
+    }
   }
 }
 
@@ -413,6 +522,17 @@ static void ev_group_block(ev_kernel_ctx *c, const kir_block *b) {
         ev_group_block(c, v ? &s->u.cond.then : &s->u.cond.els);
         break;
       }
+      case KIR_S_LDMATRIX:
+      case KIR_S_MMA:
+        if (c->nthreads % 32) {
+          ev_fail(c, "%swarp-collective statement in a group of %lld threads%lld", "", c->nthreads, 0);
+          break;
+        }
+        for (int w = 0; w < c->nthreads / 32 && !c->err[0]; w++) {
+          if (s->kind == KIR_S_LDMATRIX) ev_ldmatrix(c, w, s);
+          else ev_mma(c, w, s);
+        }
+        break;
       default: ev_fail(c, "%sunexpected statement %lld%lld", "", s->kind, 0); break;
     }
   }

@@ -141,7 +141,8 @@ static int expr_gpu_only(const kir_expr *e) {
 static int block_gpu_only(const kir_block *b) {
   for (const kir_stmt *s = b->head; s; s = s->next) {
     switch (s->kind) {
-      case KIR_S_BARRIER: return 1;
+      case KIR_S_BARRIER: case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT:
+      case KIR_S_LDMATRIX: case KIR_S_MMA: return 1;
       case KIR_S_ASSIGN: if (expr_gpu_only(s->u.assign.value)) return 1; break;
       case KIR_S_STORE:
         if (s->u.store.space == KIR_SHARED || expr_gpu_only(s->u.store.value) || expr_gpu_only(s->u.store.index)) return 1;
@@ -820,6 +821,57 @@ START_TEST(test_matmul) {
 }
 END_TEST
 
+/* Does any kernel of the plan use the tensor cores? */
+static int plan_uses_tc(const gc_plan *p) {
+  for (int i = 0; i < p->kir->n_kernels; i++)
+    if (kir_uses_tensor_cores(p->kir->kernels[i])) return 1;
+  return 0;
+}
+
+/* Tensor-core matmuls (f16, bf16 on sm_90): tails in M, N and K, both B layouts,
+ * broadcast batches, operands that are inline views (a head split), fused
+ * epilogues; each case also checks that it took (or, for a transposed A, did
+ * not take) the tensor-core kernel. The evaluator runs mma.sync / ldmatrix /
+ * cp.async with their PTX semantics. */
+START_TEST(test_matmul_tensor_core) {
+  const char *T = _i == 0 ? "f16" : "bf16";
+  static const struct { const char *body; int tc; } cases[] = {
+      {"(%a: T[2, 200, 72], %b: T[72, 136], %c: T[136]) -> (T[2, 200, 136]) {\n"
+       "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 1},
+      {"(%a: T[130, 64], %b: T[96, 64]) -> (T[130, 96]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+      {"(%a: T[2, 1, 70, 40], %b: T[3, 40, 72]) -> (T[2, 3, 70, 72]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 80, 128], %k: T[1, 80, 128]) -> (T[1, 2, 80, 80]) {\n"
+       "  %x4 = reshape(%x, shape=[1, 80, 2, 64]);\n  %xh = transpose(%x4, perm=[0, 2, 1, 3]);\n"
+       "  %k4 = reshape(%k, shape=[1, 80, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
+       "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n", 1},
+      {"(%a: T[72, 96], %b: T[72, 64]) -> (T[96, 64]) {\n"
+       "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n", 0},
+  };
+  for (int k = 0; k < COUNT(cases); k++) {
+    gc_sbuf sb = {0};
+    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+    for (const char *q = cases[k].body; *q; q++) {
+      if (*q == 'T' && q[1] == '[')
+        gc_sbuf_puts(&sb, T);
+      else
+        gc_sbuf_putc(&sb, *q);
+    }
+    char *text = gc_sbuf_take(&sb);
+    gc_module *m = parse_ok(text);
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    ck_assert_msg(plan_uses_tc(p) == cases[k].tc, "case %d (%s): tensor cores %s expected\n%s", k, T,
+                  cases[k].tc ? "" : "not", text);
+    gc_plan_free(p);
+    gc_module_free(m);
+    gb kinds = {0};
+    for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
+    run_case_w(text, 1, 0, NULL, &kinds);  /* takes text */
+  }
+}
+END_TEST
+
 /* conv2d: padding forms, stride, dilation, groups, 1x1. */
 START_TEST(test_conv) {
   const char *T = FLOATS[_i];
@@ -1381,6 +1433,7 @@ static Suite *lower_suite(void) {
       {"norm", test_softmax, COUNT(FLOATS)},
       {"norm", test_norms, COUNT(FLOATS)},
       {"matmul", test_matmul, COUNT(NUMERIC)},
+      {"matmul", test_matmul_tensor_core, 2},
       {"conv", test_conv, COUNT(FLOATS)},
       {"conv", test_pool, COUNT(FLOATS)},
       {"move", test_reshape_transpose_broadcast, COUNT(MOVE_TYPES)},

@@ -1,0 +1,415 @@
+/* emit_mma.c - tensor-core matmul groups for CUDA targets (sm_80 and later).
+ *
+ *   f16 / bf16 operands, f32 accumulators, any epilogue the group fuses
+ *   (bias, activation, residual, scale, cast), batched and broadcast batch dims.
+ *
+ * Schedule (one BLOCKS group per 128x128 output tile, 256 threads = 8 warps as
+ * 2 (M) x 4 (N), each warp a 64x32 sub-tile of 4 x 4 m16n8k16 MMAs):
+ *   - K advances 32 at a time through a 3-stage ring of shared-memory tiles
+ *     filled with 16-byte cp.async copies (zero-filled outside the matrix), so
+ *     two tiles are in flight while the tensor cores work on the third;
+ *   - fragments come from shared memory with ldmatrix (.trans for a B operand
+ *     whose N dim is contiguous); 16-byte chunks are XOR-swizzled within each
+ *     row so ldmatrix and cp.async are free of bank conflicts without padding
+ *     (3 stages x (128x32 + 32x128) halves = 48 KiB, the static limit);
+ *   - the epilogue runs on the accumulators through the element generator and
+ *     stores each output element the group produces.
+ * Operands are read straight from the buffers behind them: an operand may be a
+ * view the group computes inline (reshape, transpose, broadcast, slice, split)
+ * as long as it is a strided window of one buffer (tc_view), its K dim (A) is
+ * contiguous, B has K or N contiguous, and every 8-element chunk is 16-byte
+ * aligned. Anything else returns NULL and the caller uses the CUDA-core kernel.
+ */
+#include "emit.h"
+
+enum {
+  TC_BM = 128, TC_BN = 128, TC_BK = 32, TC_STAGES = 3, TC_THREADS = 256,
+  TC_WM = 64, TC_WN = 32,               /* warp tile; warps are 2 (M) x 4 (N) */
+  TC_MI = TC_WM / 16, TC_NI = TC_WN / 8 /* MMAs per warp per k16 step */
+};
+
+/* An operand as a strided window of a materialized buffer:
+ * element co of the operand = base[off + sum co[i] * st[i]]. */
+typedef struct tc_view_t {
+  const gc_value *base;
+  int64_t off;
+  int64_t st[GC_MAX_RANK];
+} tc_view_t;
+
+/* Strides of a reshape of a strided view, or 0 when the reshape is not a view
+ * (the dims it merges are not contiguous with each other). Unit dims carry no
+ * stride; the remaining dims are matched group by group (as numpy does). */
+static int tc_reshape(const gc_type *it, const tc_view_t *in, const gc_type *ot, tc_view_t *o) {
+  int64_t od[GC_MAX_RANK], os[GC_MAX_RANK], nd[GC_MAX_RANK];
+  int on = 0, nn = 0, nidx[GC_MAX_RANK];
+  for (int i = 0; i < it->rank; i++) {
+    if (it->dims[i] == 0) return 0;
+    if (it->dims[i] != 1) {
+      od[on] = it->dims[i];
+      os[on++] = in->st[i];
+    }
+  }
+  for (int i = 0; i < ot->rank; i++) {
+    o->st[i] = 0;
+    if (ot->dims[i] != 1) {
+      nidx[nn] = i;
+      nd[nn++] = ot->dims[i];
+    }
+  }
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nn && oi < on) {
+    int64_t np = nd[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= nn) return 0;
+        np *= nd[nj++];
+      } else {
+        if (oj >= on) return 0;
+        op *= od[oj++];
+      }
+    }
+    for (int ok = oi; ok < oj - 1; ok++)
+      if (os[ok] != od[ok + 1] * os[ok + 1]) return 0;
+    int64_t s = os[oj - 1];
+    for (int nk = nj - 1; nk >= ni; nk--) {
+      o->st[nidx[nk]] = s;
+      s *= nd[nk];
+    }
+    ni = nj++;
+    oi = oj++;
+  }
+  return ni >= nn && oi >= on;
+}
+
+/* Is value v (as the group reads it) a strided window of one buffer? Follows the
+ * ops the group computes inline, like emit_linalg.c's view_index. */
+static int tc_view(const gc_lowerer *c, const gc_value *v, tc_view_t *o) {
+  const gc_type *t = &v->type;
+  const gc_op *op = v->def;
+  if (!op || !c->inl[op->id]) {
+    o->base = v;
+    o->off = 0;
+    int64_t s = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+      o->st[i] = s;
+      s *= t->dims[i];
+    }
+    return 1;
+  }
+  if (op->n_operands == 0) return 0;
+  const gc_value *x = op->operands[0];
+  const gc_type *it = &x->type;
+  tc_view_t in;
+  if (x->type.dtype != t->dtype || !tc_view(c, x, &in)) return 0;
+  o->base = in.base;
+  o->off = in.off;
+  int64_t a[2 * GC_MAX_RANK];
+  switch (op->opcode) {
+    case GC_OP_RESHAPE: return tc_reshape(it, &in, t, o);
+    case GC_OP_TRANSPOSE:
+      if (gc_attr_ints(gc_op_attr(op, "perm"), a, GC_MAX_RANK) != t->rank) return 0;
+      for (int i = 0; i < t->rank; i++) o->st[i] = in.st[a[i]];
+      return 1;
+    case GC_OP_BROADCAST:
+      for (int i = 0; i < t->rank; i++) {
+        int j = i - (t->rank - it->rank);
+        o->st[i] = (j < 0 || it->dims[j] == 1) ? 0 : in.st[j];
+      }
+      return 1;
+    case GC_OP_SLICE: {
+      int64_t st[GC_MAX_RANK];
+      if (gc_attr_ints(gc_op_attr(op, "start"), a, GC_MAX_RANK) != it->rank) return 0;
+      for (int i = 0; i < it->rank; i++) st[i] = 1;
+      if (gc_op_attr(op, "step") && gc_attr_ints(gc_op_attr(op, "step"), st, GC_MAX_RANK) != it->rank) return 0;
+      for (int i = 0; i < it->rank; i++) {
+        if (st[i] < 1) return 0;
+        int64_t s0 = a[i] < 0 ? a[i] + it->dims[i] : a[i];
+        s0 = s0 < 0 ? 0 : s0 > it->dims[i] ? it->dims[i] : s0;
+        o->off += s0 * in.st[i];
+        o->st[i] = in.st[i] * st[i];
+      }
+      return 1;
+    }
+    case GC_OP_SPLIT: {
+      int axis = gc_ec_axis(gc_op_attr_int(op, "axis", 0), it->rank);
+      for (int i = 0; i < it->rank; i++) o->st[i] = in.st[i];
+      for (int r = 0; r < v->def_index; r++) o->off += op->results[r]->type.dims[axis] * in.st[axis];
+      return 1;
+    }
+    default: return 0;
+  }
+}
+
+/* One operand's addressing for the kernel. */
+typedef struct tc_opnd {
+  tc_view_t v;
+  int rank;
+  int64_t s_outer, s_k;     /* strides of the operand's row (M or N) and K coordinates */
+  int param;
+} tc_opnd;
+
+/* Fill o for operand x whose logical (row, k) are its (last-2, last-1) dims, or
+ * swapped when `swap`; checks 16-byte alignment of every chunk. */
+static int tc_operand(const gc_lowerer *c, const gc_value *x, int swap, tc_opnd *o) {
+  if (!tc_view(c, x, &o->v)) return 0;
+  if (c->val_buf[o->v.base->id] < 0) return 0;
+  o->rank = x->type.rank;
+  int r = o->rank;
+  o->s_outer = swap ? o->v.st[r - 1] : o->v.st[r - 2];
+  o->s_k = swap ? o->v.st[r - 2] : o->v.st[r - 1];
+  return 1;
+}
+
+/* Every 8-element chunk along dim `chunk` (stride 1) of operand x starts 16-byte aligned:
+ * the offset and every other stride are multiples of 8 elements. */
+static int tc_aligned(const gc_value *x, const tc_opnd *o, int chunk) {
+  if (o->v.off % 8 || o->v.st[chunk] != 1) return 0;
+  for (int i = 0; i < o->rank; i++)
+    if (i != chunk && x->type.dims[i] > 1 && o->v.st[i] % 8) return 0;
+  return 1;
+}
+
+/* Element offset of an operand's batch for output batch coordinates bco. */
+static kir_expr *tc_batch_off(gc_lowerer *c, kir_kernel *k, const gc_value *x, const tc_opnd *o,
+                              const gc_mm_shape *s, const int *bco) {
+  kir_expr *e = ec_i64(c, o->v.off);
+  int bx = o->rank - 2;
+  for (int j = 0; j < bx; j++) {
+    if (x->type.dims[j] == 1 || o->v.st[j] == 0) continue;
+    int v = bco[j + s->ob - bx];
+    if (v == GC_PT_ZERO) continue;
+    e = ec_add(c, e, ec_mul(c, ec_v(c, k, v), ec_i64(c, o->v.st[j])));
+  }
+  return e;
+}
+
+/* i64 helpers on variables. */
+static kir_expr *vx(gc_lowerer *c, kir_kernel *k, int v) { return ec_v(c, k, v); }
+static kir_expr *cx(gc_lowerer *c, int64_t v) { return ec_i64(c, v); }
+static kir_expr *rem(gc_lowerer *c, kir_expr *a, int64_t m) { return ec_bin(c, KIR_REM, a, cx(c, m)); }
+static kir_expr *quo(gc_lowerer *c, kir_expr *a, int64_t m) { return ec_bin(c, KIR_DIV, a, cx(c, m)); }
+static kir_expr *lt(gc_lowerer *c, kir_expr *a, kir_expr *b) { return ec_bin(c, KIR_LT, a, b); }
+static kir_expr *and_(gc_lowerer *c, kir_expr *a, kir_expr *b) { return ec_bin(c, KIR_AND, a, b); }
+
+/* Swizzled element offset of chunk `ch` (8 elements) of row `row` in a tile whose
+ * rows hold `row_chunks` chunks (4: 64-byte rows, two per 128-byte bank line; 16:
+ * 256-byte rows). Eight consecutive rows read at one chunk column hit 8 distinct
+ * 16-byte bank groups. */
+static kir_expr *swz(gc_lowerer *c, kir_kernel *k, int row, kir_expr *ch, int row_chunks) {
+  kir_expr *key = row_chunks == 4 ? rem(c, quo(c, vx(c, k, row), 2), 4) : rem(c, vx(c, k, row), 8);
+  kir_expr *pc = ec_bin(c, KIR_XOR, ch, key);
+  return ec_add(c, ec_mul(c, vx(c, k, row), cx(c, (int64_t)row_chunks * 8)), ec_mul(c, pc, cx(c, 8)));
+}
+
+/* Per-thread copy plan for one operand tile: two 16-byte chunks per thread. */
+typedef struct tc_copy {
+  int sidx[2];      /* swizzled shared offsets (without the stage base) */
+  int gidx[2];      /* global element index at kt = 0 */
+  int ok[2];        /* bool: the chunk's row (M or N) is in range */
+  int kpos[2];      /* i64: K coordinate of the chunk at kt = 0 */
+  int64_t kstep;    /* global index advance per K tile */
+} tc_copy;
+
+/* Plan for a tile of `rows` x 32 (K contiguous: A, or B stored N x K). */
+static void tc_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
+                           int r0, int64_t extent, tc_copy *cp) {
+  int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 4));
+  for (int i = 0; i < 2; i++) {
+    int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 4), cx(c, 64 * i)));
+    cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 4));
+    int gr = gc_ec_let(c, k, b, "grow", ec_add(c, vx(c, k, r0), vx(c, k, row)));
+    cp->ok[i] = gc_ec_let(c, k, b, "rok", lt(c, vx(c, k, gr), cx(c, extent)));
+    cp->kpos[i] = gc_ec_let(c, k, b, "kpos", ec_mul(c, vx(c, k, ch), cx(c, 8)));
+    kir_expr *g = ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, gr), cx(c, o->s_outer)));
+    cp->gidx[i] = gc_ec_let(c, k, b, "gidx", ec_add(c, g, ec_mul(c, vx(c, k, ch), cx(c, 8))));
+  }
+  cp->kstep = TC_BK;
+}
+
+/* Plan for a 32 x 128 B tile stored K x N (N contiguous). */
+static void tc_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
+                           int n0, int64_t N, tc_copy *cp) {
+  int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 16));
+  int gn = gc_ec_let(c, k, b, "gn", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, ch), cx(c, 8))));
+  for (int i = 0; i < 2; i++) {
+    int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 16), cx(c, 16 * i)));
+    cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 16));
+    cp->ok[i] = gc_ec_let(c, k, b, "nok", lt(c, vx(c, k, gn), cx(c, N)));
+    cp->kpos[i] = gc_ec_let(c, k, b, "kpos", vx(c, k, row));
+    kir_expr *g = ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, row), cx(c, o->s_k)));
+    cp->gidx[i] = gc_ec_let(c, k, b, "gidx", ec_add(c, g, vx(c, k, gn)));
+  }
+  cp->kstep = TC_BK * o->s_k;
+}
+
+/* Issue the copies of K tile `kt` (an i64 var) into ring slot `slot` (an i64 var). */
+static void tc_issue(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_copy *cp, int sh, int param,
+                     int64_t stage_elems, int kt, int slot, int64_t K) {
+  for (int i = 0; i < 2; i++) {
+    kir_expr *kk = ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, TC_BK)));
+    kir_expr *pred = and_(c, vx(c, k, cp->ok[i]), lt(c, kk, cx(c, K)));
+    kir_expr *si = ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i]));
+    kir_expr *gi = ec_add(c, vx(c, k, cp->gidx[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->kstep)));
+    kir_emit_cp_async(c->km, b, sh, si, param, gi, pred);
+  }
+}
+
+kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G) {
+  if (c->t->kind != KIR_TARGET_CUDA || c->t->sm < 80) return NULL;
+  const gc_op *op = grp->roots[0];
+  const gc_value *A = op->operands[0], *B = op->operands[1];
+  gc_dtype dt = A->type.dtype;
+  if ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) || B->type.dtype != dt) return NULL;
+  /* small outputs: the 128x128 tiles would leave most of the GPU idle */
+  if (s->M < 64 || s->N < 64 || s->K < 16 || s->K % 8 || s->batch < 1) return NULL;
+  tc_opnd oa, ob;
+  if (!tc_operand(c, A, s->ta, &oa) || !tc_operand(c, B, !s->tb, &ob)) return NULL;
+  /* A: K contiguous. B ("outer" is N): N contiguous (stored K x N) or K contiguous. */
+  int ra = A->type.rank, rb = B->type.rank;
+  if (!tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1)) return NULL;
+  int b_nmajor;
+  if (s->N % 8 == 0 && tc_aligned(B, &ob, s->tb ? rb - 2 : rb - 1))
+    b_nmajor = 1;
+  else if (tc_aligned(B, &ob, s->tb ? rb - 1 : rb - 2))
+    b_nmajor = 0;
+  else
+    return NULL;
+
+  const int64_t a_stage = TC_BM * TC_BK, b_stage = TC_BK * TC_BN;
+  int64_t TM = (s->M + TC_BM - 1) / TC_BM, TN = (s->N + TC_BN - 1) / TC_BN;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, TC_THREADS);
+  gc_gen_init(G, c, k);
+  kir_mma_kind kind = dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
+  oa.param = gc_gen_rparam(G, c->val_buf[oa.v.base->id], dt);
+  ob.param = gc_gen_rparam(G, c->val_buf[ob.v.base->id], dt);
+  int sa = kir_add_shared(c->km, k, dt, TC_STAGES * a_stage);
+  int sb = kir_add_shared(c->km, k, dt, TC_STAGES * b_stage);
+  kir_block *b = &k->body;
+
+  /* which tile: (batch, tile row, tile column), columns fastest */
+  int64_t dims3[3] = {s->batch, TM, TN};
+  int co[3], bco[GC_MAX_RANK];
+  gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
+  gc_mm_batch_coords(c, k, b, s, co[0], bco);
+  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, vx(c, k, co[1]), cx(c, TC_BM)));
+  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, vx(c, k, co[2]), cx(c, TC_BN)));
+  int abase = gc_ec_let(c, k, b, "abase", tc_batch_off(c, k, A, &oa, s, bco));
+  int bbase = gc_ec_let(c, k, b, "bbase", tc_batch_off(c, k, B, &ob, s, bco));
+  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  int lane = gc_ec_let(c, k, b, "lane", rem(c, vx(c, k, tid), 32));
+  int warp = gc_ec_let(c, k, b, "warp", quo(c, vx(c, k, tid), 32));
+  int wm = gc_ec_let(c, k, b, "wm", ec_mul(c, rem(c, vx(c, k, warp), 2), cx(c, TC_WM)));
+  int wn = gc_ec_let(c, k, b, "wn", ec_mul(c, quo(c, vx(c, k, warp), 2), cx(c, TC_WN)));
+  int lq = gc_ec_let(c, k, b, "lq", quo(c, vx(c, k, lane), 8));  /* ldmatrix: matrix of this lane's row */
+  int lr = gc_ec_let(c, k, b, "lr", rem(c, vx(c, k, lane), 8));  /* ... and the row */
+
+  /* copy plans */
+  tc_copy ca, cb;
+  tc_plan_kmajor(c, k, b, tid, &oa, abase, m0, s->M, &ca);
+  if (b_nmajor)
+    tc_plan_nmajor(c, k, b, tid, &ob, bbase, n0, s->N, &cb);
+  else
+    tc_plan_kmajor(c, k, b, tid, &ob, bbase, n0, s->N, &cb);
+
+  /* ldmatrix offsets (without the stage base), per k16 step */
+  int aoff[2][TC_MI], boff[2][TC_NI / 2];
+  for (int kk = 0; kk < 2; kk++) {
+    for (int mi = 0; mi < TC_MI; mi++) {
+      kir_expr *row = ec_add(c, ec_add(c, vx(c, k, wm), cx(c, mi * 16)),
+                             ec_add(c, ec_mul(c, rem(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
+      int rv = gc_ec_let(c, k, b, "arow", row);
+      kir_expr *ch = ec_add(c, cx(c, kk * 2), quo(c, vx(c, k, lq), 2));
+      aoff[kk][mi] = gc_ec_let(c, k, b, "aoff", swz(c, k, rv, ch, 4));
+    }
+    for (int p = 0; p < TC_NI / 2; p++) {
+      if (b_nmajor) {
+        kir_expr *krow = ec_add(c, cx(c, kk * 16), ec_add(c, ec_mul(c, rem(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
+        int kv = gc_ec_let(c, k, b, "brow", krow);
+        kir_expr *ch = ec_add(c, quo(c, vx(c, k, wn), 8), ec_add(c, cx(c, p * 2), quo(c, vx(c, k, lq), 2)));
+        boff[kk][p] = gc_ec_let(c, k, b, "boff", swz(c, k, kv, ch, 16));
+      } else {
+        kir_expr *nrow = ec_add(c, ec_add(c, vx(c, k, wn), cx(c, p * 16)),
+                                ec_add(c, ec_mul(c, quo(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
+        int nv = gc_ec_let(c, k, b, "brow", nrow);
+        kir_expr *ch = ec_add(c, cx(c, kk * 2), rem(c, vx(c, k, lq), 2));
+        boff[kk][p] = gc_ec_let(c, k, b, "boff", swz(c, k, nv, ch, 4));
+      }
+    }
+  }
+
+  int acc[TC_MI][TC_NI][4];
+  for (int mi = 0; mi < TC_MI; mi++)
+    for (int ni = 0; ni < TC_NI; ni++)
+      for (int j = 0; j < 4; j++) acc[mi][ni][j] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, GRAPHC_DTYPE_F32, 0.0));
+  int af[TC_MI][4], bf[TC_NI][2];
+  for (int mi = 0; mi < TC_MI; mi++)
+    for (int j = 0; j < 4; j++) af[mi][j] = gc_ec_var(c, k, "af", GRAPHC_DTYPE_I32);
+  for (int ni = 0; ni < TC_NI; ni++)
+    for (int j = 0; j < 2; j++) bf[ni][j] = gc_ec_var(c, k, "bf", GRAPHC_DTYPE_I32);
+
+  /* prologue: K tiles 0 .. STAGES-2 into slots 0 .. STAGES-2 */
+  int64_t ktiles = (s->K + TC_BK - 1) / TC_BK;
+  for (int st = 0; st < TC_STAGES - 1; st++) {
+    int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
+    tc_issue(c, k, b, &ca, sa, oa.param, a_stage, kt, kt, s->K);
+    tc_issue(c, k, b, &cb, sb, ob.param, b_stage, kt, kt, s->K);
+    kir_emit_cp_commit(c->km, b);
+  }
+
+  int kt = gc_ec_var(c, k, "kt", GRAPHC_DTYPE_I64);
+  kir_block *lb = kir_emit_for(c->km, b, kt, cx(c, 0), cx(c, ktiles), cx(c, 1));
+  kir_emit_cp_wait(c->km, lb, TC_STAGES - 2);
+  kir_emit_barrier(c->km, lb);
+  /* refill the slot everyone finished reading in the previous step */
+  int nk = gc_ec_let(c, k, lb, "nk", ec_add(c, vx(c, k, kt), cx(c, TC_STAGES - 1)));
+  int ns = gc_ec_let(c, k, lb, "ns", rem(c, vx(c, k, nk), TC_STAGES));
+  tc_issue(c, k, lb, &ca, sa, oa.param, a_stage, nk, ns, s->K);
+  tc_issue(c, k, lb, &cb, sb, ob.param, b_stage, nk, ns, s->K);
+  kir_emit_cp_commit(c->km, lb);
+  int cs = gc_ec_let(c, k, lb, "cs", rem(c, vx(c, k, kt), TC_STAGES));
+  int abs_ = gc_ec_let(c, k, lb, "abs", ec_mul(c, vx(c, k, cs), cx(c, a_stage)));
+  int bbs = gc_ec_let(c, k, lb, "bbs", ec_mul(c, vx(c, k, cs), cx(c, b_stage)));
+  for (int kk = 0; kk < 2; kk++) {
+    for (int mi = 0; mi < TC_MI; mi++)
+      kir_emit_ldmatrix(c->km, lb, sa, ec_add(c, vx(c, k, abs_), vx(c, k, aoff[kk][mi])), 0, af[mi]);
+    for (int p = 0; p < TC_NI / 2; p++) {
+      int regs[4] = {bf[2 * p][0], bf[2 * p][1], bf[2 * p + 1][0], bf[2 * p + 1][1]};
+      kir_emit_ldmatrix(c->km, lb, sb, ec_add(c, vx(c, k, bbs), vx(c, k, boff[kk][p])), b_nmajor, regs);
+    }
+    for (int mi = 0; mi < TC_MI; mi++)
+      for (int ni = 0; ni < TC_NI; ni++) kir_emit_mma(c->km, lb, kind, acc[mi][ni], af[mi], bf[ni]);
+  }
+  /* the copies still in flight (zero fills past K) must land before shared memory is reused */
+  kir_emit_cp_wait(c->km, b, 0);
+  kir_emit_barrier(c->km, b);
+
+  /* epilogue: accumulator (mi, ni, j) is output (row g + 8 (j / 2), column 2 t + j % 2) */
+  int g = gc_ec_let(c, k, b, "g", quo(c, vx(c, k, lane), 4));
+  int t2 = gc_ec_let(c, k, b, "t2", ec_mul(c, rem(c, vx(c, k, lane), 4), cx(c, 2)));
+  int rows[TC_MI][2], cols[TC_NI][2];
+  for (int mi = 0; mi < TC_MI; mi++)
+    for (int h = 0; h < 2; h++) {
+      kir_expr *r = ec_add(c, ec_add(c, vx(c, k, m0), vx(c, k, wm)), ec_add(c, vx(c, k, g), cx(c, mi * 16 + 8 * h)));
+      rows[mi][h] = gc_ec_let(c, k, b, "gm", r);
+    }
+  for (int ni = 0; ni < TC_NI; ni++)
+    for (int e = 0; e < 2; e++) {
+      kir_expr *cn = ec_add(c, ec_add(c, vx(c, k, n0), vx(c, k, wn)), ec_add(c, vx(c, k, t2), cx(c, ni * 8 + e)));
+      cols[ni][e] = gc_ec_let(c, k, b, "gn", cn);
+    }
+  for (int mi = 0; mi < TC_MI; mi++)
+    for (int h = 0; h < 2; h++) {
+      kir_block *rb;
+      kir_emit_if(c->km, b, lt(c, vx(c, k, rows[mi][h]), cx(c, s->M)), &rb, NULL);
+      for (int ni = 0; ni < TC_NI; ni++)
+        for (int e = 0; e < 2; e++) {
+          kir_block *tb;
+          kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[ni][e]), cx(c, s->N)), &tb, NULL);
+          gc_gen_push(G);
+          int pt = gc_mm_out_point(G, op->results[0], s, bco, rows[mi][h], cols[ni][e], -1);
+          gc_mm_epilogue(G, tb, grp, pt, vx(c, k, acc[mi][ni][2 * h + e]));
+          gc_gen_pop(G);
+        }
+    }
+  return k;
+}
