@@ -370,7 +370,12 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
           {"2, 3, 17, 9", "9, 5", ""},
           {"2, 1, 4, 9", "3, 9, 6", ""},
           {"4, 65, 129", "4, 129, 67", ""},
-          {"64, 64", "64, 64", ""}};
+          {"64, 64", "64, 64", ""},
+          /* tensor-core kernels for f16/bf16 (M, N >= 64, K % 8 == 0): tails, both B layouts, batches */
+          {"2, 200, 136", "136, 264", ""},
+          {"130, 64", "96, 64", ", transpose_b=true"},
+          {"3, 1, 72, 40", "2, 40, 80", ""},
+          {"257, 520", "520, 1000", ""}};
       for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
         snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, sh[i][0]));
         snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, t, sh[i][1]));
@@ -652,11 +657,32 @@ static int gen_chain(int idx, gc_dtype t, gb *b, char *label, size_t label_len, 
       gb_stmt(b, "%%t8 = add(%%t7, %s)", z);
       gb_ret(b, "add(%%t8, %s)", x);
       return 1;
+    case 12:
+      /* f16/bf16 attention on the tensor cores: head split as strided operands,
+       * scale + softmax between the two matmuls, bias + residual epilogue */
+      snprintf(label, label_len, "chain tensor_core_attention");
+      *mask = M(GRAPHC_DTYPE_F16) | M(GRAPHC_DTYPE_BF16);
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "2, 136, 128"));
+      snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "128, 128"));
+      snprintf(z, sizeof z, "%s", gb_arg(b, 'x', 0, t, "128"));
+      gb_stmt(b, "%%t0 = reshape(%s, shape=[2, 136, 2, 64])", x);
+      gb_stmt(b, "%%t1 = transpose(%%t0, perm=[0, 2, 1, 3])");
+      gb_stmt(b, "%%t2 = matmul(%%t1, %%t1, transpose_b=true)");
+      gb_stmt(b, "%%t9 = const(value=0.125, dtype=%s)", T);
+      gb_stmt(b, "%%t10 = mul(%%t2, %%t9)");
+      gb_stmt(b, "%%t3 = softmax(%%t10, axis=-1)");
+      gb_stmt(b, "%%t4 = matmul(%%t3, %%t1)");
+      gb_stmt(b, "%%t5 = transpose(%%t4, perm=[0, 2, 1, 3])");
+      gb_stmt(b, "%%t6 = reshape(%%t5, shape=[2, 136, 128])");
+      gb_stmt(b, "%%t7 = matmul(%%t6, %s)", y);
+      gb_stmt(b, "%%t8 = add(%%t7, %s)", z);
+      gb_ret(b, "add(%%t8, %s)", x);
+      return 1;
     default:
       return 0;
   }
 }
-#define N_CHAINS 12
+#define N_CHAINS 13
 
 /* ---- from generated statements to a verified .graph text ------------------------------- */
 /* Build the text with a placeholder signature, infer every result type (shape
