@@ -7,7 +7,10 @@
  *       threads read consecutive addresses: which of an operand's two matrix
  *       dims is contiguous is probed on its index map (transpose flags and
  *       absorbed transposes alike).
- *   matmul, host: ITEMS over outputs, a loop over K.
+ *   matmul, host: ITEMS over 8x16 output tiles (row tiles fastest: a thread's
+ *       chunk reuses one column panel of B), each a register-blocked pass over K
+ *       that LLVM vectorizes (FMAs across the 16 columns); edge tiles loop with
+ *       bounds tests.
  *   Operands are read through the element generator, so reshape / transpose /
  *   broadcast / slice producers fused into them are strided loads (a transposed
  *   head split costs no kernel); the epilogue (bias, activation, residual,
@@ -250,30 +253,120 @@ static kir_kernel *mm_tiled(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   return k;
 }
 
-/* The host kernel: one item per output, a dot product over K. */
-static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
-                            gc_gen *G) {
+/* Host micro-tile: MM_MR x MM_NR outputs per item, accumulators in registers (8 x 16
+ * f32 = 16 vector registers of 256 bits; AVX-512 CPUs have 32). */
+enum { MM_MR = 8, MM_NR = 16 };
+
+/* Coordinate var of row/col `base + off` (GC_PT_ZERO for a unit dim). */
+static int mm_coord(gc_lowerer *c, kir_kernel *k, kir_block *b, int64_t dim, int base, int64_t off,
+                    const char *name) {
+  if (dim == 1) return GC_PT_ZERO;
+  return gc_ec_let(c, k, b, name, ec_add(c, ec_v(c, k, base), ec_i64(c, off)));
+}
+
+/* A whole mr x nr tile at (m0, n0): one pass over K, acc[i][j] += A[m0+i, k] * B[k, n0+j]
+ * as straight-line code (mr loads of A, nr contiguous loads of B per k when B's n is
+ * contiguous), which LLVM's SLP vectorizer turns into vector FMAs; then the epilogues. */
+static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s,
+                         gc_dtype at, const int *bco, int m0, int n0, int mr, int nr) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
   const gc_op *op = grp->roots[0];
-  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, s->batch * s->M * s->N, 256);
-  gc_gen_init(G, c, k);
-  kir_block *b = &k->body;
-  int64_t dims3[3] = {s->batch, s->M, s->N};
-  int co[3], bco[GC_MAX_RANK];
-  gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
-  mm_batch_coords(c, k, b, s, co[0], bco);
-  int acc = gc_ec_let(c, k, b, "acc", gc_ec_num(c, at, 0.0));
+  int mi[MM_MR], nj[MM_NR], acc[MM_MR * MM_NR], av[MM_MR], bv[MM_NR];
+  for (int i = 0; i < mr; i++) mi[i] = mm_coord(c, k, b, s->M, m0, i, "m");
+  for (int j = 0; j < nr; j++) nj[j] = mm_coord(c, k, b, s->N, n0, j, "n");
+  for (int i = 0; i < mr * nr; i++) acc[i] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, at, 0.0));
   int kk = gc_ec_var(c, k, "kk", GRAPHC_DTYPE_I64);
   kir_block *lb = kir_emit_for(c->km, b, kk, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, 1));
-  gc_gen_push(G);
-  int m = s->M == 1 ? GC_PT_ZERO : co[1], n = s->N == 1 ? GC_PT_ZERO : co[2];
   int kz = s->K == 1 ? GC_PT_ZERO : kk;
+  gc_gen_push(G);
+  for (int i = 0; i < mr; i++) {
+    int x = s->ta ? mm_operand(G, lb, op->operands[0], s, bco, kz, mi[i])
+                  : mm_operand(G, lb, op->operands[0], s, bco, mi[i], kz);
+    av[i] = gc_ec_let(c, k, lb, "a", ec_cast(c, at, ec_v(c, k, x)));
+  }
+  for (int j = 0; j < nr; j++) {
+    int y = s->tb ? mm_operand(G, lb, op->operands[1], s, bco, nj[j], kz)
+                  : mm_operand(G, lb, op->operands[1], s, bco, kz, nj[j]);
+    bv[j] = gc_ec_let(c, k, lb, "b", ec_cast(c, at, ec_v(c, k, y)));
+  }
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++) {
+      kir_expr *prod = ec_bin(c, KIR_MUL, ec_v(c, k, av[i]), ec_v(c, k, bv[j]));
+      kir_emit_assign(c->km, lb, acc[i * nr + j], ec_bin(c, KIR_ADD, ec_v(c, k, acc[i * nr + j]), prod));
+    }
+  gc_gen_pop(G);
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++) {
+      gc_gen_push(G);
+      int pt = mm_out_point(G, op->results[0], s, bco, mi[i], nj[j], -1);
+      epilogue(G, b, grp, pt, ec_v(c, k, acc[i * nr + j]));
+      gc_gen_pop(G);
+    }
+}
+
+/* A partial tile at the right or bottom edge: loops over its rows and columns with
+ * bounds tests, a dot product over K per output. */
+static void mm_host_edge(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s,
+                         gc_dtype at, const int *bco, int m0, int n0, int mr, int nr) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const gc_op *op = grp->roots[0];
+  int i = gc_ec_var(c, k, "i", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
+  kir_block *ib = kir_emit_for(c->km, b, i, ec_i64(c, 0), ec_i64(c, mr), ec_i64(c, 1));
+  kir_block *jb = kir_emit_for(c->km, ib, j, ec_i64(c, 0), ec_i64(c, nr), ec_i64(c, 1));
+  int m = gc_ec_let(c, k, jb, "m", ec_add(c, ec_v(c, k, m0), ec_v(c, k, i)));
+  int n = gc_ec_let(c, k, jb, "n", ec_add(c, ec_v(c, k, n0), ec_v(c, k, j)));
+  kir_block *tb;
+  kir_emit_if(c->km, jb, ec_bin(c, KIR_AND, in_range(c, k, m, s->M, 0), in_range(c, k, n, s->N, 0)), &tb,
+              NULL);
+  if (s->M == 1) m = GC_PT_ZERO;
+  if (s->N == 1) n = GC_PT_ZERO;
+  int acc = gc_ec_let(c, k, tb, "acc", gc_ec_num(c, at, 0.0));
+  int kk = gc_ec_var(c, k, "kk", GRAPHC_DTYPE_I64);
+  kir_block *lb = kir_emit_for(c->km, tb, kk, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, 1));
+  int kz = s->K == 1 ? GC_PT_ZERO : kk;
+  gc_gen_push(G);
   int x = s->ta ? mm_operand(G, lb, op->operands[0], s, bco, kz, m) : mm_operand(G, lb, op->operands[0], s, bco, m, kz);
   int y = s->tb ? mm_operand(G, lb, op->operands[1], s, bco, n, kz) : mm_operand(G, lb, op->operands[1], s, bco, kz, n);
   kir_expr *prod = ec_bin(c, KIR_MUL, ec_cast(c, at, ec_v(c, k, x)), ec_cast(c, at, ec_v(c, k, y)));
   kir_emit_assign(c->km, lb, acc, ec_bin(c, KIR_ADD, ec_v(c, k, acc), prod));
   gc_gen_pop(G);
-  int pt = mm_out_point(G, op->results[0], s, bco, co[1], co[2], k->item_var);
-  epilogue(G, b, grp, pt, ec_v(c, k, acc));
+  gc_gen_push(G);
+  int pt = mm_out_point(G, op->results[0], s, bco, m, n, -1);
+  epilogue(G, tb, grp, pt, ec_v(c, k, acc));
+  gc_gen_pop(G);
+}
+
+/* The host kernel: ITEMS over (batch, column block, row block) with the row block
+ * fastest, so that the items of one thread's contiguous chunk reuse one column panel
+ * of B from cache; each item a register-blocked tile (mm_host_tile), or a bounds-
+ * checked one at the edges (mm_host_edge). Tiles shrink to M or N when smaller. */
+static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
+                            gc_gen *G) {
+  int mr = s->M < MM_MR ? (int)s->M : MM_MR, nr = s->N < MM_NR ? (int)s->N : MM_NR;
+  if (mr < 1) mr = 1;
+  if (nr < 1) nr = 1;
+  int64_t TM = (s->M + mr - 1) / mr, TN = (s->N + nr - 1) / nr;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, s->batch * TN * TM, 256);
+  gc_gen_init(G, c, k);
+  kir_block *b = &k->body;
+  int64_t dims3[3] = {s->batch, TN, TM};
+  int co[3], bco[GC_MAX_RANK];
+  gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
+  mm_batch_coords(c, k, b, s, co[0], bco);
+  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, mr)));
+  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, nr)));
+  if (s->M % mr == 0 && s->N % nr == 0) {
+    mm_host_tile(G, b, grp, s, at, bco, m0, n0, mr, nr);
+    return k;
+  }
+  kir_expr *full = ec_bin(c, KIR_AND, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, m0), ec_i64(c, mr)), ec_i64(c, s->M)),
+                          ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N)));
+  kir_block *tb, *eb;
+  kir_emit_if(c->km, b, full, &tb, &eb);
+  mm_host_tile(G, tb, grp, s, at, bco, m0, n0, mr, nr);
+  mm_host_edge(G, eb, grp, s, at, bco, m0, n0, mr, nr);
   return k;
 }
 

@@ -404,13 +404,20 @@ static LLVMValueRef emit_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
   return cvt(e, r, DT(F32), t);
 }
 
+/* Host: let a*b+c fuse into an FMA (one rounding, as CUDA's default -fmad). */
+static LLVMValueRef contract(em *e, LLVMValueRef v) {
+  if (e->t->arch == GC_LLVM_HOST && LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+  return v;
+}
+
 /* Binary op on f32/f64 (comparisons give i1). */
 static LLVMValueRef float_binary(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLVMValueRef b) {
   LLVMBuilderRef B = e->b;
   switch (op) {
-  case KIR_ADD: return LLVMBuildFAdd(B, a, b, "");
-  case KIR_SUB: return LLVMBuildFSub(B, a, b, "");
-  case KIR_MUL: return LLVMBuildFMul(B, a, b, "");
+  case KIR_ADD: return contract(e, LLVMBuildFAdd(B, a, b, ""));
+  case KIR_SUB: return contract(e, LLVMBuildFSub(B, a, b, ""));
+  case KIR_MUL: return contract(e, LLVMBuildFMul(B, a, b, ""));
   case KIR_DIV: return LLVMBuildFDiv(B, a, b, "");
   case KIR_REM: case KIR_POW: return math_call(e, op, t, a, b);
   case KIR_MIN: return intr2(e, "llvm.minimum", a, b);  /* NaN if either is NaN */

@@ -18,6 +18,7 @@
  *   ->bf16             fptrunc (cvt.rn.bf16.*)               bit arithmetic (no __truncsfbf2
  *                                                              needed: libgcc < 13 lacks it)
  *   int->bf16          sm_90: cvt.rn.bf16.s32/s64; else (and host) a round-to-odd f32, then RNE
+ *   f32/f64 + - *      plain                                 `contract`: a*b+c may become an FMA
  *
  * Host kernel ABI: `void name(void *const *args, int64_t begin, int64_t end)`.
  * args has one 8-byte slot per kir_param in order: a buffer's base pointer, or

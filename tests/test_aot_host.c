@@ -157,7 +157,7 @@ END_TEST
 
 /* Two models in one program, one without embedded weights. */
 static const char *two_models_main =
-    "#include <stdio.h>\n#include <string.h>\n#include \"mlp_a.h\"\n#include \"mlp_b.h\"\n"
+    "#include <math.h>\n#include <stdio.h>\n#include \"mlp_a.h\"\n#include \"mlp_b.h\"\n"
     "int main(int argc, char **argv) {\n  if (argc < 2) return 2;\n"
     "  static float x[MLP_A_IN_X_NUMEL], ya[MLP_A_OUT_Y_NUMEL], yb[MLP_B_OUT_Y_NUMEL];\n"
     "  for (int i = 0; i < MLP_A_IN_X_NUMEL; i++) x[i] = (float)((i * 37) % 101 - 50) / 50.0f;\n"
@@ -180,7 +180,9 @@ static const char *two_models_main =
     "    if (graphc_rt_set_weight(rb, info.name, buf, n, &err)) { puts(err.message); return 1; }\n"
     "  }\n"
     "  if (mlp_b_run(b, x, yb, &err)) { puts(err.message); return 1; }\n"
-    "  int same = memcmp(ya, yb, sizeof ya) == 0;\n"
+    "  int same = 1; /* a has no FMAs (x86-64-v2), b may: equal within f32 rounding */\n"
+    "  for (int i = 0; i < MLP_A_OUT_Y_NUMEL; i++)\n"
+    "    same &= fabsf(ya[i] - yb[i]) <= 1e-4f * (1.0f + fabsf(ya[i]));\n"
     "  printf(\"a and b agree: %d\\n\", same);\n"
     "  mlp_a_destroy(a); mlp_b_destroy(b);\n"
     "  return same ? 0 : 1;\n}\n";
