@@ -750,18 +750,20 @@ void gc_cu_exec_free(gc_cu_exec *x) {
   const gc_cu_driver *cu = x->cu;
   if (x->ctx_retained) {
     /* Errors are ignored here: after a sticky kernel error every call fails,
-     * and the primary context's release frees what is left. */
+     * and the primary context's release frees what is left. Everything is
+     * released even when the push fails: the handles and (unified) device
+     * pointers name their context, and skipping would leak them for as long
+     * as the primary context lives (found with the driver fault shim). */
     CUcontext dummy;
-    if (cu->CtxPushCurrent(x->ctx) == CUDA_SUCCESS) {
-      if (x->stream) cu->StreamSynchronize(x->stream);
-      if (x->gexec) cu->GraphExecDestroy(x->gexec);
-      if (x->stream) cu->StreamDestroy(x->stream);
-      if (x->arena) cu->MemFree(x->arena);
-      if (x->consts) cu->MemFree(x->consts);
-      if (x->io) cu->MemFree(x->io);
-      if (x->mod) cu->ModuleUnload(x->mod);
-      cu->CtxPopCurrent(&dummy);
-    }
+    int pushed = cu->CtxPushCurrent(x->ctx) == CUDA_SUCCESS;
+    if (x->stream) cu->StreamSynchronize(x->stream);
+    if (x->gexec) cu->GraphExecDestroy(x->gexec);
+    if (x->stream) cu->StreamDestroy(x->stream);
+    if (x->arena) cu->MemFree(x->arena);
+    if (x->consts) cu->MemFree(x->consts);
+    if (x->io) cu->MemFree(x->io);
+    if (x->mod) cu->ModuleUnload(x->mod);
+    if (pushed) cu->CtxPopCurrent(&dummy);
     cu->DevicePrimaryCtxRelease(x->dev);
   }
   if (x->kernels && x->plan)
