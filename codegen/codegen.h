@@ -1,6 +1,6 @@
 /* codegen.h - Kernel IR to device code: the two printers and the compilers
- * behind them. One kir_module becomes ONE CUDA C program (one NVRTC call) or
- * ONE LLVM module; never one per kernel.
+ * behind them. One kir_module becomes ONE CUDA C program (one NVRTC call), or
+ * one LLVM module per kernel compiled in parallel and joined into ONE PTX text.
  *
  *   kir_module --gc_cuda_c_print--> CUDA C --gc_nvrtc_compile--> PTX + cubin
  *   kir_module --gc_llvm_ptx------> LLVM IR (nvptx64-nvidia-cuda) --NVPTX--> PTX
@@ -28,8 +28,36 @@ const char *gc_nvrtc_version(void);
 
 /* codegen/llvm_nvptx.c: build the module with the LLVM-C API for
  * nvptx64-nvidia-cuda, optimize (O3) and emit PTX for sm_<sm>. When ir_text is
- * not NULL it receives the LLVM IR text (before codegen). */
+ * not NULL it receives the LLVM IR text (before codegen) of the whole module
+ * compiled as one; else this is gc_llvm_ptx_ex with automatic threads, no dedup. */
 int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, gc_diags *d);
+
+/* Options of gc_llvm_ptx_ex. Zeroed: automatic threads, no dedup. */
+typedef struct gc_llvm_ptx_opts {
+  int threads;   /* kernels compiled at once: 0 automatic (GRAPHC_COMPILE_THREADS, else
+                    the online CPUs, at most 8), 1 serial. Never changes the output. */
+  int dedup;     /* 1: compile identical kernels once (see llvm_nvptx.c, gc_ptx_kernel_alias) */
+} gc_llvm_ptx_opts;
+
+/* Where the time of one gc_llvm_ptx_ex went, in ms. The phases are CPU time
+ * summed over all kernels (they overlap when threads > 1); wall is the call. */
+typedef struct gc_llvm_times {
+  double emit;        /* Kernel IR -> LLVM IR, verify (and the dedup comparison) */
+  double libdevice;   /* read and link libdevice (modules calling __nv_* only) */
+  double optimize;    /* default<O3>, verify */
+  double codegen;     /* NVPTX instruction selection .. PTX text */
+  double wall;
+  int kernels, compiled, threads;  /* kernels in m; compiled (distinct); threads used */
+} gc_llvm_times;
+
+/* codegen/llvm_nvptx.c: PTX for every kernel of m, one LLVM module per kernel
+ * compiled on opts->threads threads (opts may be NULL); times may be NULL. */
+int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, char **ptx,
+                   gc_llvm_times *times, gc_diags *d);
+
+/* The kernel whose PTX entry kernel `name` runs: the ORIGINAL of a
+ * "// graphc alias name = ORIGINAL" line of ptx (copied into buf), else name. */
+const char *gc_ptx_kernel_alias(const char *ptx, const char *name, char *buf, size_t len);
 
 /* codegen/jitlink.c: PTX to cubin through nvJitLink for sm_<sm>. */
 int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d);

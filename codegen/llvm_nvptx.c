@@ -1,26 +1,46 @@
 /* llvm_nvptx.c - Kernel IR to PTX through LLVM's NVPTX backend.
  *
- *   kir_module --gc_llvm_emit--> module --verify--> [link libdevice, internalize]
- *              --default<O3>--> verify --NVPTX AsmPrinter--> PTX text
+ *   gc_llvm_ptx_ex (what the CUDA backend runs): one LLVM module per kernel
  *
- * Each call owns its LLVMContext and target machine; the only process-wide
- * state is the one-time NVPTX target registration (pthread_once).
+ *     kernel i --gc_llvm_emit--> module_i --verify--> [dedup: same IR as an
+ *       earlier kernel? then reuse its code]                        (serial)
+ *     module_i --[link libdevice, internalize]--> default<O3> --> verify
+ *       --NVPTX AsmPrinter--> PTX_i       (distinct kernels, on a few threads)
+ *     PTX = header + PTX_0 + PTX_1 + ... in kernel order (+ alias comments)
+ *
+ *   gc_llvm_ptx with ir_text (--emit llvm): the whole kir_module as ONE module,
+ *   same passes; the IR text is of that module.
+ *
+ * Each module owns its LLVMContext and target machine, so modules compile in
+ * parallel; the only process-wide state is the one-time NVPTX target
+ * registration (pthread_once). The output never depends on the thread count:
+ * every kernel is compiled alone and the parts are joined in kernel order.
  * LLVM 19 knows sm_20..sm_90: a newer GPU gets PTX for sm_90 (the newest
  * below it) and nvJitLink / the driver compile that PTX for the real sm.
  * Math (exp, log, tanh, erf, sin, cos, pow, fmod) comes from the toolkit's
- * libdevice.10.bc, loaded lazily so only the functions used are linked; no FTZ
- * (module flag nvvm-reflect-ftz = 0), no FMA contraction, IEEE div and sqrt.
+ * libdevice.10.bc, linked only into modules that call a __nv_ function and
+ * loaded lazily so only the functions used are read; no FTZ (module flag
+ * nvvm-reflect-ftz = 0), no FMA contraction, IEEE div and sqrt.
  * NVPTX numbers call sites from a process-wide counter ("// callseq N"); the
  * PTX is renumbered so the same module always gives the same text.
+ *
+ * Dedup (opts->dedup): kernels whose LLVM IR is the same once value names are
+ * dropped and the kernel's own name is masked (same code, same launch bounds,
+ * same shared arrays) are compiled once; the PTX then has no entry for the
+ * copy and ends with "// graphc alias COPY = ORIGINAL" lines, which
+ * gc_ptx_kernel_alias reads back (the launch plan runs ORIGINAL's code with
+ * COPY's arguments). A transformer with N identical layers compiles one.
  */
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codegen.h"
@@ -183,41 +203,109 @@ static char *take_message(char *m) {
   return s;
 }
 
-/* Everything after the target machine exists: emit, link, optimize, print. */
-static int compile(LLVMContextRef ctx, LLVMTargetMachineRef tm, const kir_module *m, int sm,
-                   char **ptx, char **ir_text, gc_llvm_diag *dg, gc_diags *d) {
+/* Milliseconds of CPU time of the calling thread (phase times) or of wall time. */
+static double thread_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+static double wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* The NVPTX target machine for sm_<target_sm> (reported on failure). */
+static LLVMTargetMachineRef make_tm(int target_sm, gc_diags *d) {
+  pthread_once(&nvptx_once, nvptx_init);
+  LLVMTargetRef target = NULL;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(NVPTX_TRIPLE, &target, &msg)) {
+    report(d, NULL, "LLVM has no NVPTX target", msg);
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  char cpu[16];
+  snprintf(cpu, sizeof cpu, "sm_%d", target_sm);
+  LLVMTargetMachineRef tm =
+      LLVMCreateTargetMachine(target, NVPTX_TRIPLE, cpu, NVPTX_FEATURES, LLVMCodeGenLevelAggressive,
+                              LLVMRelocDefault, LLVMCodeModelDefault);
+  if (!tm) report(d, NULL, "cannot create the LLVM NVPTX target machine", cpu);
+  return tm;
+}
+
+/* Build mod from m in ctx for tm (unoptimized, verified); NULL on error. */
+static LLVMModuleRef emit_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, const kir_module *m,
+                                 int sm, gc_diags *d) {
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
   char *layout = LLVMCopyStringRepOfTargetData(td);
   LLVMDisposeTargetData(td);
   gc_llvm_target t = {GC_LLVM_NVPTX, sm, NVPTX_TRIPLE, layout};
   LLVMModuleRef mod = gc_llvm_emit(ctx, m, &t, d);
   LLVMDisposeMessage(layout);
-  if (!mod) return -1;
-  int rc = gc_llvm_verify(mod, "after emission", d);
-  if (rc == 0 && gc_llvm_uses_libdevice(mod)) {
+  if (mod && gc_llvm_verify(mod, "after emission", d) != 0) {
+    LLVMDisposeModule(mod);
+    mod = NULL;
+  }
+  return mod;
+}
+
+/* libdevice when mod calls it, internalize, default<O3>, verify. Adds the
+ * CPU times to *t_link and *t_opt. */
+static int optimize(LLVMContextRef ctx, LLVMTargetMachineRef tm, LLVMModuleRef mod,
+                    const kir_module *m, gc_llvm_diag *dg, gc_diags *d, double *t_link,
+                    double *t_opt) {
+  double t0 = thread_ms();
+  int rc = 0;
+  if (gc_llvm_uses_libdevice(mod)) {
     rc = link_libdevice(ctx, mod, dg, d);
     if (rc == 0) gc_llvm_internalize(mod, m);
   }
+  double t1 = thread_ms();
   if (rc == 0) rc = gc_llvm_optimize(mod, tm, "default<O3>", d);
   if (rc == 0) rc = gc_llvm_verify(mod, "after optimization", d);
+  *t_link += t1 - t0;
+  *t_opt += thread_ms() - t1;
+  return rc;
+}
+
+/* PTX text of mod as NVPTX prints it (not renumbered), malloc'd; NULL on error. */
+static char *codegen(LLVMTargetMachineRef tm, LLVMModuleRef mod, gc_llvm_diag *dg, gc_diags *d) {
+  LLVMMemoryBufferRef mb = NULL;
+  char *msg = NULL, *raw = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &mb)) {
+    report(d, dg, "NVPTX code generation failed", msg);
+  } else {
+    raw = buffer_string(mb);
+    LLVMDisposeMemoryBuffer(mb);
+    if (!raw) report(d, NULL, "out of memory copying PTX", NULL);
+  }
+  if (msg) LLVMDisposeMessage(msg);
+  if (raw && dg->n_errors) {
+    report(d, dg, "LLVM reported errors", NULL);
+    free(raw);
+    raw = NULL;
+  }
+  return raw;
+}
+
+/* The whole module as one LLVM module (for the IR text): emit, optimize, print. */
+static int compile_whole(LLVMContextRef ctx, LLVMTargetMachineRef tm, const kir_module *m, int sm,
+                         char **ptx, char **ir_text, gc_llvm_diag *dg, gc_diags *d) {
+  LLVMModuleRef mod = emit_module(ctx, tm, m, sm, d);
+  if (!mod) return -1;
+  double tl = 0, to = 0;
+  int rc = optimize(ctx, tm, mod, m, dg, d, &tl, &to);
   if (rc == 0 && ir_text) {
     *ir_text = take_message(LLVMPrintModuleToString(mod));
     if (!*ir_text) rc = -1, report(d, NULL, "out of memory printing LLVM IR", NULL);
   }
   if (rc == 0 && ptx) {
-    LLVMMemoryBufferRef mb = NULL;
-    char *msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &mb)) {
-      report(d, dg, "NVPTX code generation failed", msg);
-      rc = -1;
-    } else {
-      char *raw = buffer_string(mb);
-      LLVMDisposeMemoryBuffer(mb);
-      *ptx = raw ? renumber(raw, "// callseq ") : NULL;  /* no indirect calls: no prototypes */
-      free(raw);
-      if (!*ptx) rc = -1, report(d, NULL, "out of memory copying PTX", NULL);
-    }
-    if (msg) LLVMDisposeMessage(msg);
+    char *raw = codegen(tm, mod, dg, d);
+    *ptx = raw ? renumber(raw, "// callseq ") : NULL;  /* no indirect calls: no prototypes */
+    if (raw && !*ptx) report(d, NULL, "out of memory copying PTX", NULL);
+    free(raw);
+    if (!*ptx) rc = -1;
   }
   if (rc == 0 && dg->n_errors) {
     report(d, dg, "LLVM reported errors", NULL);
@@ -227,9 +315,302 @@ static int compile(LLVMContextRef ctx, LLVMTargetMachineRef tm, const kir_module
   return rc;
 }
 
+/* ---- one module per kernel -------------------------------------------------------------- */
+
+typedef struct nv_job {
+  kir_module one;          /* a view of m holding just this kernel */
+  const char *name;
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;       /* until compiled */
+  gc_llvm_diag dg;
+  gc_diags d;
+  char *key;               /* dedup: IR with names dropped and the kernel's masked */
+  int canon;               /* the job whose code this kernel runs (itself when distinct) */
+  char *raw;               /* PTX as printed */
+  double t_link, t_opt, t_cg;  /* CPU ms of the phases */
+  int rc;
+} nv_job;
+
+typedef struct nv_pool {
+  nv_job *jobs;
+  int n, sm;
+  atomic_int next;
+} nv_pool;
+
+/* Drop the names of mod's arguments, blocks and instructions (they come from
+ * Kernel IR variables and differ between otherwise identical kernels; they
+ * never reach the PTX). */
+static void drop_local_names(LLVMModuleRef mod) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    if (LLVMIsDeclaration(f)) continue;
+    for (LLVMValueRef a = LLVMGetFirstParam(f); a; a = LLVMGetNextParam(a)) LLVMSetValueName2(a, "", 0);
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b)) {
+      LLVMSetValueName2(LLVMBasicBlockAsValue(b), "", 0);
+      for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in))
+        LLVMSetValueName2(in, "", 0);
+    }
+  }
+}
+
+/* The dedup key of job j's module: its IR text with "@NAME" (the kernel and
+ * its NAME_smemK arrays) replaced by "@K". NULL when out of memory. */
+static char *dedup_key(nv_job *j) {
+  drop_local_names(j->mod);
+  char *ir = LLVMPrintModuleToString(j->mod);
+  if (!ir) return NULL;
+  gc_sbuf b = {0};
+  size_t nl = strlen(j->name);
+  const char *p = ir;
+  for (const char *q; (q = strchr(p, '@')) != NULL;) {
+    gc_sbuf_printf(&b, "%.*s", (int)(q - p), p);
+    char c = q[1 + nl];
+    if (strncmp(q + 1, j->name, nl) == 0 &&
+        (!(c == '_' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+           (c >= 'A' && c <= 'Z')) || strncmp(q + 1 + nl, "_smem", 5) == 0)) {
+      gc_sbuf_puts(&b, "@K");
+      p = q + 1 + nl;
+    } else {
+      gc_sbuf_putc(&b, '@');
+      p = q + 1;
+    }
+  }
+  gc_sbuf_puts(&b, p);
+  LLVMDisposeMessage(ir);
+  if (b.failed) {
+    gc_sbuf_free(&b);
+    return NULL;
+  }
+  return gc_sbuf_take(&b);
+}
+
+/* Could kernels a and b have the same code? (The same launch, parameters,
+ * shared arrays and variable count; decides whether a dedup key is worth
+ * printing. Stricter than the key, so it never merges different kernels.) */
+static int maybe_same(const kir_kernel *a, const kir_kernel *b) {
+  if (a->launch.kind != b->launch.kind || a->launch.n != b->launch.n ||
+      a->launch.block != b->launch.block || a->n_params != b->n_params ||
+      a->n_shared != b->n_shared || a->n_vars != b->n_vars)
+    return 0;
+  for (int i = 0; i < a->n_params; i++)
+    if (a->params[i].kind != b->params[i].kind || a->params[i].dtype != b->params[i].dtype ||
+        a->params[i].readonly != b->params[i].readonly)
+      return 0;
+  for (int i = 0; i < a->n_shared; i++)
+    if (a->shared[i].dtype != b->shared[i].dtype || a->shared[i].count != b->shared[i].count)
+      return 0;
+  return 1;
+}
+
+/* Give the module's non-kernel definitions (libdevice functions not inlined,
+ * its tables) the kernel's name as a prefix, so joined PTX parts never define
+ * the same symbol twice. The kernel's shared arrays are already NAME_smemK. */
+static void prefix_locals(LLVMModuleRef mod, const char *name) {
+  size_t nl = strlen(name);
+  char buf[512];
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *fn = LLVMGetValueName2(f, &len);
+    if (LLVMIsDeclaration(f) || (len == nl && memcmp(fn, name, nl) == 0)) continue;
+    snprintf(buf, sizeof buf, "%s__%.*s", name, (int)len, fn);
+    LLVMSetValueName2(f, buf, strlen(buf));
+  }
+  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
+    size_t len;
+    const char *gn = LLVMGetValueName2(g, &len);
+    if (LLVMIsDeclaration(g) || (len > nl && memcmp(gn, name, nl) == 0 && gn[nl] == '_')) continue;
+    snprintf(buf, sizeof buf, "%s__%.*s", name, (int)len, gn);
+    LLVMSetValueName2(g, buf, strlen(buf));
+  }
+}
+
+/* Optimize and generate code for one distinct kernel (any thread). */
+static void run_job(nv_job *j, int sm) {
+  LLVMTargetMachineRef tm = make_tm(sm, &j->d);
+  if (!tm) {
+    j->rc = -1;
+    return;
+  }
+  j->rc = optimize(j->ctx, tm, j->mod, &j->one, &j->dg, &j->d, &j->t_link, &j->t_opt);
+  if (j->rc == 0) {
+    double t0 = thread_ms();
+    prefix_locals(j->mod, j->name);
+    j->raw = codegen(tm, j->mod, &j->dg, &j->d);
+    if (!j->raw) j->rc = -1;
+    j->t_cg += thread_ms() - t0;
+  }
+  LLVMDisposeModule(j->mod);
+  j->mod = NULL;
+  LLVMDisposeTargetMachine(tm);
+}
+
+/* Worker: take the next distinct kernel until none is left. */
+static void *worker(void *arg) {
+  nv_pool *p = arg;
+  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+    if (p->jobs[i].canon == i) run_job(&p->jobs[i], p->sm);
+  return NULL;
+}
+
+/* Threads for n distinct kernels: GRAPHC_COMPILE_THREADS, else the online CPUs, at most 8. */
+static int pick_threads(int want, int n) {
+  if (want <= 0) {
+    const char *env = getenv("GRAPHC_COMPILE_THREADS");
+    want = env && *env ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (!env && want > 8) want = 8;
+  }
+  if (want < 1) want = 1;
+  if (want > 64) want = 64;
+  return want < n ? want : n;
+}
+
+/* Join the parts in kernel order: the header of the first, then the body of
+ * each (everything after ".address_size"), then the alias lines. */
+static char *join(nv_job *jobs, int n) {
+  gc_sbuf b = {0};
+  int first = 1;
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].canon != i) continue;
+    const char *s = jobs[i].raw;
+    if (!first) {
+      const char *a = strstr(s, "\n.address_size");
+      const char *e = a ? strchr(a + 1, '\n') : NULL;
+      if (e) s = e + 1;
+    }
+    gc_sbuf_puts(&b, s);
+    first = 0;
+  }
+  for (int i = 0; i < n; i++)
+    if (jobs[i].canon != i)
+      gc_sbuf_printf(&b, "// graphc alias %s = %s\n", jobs[i].name, jobs[jobs[i].canon].name);
+  if (b.failed) {
+    gc_sbuf_free(&b);
+    return NULL;
+  }
+  return gc_sbuf_take(&b);
+}
+
+const char *gc_ptx_kernel_alias(const char *ptx, const char *name, char *buf, size_t len) {
+  static const char tag[] = "\n// graphc alias ";
+  size_t nl = strlen(name);
+  for (const char *p = ptx ? strstr(ptx, tag) : NULL; p; p = strstr(p + 1, tag)) {
+    const char *q = p + sizeof tag - 1;
+    if (strncmp(q, name, nl) != 0 || strncmp(q + nl, " = ", 3) != 0) continue;
+    q += nl + 3;
+    size_t k = strcspn(q, "\n");
+    if (k == 0 || k >= len) break;
+    memcpy(buf, q, k);
+    buf[k] = 0;
+    return buf;
+  }
+  return name;
+}
+
+int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, char **ptx,
+                   gc_llvm_times *times, gc_diags *d) {
+  *ptx = NULL;
+  double w0 = wall_ms();
+  gc_llvm_times tz;
+  if (!times) times = &tz;
+  memset(times, 0, sizeof *times);
+  times->kernels = m->n_kernels;
+  int target_sm = llvm_sm(sm);
+  if (target_sm == 0) {
+    gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, (gc_loc){0, 0},
+                "LLVM NVPTX backend: sm_%d is not supported (needs sm_50 or newer)", sm);
+    return -1;
+  }
+  int n = m->n_kernels;
+  nv_job *jobs = calloc((size_t)(n ? n : 1), sizeof *jobs);
+  LLVMTargetMachineRef tm = jobs ? make_tm(target_sm, d) : NULL;
+  if (!jobs || !tm) {
+    if (!jobs) gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    free(jobs);
+    return -1;
+  }
+  /* Emit every kernel into its own context (serial: cheap), and find copies. */
+  int rc = 0, distinct = 0;
+  for (int i = 0; i < n; i++) {
+    nv_job *j = &jobs[i];
+    j->one.n_kernels = 1;
+    j->one.kernels = &m->kernels[i];
+    j->name = m->kernels[i]->name;
+    j->canon = i;
+    gc_diags_init(&j->d, "", NULL, 0);
+  }
+  for (int i = 0; i < n && rc == 0; i++) {
+    nv_job *j = &jobs[i];
+    double t0 = thread_ms();
+    j->ctx = LLVMContextCreate();
+    gc_llvm_diag_install(j->ctx, &j->dg);
+    j->mod = emit_module(j->ctx, tm, &j->one, target_sm, d);
+    if (!j->mod) rc = -1;
+    int twin = 0;
+    for (int k = 0; opts && opts->dedup && k < n && !twin; k++)
+      twin = k != i && maybe_same(m->kernels[k], m->kernels[i]);
+    if (rc == 0 && twin) {
+      if (!(j->key = dedup_key(j))) {
+        gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+        rc = -1;
+      }
+      for (int k = 0; rc == 0 && k < i; k++)
+        if (jobs[k].canon == k && jobs[k].key && strcmp(jobs[k].key, j->key) == 0) {
+          j->canon = k;
+          break;
+        }
+    }
+    if (rc == 0 && j->canon == i) distinct++;
+    times->emit += thread_ms() - t0;
+  }
+  LLVMDisposeTargetMachine(tm);
+  /* Optimize and generate code for the distinct kernels on the threads. */
+  int nt = rc == 0 ? pick_threads(opts ? opts->threads : 0, distinct) : 0;
+  nv_pool pool = {jobs, n, target_sm, 0};
+  pthread_t *th = nt > 1 ? calloc((size_t)nt, sizeof *th) : NULL;
+  int started = 0;
+  for (int t = 1; th && t < nt; t++, started++)  /* the calling thread is worker 0 */
+    if (pthread_create(&th[t], NULL, worker, &pool) != 0) break;
+  if (rc == 0) worker(&pool);
+  for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+  free(th);
+  times->threads = rc == 0 ? started + 1 : 0;
+  times->compiled = distinct;
+  /* Errors in kernel order, then join. */
+  for (int i = 0; i < n; i++) {
+    nv_job *j = &jobs[i];
+    times->libdevice += j->t_link;
+    times->optimize += j->t_opt;
+    times->codegen += j->t_cg;
+    for (int k = 0; k < j->d.n; k++)  /* only failed jobs have diagnostics */
+      gc_error_at(d, j->d.status, (gc_loc){0, 0}, "%s", j->d.items[k].msg);
+    if (j->rc != 0) rc = -1;
+  }
+  if (rc == 0) {
+    char *joined = join(jobs, n);
+    *ptx = joined ? renumber(joined, "// callseq ") : NULL;
+    free(joined);
+    if (!*ptx) {
+      gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory joining PTX");
+      rc = -1;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    nv_job *j = &jobs[i];
+    if (j->mod) LLVMDisposeModule(j->mod);
+    if (j->ctx) LLVMContextDispose(j->ctx);
+    gc_sbuf_free(&j->dg.msgs);
+    gc_diags_free(&j->d);
+    free(j->key);
+    free(j->raw);
+  }
+  free(jobs);
+  times->wall = wall_ms() - w0;
+  return rc;
+}
+
 int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, gc_diags *d) {
   if (ptx) *ptx = NULL;
   if (ir_text) *ir_text = NULL;
+  if (!ir_text) return ptx ? gc_llvm_ptx_ex(m, sm, NULL, ptx, NULL, d) : 0;
   int target_sm = llvm_sm(sm);
   if (target_sm == 0) {
     gc_loc noloc = {0, 0};
@@ -237,27 +618,12 @@ int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, gc_diag
                 "LLVM NVPTX backend: sm_%d is not supported (needs sm_50 or newer)", sm);
     return -1;
   }
-  pthread_once(&nvptx_once, nvptx_init);
-  LLVMTargetRef target = NULL;
-  char *msg = NULL;
-  if (LLVMGetTargetFromTriple(NVPTX_TRIPLE, &target, &msg)) {
-    report(d, NULL, "LLVM has no NVPTX target", msg);
-    LLVMDisposeMessage(msg);
-    return -1;
-  }
-  char cpu[16];
-  snprintf(cpu, sizeof cpu, "sm_%d", target_sm);
-  LLVMTargetMachineRef tm =
-      LLVMCreateTargetMachine(target, NVPTX_TRIPLE, cpu, NVPTX_FEATURES, LLVMCodeGenLevelAggressive,
-                              LLVMRelocDefault, LLVMCodeModelDefault);
-  if (!tm) {
-    report(d, NULL, "cannot create the LLVM NVPTX target machine", cpu);
-    return -1;
-  }
+  LLVMTargetMachineRef tm = make_tm(target_sm, d);
+  if (!tm) return -1;
   LLVMContextRef ctx = LLVMContextCreate();
   gc_llvm_diag dg = {{0}, 0};
   gc_llvm_diag_install(ctx, &dg);
-  int rc = compile(ctx, tm, m, target_sm, ptx, ir_text, &dg, d);
+  int rc = compile_whole(ctx, tm, m, target_sm, ptx, ir_text, &dg, d);
   LLVMContextDispose(ctx);
   LLVMDisposeTargetMachine(tm);
   gc_sbuf_free(&dg.msgs);

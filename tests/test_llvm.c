@@ -548,6 +548,79 @@ START_TEST(test_host_ir) {
 }
 END_TEST
 
+/* ITEMS kernel `name`: <pre>_out[i] = tanh(<pre>_in[i]) * factor (libdevice). */
+static void k_scale(kir_module *m, const char *name, const char *pre, double factor) {
+  kir_kernel *k = kir_kernel_new(m, name, (kir_launch){KIR_LAUNCH_ITEMS, 1000, 256});
+  char in_name[32], out_name[32];
+  snprintf(in_name, sizeof in_name, "%s_in", pre);
+  snprintf(out_name, sizeof out_name, "%s_out", pre);
+  int in = kir_add_param(m, k, in_name, KIR_PARAM_BUFFER, DT(F32), 1, k->n_params);
+  int out = kir_add_param(m, k, out_name, KIR_PARAM_BUFFER, DT(F32), 0, k->n_params);
+  int v = kir_add_var(m, k, pre, DT(F32));
+  kir_emit_assign(m, &k->body, v, kir_unary(m, KIR_TANH, ld(m, k, in)));
+  kir_emit_store(m, &k->body, KIR_GLOBAL, out, item(m, k),
+                 kir_binary(m, KIR_MUL, kir_var_ref(m, k, v), kir_const_f(m, DT(F32), factor)));
+}
+
+/* gc_llvm_ptx_ex: the same PTX on 1 and 4 threads and on every call; every
+ * kernel present without dedup; with dedup an identical kernel (other names)
+ * is compiled once and named by an alias line, a different one is not. */
+START_TEST(test_parallel_dedup) {
+  kir_module *m = build_all();
+  gc_diags d;
+  gc_diags_init(&d, "test", NULL, 0);
+  char *p1 = NULL, *p4 = NULL, *again = NULL;
+  gc_llvm_ptx_opts one = {1, 0}, four = {4, 0};
+  gc_llvm_times t;
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &one, &p1, &t, &d), 0);
+  ck_assert_int_eq(t.threads, 1);
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &four, &p4, &t, &d), 0);
+  ck_assert_int_eq(t.threads, 4);
+  ck_assert_int_eq(t.compiled, m->n_kernels);
+  ck_assert(t.optimize > 0 && t.codegen > 0 && t.wall > 0);
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &four, &again, NULL, &d), 0);
+  same_text("ptx (threads)", p1, p4);
+  same_text("ptx (threads)", p4, again);
+  for (int k = 0; k < m->n_kernels; k++) free(ptx_function(p4, m->kernels[k]->name));
+  ck_assert_ptr_null(strstr(p4, ".extern"));
+  check_ptxas(p4, 90);
+  check_cubin(p4, 90);
+  free(p1), free(p4), free(again);
+  kir_module_free(m);
+
+  m = kir_module_new();
+  k_scale(m, "scale_a", "a", 2.0);
+  k_scale(m, "scale_b", "bee", 2.0);   /* the same code under other names */
+  k_scale(m, "scale_c", "c", 3.0);     /* different */
+  k_scale(m, "scale_d", "dd", 2.0);
+  gc_llvm_ptx_opts dd = {2, 1};
+  char *p = NULL;
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &dd, &p, &t, &d), 0);
+  ck_assert_int_eq(d.n_errors, 0);
+  ck_assert_int_eq(t.kernels, 4);
+  ck_assert_int_eq(t.compiled, 2);
+  free(ptx_function(p, "scale_a"));
+  free(ptx_function(p, "scale_c"));
+  ck_assert_ptr_null(strstr(p, ".entry scale_b("));
+  ck_assert_ptr_null(strstr(p, ".entry scale_d("));
+  ck_assert_ptr_nonnull(strstr(p, "\n// graphc alias scale_b = scale_a\n"));
+  char buf[64];
+  ck_assert_str_eq(gc_ptx_kernel_alias(p, "scale_b", buf, sizeof buf), "scale_a");
+  ck_assert_str_eq(gc_ptx_kernel_alias(p, "scale_d", buf, sizeof buf), "scale_a");
+  ck_assert_str_eq(gc_ptx_kernel_alias(p, "scale_c", buf, sizeof buf), "scale_c");
+  ck_assert_str_eq(gc_ptx_kernel_alias(p, "scale_a", buf, sizeof buf), "scale_a");
+  ck_assert_str_eq(gc_ptx_kernel_alias(NULL, "x", buf, sizeof buf), "x");
+  check_ptxas(p, 90);
+  check_cubin(p, 90);
+  char *q = NULL;
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &dd, &q, NULL, &d), 0);
+  same_text("ptx (dedup)", p, q);
+  free(p), free(q);
+  gc_diags_free(&d);
+  kir_module_free(m);
+}
+END_TEST
+
 /* Suite: everything above. */
 static Suite *llvm_suite(void) {
   Suite *s = suite_create("llvm");
@@ -556,6 +629,7 @@ static Suite *llvm_suite(void) {
   tcase_add_test(tc, test_ptx_assembles);
   tcase_add_test(tc, test_newer_sm);
   tcase_add_test(tc, test_deterministic);
+  tcase_add_test(tc, test_parallel_dedup);
   tcase_add_test(tc, test_ptx_content);
   tcase_add_test(tc, test_jitlink_error);
   tcase_add_test(tc, test_llvm_errors);

@@ -80,6 +80,11 @@ int gc_nvrtc_compile(const char *src, int sm, char **ptx, void **cubin, size_t *
 int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, gc_diags *d) {
   return no_codegen(d, "LLVM");
 }
+int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, char **ptx,
+                   gc_llvm_times *times, gc_diags *d) {
+  if (times) *times = (gc_llvm_times){0};
+  return no_codegen(d, "LLVM");
+}
 
 /* nvJitLink: unsupported. */
 int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d) {
