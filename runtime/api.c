@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec.h"
 #include "interp.h"
@@ -557,6 +558,13 @@ int gc_parse_arch(const char *arch) {
   return (int)v;
 }
 
+/* Monotonic milliseconds (graphc_model_emit's --time-passes report). */
+static double emit_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_options_t *opts_in,
                                   const char *what, void **out, size_t *len, graphc_error_t *err) {
   if (!m || !what || !out || !len)
@@ -580,7 +588,9 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
   gc_diags_init(&d, m->name, m->source, m->source_len);
   gc_sbuf stats = {0};
   gc_plan *plan = NULL;
+  double t0 = emit_now_ms();
   gc_module *mod = parse_and_verify(m->name, m->source, m->source_len, &d);
+  gc_sbuf_printf(&stats, "time: parse + verify %.2f ms\n", emit_now_ms() - t0);
   if (mod) {
     gc_graph *g = mod->graphs[m->entry];
     if (g->n_syms)
@@ -589,7 +599,9 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
         gc_run_pipeline(g, &opts, &stats, &d) == 0) {
       kir_target t;
       kir_target_cuda(&t, sm);
+      t0 = emit_now_ms();
       plan = gc_lower_opts(g, NULL, &t, gc_lower_fusion_enabled(&opts), &d);
+      gc_sbuf_printf(&stats, "time: lower %.2f ms\n", emit_now_ms() - t0);
     }
   }
   if (plan) {
@@ -606,18 +618,28 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
       case 3:
       case 4:
         if (llvm) {
-          rc = gc_llvm_ptx(plan->kir, sm, &text, NULL, &d);
+          gc_llvm_times lt;
+          rc = gc_llvm_ptx_ex(plan->kir, sm, NULL, &text, &lt, &d);
+          gc_sbuf_printf(&stats,
+                         "time: llvm nvptx %.2f ms (%d kernels, %d threads; cpu ms: emit %.2f, "
+                         "libdevice %.2f, optimize O3 %.2f, codegen %.2f)\n",
+                         lt.wall, lt.kernels, lt.threads, lt.emit, lt.libdevice, lt.optimize,
+                         lt.codegen);
           if (rc == 0 && kind == 4) {
+            t0 = emit_now_ms();
             rc = gc_ptx_to_cubin(text, sm, out, len, &d);
+            gc_sbuf_printf(&stats, "time: nvjitlink %.2f ms\n", emit_now_ms() - t0);
             free(text);
             text = NULL;
           }
         } else {
           gc_cuda_c_print(&b, plan->kir);
           char *src = gc_sbuf_take(&b);
+          t0 = emit_now_ms();
           rc = src ? gc_nvrtc_compile(src, sm, kind == 3 ? &text : NULL, kind == 4 ? out : NULL,
                                       kind == 4 ? len : NULL, &d)
                    : -1;
+          gc_sbuf_printf(&stats, "time: nvrtc %.2f ms\n", emit_now_ms() - t0);
           free(src);
         }
         break;
@@ -637,6 +659,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
     gc_sbuf_free(&b);
     gc_plan_free(plan);
   }
+  if (opts.time_passes && stats.data) fputs(stats.data, stderr);  /* like --print-after */
   gc_sbuf_free(&stats);
   gc_module_free(mod);
   if (!d.n_errors && !*out) gc_error_at(&d, GRAPHC_STATUS_INTERNAL, (gc_loc){0, 0}, "emit failed");

@@ -146,9 +146,16 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
                           gc_cuda_code *out, gc_sbuf *st, gc_diags *d) {
   double t0 = now_ms();
   if (cg == GRAPHC_CODEGEN_LLVM) {
-    if (gc_llvm_ptx(km, sm, &out->ptx, NULL, d) != 0) return -1;
+    gc_llvm_ptx_opts lo = {0, 1};  /* automatic threads, identical kernels compiled once */
+    gc_llvm_times lt;
+    if (gc_llvm_ptx_ex(km, sm, &lo, &out->ptx, &lt, d) != 0) return -1;
     double t1 = now_ms();
-    if (st) gc_sbuf_printf(st, "cuda: llvm nvptx %.2f ms\n", t1 - t0);
+    if (st)
+      gc_sbuf_printf(st,
+                     "cuda: llvm nvptx %.2f ms (%d kernels, %d compiled, %d threads; cpu ms: emit %.2f,"
+                     " libdevice %.2f, optimize O3 %.2f, codegen %.2f)\n",
+                     t1 - t0, lt.kernels, lt.compiled, lt.threads, lt.emit, lt.libdevice,
+                     lt.optimize, lt.codegen);
     gc_diags jd;   /* a failed nvJitLink is not fatal: the driver JITs the PTX */
     gc_diags_init(&jd, "", NULL, 0);
     if (gc_ptx_to_cubin(out->ptx, sm, &out->cubin, &out->cubin_len, &jd) != 0) {
@@ -309,6 +316,19 @@ int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
   return gc_launch_plan_check(lp, GRAPHC_STATUS_INTERNAL, "launch plan", d);
 }
 
+/* Point each kernel that the LLVM path compiled as a copy of another
+ * ("// graphc alias COPY = ORIGINAL" in ptx) at the original's code. */
+int gc_cuda_apply_aliases(gc_launch_plan *lp, const char *ptx, gc_diags *d) {
+  if (!ptx || !strstr(ptx, "\n// graphc alias ")) return 0;
+  char buf[256];
+  for (int i = 0; i < lp->n_kernels; i++) {
+    const char *to = gc_ptx_kernel_alias(ptx, lp->kernels[i].name, buf, sizeof buf);
+    if (to != lp->kernels[i].name && !(lp->kernels[i].name = gc_arena_strdup(&lp->arena, to)))
+      return oom(d);
+  }
+  return 0;
+}
+
 /* ---- the backend table ------------------------------------------------------------------ */
 static void cuda_release(gc_exec *exe);
 
@@ -360,7 +380,8 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
   if (gc_cuda_codegen(s->plan->kir, s->sm, cg, &cache, &code, &st, d)) goto fail;
   s->cache_hit = code.cache_hit;
   if (gc_cuda_launch_plan(s->plan, exe->weights, exe->inputs, exe->n_inputs, exe->outputs,
-                          exe->n_outputs, &s->lp, d))
+                          exe->n_outputs, &s->lp, d) ||
+      gc_cuda_apply_aliases(&s->lp, code.ptx, d))
     goto fail;
   gc_cu_image img = {code.sm, code.cubin, code.cubin_len, code.ptx, code.why_no_cubin};
   if (gc_cu_exec_load(s->x, &s->lp, &img, 1, eager, &st, d)) goto fail;
@@ -591,7 +612,8 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
                      codes[made].cache_hit ? "from cache" : "compiled", codes[made].ms,
                      codes[made].cubin_len, codes[made].ptx ? strlen(codes[made].ptx) : (size_t)0);
     if (gc_cuda_launch_plan(plans[made], exe->weights, exe->inputs, exe->n_inputs, exe->outputs,
-                            exe->n_outputs, &b.plans[made], d))
+                            exe->n_outputs, &b.plans[made], d) ||
+        gc_cuda_apply_aliases(&b.plans[made], codes[made].ptx, d))
       goto out;
     if (o->no_ptx && !codes[made].cubin) {
       gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, (gc_loc){0, 0},

@@ -91,6 +91,10 @@ int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
                         const graphc_tensor_info_t *in, size_t n_in,
                         const graphc_tensor_info_t *out, size_t n_out, gc_launch_plan *lp,
                         gc_diags *d);
+/* After gc_cuda_launch_plan: kernels the LLVM path compiled once for several
+ * identical ones ("// graphc alias" lines of the module's ptx) run the
+ * original's code under their own arguments. */
+int gc_cuda_apply_aliases(gc_launch_plan *lp, const char *ptx, gc_diags *d);
 
 /* Ahead-of-time options for gc_cuda_build_bundle. */
 typedef struct gc_aot_options {
