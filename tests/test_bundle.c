@@ -686,6 +686,59 @@ START_TEST(reproducible_outputs) {
 }
 END_TEST
 
+/* LLVM path, two identical matmul kernels (other operands): the bundle's PTX
+ * has one entry and an alias line, and both plan kernels name that entry;
+ * GRAPHC_COMPILE_THREADS=1 and =3 write the same bundle. */
+START_TEST(llvm_identical_kernels_compiled_once) {
+  fixture f;
+  fixture_init(&f, "dedup");
+  char graph[700], weights[700];
+  snprintf(graph, sizeof graph, "%s/twice.graph", f.dir);
+  snprintf(weights, sizeof weights, "%s/twice.safetensors", f.dir);
+  FILE *fp = fopen(graph, "w");
+  ck_assert_ptr_nonnull(fp);
+  fputs("version 1;\n"
+        "graph @twice(%x: f32[8, 32]) -> (f32[8, 32]) {\n"
+        "  param %u: f32[32, 32] = \"u\";\n"
+        "  param %v: f32[32, 32] = \"v\";\n"
+        "  %a = matmul(%x, %u);\n"
+        "  %b = matmul(%a, %v);\n"
+        "  return %b;\n"
+        "}\n", fp);
+  fclose(fp);
+  CLI_OK("'%s' weights '%s' --random -o '%s'", GRAPHC_CLI, graph, weights);
+  char out[2][800];
+  for (int i = 0; i < 2; i++) {
+    snprintf(out[i], sizeof out[i], "%s/twice%d.gcx", f.dir, i);
+    CLI_OK("GRAPHC_CACHE=off GRAPHC_COMPILE_THREADS=%d '%s' compile '%s' --weights '%s' --codegen llvm "
+           "--arch sm_90 -o '%s'", i ? 3 : 1, GRAPHC_CLI, graph, weights, out[i]);
+  }
+  size_t len = 0, len1 = 0;
+  char *bytes = tu_read_file(out[0], &len), *bytes1 = tu_read_file(out[1], &len1);
+  ck_assert(bytes && bytes1 && len == len1 && memcmp(bytes, bytes1, len) == 0);
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  gc_bundle gb;
+  ck_assert_int_eq(gc_bundle_read(&gb, bytes, len, out[0], &d), 0);
+  ck_assert_int_eq(gb.n_images, 1);
+  const char *ptx = gb.images[0].ptx;
+  ck_assert_ptr_nonnull(ptx);
+  const gc_launch_plan *lp = &gb.plans[0];
+  ck_assert_int_eq(lp->n_kernels, 2);
+  ck_assert_str_eq(lp->kernels[0].name, lp->kernels[1].name);
+  char entry[300];
+  snprintf(entry, sizeof entry, ".entry %s(", lp->kernels[0].name);
+  const char *e = strstr(ptx, entry);
+  ck_assert_msg(e && !strstr(e + 1, ".entry "), "one entry, for %s:\n%s", lp->kernels[0].name, ptx);
+  ck_assert_ptr_nonnull(strstr(ptx, "\n// graphc alias "));
+  ck_assert(lp->kernels[0].params[0].value != lp->kernels[1].params[0].value);  /* own arguments */
+  gc_bundle_free(&gb);
+  gc_diags_free(&d);
+  free(bytes);
+  free(bytes1);
+}
+END_TEST
+
 /* ==== the CLI ===================================================================================== */
 
 START_TEST(cli_errors) {
@@ -1037,6 +1090,7 @@ int main(void) {
   tcase_add_test(tc, image_order_rules);
   tcase_add_test(tc, xxh64_reference_values);
   tcase_add_test(tc, reproducible_outputs);
+  tcase_add_test(tc, llvm_identical_kernels_compiled_once);
   tcase_add_test(tc, cli_errors);
   tcase_add_test(tc, emit_c_links_with_rt);
   tcase_set_timeout(tc, 600);
