@@ -3,8 +3,10 @@
  *   f16 / bf16 operands, f32 accumulators, any epilogue the group fuses
  *   (bias, activation, residual, scale, cast), batched and broadcast batch dims.
  *
- * Schedule (one BLOCKS group per 128x128 output tile, 256 threads = 8 warps as
- * 2 (M) x 4 (N), each warp a 64x32 sub-tile of 4 x 4 m16n8k16 MMAs):
+ * Schedule (one BLOCKS group per 128x128 output tile, 128 threads = 4 warps as
+ * 2 (M) x 2 (N), each warp a 64x64 sub-tile of 4 x 8 m16n8k16 MMAs; a warp reads
+ * 4 KiB of fragments from shared memory per 32 MMAs, which keeps shared-memory
+ * bandwidth below what the tensor cores consume):
  *   - K advances 32 at a time through a 3-stage ring of shared-memory tiles
  *     filled with 16-byte cp.async copies (zero-filled outside the matrix), so
  *     two tiles are in flight while the tensor cores work on the third;
@@ -23,9 +25,10 @@
 #include "emit.h"
 
 enum {
-  TC_BM = 128, TC_BN = 128, TC_BK = 32, TC_STAGES = 3, TC_THREADS = 256,
-  TC_WM = 64, TC_WN = 32,               /* warp tile; warps are 2 (M) x 4 (N) */
-  TC_MI = TC_WM / 16, TC_NI = TC_WN / 8 /* MMAs per warp per k16 step */
+  TC_BM = 128, TC_BN = 128, TC_BK = 32, TC_STAGES = 3, TC_THREADS = 128,
+  TC_WM = 64, TC_WN = 64,                /* warp tile; warps are 2 (M) x 2 (N) */
+  TC_MI = TC_WM / 16, TC_NI = TC_WN / 8, /* MMAs per warp per k16 step */
+  TC_CPT = TC_BM * TC_BK / 8 / TC_THREADS /* 16-byte chunks per thread per operand tile */
 };
 
 /* An operand as a strided window of a materialized buffer:
@@ -201,12 +204,12 @@ static kir_expr *swz(gc_lowerer *c, kir_kernel *k, int row, kir_expr *ch, int ro
   return ec_add(c, ec_mul(c, vx(c, k, row), cx(c, (int64_t)row_chunks * 8)), ec_mul(c, pc, cx(c, 8)));
 }
 
-/* Per-thread copy plan for one operand tile: two 16-byte chunks per thread. */
+/* Per-thread copy plan for one operand tile: TC_CPT 16-byte chunks per thread. */
 typedef struct tc_copy {
-  int sidx[2];      /* swizzled shared offsets (without the stage base) */
-  int gidx[2];      /* global element index at kt = 0 */
-  int ok[2];        /* bool: the chunk's row (M or N) is in range */
-  int kpos[2];      /* i64: K coordinate of the chunk at kt = 0 */
+  int sidx[TC_CPT]; /* swizzled shared offsets (without the stage base) */
+  int gidx[TC_CPT]; /* global element index at kt = 0 */
+  int ok[TC_CPT];   /* bool: the chunk's row (M or N) is in range */
+  int kpos[TC_CPT]; /* i64: K coordinate of the chunk at kt = 0 */
   int64_t kstep;    /* global index advance per K tile */
 } tc_copy;
 
@@ -214,8 +217,8 @@ typedef struct tc_copy {
 static void tc_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
                            int r0, int64_t extent, tc_copy *cp) {
   int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 4));
-  for (int i = 0; i < 2; i++) {
-    int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 4), cx(c, 64 * i)));
+  for (int i = 0; i < TC_CPT; i++) {
+    int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 4), cx(c, TC_THREADS / 4 * i)));
     cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 4));
     int gr = gc_ec_let(c, k, b, "grow", ec_add(c, vx(c, k, r0), vx(c, k, row)));
     cp->ok[i] = gc_ec_let(c, k, b, "rok", lt(c, vx(c, k, gr), cx(c, extent)));
@@ -231,8 +234,8 @@ static void tc_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
                            int n0, int64_t N, tc_copy *cp) {
   int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 16));
   int gn = gc_ec_let(c, k, b, "gn", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, ch), cx(c, 8))));
-  for (int i = 0; i < 2; i++) {
-    int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 16), cx(c, 16 * i)));
+  for (int i = 0; i < TC_CPT; i++) {
+    int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 16), cx(c, TC_THREADS / 16 * i)));
     cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 16));
     cp->ok[i] = gc_ec_let(c, k, b, "nok", lt(c, vx(c, k, gn), cx(c, N)));
     cp->kpos[i] = gc_ec_let(c, k, b, "kpos", vx(c, k, row));
@@ -245,7 +248,7 @@ static void tc_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
 /* Issue the copies of K tile `kt` (an i64 var) into ring slot `slot` (an i64 var). */
 static void tc_issue(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_copy *cp, int sh, int param,
                      int64_t stage_elems, int kt, int slot, int64_t K) {
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < TC_CPT; i++) {
     kir_expr *kk = ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, TC_BK)));
     kir_expr *pred = and_(c, vx(c, k, cp->ok[i]), lt(c, kk, cx(c, K)));
     kir_expr *si = ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i]));
