@@ -99,7 +99,7 @@ case "${1:-}" in
     install_deps
     tests/fuzz/build.sh
     failed=0
-    for t in parse safetensors load; do
+    for t in parse safetensors load bundle cache onnx; do
       tests/fuzz/run.sh "$t" "${GRAPHC_FUZZ_SECONDS:-60}" || failed=1
     done
     exit $failed

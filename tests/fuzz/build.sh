@@ -8,9 +8,14 @@
 # code generation, LLVM, NVRTC and CUDA are replaced by tests/fuzz/stubs.c.
 # Needs clang and libclang-rt-14-dev (tools/dev.sh fuzz installs them).
 #
-# Output in OUTDIR: fuzz_parse, fuzz_safetensors, fuzz_load, graph.dict, and
-# seed corpora corpus/<target>/ copied from tests/ and examples/ (existing
-# corpus files are kept, so a corpus grows across runs).
+# Output in OUTDIR: the targets (fuzz_parse, fuzz_safetensors, fuzz_load,
+# fuzz_bundle, fuzz_cache, fuzz_onnx), graph.dict, and seed corpora
+# corpus/<target>/ (existing corpus files are kept, so a corpus grows across
+# runs): .graph and .safetensors files from tests/ and examples/; bundles and
+# cache entries written by tests/fuzz/mkseeds.c, plus real ones compiled from
+# examples/mlp.graph when a graphc binary is at hand ($GRAPHC_FUZZ_CLI, else
+# build/graphc; NVRTC only, no GPU); ONNX models from the onnx Python package
+# (its data folder and its node tests) when it is installed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -22,13 +27,20 @@ command -v "$CC" >/dev/null || { echo "error: $CC not found (tools/dev.sh fuzz i
 
 CFLAGS="-std=gnu17 -g -O1 -fno-omit-frame-pointer -Wall -Wno-unused-parameter
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
-        -I$ROOT/include -I$ROOT $(pkg-config --cflags libcjson)"
+        -I$ROOT/include -I$ROOT -I${CUDA_HOME:-/usr/local/cuda}/include $(pkg-config --cflags libcjson)"
 LIBS="$(pkg-config --libs libcjson) -lm -lpthread -ldl"
 
-# Library sources the load path needs (no codegen, no compiled backends, no
-# other importers than the .graph frontend).
+# Library sources the targets need (no codegen, no compiled backends): the
+# .graph frontend, IR, passes, interpreter, weights, the public API; bundles,
+# the runtime API and the driver-only half of the CUDA backend (the driver is
+# never opened: fuzz_bundle points GRAPHC_CUDA_DRIVER at nothing); the JIT
+# cache; the ONNX reader and importer. They go into one archive, so each
+# target links only what it uses; tests/fuzz/stubs.c is linked as an object.
 LIB_SOURCES="$(ls ir/*.c frontend/lexer.c frontend/parser.c passes/*.c runtime/api.c runtime/safetensors.c \
-               runtime/interp*.c runtime/random.c) tests/fuzz/stubs.c"
+               runtime/interp*.c runtime/random.c runtime/bundle.c runtime/rt_api.c runtime/cuda_exec.c \
+               runtime/cuda_driver.c runtime/host_exec.c runtime/threadpool.c runtime/cache.c frontend/onnx*.c \
+               frontend/protobuf.c) tests/fuzz/stubs.c"
+TARGETS="fuzz_parse fuzz_safetensors fuzz_load fuzz_bundle fuzz_cache fuzz_onnx"
 
 # Compile each source once (only when it changed), in parallel.
 objs=()
@@ -37,7 +49,7 @@ for src in $LIB_SOURCES; do
   obj="$OUT/obj/$(echo "$src" | tr / _).o"
   objs+=("$obj")
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$0" -nt "$obj" ] ||
-     [ -n "$(find include ir runtime codegen passes frontend -name '*.h' -o -name '*.def' -newer "$obj" 2>/dev/null | head -1)" ]; then
+     [ -n "$(find include ir runtime codegen passes frontend \( -name '*.h' -o -name '*.def' \) -newer "$obj" 2>/dev/null | head -1)" ]; then
     # shellcheck disable=SC2086
     $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj" &
     pids+=($!)
@@ -45,12 +57,18 @@ for src in $LIB_SOURCES; do
   fi
 done
 for p in "${pids[@]}"; do wait "$p"; done
+stubs=${objs[${#objs[@]}-1]}
+rm -f "$OUT/obj/libgraphc_fuzz.a"
+ar rcs "$OUT/obj/libgraphc_fuzz.a" "${objs[@]:0:${#objs[@]}-1}"
 
-for t in fuzz_parse fuzz_safetensors fuzz_load; do
+for t in $TARGETS; do
   # shellcheck disable=SC2086
-  $CC $CFLAGS -fsanitize=fuzzer "tests/fuzz/$t.c" "${objs[@]}" $LIBS -o "$OUT/$t"
+  $CC $CFLAGS -fsanitize=fuzzer "tests/fuzz/$t.c" "$stubs" "$OUT/obj/libgraphc_fuzz.a" $LIBS -o "$OUT/$t"
 done
-echo "== built $OUT/fuzz_parse $OUT/fuzz_safetensors $OUT/fuzz_load"
+# The seed writer: same objects, no fuzzer runtime.
+# shellcheck disable=SC2086
+$CC $CFLAGS tests/fuzz/mkseeds.c "$stubs" "$OUT/obj/libgraphc_fuzz.a" $LIBS -o "$OUT/mkseeds"
+echo "== built $(for t in $TARGETS; do printf '%s ' "$OUT/$t"; done)"
 
 # Dictionary for the .graph targets: keywords, punctuation, dtypes, and every
 # op and attribute name from ir/ops.def (never a list kept by hand).
@@ -66,7 +84,7 @@ echo "== built $OUT/fuzz_parse $OUT/fuzz_safetensors $OUT/fuzz_load"
 } > "$OUT/graph.dict"
 
 # Seed corpora: every .graph file under tests/ and examples/.
-mkdir -p "$OUT/corpus/fuzz_parse" "$OUT/corpus/fuzz_load" "$OUT/corpus/fuzz_safetensors"
+for t in $TARGETS; do mkdir -p "$OUT/corpus/$t"; done
 while IFS= read -r f; do
   name=$(echo "$f" | tr / _)
   cp -f "$f" "$OUT/corpus/fuzz_parse/seed_$name"
@@ -93,5 +111,47 @@ mkst meta '{"__metadata__":{"format":"pt","k":"v"},"x.weight":{"dtype":"BF16","s
 mkst empty '{"z":{"dtype":"F32","shape":[0,5],"data_offsets":[0,0]},"s":{"dtype":"U8","shape":[3],"data_offsets":[0,3]}}' 3
 mkst none '{}' 0
 mkst escapes '{"a\"b\\c\u00e9\n":{"dtype":"I8","shape":[2,2],"data_offsets":[0,4]}}' 4
-echo "== corpora in $OUT/corpus: $(for t in fuzz_parse fuzz_safetensors fuzz_load; do
+# Bundles and cache entries: hand-made ones (tests/fuzz/mkseeds.c), then real
+# ones from examples/mlp.graph when a graphc binary is there (no GPU needed).
+ASAN_OPTIONS=detect_leaks=0 "$OUT/mkseeds" "$OUT/corpus/fuzz_bundle" "$OUT/corpus/fuzz_cache"
+CLI=${GRAPHC_FUZZ_CLI:-$ROOT/build/graphc}
+if [ -x "$CLI" ] && [ ! -e "$OUT/corpus/fuzz_bundle/seed_mlp_sm80.gcx" ]; then
+  tmp=$(mktemp -d)
+  for a in "sm_80 --no-ptx" "sm_90"; do
+    set -- $a
+    GRAPHC_CACHE_DIR=$tmp/cache "$CLI" compile examples/mlp.graph --bind B=1 --arch "$@" \
+      -o "$tmp/seed_mlp_${1/_/}.gcx" >/dev/null 2>&1 || true
+  done
+  find "$tmp" -name '*.gcx' -size -32k -exec cp -f {} "$OUT/corpus/fuzz_bundle/" \;
+  find "$tmp" -name '*.gcm' -size -32k -exec cp -f {} "$OUT/corpus/fuzz_cache/" \;
+  rm -rf "$tmp"
+fi
+
+# ONNX models: the onnx package's data folder and its node tests (models up
+# to 4 KiB; written once, a stamp file marks it), when the package is there.
+if python3 -c "import onnx" 2>/dev/null && [ ! -e "$OUT/corpus/fuzz_onnx/.seeded" ]; then
+  python3 - "$OUT/corpus/fuzz_onnx" <<'PY' || echo "warning: no ONNX seeds (python onnx failed)" >&2
+import os, sys, warnings
+import onnx
+out = sys.argv[1]
+data = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+for root, _, files in os.walk(data):
+    for f in files:
+        p = os.path.join(root, f)
+        if f == "model.onnx" and os.path.getsize(p) <= 16384 or f == "input_0.pb" and os.path.getsize(p) <= 1024:
+            name = "seed_" + os.path.relpath(p, data).replace("/", "_")
+            with open(p, "rb") as src, open(os.path.join(out, name), "wb") as dst:
+                dst.write(src.read())
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from onnx.backend.test.loader import load_node_model_tests
+    for c in load_node_model_tests():
+        b = c.model.SerializeToString()
+        if len(b) <= 4096:
+            with open(os.path.join(out, "seed_node_" + c.name + ".onnx"), "wb") as f:
+                f.write(b)
+open(os.path.join(out, ".seeded"), "w").close()
+PY
+fi
+echo "== corpora in $OUT/corpus: $(for t in $TARGETS; do
   printf '%s %s files  ' "$t" "$(ls "$OUT/corpus/$t" | wc -l)"; done)"

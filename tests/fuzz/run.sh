@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run.sh - run one fuzz target for a while and report executions and findings.
 #
-#   tests/fuzz/run.sh TARGET SECONDS      TARGET: parse | safetensors | load
-#                                         (or fuzz_parse, ...)
+#   tests/fuzz/run.sh TARGET SECONDS      TARGET: parse | safetensors | load |
+#                                         bundle | cache | onnx (or fuzz_parse, ...)
 #
 # First replays every input in tests/fuzz/regressions/<target>/ (each must
 # pass), then fuzzes for SECONDS over the corpus (build-fuzz/fuzz/corpus/
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=${GRAPHC_FUZZ_DIR:-$ROOT/build-fuzz/fuzz}
 if [ $# -lt 2 ]; then
-  echo "usage: tests/fuzz/run.sh parse|safetensors|load SECONDS [libFuzzer args]" >&2
+  echo "usage: tests/fuzz/run.sh parse|safetensors|load|bundle|cache|onnx SECONDS [libFuzzer args]" >&2
   exit 2
 fi
 T=${1#fuzz_}
@@ -27,7 +27,9 @@ shift 2
 case $T in
   fuzz_parse | fuzz_load) EXTRA=(-dict="$OUT/graph.dict" -max_len=8192) ;;
   fuzz_safetensors) EXTRA=(-max_len=4096) ;;
-  *) echo "unknown target $T (parse, safetensors, load)" >&2; exit 2 ;;
+  fuzz_bundle | fuzz_cache) EXTRA=(-max_len=32768) ;;
+  fuzz_onnx) EXTRA=(-max_len=16384) ;;
+  *) echo "unknown target $T (parse, safetensors, load, bundle, cache, onnx)" >&2; exit 2 ;;
 esac
 if [ ! -x "$OUT/$T" ] || [ "${GRAPHC_FUZZ_REBUILD:-0}" = 1 ]; then
   tests/fuzz/build.sh "$OUT" >/dev/null
