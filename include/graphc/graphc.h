@@ -117,7 +117,8 @@ typedef struct graphc_compile_options {
   const char *print_after;   /* pass name or "all": IR printed to stderr after it */
   const char *print_before;  /* likewise, before */
   const char *disable_passes;/* comma-separated pass names */
-  int time_passes;           /* 1: time each pass and stage, see graphc_executable_stats */
+  int time_passes;           /* 1: time each pass and stage, see graphc_executable_stats;
+                                graphc_model_emit prints them to stderr */
 } graphc_compile_options_t;
 
 /* Fill `opts` with the defaults. */
