@@ -327,15 +327,26 @@ typedef struct nv_job {
   char *key;               /* dedup: IR with names dropped and the kernel's masked */
   int canon;               /* the job whose code this kernel runs (itself when distinct) */
   char *raw;               /* PTX as printed */
+  long size;               /* instructions before optimization (biggest kernels go first) */
   double t_link, t_opt, t_cg;  /* CPU ms of the phases */
   int rc;
 } nv_job;
 
 typedef struct nv_pool {
   nv_job *jobs;
+  const int *order;        /* distinct kernels, biggest first */
   int n, sm;
   atomic_int next;
 } nv_pool;
+
+/* Instructions in mod's function bodies. */
+static long count_instructions(LLVMModuleRef mod) {
+  long n = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+      for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in)) n++;
+  return n;
+}
 
 /* Drop the names of mod's arguments, blocks and instructions (they come from
  * Kernel IR variables and differ between otherwise identical kernels; they
@@ -443,11 +454,11 @@ static void run_job(nv_job *j, int sm) {
   LLVMDisposeTargetMachine(tm);
 }
 
-/* Worker: take the next distinct kernel until none is left. */
+/* Worker: take the next distinct kernel until none is left. The order only
+ * balances the threads; the output is joined in kernel order. */
 static void *worker(void *arg) {
   nv_pool *p = arg;
-  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
-    if (p->jobs[i].canon == i) run_job(&p->jobs[i], p->sm);
+  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) run_job(&p->jobs[p->order[i]], p->sm);
   return NULL;
 }
 
@@ -520,11 +531,18 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
     return -1;
   }
   int n = m->n_kernels;
-  nv_job *jobs = calloc((size_t)(n ? n : 1), sizeof *jobs);
-  LLVMTargetMachineRef tm = jobs ? make_tm(target_sm, d) : NULL;
-  if (!jobs || !tm) {
-    if (!jobs) gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+  if (n == 0) {  /* nothing to split: the whole (empty) module, a PTX header */
+    int rc = gc_llvm_ptx(m, sm, ptx, NULL, d);
+    times->wall = wall_ms() - w0;
+    return rc;
+  }
+  nv_job *jobs = calloc((size_t)n, sizeof *jobs);
+  int *order = calloc((size_t)n, sizeof *order);
+  LLVMTargetMachineRef tm = jobs && order ? make_tm(target_sm, d) : NULL;
+  if (!jobs || !order || !tm) {
+    if (!jobs || !order) gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     free(jobs);
+    free(order);
     return -1;
   }
   /* Emit every kernel into its own context (serial: cheap), and find copies. */
@@ -544,6 +562,7 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
     gc_llvm_diag_install(j->ctx, &j->dg);
     j->mod = emit_module(j->ctx, tm, &j->one, target_sm, d);
     if (!j->mod) rc = -1;
+    else j->size = count_instructions(j->mod);
     int twin = 0;
     for (int k = 0; opts && opts->dedup && k < n && !twin; k++)
       twin = k != i && maybe_same(m->kernels[k], m->kernels[i]);
@@ -558,13 +577,17 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
           break;
         }
     }
-    if (rc == 0 && j->canon == i) distinct++;
+    if (rc == 0 && j->canon == i) {  /* insert into order, biggest first, then kernel order */
+      int at = distinct++;
+      while (at > 0 && jobs[order[at - 1]].size < j->size) order[at] = order[at - 1], at--;
+      order[at] = i;
+    }
     times->emit += thread_ms() - t0;
   }
   LLVMDisposeTargetMachine(tm);
   /* Optimize and generate code for the distinct kernels on the threads. */
   int nt = rc == 0 ? pick_threads(opts ? opts->threads : 0, distinct) : 0;
-  nv_pool pool = {jobs, n, target_sm, 0};
+  nv_pool pool = {jobs, order, distinct, target_sm, 0};
   pthread_t *th = nt > 1 ? calloc((size_t)nt, sizeof *th) : NULL;
   int started = 0;
   for (int t = 1; th && t < nt; t++, started++)  /* the calling thread is worker 0 */
@@ -603,6 +626,7 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
     free(j->raw);
   }
   free(jobs);
+  free(order);
   times->wall = wall_ms() - w0;
   return rc;
 }
