@@ -16,11 +16,14 @@
  *     (3 stages x (128x32 + 32x128) halves = 48 KiB, the static limit);
  *   - the epilogue runs on the accumulators through the element generator and
  *     stores each output element the group produces.
- * Operands are read straight from the buffers behind them: an operand may be a
- * view the group computes inline (reshape, transpose, broadcast, slice, split)
- * as long as it is a strided window of one buffer (tc_view), its K dim (A) is
- * contiguous, B has K or N contiguous, and every 8-element chunk is 16-byte
- * aligned. Anything else returns NULL and the caller uses the CUDA-core kernel.
+ * Operands are read straight from the buffers behind them when they are a
+ * strided window of one buffer (tc_view: the views the group computes inline,
+ * reshape, transpose, broadcast, slice, split), A has K contiguous, B has K or
+ * N contiguous, and every 8-element chunk is 16-byte aligned. Any other operand
+ * (a head merge that is no strided window, a transposed A, a cast or other
+ * prologue the group fuses) is staged through the element generator: 8 values
+ * per chunk, one 16-byte shared store. Other dtypes, sm < 80 or small outputs
+ * return NULL and the caller uses the CUDA-core kernel.
  */
 #include "emit.h"
 
@@ -210,7 +213,12 @@ typedef struct tc_copy {
   int gidx[TC_CPT]; /* global element index at kt = 0 */
   int ok[TC_CPT];   /* bool: the chunk's row (M or N) is in range */
   int kpos[TC_CPT]; /* i64: K coordinate of the chunk at kt = 0 */
+  int outer[TC_CPT];/* i64: M or N coordinate of the chunk (its first element) */
   int64_t kstep;    /* global index advance per K tile */
+  int nmajor;       /* chunks run along N (rows of the tile are K) */
+  /* generic staging (operand not a strided window): elements through the generator */
+  const gc_value *x;/* the operand; NULL: cp.async from a strided window */
+  int swap;         /* x's matrix coordinates are (k, outer) instead of (outer, k) */
 } tc_copy;
 
 /* Plan for a tile of `rows` x 32 (K contiguous: A, or B stored N x K). */
@@ -221,12 +229,15 @@ static void tc_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
     int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 4), cx(c, TC_THREADS / 4 * i)));
     cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 4));
     int gr = gc_ec_let(c, k, b, "grow", ec_add(c, vx(c, k, r0), vx(c, k, row)));
+    cp->outer[i] = gr;
     cp->ok[i] = gc_ec_let(c, k, b, "rok", lt(c, vx(c, k, gr), cx(c, extent)));
     cp->kpos[i] = gc_ec_let(c, k, b, "kpos", ec_mul(c, vx(c, k, ch), cx(c, 8)));
+    if (!o) continue;
     kir_expr *g = ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, gr), cx(c, o->s_outer)));
     cp->gidx[i] = gc_ec_let(c, k, b, "gidx", ec_add(c, g, ec_mul(c, vx(c, k, ch), cx(c, 8))));
   }
   cp->kstep = TC_BK;
+  cp->nmajor = 0;
 }
 
 /* Plan for a 32 x 128 B tile stored K x N (N contiguous). */
@@ -237,17 +248,63 @@ static void tc_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
   for (int i = 0; i < TC_CPT; i++) {
     int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 16), cx(c, TC_THREADS / 16 * i)));
     cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 16));
+    cp->outer[i] = gn;
     cp->ok[i] = gc_ec_let(c, k, b, "nok", lt(c, vx(c, k, gn), cx(c, N)));
     cp->kpos[i] = gc_ec_let(c, k, b, "kpos", vx(c, k, row));
+    if (!o) continue;
     kir_expr *g = ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, row), cx(c, o->s_k)));
     cp->gidx[i] = gc_ec_let(c, k, b, "gidx", ec_add(c, g, vx(c, k, gn)));
   }
-  cp->kstep = TC_BK * o->s_k;
+  cp->kstep = o ? TC_BK * o->s_k : 0;
+  cp->nmajor = 1;
+}
+
+/* Generic staging of K tile `kt` into ring slot `slot`: each chunk's 8 elements
+ * computed by the element generator (any view, cast or elementwise prologue the
+ * group computes inline), then one 16-byte shared store; zeros outside. */
+static void tc_stage(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_shape *s, const int *bco, int sh,
+                     int64_t stage_elems, int kt, int slot, gc_dtype dt) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const gc_type *t = &cp->x->type;
+  int bx = t->rank - 2;
+  for (int i = 0; i < TC_CPT; i++) {
+    int kk = gc_ec_let(c, k, b, "kk", ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, TC_BK))));
+    int si = gc_ec_let(c, k, b, "si", ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i])));
+    kir_block *tb, *eb;
+    kir_emit_if(c->km, b, and_(c, vx(c, k, cp->ok[i]), lt(c, vx(c, k, kk), cx(c, s->K))), &tb, &eb);
+    gc_gen_push(G);
+    kir_expr *vals[8], *zeros[8];
+    for (int e = 0; e < 8; e++) {
+      int ov = cp->outer[i], kv = kk;
+      if (cp->nmajor)
+        ov = gc_ec_let(c, k, tb, "on", ec_add(c, vx(c, k, cp->outer[i]), cx(c, e)));
+      else
+        kv = gc_ec_let(c, k, tb, "kn", ec_add(c, vx(c, k, kk), cx(c, e)));
+      int co[GC_MAX_RANK];
+      for (int j = 0; j < bx; j++) co[j] = t->dims[j] == 1 ? GC_PT_ZERO : bco[j + s->ob - bx];
+      co[bx] = cp->swap ? kv : ov;
+      co[bx + 1] = cp->swap ? ov : kv;
+      int v = gc_gen_val(G, tb, cp->x, gc_gen_pt(G, t, -1, co));
+      vals[e] = ec_cast(c, dt, vx(c, k, v));
+      zeros[e] = gc_ec_num(c, dt, 0.0);
+    }
+    gc_gen_pop(G);
+    kir_emit_store_vec(c->km, tb, KIR_SHARED, sh, vx(c, k, si), 8, vals);
+    kir_emit_store_vec(c->km, eb, KIR_SHARED, sh, vx(c, k, si), 8, zeros);
+  }
 }
 
 /* Issue the copies of K tile `kt` (an i64 var) into ring slot `slot` (an i64 var). */
-static void tc_issue(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_copy *cp, int sh, int param,
-                     int64_t stage_elems, int kt, int slot, int64_t K) {
+static void tc_issue(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_shape *s, const int *bco, int sh,
+                     int param, int64_t stage_elems, int kt, int slot, gc_dtype dt) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  int64_t K = s->K;
+  if (cp->x) {
+    tc_stage(G, b, cp, s, bco, sh, stage_elems, kt, slot, dt);
+    return;
+  }
   for (int i = 0; i < TC_CPT; i++) {
     kir_expr *kk = ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, TC_BK)));
     kir_expr *pred = and_(c, vx(c, k, cp->ok[i]), lt(c, kk, cx(c, K)));
@@ -265,26 +322,28 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   if ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) || B->type.dtype != dt) return NULL;
   /* small outputs: the 128x128 tiles would leave most of the GPU idle */
   if (s->M < 64 || s->N < 64 || s->K < 16 || s->K % 8 || s->batch < 1) return NULL;
+  /* A: K contiguous. B ("outer" is N): N contiguous (stored K x N) or K contiguous.
+   * Otherwise the operand is staged element by element (a_gen / b_gen). */
   tc_opnd oa, ob;
-  if (!tc_operand(c, A, s->ta, &oa) || !tc_operand(c, B, !s->tb, &ob)) return NULL;
-  /* A: K contiguous. B ("outer" is N): N contiguous (stored K x N) or K contiguous. */
   int ra = A->type.rank, rb = B->type.rank;
-  if (!tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1)) return NULL;
-  int b_nmajor;
-  if (s->N % 8 == 0 && tc_aligned(B, &ob, s->tb ? rb - 2 : rb - 1))
+  int a_gen = !tc_operand(c, A, s->ta, &oa) || !tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1);
+  int b_gen = !tc_operand(c, B, !s->tb, &ob), b_nmajor;
+  if (!b_gen && s->N % 8 == 0 && tc_aligned(B, &ob, s->tb ? rb - 2 : rb - 1))
     b_nmajor = 1;
-  else if (tc_aligned(B, &ob, s->tb ? rb - 1 : rb - 2))
+  else if (!b_gen && tc_aligned(B, &ob, s->tb ? rb - 1 : rb - 2))
     b_nmajor = 0;
-  else
-    return NULL;
+  else {
+    b_gen = 1;
+    b_nmajor = s->N % 8 == 0;
+  }
 
   const int64_t a_stage = TC_BM * TC_BK, b_stage = TC_BK * TC_BN;
   int64_t TM = (s->M + TC_BM - 1) / TC_BM, TN = (s->N + TC_BN - 1) / TC_BN;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, TC_THREADS);
   gc_gen_init(G, c, k);
   kir_mma_kind kind = dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
-  oa.param = gc_gen_rparam(G, c->val_buf[oa.v.base->id], dt);
-  ob.param = gc_gen_rparam(G, c->val_buf[ob.v.base->id], dt);
+  oa.param = a_gen ? -1 : gc_gen_rparam(G, c->val_buf[oa.v.base->id], dt);
+  ob.param = b_gen ? -1 : gc_gen_rparam(G, c->val_buf[ob.v.base->id], dt);
   int sa = kir_add_shared(c->km, k, dt, TC_STAGES * a_stage);
   int sb = kir_add_shared(c->km, k, dt, TC_STAGES * b_stage);
   kir_block *b = &k->body;
@@ -296,8 +355,8 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   gc_mm_batch_coords(c, k, b, s, co[0], bco);
   int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, vx(c, k, co[1]), cx(c, TC_BM)));
   int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, vx(c, k, co[2]), cx(c, TC_BN)));
-  int abase = gc_ec_let(c, k, b, "abase", tc_batch_off(c, k, A, &oa, s, bco));
-  int bbase = gc_ec_let(c, k, b, "bbase", tc_batch_off(c, k, B, &ob, s, bco));
+  int abase = a_gen ? -1 : gc_ec_let(c, k, b, "abase", tc_batch_off(c, k, A, &oa, s, bco));
+  int bbase = b_gen ? -1 : gc_ec_let(c, k, b, "bbase", tc_batch_off(c, k, B, &ob, s, bco));
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int lane = gc_ec_let(c, k, b, "lane", rem(c, vx(c, k, tid), 32));
   int warp = gc_ec_let(c, k, b, "warp", quo(c, vx(c, k, tid), 32));
@@ -308,11 +367,15 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
 
   /* copy plans */
   tc_copy ca, cb;
-  tc_plan_kmajor(c, k, b, tid, &oa, abase, m0, s->M, &ca);
+  tc_plan_kmajor(c, k, b, tid, a_gen ? NULL : &oa, abase, m0, s->M, &ca);
   if (b_nmajor)
-    tc_plan_nmajor(c, k, b, tid, &ob, bbase, n0, s->N, &cb);
+    tc_plan_nmajor(c, k, b, tid, b_gen ? NULL : &ob, bbase, n0, s->N, &cb);
   else
-    tc_plan_kmajor(c, k, b, tid, &ob, bbase, n0, s->N, &cb);
+    tc_plan_kmajor(c, k, b, tid, b_gen ? NULL : &ob, bbase, n0, s->N, &cb);
+  ca.x = a_gen ? A : NULL;
+  ca.swap = s->ta;
+  cb.x = b_gen ? B : NULL;
+  cb.swap = !s->tb;
 
   /* ldmatrix offsets (without the stage base), per k16 step */
   int aoff[2][TC_MI], boff[2][TC_NI / 2];
@@ -354,8 +417,8 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   int64_t ktiles = (s->K + TC_BK - 1) / TC_BK;
   for (int st = 0; st < TC_STAGES - 1; st++) {
     int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
-    tc_issue(c, k, b, &ca, sa, oa.param, a_stage, kt, kt, s->K);
-    tc_issue(c, k, b, &cb, sb, ob.param, b_stage, kt, kt, s->K);
+    tc_issue(G, b, &ca, s, bco, sa, oa.param, a_stage, kt, kt, dt);
+    tc_issue(G, b, &cb, s, bco, sb, ob.param, b_stage, kt, kt, dt);
     kir_emit_cp_commit(c->km, b);
   }
 
@@ -366,8 +429,8 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   /* refill the slot everyone finished reading in the previous step */
   int nk = gc_ec_let(c, k, lb, "nk", ec_add(c, vx(c, k, kt), cx(c, TC_STAGES - 1)));
   int ns = gc_ec_let(c, k, lb, "ns", rem(c, vx(c, k, nk), TC_STAGES));
-  tc_issue(c, k, lb, &ca, sa, oa.param, a_stage, nk, ns, s->K);
-  tc_issue(c, k, lb, &cb, sb, ob.param, b_stage, nk, ns, s->K);
+  tc_issue(G, lb, &ca, s, bco, sa, oa.param, a_stage, nk, ns, dt);
+  tc_issue(G, lb, &cb, s, bco, sb, ob.param, b_stage, nk, ns, dt);
   kir_emit_cp_commit(c->km, lb);
   int cs = gc_ec_let(c, k, lb, "cs", rem(c, vx(c, k, kt), TC_STAGES));
   int abs_ = gc_ec_let(c, k, lb, "abs", ec_mul(c, vx(c, k, cs), cx(c, a_stage)));

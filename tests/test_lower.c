@@ -846,14 +846,22 @@ START_TEST(test_matmul_tensor_core) {
        "  %x4 = reshape(%x, shape=[1, 80, 2, 64]);\n  %xh = transpose(%x4, perm=[0, 2, 1, 3]);\n"
        "  %k4 = reshape(%k, shape=[1, 80, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
        "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n", 1},
+      /* staged through the element generator: transposed A, a head merge, a cast prologue */
       {"(%a: T[72, 96], %b: T[72, 64]) -> (T[96, 64]) {\n"
-       "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n", 0},
+       "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n", 1},
+      {"(%c: T[2, 2, 72, 64], %w: T[128, 64]) -> (T[2, 72, 64]) {\n"
+       "  %t = transpose(%c, perm=[0, 2, 1, 3]);\n  %m = reshape(%t, shape=[2, 72, 128]);\n"
+       "  %y = matmul(%m, %w);\n  return %y;\n}\n", 1},
+      {"(%a: f32[80, 48], %b: T[64, 48]) -> (T[80, 64]) {\n"
+       "  %h = cast(%a, to=T);\n  %y = matmul(%h, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+      {"(%a: T[72, 40], %b: T[40, 60]) -> (T[72, 60]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 0},
   };
   for (int k = 0; k < COUNT(cases); k++) {
     gc_sbuf sb = {0};
     gc_sbuf_puts(&sb, "version 1;\ngraph @g");
     for (const char *q = cases[k].body; *q; q++) {
-      if (*q == 'T' && q[1] == '[')
+      if (*q == 'T' && (q[1] == '[' || q[1] == ')'))
         gc_sbuf_puts(&sb, T);
       else
         gc_sbuf_putc(&sb, *q);
