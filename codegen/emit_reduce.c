@@ -309,6 +309,8 @@ int gc_emit_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
 
 /* A row kernel over [outer, R, inner]: BLOCKS (one group per row, inner == 1)
  * or ITEMS (one item per (outer, inner) pair, looping over the row). */
+enum { ROW_CACHE_MAX = 32 };  /* row elements a thread may keep in registers */
+
 typedef struct row_kernel {
   kir_kernel *k;
   gc_gen G;
@@ -316,6 +318,11 @@ typedef struct row_kernel {
   int64_t R, inner;
   int base;                  /* var: element index of r = 0 */
   int sh;                    /* BLOCKS: shared slots for block reductions */
+  /* One pass over memory (BLOCKS, R <= block * ROW_CACHE_MAX): each thread loads
+   * its nc elements r = thread + j * block once into xc[j]; every later pass reads
+   * the registers. guard: R % block != 0, so the last positions may be past R. */
+  int nc, guard;
+  int rpos[ROW_CACHE_MAX], xc[ROW_CACHE_MAX];
 } row_kernel;
 
 /* Create the kernel and compute the row base. */
@@ -339,6 +346,41 @@ static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, in
     rk->base = gc_ec_let(c, k, &k->body, "base", e);
   }
   gc_gen_init(&rk->G, c, rk->k);
+  rk->nc = 0;
+}
+
+/* Load the row of `in` into registers once (see row_kernel); no-op when the row is
+ * too long or the kernel is not a BLOCKS row kernel. */
+static void row_cache(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_dtype ct) {
+  kir_kernel *k = rk->k;
+  int64_t block = k->launch.block, nc = (rk->R + block - 1) / block;
+  if (!rk->blocks || nc > ROW_CACHE_MAX) return;
+  kir_block *b = &k->body;
+  rk->nc = (int)nc;
+  rk->guard = rk->R % block != 0;
+  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  for (int j = 0; j < rk->nc; j++) {
+    rk->rpos[j] = gc_ec_let(c, k, b, "r", ec_add(c, ec_v(c, k, tid), ec_i64(c, block * j)));
+    rk->xc[j] = gc_ec_let(c, k, b, "xc", gc_ec_num(c, ct, 0.0));
+    kir_block *tb = b;
+    if (rk->guard) kir_emit_if(c->km, b, ec_bin(c, KIR_LT, ec_v(c, k, rk->rpos[j]), ec_i64(c, rk->R)), &tb, NULL);
+    gc_gen_push(&rk->G);
+    kir_expr *off = ec_mul(c, ec_v(c, k, rk->rpos[j]), ec_i64(c, rk->inner));
+    int l = gc_ec_let(c, k, tb, "l", ec_add(c, ec_v(c, k, rk->base), off));
+    int v = gc_gen_val(&rk->G, tb, in, gc_gen_pt(&rk->G, &in->type, l, NULL));
+    kir_emit_assign(c->km, tb, rk->xc[j], ec_v(c, k, v));
+    gc_gen_pop(&rk->G);
+  }
+}
+
+/* Body block for cached element j (inside its guard), with a generator scope that
+ * row_end closes. */
+static kir_block *row_elem(gc_lowerer *c, row_kernel *rk, int j) {
+  kir_kernel *k = rk->k;
+  kir_block *tb = &k->body;
+  if (rk->guard) kir_emit_if(c->km, tb, ec_bin(c, KIR_LT, ec_v(c, k, rk->rpos[j]), ec_i64(c, rk->R)), &tb, NULL);
+  gc_gen_push(&rk->G);
+  return tb;
 }
 
 /* Modeled traffic, generator released, kernel launched. */
@@ -386,6 +428,20 @@ static int row_accumulate(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_
                           int sub, int sq, int ex) {
   kir_kernel *k = rk->k;
   int acc = gc_ec_let(c, k, &k->body, "acc", gc_ec_identity(c, op, t));
+  for (int j = 0; j < rk->nc; j++) {
+    kir_block *body = row_elem(c, rk, j);
+    kir_expr *x = ec_v(c, k, rk->xc[j]);
+    if (sub >= 0) x = ec_bin(c, KIR_SUB, x, ec_v(c, k, sub));
+    if (ex) x = kir_unary(c->km, KIR_EXP, x);
+    int xv = gc_ec_let(c, k, body, "x", x);
+    if (sq) xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_MUL, ec_v(c, k, xv), ec_v(c, k, xv)));
+    kir_emit_assign(c->km, body, acc, gc_ec_combine(c, k, op, acc, xv));
+    row_end(rk);
+  }
+  if (rk->nc) {
+    row_reduce(c, rk, op, acc);
+    return acc;
+  }
   int r;
   kir_block *body = row_loop(c, rk, &r);
   int xin = gc_gen_val(&rk->G, body, in, row_point(c, rk, body, &in->type, r));
@@ -422,6 +478,7 @@ static int lower_softmax(gc_lowerer *c, const gc_fusion_group *grp) {
   row_kernel rk;
   row_open(c, &rk, outer, R, inner, ct);
   kir_kernel *k = rk.k;
+  row_cache(c, &rk, in, ct);
   int mx = row_accumulate(c, &rk, in, GC_EC_MAX, ct, -1, 0, 0);
   int sum = row_accumulate(c, &rk, in, GC_EC_SUM, ct, mx, 0, 1);
   int r, fin;
@@ -429,15 +486,18 @@ static int lower_softmax(gc_lowerer *c, const gc_fusion_group *grp) {
     fin = gc_ec_let(c, k, &k->body, "ls", kir_unary(c->km, KIR_LOG, ec_v(c, k, sum)));
   else
     fin = sum;
-  kir_block *body = row_loop(c, &rk, &r);
-  int pt = row_point(c, &rk, body, t, r);
-  int xin = gc_gen_val(&rk.G, body, in, pt);
-  int xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, mx)));
-  kir_expr *y = op->opcode == GC_OP_LOG_SOFTMAX
-                    ? ec_bin(c, KIR_SUB, ec_v(c, k, xv), ec_v(c, k, fin))
-                    : ec_bin(c, KIR_DIV, kir_unary(c->km, KIR_EXP, ec_v(c, k, xv)), ec_v(c, k, fin));
-  row_store(c, &rk, body, grp, pt, y);
-  row_end(&rk);
+  /* cached: one block per register-held element; else a loop reading the row again */
+  for (int j = 0; j < (rk.nc ? rk.nc : 1); j++) {
+    kir_block *body = rk.nc ? row_elem(c, &rk, j) : row_loop(c, &rk, &r);
+    int pt = row_point(c, &rk, body, t, rk.nc ? rk.rpos[j] : r);
+    int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
+    int xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, mx)));
+    kir_expr *y = op->opcode == GC_OP_LOG_SOFTMAX
+                      ? ec_bin(c, KIR_SUB, ec_v(c, k, xv), ec_v(c, k, fin))
+                      : ec_bin(c, KIR_DIV, kir_unary(c->km, KIR_EXP, ec_v(c, k, xv)), ec_v(c, k, fin));
+    row_store(c, &rk, body, grp, pt, y);
+    row_end(&rk);
+  }
   row_close(c, &rk, 6.0, gc_type_numel(t));
   return 0;
 }
@@ -460,18 +520,21 @@ static int lower_layernorm(gc_lowerer *c, const gc_fusion_group *grp) {
   row_open(c, &rk, outer, R, 1, ct);
   kir_kernel *k = rk.k;
   kir_block *kb = &k->body;
+  row_cache(c, &rk, in, ct);
   int sum = row_accumulate(c, &rk, in, GC_EC_SUM, ct, -1, 0, 0);
   int m0 = gc_ec_let(c, k, kb, "mean", ec_bin(c, KIR_DIV, ec_v(c, k, sum), gc_ec_num(c, ct, (double)R)));
   int s1 = gc_ec_let(c, k, kb, "s1", gc_ec_num(c, ct, 0.0));
   int s2 = gc_ec_let(c, k, kb, "s2", gc_ec_num(c, ct, 0.0));
   int r;
-  kir_block *body = row_loop(c, &rk, &r);
-  int xin = gc_gen_val(&rk.G, body, in, row_point(c, &rk, body, t, r));
-  int dv = gc_ec_let(c, k, body, "d", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, m0)));
-  kir_emit_assign(c->km, body, s1, ec_bin(c, KIR_ADD, ec_v(c, k, s1), ec_v(c, k, dv)));
-  kir_expr *sq = ec_bin(c, KIR_MUL, ec_v(c, k, dv), ec_v(c, k, dv));
-  kir_emit_assign(c->km, body, s2, ec_bin(c, KIR_ADD, ec_v(c, k, s2), sq));
-  row_end(&rk);
+  for (int j = 0; j < (rk.nc ? rk.nc : 1); j++) {
+    kir_block *body = rk.nc ? row_elem(c, &rk, j) : row_loop(c, &rk, &r);
+    int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, row_point(c, &rk, body, t, r));
+    int dv = gc_ec_let(c, k, body, "d", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, m0)));
+    kir_emit_assign(c->km, body, s1, ec_bin(c, KIR_ADD, ec_v(c, k, s1), ec_v(c, k, dv)));
+    kir_expr *sq = ec_bin(c, KIR_MUL, ec_v(c, k, dv), ec_v(c, k, dv));
+    kir_emit_assign(c->km, body, s2, ec_bin(c, KIR_ADD, ec_v(c, k, s2), sq));
+    row_end(&rk);
+  }
   row_reduce(c, &rk, GC_EC_SUM, s1);
   row_reduce(c, &rk, GC_EC_SUM, s2);
   int corr = gc_ec_let(c, k, kb, "corr", ec_bin(c, KIR_DIV, ec_v(c, k, s1), gc_ec_num(c, ct, (double)R)));
@@ -479,16 +542,19 @@ static int lower_layernorm(gc_lowerer *c, const gc_fusion_group *grp) {
   var = ec_bin(c, KIR_MAX, ec_bin(c, KIR_DIV, var, gc_ec_num(c, ct, (double)R)), gc_ec_num(c, ct, 0.0));
   kir_expr *den = kir_unary(c->km, KIR_SQRT, ec_bin(c, KIR_ADD, var, gc_ec_num(c, ct, eps)));
   int rstd = gc_ec_let(c, k, kb, "rstd", ec_bin(c, KIR_DIV, gc_ec_num(c, ct, 1.0), den));
-  body = row_loop(c, &rk, &r);
-  int pt = row_point(c, &rk, body, t, r);
-  xin = gc_gen_val(&rk.G, body, in, pt);
-  kir_expr *xc = ec_bin(c, KIR_SUB, ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, m0)), ec_v(c, k, corr));
-  int gv = row_param(&rk, body, op->operands[1], r);
-  int bv = row_param(&rk, body, op->operands[2], r);
-  kir_expr *y = ec_bin(c, KIR_MUL, ec_bin(c, KIR_MUL, xc, ec_v(c, k, rstd)), ec_v(c, k, gv));
-  y = ec_bin(c, KIR_ADD, y, ec_v(c, k, bv));
-  row_store(c, &rk, body, grp, pt, y);
-  row_end(&rk);
+  for (int j = 0; j < (rk.nc ? rk.nc : 1); j++) {
+    kir_block *body = rk.nc ? row_elem(c, &rk, j) : row_loop(c, &rk, &r);
+    int rv = rk.nc ? rk.rpos[j] : r;
+    int pt = row_point(c, &rk, body, t, rv);
+    int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
+    kir_expr *xc = ec_bin(c, KIR_SUB, ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, m0)), ec_v(c, k, corr));
+    int gv = row_param(&rk, body, op->operands[1], rv);
+    int bv = row_param(&rk, body, op->operands[2], rv);
+    kir_expr *y = ec_bin(c, KIR_MUL, ec_bin(c, KIR_MUL, xc, ec_v(c, k, rstd)), ec_v(c, k, gv));
+    y = ec_bin(c, KIR_ADD, y, ec_v(c, k, bv));
+    row_store(c, &rk, body, grp, pt, y);
+    row_end(&rk);
+  }
   row_close(c, &rk, 10.0, gc_type_numel(t));
   return 0;
 }
@@ -505,19 +571,23 @@ static int lower_rmsnorm(gc_lowerer *c, const gc_fusion_group *grp) {
   row_open(c, &rk, outer, R, 1, ct);
   kir_kernel *k = rk.k;
   kir_block *kb = &k->body;
+  row_cache(c, &rk, in, ct);
   int ss = row_accumulate(c, &rk, in, GC_EC_SUM, ct, -1, 1, 0);
   kir_expr *ms = ec_bin(c, KIR_DIV, ec_v(c, k, ss), gc_ec_num(c, ct, (double)R));
   kir_expr *den = kir_unary(c->km, KIR_SQRT, ec_bin(c, KIR_ADD, ms, gc_ec_num(c, ct, eps)));
   int inv = gc_ec_let(c, k, kb, "inv", ec_bin(c, KIR_DIV, gc_ec_num(c, ct, 1.0), den));
   int r;
-  kir_block *body = row_loop(c, &rk, &r);
-  int pt = row_point(c, &rk, body, t, r);
-  int xin = gc_gen_val(&rk.G, body, in, pt);
-  int gv = row_param(&rk, body, op->operands[1], r);
-  kir_expr *y = ec_bin(c, KIR_MUL, ec_v(c, k, xin), ec_v(c, k, inv));
-  y = ec_bin(c, KIR_MUL, y, ec_v(c, k, gv));
-  row_store(c, &rk, body, grp, pt, y);
-  row_end(&rk);
+  for (int j = 0; j < (rk.nc ? rk.nc : 1); j++) {
+    kir_block *body = rk.nc ? row_elem(c, &rk, j) : row_loop(c, &rk, &r);
+    int rv = rk.nc ? rk.rpos[j] : r;
+    int pt = row_point(c, &rk, body, t, rv);
+    int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
+    int gv = row_param(&rk, body, op->operands[1], rv);
+    kir_expr *y = ec_bin(c, KIR_MUL, ec_v(c, k, xin), ec_v(c, k, inv));
+    y = ec_bin(c, KIR_MUL, y, ec_v(c, k, gv));
+    row_store(c, &rk, body, grp, pt, y);
+    row_end(&rk);
+  }
   row_close(c, &rk, 4.0, gc_type_numel(t));
   return 0;
 }
