@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# bandwidth_run.sh - bandwidth-bound kernels against the device's copy bandwidth.
+#
+#   benchmarks/bandwidth_run.sh [GRAPHC] [OUTDIR]
+#
+# Writes one-op (or one fused chain) graphs and times each with `graphc bench`,
+# which measures the copy bandwidth (cuMemcpyDtoD) in the same process and
+# prints the kernel's modeled bytes / time as a percentage of it.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+G=${1:-$ROOT/build/graphc}
+OUT=${2:-/tmp/bw-bench}
+mkdir -p "$OUT"
+w() {  # name, graph text
+  printf "version 1;\n%s\n" "$2" > "$OUT/$1.graph"
+}
+w chain_f32_256M 'graph @g(%x: f32[67108864], %y: f32[67108864]) -> (f32[67108864]) {
+  %a = mul(%x, %y);
+  %b = add(%a, %x);
+  %r = relu(%b);
+  return %r;
+}'
+w chain_f16_256M 'graph @g(%x: f16[134217728]) -> (f16[134217728]) {
+  %a = mul(%x, %x);
+  %r = tanh(%a);
+  return %r;
+}'
+for dt in f32 f16 bf16; do
+  for R in 1024 8192; do
+    rows=$(( 268435456 / R / 4 ))
+    w softmax_${dt}_$R "graph @g(%x: $dt[$rows, $R]) -> ($dt[$rows, $R]) {
+  %r = softmax(%x, axis=-1);
+  return %r;
+}"
+    w layernorm_${dt}_$R "graph @g(%x: $dt[$rows, $R], %g: $dt[$R], %b: $dt[$R]) -> ($dt[$rows, $R]) {
+  %r = layernorm(%x, %g, %b, axis=-1, eps=1e-05);
+  return %r;
+}"
+    w rmsnorm_${dt}_$R "graph @g(%x: $dt[$rows, $R], %g: $dt[$R]) -> ($dt[$rows, $R]) {
+  %r = rmsnorm(%x, %g, eps=1e-06);
+  return %r;
+}"
+  done
+done
+w reduce_rows_f32 'graph @g(%x: f32[65536, 1024]) -> (f32[65536]) {
+  %r = reduce_sum(%x, axes=[1]);
+  return %r;
+}'
+w reduce_cols_f32 'graph @g(%x: f32[65536, 1024]) -> (f32[1024]) {
+  %r = reduce_sum(%x, axes=[0]);
+  return %r;
+}'
+printf "%-22s %10s %10s %8s\n" case "median ms" "GB/s" "% copy"
+for f in "$OUT"/*.graph; do
+  n=$(basename "$f" .graph)
+  timeout 120 "$G" bench "$f" --runs 30 --warmup 5 > "$OUT/$n.txt" 2>&1
+  awk -v n="$n" '/^  median/ {ms=$2} /modeled/ {for (i=1;i<=NF;i++) if ($i=="GB/s") gb=$(i-1); pc=$0; sub(/.*\(/,"",pc); sub(/%.*/,"",pc)} END {printf "%-22s %10s %10s %8s\n", n, ms, gb, pc}' "$OUT/$n.txt"
+done
