@@ -49,7 +49,7 @@ static const char *const usage_compile_opts =
     "  --print-before=P  print the IR before pass P (or all) to stderr\n"
     "  --print-after=P   print the IR after pass P (or all) to stderr\n"
     "  --disable-pass=P  skip pass P (comma-separated list)\n"
-    "  --time-passes     time passes and compile stages (shown with --stats)\n"
+    "  --time-passes     time passes and compile stages (shown with --stats; compile --emit: stderr)\n"
     "  --eager           launch kernel by kernel instead of replaying a CUDA graph\n"
     "  --stats           print compile statistics\n";
 
