@@ -407,6 +407,16 @@ static int add_inputs(ox *x) {
                     "not supported)", vi->name, k);
       }
     }
+    /* Like the verifier: at most 2^62 elements, so products of dims never
+     * overflow in the translation (found by fuzz_onnx). */
+    int64_t numel = 1;
+    for (int k = 0; k < t.rank && ok; k++)
+      if (!GC_DIM_IS_SYM(t.dims[k]) && (__builtin_mul_overflow(numel, t.dims[k], &numel) ||
+                                        numel > (INT64_C(1) << 62))) {
+        ok = 0;
+        ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "graph input '%s' has more than 2^62 elements",
+                vi->name);
+      }
     if (!ok) {
       if ((bad = bind(x, vi->name, NULL, NULL))) bad->bad = 1;
       continue;
@@ -530,7 +540,9 @@ static int add_outputs(ox *x) {
     }
     if (vi->kind == GC_ONNX_TYPE_TENSOR && gc_onnx_dtype(vi->elem_type) >= 0 &&
         gc_onnx_dtype(vi->elem_type) != (int)v->v->type.dtype)
-      ox_fail(x, GRAPHC_STATUS_INTERNAL, "graph output '%s' is declared %s but computes %s",
+      /* A model whose nodes contradict its declared output type is bad input,
+       * not a graphc bug (found by fuzz_onnx). */
+      ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "graph output '%s' is declared %s but computes %s",
               vi->name, gc_onnx_type_name(vi->elem_type), graphc_dtype_name(v->v->type.dtype));
     else if (vi->kind == GC_ONNX_TYPE_TENSOR && gc_onnx_dtype(vi->elem_type) < 0)
       ox_dtype(x, vi->elem_type, &(gc_dtype){0});

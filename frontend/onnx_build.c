@@ -159,7 +159,11 @@ ox_const *ox_const_new(ox *x, gc_dtype t, int rank, const int64_t *dims) {
   k->numel = 1;
   for (int i = 0; i < rank; i++) {
     k->dims[i] = dims[i];
-    k->numel *= dims[i];
+    if (dims[i] < 0 || __builtin_mul_overflow(k->numel, dims[i], &k->numel) ||
+        k->numel > (INT64_C(1) << 62) / 8) {   /* found by fuzz_onnx */
+      ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "a constant of more than 2^59 elements");
+      return NULL;
+    }
   }
   k->data = ox_alloc(x, (size_t)k->numel * graphc_dtype_size(t));
   return k->data ? k : NULL;

@@ -253,8 +253,10 @@ static int op_castlike(ox *x, int arg) {
 
 /* Identity (and inference-time Dropout output 0): the input itself. */
 static int op_identity(ox *x, int arg) {
+  if (!ox_has_in(x, 0))   /* a node without its input (found by fuzz_onnx) */
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "input 0 is missing");
   ox_val *v = ox_lookup(x, x->node->inputs[0]);
-  if (!v) return -1;
+  if (!v) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "input 0 is not defined");
   x->out_v[0] = v->v;
   x->out_k[0] = v->k;
   return 0;

@@ -367,7 +367,9 @@ int ox_tile(ox *x, int arg) {
     }
     memcpy(m, a->type.dims, sizeof m);
     if (GC_DIM_IS_SYM(m[k])) return ox_unsup(x, "tiling a symbolic dim");
-    m[k] *= rep[k];
+    if (__builtin_mul_overflow(m[k], rep[k], &m[k]))   /* found by fuzz_onnx */
+      return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "repeat %lld of axis %d overflows its size",
+                     (long long)rep[k], k);
     gc_value *u = ox_reshape(x, a, r + 1, d);
     d[k] = rep[k];
     a = ox_reshape(x, ox_broadcast(x, u, r + 1, d), r, m);
