@@ -116,6 +116,73 @@ static void accumulate(gc_gen *G, kir_block *b, const gc_fusion_group *grp, cons
 
 #define MAX_SIBLINGS 16
 
+enum { COL_W = 8, COL_LANES = 128 };
+
+/* The column kernel of lower_reduce: group q reduces outputs q * COL_W + (thread %
+ * COL_W); thread / COL_W walks the reduced positions with stride COL_LANES. */
+static int lower_reduce_cols(gc_lowerer *c, const gc_fusion_group *grp, const red_groups *g,
+                             const gc_ec_comb *comb, const gc_dtype *at, int64_t nout, int64_t R) {
+  const gc_value *in = grp->roots[0]->operands[0];
+  int nr = grp->n_roots;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, (nout + COL_W - 1) / COL_W, COL_W * COL_LANES);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
+  kir_block *b = &k->body;
+  int acc[MAX_SIBLINGS], x[MAX_SIBLINGS], fin[MAX_SIBLINGS], sh[MAX_SIBLINGS];
+  for (int r = 0; r < nr; r++) {
+    acc[r] = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, comb[r], at[r]));
+    x[r] = gc_ec_var(c, k, "x", at[r]);
+    sh[r] = kir_add_shared(c->km, k, at[r], COL_W * COL_LANES);
+  }
+  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  int col = gc_ec_let(c, k, b, "col", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, COL_W)));
+  int lane = gc_ec_let(c, k, b, "lane", ec_bin(c, KIR_DIV, ec_v(c, k, tid), ec_i64(c, COL_W)));
+  int o = gc_ec_let(c, k, b, "o", ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, COL_W)), ec_v(c, k, col)));
+  kir_block *ob;
+  kir_emit_if(c->km, b, ec_bin(c, KIR_LT, ec_v(c, k, o), ec_i64(c, nout)), &ob, NULL);
+  int kc[GC_MAX_RANK], rc[GC_MAX_RANK];
+  gc_ec_unravel(c, k, ob, o, g->nk, g->kdims, kc);
+  int base = gc_ec_let(c, k, ob, "base", dot_coords(c, k, g->nk, kc, g->kst));
+  int rv = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
+  kir_block *body = kir_emit_for(c->km, ob, rv, ec_v(c, k, lane), ec_i64(c, R), ec_i64(c, COL_LANES));
+  gc_gen_push(&G);
+  gc_ec_unravel(c, k, body, rv, g->nr, g->rdims, rc);
+  int lin = gc_ec_let(c, k, body, "l", ec_add(c, ec_v(c, k, base), dot_coords(c, k, g->nr, rc, g->rst)));
+  accumulate(&G, body, grp, comb, acc, x, gc_gen_pt(&G, &in->type, lin, NULL));
+  gc_gen_pop(&G);
+  for (int r = 0; r < nr; r++) kir_emit_store(c->km, b, KIR_SHARED, sh[r], ec_v(c, k, tid), ec_v(c, k, acc[r]));
+  kir_emit_barrier(c->km, b);
+  /* threads 0 .. COL_W-1 combine their column's COL_LANES partials in order */
+  kir_block *tb;
+  kir_expr *last = ec_bin(c, KIR_AND, ec_bin(c, KIR_LT, ec_v(c, k, tid), ec_i64(c, COL_W)),
+                          ec_bin(c, KIR_LT, ec_v(c, k, o), ec_i64(c, nout)));
+  kir_emit_if(c->km, b, last, &tb, NULL);
+  int j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
+  kir_block *jb = kir_emit_for(c->km, tb, j, ec_i64(c, 1), ec_i64(c, COL_LANES), ec_i64(c, 1));
+  for (int r = 0; r < nr; r++) {
+    kir_expr *si = ec_add(c, ec_mul(c, ec_v(c, k, j), ec_i64(c, COL_W)), ec_v(c, k, tid));
+    kir_emit_assign(c->km, jb, x[r], kir_load(c->km, k, KIR_SHARED, sh[r], si));
+    kir_emit_assign(c->km, jb, acc[r], gc_ec_combine(c, k, comb[r], acc[r], x[r]));
+  }
+  for (int r = 0; r < nr; r++) fin[r] = gc_ec_let(c, k, tb, "fin", finish(c, k, grp->roots[r], acc[r], R));
+  /* the output point is o, not the group index */
+  gc_gen_push(&G);
+  const gc_type *ot = &grp->roots[0]->results[0]->type;
+  int pt = gc_gen_pt(&G, ot, o, NULL);
+  for (int r = 0; r < nr; r++) {
+    const gc_value *rv2 = grp->roots[r]->results[0];
+    int v = gc_ec_let(c, k, tb, rv2->name, gc_ec_round(c, rv2->type.dtype, ec_v(c, k, fin[r])));
+    gc_gen_bind(&G, rv2, pt, v);
+  }
+  gc_gen_store_outs(&G, tb, grp, pt);
+  gc_gen_pop(&G);
+  k->bytes_moved = gc_gen_bytes(&G, -1);
+  k->flops = (double)nr * (double)gc_type_numel(&in->type);
+  gc_gen_free(&G);
+  gc_ec_launch(c, k);
+  return 0;
+}
+
 /* reduce_sum/max/min/mean roots sharing one input space and reduced axes. */
 static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *op = grp->roots[0];
@@ -137,6 +204,13 @@ static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
     at[r] = comb[r] == GC_EC_SUM && !gc_dtype_is_float(ct) ? GRAPHC_DTYPE_I64 : ct;
   }
   int blocks = c->t->kind == KIR_TARGET_CUDA && g.row;
+  /* Column kernel (CUDA): the innermost kept run is contiguous, R is long and there
+   * are too few outputs to fill the GPU with one thread each: groups of COL_W
+   * adjacent outputs x COL_LANES threads striding over R (a warp reads 4 full
+   * 32-byte sectors per step), partials combined through shared memory. */
+  int cols = c->t->kind == KIR_TARGET_CUDA && !g.row && g.nk > 0 && g.kst[g.nk - 1] == 1 && R >= 64 &&
+             nout < (int64_t)c->t->num_sms * 1024 && nr * COL_W * COL_LANES * 8 <= c->t->shared_bytes;
+  if (cols) return lower_reduce_cols(c, grp, &g, comb, at, nout, R);
   kir_kernel *k = blocks ? gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, nout, gc_ec_row_block(c, R))
                          : gc_ec_kernel(c, KIR_LAUNCH_ITEMS, nout, 256);
   gc_gen G;

@@ -671,8 +671,8 @@ START_TEST(test_reduce) {
   const char *T = NUMERIC[_i];
   int fl = is_float_name(T);
   gb b = {0};
-  static const char *const shp[] = {"17", "3, 1023", "2, 3, 4, 5", "5, 1, 7", "4097"};
-  for (int s = 0; s < 5; s++) {
+  static const char *const shp[] = {"17", "3, 1023", "2, 3, 4, 5", "5, 1, 7", "4097", "300, 3, 20"};
+  for (int s = 0; s < 6; s++) {
     char n[16];
     snprintf(n, sizeof n, "p%d", s);
     gb_arg(&b, n, ty(T, shp[s]), fl ? 'p' : 'x');
@@ -692,6 +692,9 @@ START_TEST(test_reduce) {
       {4, "", ""},
       {2, ", axes=[0, 1, 2, 3]", ""},
       {2, ", axes=[2, 3]", "2, 3"},
+      /* column kernels on CUDA: long reduced runs over few contiguous outputs */
+      {5, ", axes=[0]", "3, 20"},
+      {5, ", axes=[0, 1]", "20"},
   };
   static const char *const ops[] = {"reduce_sum", "reduce_max", "reduce_min", "reduce_mean"};
   int r = 0;
