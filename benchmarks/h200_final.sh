@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# h200_final.sh - the benchmark half of a device session (after h200_run.sh has run the suites):
+# tensor-core GEMMs vs cuBLASLt, bandwidth-bound kernels vs copy, models vs PyTorch / JAX,
+# the f32 examples, and compute-sanitizer (memcheck, racecheck) on tensor-core and row kernels.
+# Carry .dev/build-gpu; writes to $OUT.
+set -u
+ROOT=$PWD
+OUT=${OUT:-$ROOT/h200-out}
+mkdir -p "$OUT"
+[ -e /work/main/CMakeLists.txt ] || { mkdir -p /work && ln -sfn "$ROOT" /work/main; }
+[ -e "$ROOT/build-gpu" ] || ln -sfn "$ROOT/.dev/build-gpu" "$ROOT/build-gpu"
+B=$ROOT/build-gpu
+export LD_LIBRARY_PATH="$B/syslibs:$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export GRAPHC_CACHE=off
+echo "== gemm vs cuBLASLt";  bash benchmarks/gemm_run.sh "$B/graphc" /tmp/gemm 2>&1 | tee "$OUT/gemm.txt"
+echo "== bandwidth";         bash benchmarks/bandwidth_run.sh "$B/graphc" /tmp/bw 2>&1 | tee "$OUT/bw.txt"
+echo "== peers";             timeout 400 python3 benchmarks/peers.py --graphc "$B/graphc" --out /tmp/peers 2>&1 \
+                               | grep -v -i warn | tail -20 | tee "$OUT/peers.txt"
+echo "== f32 examples"
+for a in "mlp --bind B=4096" "cnn --bind N=64" "transformer_block --bind B=8 --bind S=1024"; do
+  set -- $a; f=examples/$1.graph; shift
+  for cg in nvrtc llvm; do
+    printf "%-40s %-6s " "$f $*" $cg; "$B/graphc" bench "$f" "$@" --codegen $cg --runs 50 --warmup 5 2>&1 | awk '/^  median/ {print $2 " ms"} /^  code/ {k=$0} END {}'
+  done
+done | tee "$OUT/examples.txt"
+echo "== compute-sanitizer"
+CS=/usr/local/cuda/bin/compute-sanitizer
+mkdir -p /tmp/peers
+[ -f /tmp/peers/transformer_block_f16.safetensors ] ||
+  "$B/graphc" weights examples/transformer_block_f16.graph --random --seed 1 -o /tmp/peers/transformer_block_f16.safetensors
+printf 'version 1;\ngraph @g(%%a: f16[2, 200, 72], %%b: f16[72, 136], %%c: f16[136]) -> (f16[2, 200, 136]) {\n  %%y = matmul(%%a, %%b);\n  %%z = add(%%y, %%c);\n  %%r = gelu(%%z);\n  return %%r;\n}\n' > /tmp/tc.graph
+for tool in memcheck racecheck; do
+  for cg in nvrtc llvm; do
+    $CS --tool $tool --error-exitcode 9 "$B/graphc" run /tmp/tc.graph --backend cuda --codegen $cg --eager > "$OUT/cs-$tool-tc-$cg.txt" 2>&1
+    echo "$tool tc $cg exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cs-$tool-tc-$cg.txt" | head -1)"
+    $CS --tool $tool --error-exitcode 9 "$B/graphc" run examples/transformer_block_f16.graph --bind B=1 --bind S=136 \
+      --weights /tmp/peers/transformer_block_f16.safetensors --backend cuda --codegen $cg --eager > "$OUT/cs-$tool-tb16-$cg.txt" 2>&1
+    echo "$tool transformer_f16 $cg exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cs-$tool-tb16-$cg.txt" | head -1)"
+  done
+done | tee "$OUT/sanitizer.txt"
