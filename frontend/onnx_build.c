@@ -161,7 +161,8 @@ ox_const *ox_const_new(ox *x, gc_dtype t, int rank, const int64_t *dims) {
     k->dims[i] = dims[i];
     if (dims[i] < 0 || __builtin_mul_overflow(k->numel, dims[i], &k->numel) ||
         k->numel > (INT64_C(1) << 62) / 8) {   /* found by fuzz_onnx */
-      ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "a constant of more than 2^59 elements");
+      ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+              "a constant with a negative dim or more than 2^59 elements");
       return NULL;
     }
   }
@@ -761,7 +762,7 @@ int ox_attr_ints(ox *x, const char *name, int64_t *out, int max) {
   const gc_onnx_attr *a = ox_attr(x, name);
   if (!a || a->type != GC_ONNX_ATTR_INTS) return -1;
   int n = a->n_ints < max ? a->n_ints : max;
-  memcpy(out, a->ints, (size_t)n * sizeof *out);
+  if (n > 0) memcpy(out, a->ints, (size_t)n * sizeof *out);   /* no ints: NULL (fuzz_onnx) */
   return a->n_ints > max ? max : n;
 }
 

@@ -564,16 +564,20 @@ int ox_range(ox *x, int arg) {
   if (gc_dtype_is_float(t)) {
     double s = ox_const_get(ks[0], 0), l = ox_const_get(ks[1], 0), d = ox_const_get(ks[2], 0);
     double c = __builtin_ceil((l - s) / d);
-    n = c > 0 ? (int64_t)c : 0;
+    if (c != c) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "the range's length is not a number");
     if (c > (double)(INT64_C(1) << 24)) return ox_unsup(x, "a range of %g elements", c);
+    n = c > 0 ? (int64_t)c : 0;   /* checked before converting (out-of-range casts are UB) */
     ox_const *k = ox_const_new(x, t, 1, &n);
     for (int64_t i = 0; k && i < n; i++) ox_const_set(k, i, s + (double)i * d);
     return outk(x, k);
   }
   int64_t s = ox_const_geti(ks[0], 0), l = ox_const_geti(ks[1], 0), d = ox_const_geti(ks[2], 0);
   if (d == 0) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "delta is 0");
-  n = d > 0 ? (l > s ? (l - s + d - 1) / d : 0) : (s > l ? (s - l - d - 1) / -d : 0);
-  if (n > (INT64_C(1) << 24)) return ox_unsup(x, "a range of %lld elements", (long long)n);
+  /* In 128 bits: limit - start overflows 64 for extreme values. */
+  __int128 w = d > 0 ? (l > s ? ((__int128)l - s + d - 1) / d : 0)
+                     : (s > l ? ((__int128)s - l - d - 1) / -(__int128)d : 0);
+  if (w > (INT64_C(1) << 24)) return ox_unsup(x, "a range of more than 2^24 elements");
+  n = (int64_t)w;
   ox_const *k = ox_const_new(x, t, 1, &n);
   for (int64_t i = 0; k && i < n; i++) ox_const_seti(k, i, s + i * d);
   return outk(x, k);
@@ -595,7 +599,8 @@ int ox_constant_of_shape(ox *x, int arg) {
   gc_dtype t = v ? v->dtype : GRAPHC_DTYPE_F32;
   double val = v ? ox_const_get(v, 0) : 0;
   int64_t numel = 1;
-  for (int i = 0; i < n; i++) numel *= s[i] > 0 ? s[i] : 0;
+  for (int i = 0; i < n; i++)   /* saturating: only compared with 2^20 below */
+    if (__builtin_mul_overflow(numel, s[i] > 0 ? s[i] : 0, &numel)) numel = INT64_MAX;
   if (numel > (INT64_C(1) << 20)) { /* large: a const op, never data at import time */
     ox_attrs at = {0};
     at_scalar(x, &at, "value", t, val);
