@@ -137,6 +137,9 @@ int gc_gen_wparam(gc_gen *G, int buf, gc_dtype dt);
 /* Compute every output of grp at point pt (all of the same index space as the
  * point: loop roots, a root and its epilogue) and store each into its buffer. */
 void gc_gen_store_outs(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt);
+/* The same at w points with consecutive linear indices (the first a multiple of w):
+ * outputs of those dims are written with one w-wide vector store each. */
+void gc_gen_store_outs_vec(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const int *pts, int w);
 /* Modeled bytes: every buffer read (at most `items` elements of it when
  * items > 0) plus every buffer written. */
 double gc_gen_bytes(const gc_gen *G, int64_t items);

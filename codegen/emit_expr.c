@@ -688,6 +688,46 @@ void gc_gen_store_outs(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int 
   free(vals);
 }
 
+/* gc_gen_store_outs at w points whose linear indices are consecutive, the first a
+ * multiple of w: an output of the points' dims with w elements in at most 16 bytes
+ * is written with one vector store, any other output element by element. */
+void gc_gen_store_outs_vec(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const int *pts, int w) {
+  GC_ASSERT(w >= 1 && w <= KIR_MAX_VEC);
+  gc_lowerer *c = G->c;
+  int n = grp->n_outs;
+  int *vals = malloc(((size_t)n * (size_t)w + 1) * 2 * sizeof *vals);
+  if (!vals) {
+    c->oom = 1;
+    return;
+  }
+  int *opt = vals + (size_t)n * (size_t)w + 1;  /* point of output i, element e */
+  /* every value first, then the stores (loads before stores, as gc_gen_store_outs) */
+  for (int i = 0; i < n; i++) {
+    const gc_value *o = grp->outs[i];
+    for (int e = 0; e < w; e++) {
+      int pt = pts[e];
+      opt[i * w + e] = pt_has_dims(G, pt, &o->type) ? pt : gc_gen_pt(G, &o->type, lin_var(G, b, pt), NULL);
+      vals[i * w + e] = gc_gen_val(G, b, o, opt[i * w + e]);
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    const gc_value *o = grp->outs[i];
+    gc_dtype dt = o->type.dtype;
+    int p = gc_gen_wparam(G, c->val_buf[o->id], dt);
+    int vec = w > 1 && dt != GRAPHC_DTYPE_BOOL && graphc_dtype_size(dt) * (size_t)w <= 16;
+    for (int e = 0; e < w && vec; e++) vec = opt[i * w + e] == pts[e];
+    if (vec) {
+      kir_expr *ve[KIR_MAX_VEC];
+      for (int e = 0; e < w; e++) ve[e] = ec_cast(c, dt, ec_v(c, G->k, vals[i * w + e]));
+      kir_emit_store_vec(c->km, b, KIR_GLOBAL, p, gc_gen_lin(G, b, pts[0]), w, ve);
+    } else {
+      for (int e = 0; e < w; e++)
+        gc_ec_store(c, G->k, b, p, gc_gen_lin(G, b, opt[i * w + e]), ec_v(c, G->k, vals[i * w + e]));
+    }
+  }
+  free(vals);
+}
+
 /* Bytes read and written by the kernel's buffer params (see emit.h). */
 double gc_gen_bytes(const gc_gen *G, int64_t items) {
   double n = 0;

@@ -397,16 +397,36 @@ typedef struct row_kernel {
    * the registers. guard: R % block != 0, so the last positions may be past R. */
   int nc, guard;
   int rpos[ROW_CACHE_MAX], xc[ROW_CACHE_MAX];
+  /* vec > 1: the row input is a buffer read with vec-wide loads; thread t holds
+   * elements (t + j * block) * vec + e, and outputs are written vec-wide too */
+  int vec;
+  int npend, pend[KIR_MAX_VEC];  /* points bound by row_put, stored by row_flush */
 } row_kernel;
 
-/* Create the kernel and compute the row base. */
+/* Width of 16-byte row loads of `in`, or 0: in must be a buffer (not computed by the
+ * group), each thread must get at least one vector, and the row must fit in registers. */
+static int row_vec_width(const gc_lowerer *c, const gc_value *in, int64_t R) {
+  if (in->def && c->inl[in->def->id]) return 0;
+  if (c->val_buf[in->id] < 0 || in->type.dtype == GRAPHC_DTYPE_BOOL) return 0;
+  int w = (int)(16 / graphc_dtype_size(in->type.dtype));
+  if (w < 2 || w > KIR_MAX_VEC || R % w || R / w < 32 || R > 256 * ROW_CACHE_MAX) return 0;
+  return w;
+}
+
+/* Create the kernel and compute the row base; `in` is the row input. */
 static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, int64_t inner,
-                     gc_dtype acc_t) {
+                     gc_dtype acc_t, const gc_value *in) {
   rk->R = R;
   rk->inner = inner;
   rk->blocks = c->t->kind == KIR_TARGET_CUDA && inner == 1;
+  rk->vec = rk->blocks ? row_vec_width(c, in, R) : 0;
   if (rk->blocks) {
-    rk->k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, outer, gc_ec_row_block(c, R));
+    int block = gc_ec_row_block(c, R);
+    if (rk->vec) {  /* every thread gets whole vectors: at most R / vec threads, warp multiples */
+      int64_t most = R / rk->vec / 32 * 32;
+      if (most < block) block = (int)most;
+    }
+    rk->k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, outer, block);
     kir_kernel *k = rk->k;
     rk->sh = kir_add_shared(c->km, k, acc_t, k->launch.block / c->t->warp_size);
     rk->base = gc_ec_let(c, k, &k->body, "base", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, R)));
@@ -421,6 +441,35 @@ static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, in
   }
   gc_gen_init(&rk->G, c, rk->k);
   rk->nc = 0;
+  rk->npend = 0;
+}
+
+/* row_cache with vec-wide loads: nv vectors per thread. */
+static void row_cache_vec(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_dtype ct, int nv) {
+  kir_kernel *k = rk->k;
+  kir_block *b = &k->body;
+  int w = rk->vec;
+  int64_t block = k->launch.block;
+  rk->nc = nv * w;
+  rk->guard = rk->R % (block * w) != 0;
+  int p = gc_gen_rparam(&rk->G, c->val_buf[in->id], in->type.dtype);
+  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  for (int j = 0; j < nv; j++) {
+    kir_expr *r0 = ec_mul(c, ec_add(c, ec_v(c, k, tid), ec_i64(c, block * j)), ec_i64(c, w));
+    int r0v = gc_ec_let(c, k, b, "r", r0);
+    int raw[KIR_MAX_VEC];
+    for (int e = 0; e < w; e++) {
+      rk->rpos[j * w + e] = e ? gc_ec_let(c, k, b, "r", ec_add(c, ec_v(c, k, r0v), ec_i64(c, e))) : r0v;
+      rk->xc[j * w + e] = gc_ec_let(c, k, b, "xc", gc_ec_num(c, ct, 0.0));
+      raw[e] = gc_ec_var(c, k, "xr", in->type.dtype);
+    }
+    kir_block *tb = b;
+    if (rk->guard) kir_emit_if(c->km, b, ec_bin(c, KIR_LT, ec_v(c, k, r0v), ec_i64(c, rk->R)), &tb, NULL);
+    kir_expr *idx = ec_add(c, ec_v(c, k, rk->base), ec_v(c, k, r0v));
+    kir_emit_load_vec(c->km, tb, KIR_GLOBAL, p, idx, w, raw);
+    for (int e = 0; e < w; e++)
+      kir_emit_assign(c->km, tb, rk->xc[j * w + e], ec_cast(c, ct, ec_v(c, k, raw[e])));
+  }
 }
 
 /* Load the row of `in` into registers once (see row_kernel); no-op when the row is
@@ -428,6 +477,14 @@ static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, in
 static void row_cache(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_dtype ct) {
   kir_kernel *k = rk->k;
   int64_t block = k->launch.block, nc = (rk->R + block - 1) / block;
+  if (rk->vec) {
+    int64_t w = rk->vec, nv = (rk->R + block * w - 1) / (block * w);
+    if (nv * w <= ROW_CACHE_MAX) {
+      row_cache_vec(c, rk, in, ct, (int)nv);
+      return;
+    }
+    rk->vec = 0;
+  }
   if (!rk->blocks || nc > ROW_CACHE_MAX) return;
   kir_block *b = &k->body;
   rk->nc = (int)nc;
@@ -530,14 +587,24 @@ static int row_accumulate(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_
   return acc;
 }
 
-/* Final loop body: y (compute type) is the root's value at the element's point;
- * store the group's outputs there. */
-static void row_store(gc_lowerer *c, row_kernel *rk, kir_block *body, const gc_fusion_group *grp, int pt,
-                      kir_expr *y) {
+/* Final loop body: y (compute type) is the root's value at the element's point. */
+static void row_put(gc_lowerer *c, row_kernel *rk, kir_block *body, const gc_fusion_group *grp, int pt,
+                    kir_expr *y) {
   const gc_value *rv = grp->roots[0]->results[0];
   int v = gc_ec_let(c, rk->k, body, rv->name, gc_ec_round(c, rv->type.dtype, y));
   gc_gen_bind(&rk->G, rv, pt, v);
-  gc_gen_store_outs(&rk->G, body, grp, pt);
+  GC_ASSERT(rk->npend < KIR_MAX_VEC);
+  rk->pend[rk->npend++] = pt;
+}
+
+/* Store the group's outputs at the points row_put bound: one vector store per
+ * output for a whole vector of the row, else element by element. */
+static void row_flush(row_kernel *rk, kir_block *body, const gc_fusion_group *grp) {
+  if (rk->npend > 1)
+    gc_gen_store_outs_vec(&rk->G, body, grp, rk->pend, rk->npend);
+  else if (rk->npend == 1)
+    gc_gen_store_outs(&rk->G, body, grp, rk->pend[0]);
+  rk->npend = 0;
 }
 
 /* softmax = exp(x - max) / sum;  log_softmax = x - max - log(sum). */
@@ -550,7 +617,7 @@ static int lower_softmax(gc_lowerer *c, const gc_fusion_group *grp) {
   int64_t inner = t->rank ? gc_ec_prod(t->dims, axis + 1, t->rank) : 1;
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   row_kernel rk;
-  row_open(c, &rk, outer, R, inner, ct);
+  row_open(c, &rk, outer, R, inner, ct, in);
   kir_kernel *k = rk.k;
   row_cache(c, &rk, in, ct);
   int mx = row_accumulate(c, &rk, in, GC_EC_MAX, ct, -1, 0, 0);
@@ -561,15 +628,19 @@ static int lower_softmax(gc_lowerer *c, const gc_fusion_group *grp) {
   else
     fin = sum;
   /* cached: one block per register-held element; else a loop reading the row again */
-  for (int j = 0; j < (rk.nc ? rk.nc : 1); j++) {
-    kir_block *body = rk.nc ? row_elem(c, &rk, j) : row_loop(c, &rk, &r);
-    int pt = row_point(c, &rk, body, t, rk.nc ? rk.rpos[j] : r);
-    int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
-    int xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, mx)));
-    kir_expr *y = op->opcode == GC_OP_LOG_SOFTMAX
-                      ? ec_bin(c, KIR_SUB, ec_v(c, k, xv), ec_v(c, k, fin))
-                      : ec_bin(c, KIR_DIV, kir_unary(c->km, KIR_EXP, ec_v(c, k, xv)), ec_v(c, k, fin));
-    row_store(c, &rk, body, grp, pt, y);
+  int step = rk.nc && rk.vec ? rk.vec : 1;
+  for (int j0 = 0; j0 < (rk.nc ? rk.nc : 1); j0 += step) {
+    kir_block *body = rk.nc ? row_elem(c, &rk, j0) : row_loop(c, &rk, &r);
+    for (int j = j0; j < j0 + step; j++) {
+      int pt = row_point(c, &rk, body, t, rk.nc ? rk.rpos[j] : r);
+      int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
+      int xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, mx)));
+      kir_expr *y = op->opcode == GC_OP_LOG_SOFTMAX
+                        ? ec_bin(c, KIR_SUB, ec_v(c, k, xv), ec_v(c, k, fin))
+                        : ec_bin(c, KIR_DIV, kir_unary(c->km, KIR_EXP, ec_v(c, k, xv)), ec_v(c, k, fin));
+      row_put(c, &rk, body, grp, pt, y);
+    }
+    row_flush(&rk, body, grp);
     row_end(&rk);
   }
   row_close(c, &rk, 6.0, gc_type_numel(t));
@@ -591,7 +662,7 @@ static int lower_layernorm(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   double eps = gc_op_attr_float(op, "eps", 1e-5);
   row_kernel rk;
-  row_open(c, &rk, outer, R, 1, ct);
+  row_open(c, &rk, outer, R, 1, ct, in);
   kir_kernel *k = rk.k;
   kir_block *kb = &k->body;
   row_cache(c, &rk, in, ct);
@@ -616,17 +687,21 @@ static int lower_layernorm(gc_lowerer *c, const gc_fusion_group *grp) {
   var = ec_bin(c, KIR_MAX, ec_bin(c, KIR_DIV, var, gc_ec_num(c, ct, (double)R)), gc_ec_num(c, ct, 0.0));
   kir_expr *den = kir_unary(c->km, KIR_SQRT, ec_bin(c, KIR_ADD, var, gc_ec_num(c, ct, eps)));
   int rstd = gc_ec_let(c, k, kb, "rstd", ec_bin(c, KIR_DIV, gc_ec_num(c, ct, 1.0), den));
-  for (int j = 0; j < (rk.nc ? rk.nc : 1); j++) {
-    kir_block *body = rk.nc ? row_elem(c, &rk, j) : row_loop(c, &rk, &r);
-    int rv = rk.nc ? rk.rpos[j] : r;
-    int pt = row_point(c, &rk, body, t, rv);
-    int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
-    kir_expr *xc = ec_bin(c, KIR_SUB, ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, m0)), ec_v(c, k, corr));
-    int gv = row_param(&rk, body, op->operands[1], rv);
-    int bv = row_param(&rk, body, op->operands[2], rv);
-    kir_expr *y = ec_bin(c, KIR_MUL, ec_bin(c, KIR_MUL, xc, ec_v(c, k, rstd)), ec_v(c, k, gv));
-    y = ec_bin(c, KIR_ADD, y, ec_v(c, k, bv));
-    row_store(c, &rk, body, grp, pt, y);
+  int step = rk.nc && rk.vec ? rk.vec : 1;
+  for (int j0 = 0; j0 < (rk.nc ? rk.nc : 1); j0 += step) {
+    kir_block *body = rk.nc ? row_elem(c, &rk, j0) : row_loop(c, &rk, &r);
+    for (int j = j0; j < j0 + step; j++) {
+      int rv = rk.nc ? rk.rpos[j] : r;
+      int pt = row_point(c, &rk, body, t, rv);
+      int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
+      kir_expr *xc = ec_bin(c, KIR_SUB, ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, m0)), ec_v(c, k, corr));
+      int gv = row_param(&rk, body, op->operands[1], rv);
+      int bv = row_param(&rk, body, op->operands[2], rv);
+      kir_expr *y = ec_bin(c, KIR_MUL, ec_bin(c, KIR_MUL, xc, ec_v(c, k, rstd)), ec_v(c, k, gv));
+      y = ec_bin(c, KIR_ADD, y, ec_v(c, k, bv));
+      row_put(c, &rk, body, grp, pt, y);
+    }
+    row_flush(&rk, body, grp);
     row_end(&rk);
   }
   row_close(c, &rk, 10.0, gc_type_numel(t));
@@ -642,7 +717,7 @@ static int lower_rmsnorm(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   double eps = gc_op_attr_float(op, "eps", 1e-6);
   row_kernel rk;
-  row_open(c, &rk, outer, R, 1, ct);
+  row_open(c, &rk, outer, R, 1, ct, in);
   kir_kernel *k = rk.k;
   kir_block *kb = &k->body;
   row_cache(c, &rk, in, ct);
@@ -651,15 +726,19 @@ static int lower_rmsnorm(gc_lowerer *c, const gc_fusion_group *grp) {
   kir_expr *den = kir_unary(c->km, KIR_SQRT, ec_bin(c, KIR_ADD, ms, gc_ec_num(c, ct, eps)));
   int inv = gc_ec_let(c, k, kb, "inv", ec_bin(c, KIR_DIV, gc_ec_num(c, ct, 1.0), den));
   int r;
-  for (int j = 0; j < (rk.nc ? rk.nc : 1); j++) {
-    kir_block *body = rk.nc ? row_elem(c, &rk, j) : row_loop(c, &rk, &r);
-    int rv = rk.nc ? rk.rpos[j] : r;
-    int pt = row_point(c, &rk, body, t, rv);
-    int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
-    int gv = row_param(&rk, body, op->operands[1], rv);
-    kir_expr *y = ec_bin(c, KIR_MUL, ec_v(c, k, xin), ec_v(c, k, inv));
-    y = ec_bin(c, KIR_MUL, y, ec_v(c, k, gv));
-    row_store(c, &rk, body, grp, pt, y);
+  int step = rk.nc && rk.vec ? rk.vec : 1;
+  for (int j0 = 0; j0 < (rk.nc ? rk.nc : 1); j0 += step) {
+    kir_block *body = rk.nc ? row_elem(c, &rk, j0) : row_loop(c, &rk, &r);
+    for (int j = j0; j < j0 + step; j++) {
+      int rv = rk.nc ? rk.rpos[j] : r;
+      int pt = row_point(c, &rk, body, t, rv);
+      int xin = rk.nc ? rk.xc[j] : gc_gen_val(&rk.G, body, in, pt);
+      int gv = row_param(&rk, body, op->operands[1], rv);
+      kir_expr *y = ec_bin(c, KIR_MUL, ec_v(c, k, xin), ec_v(c, k, inv));
+      y = ec_bin(c, KIR_MUL, y, ec_v(c, k, gv));
+      row_put(c, &rk, body, grp, pt, y);
+    }
+    row_flush(&rk, body, grp);
     row_end(&rk);
   }
   row_close(c, &rk, 4.0, gc_type_numel(t));

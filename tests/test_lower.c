@@ -742,7 +742,9 @@ START_TEST(test_softmax) {
   const char *T = FLOATS[_i];
   gb b = {0};
   static const struct { const char *shape, *axis; } cases[] = {
-      {"3, 1023", "-1"}, {"4, 17, 3", "1"}, {"4097", "0"}, {"1", "0"}, {"2, 1", "1"}, {"2, 5, 33", "2"}};
+      {"3, 1023", "-1"}, {"4, 17, 3", "1"}, {"4097", "0"}, {"1", "0"}, {"2, 1", "1"}, {"2, 5, 33", "2"},
+      /* 16-byte row loads and stores on CUDA: whole and partial last vectors per block */
+      {"3, 1024", "-1"}, {"2, 1032", "-1"}};
   for (int k = 0; k < COUNT(cases); k++) {
     char n[16];
     snprintf(n, sizeof n, "x%d", k);
@@ -786,6 +788,14 @@ START_TEST(test_norms) {
   gb_ret(&b, "m0", ty(T, "2, 3, 17"));
   gb_ret(&b, "m1", ty(T, "2, 4097"));
   gb_ret(&b, "m2", ty(T, "4, 1"));
+  /* rows read and written 16 bytes at a time on CUDA (a partial last vector per block) */
+  gb_arg(&b, "x5", ty(T, "3, 1032"), 'x');
+  gb_arg(&b, "g5", ty(T, "1032"), 'x');
+  gb_arg(&b, "b5", ty(T, "1032"), 'x');
+  gb_op(&b, "%%n5 = layernorm(%%x5, %%g5, %%b5)");
+  gb_op(&b, "%%m5 = rmsnorm(%%x5, %%g5)");
+  gb_ret(&b, "n5", ty(T, "3, 1032"));
+  gb_ret(&b, "m5", ty(T, "3, 1032"));
   run_gb(&b, 1, 0);
 }
 END_TEST
