@@ -142,10 +142,18 @@ void at_dtype(ox *x, ox_attrs *at, const char *name, gc_dtype v) {
   a->u.dt = v;
 }
 
+/* v truncated to an int64, saturated (NaN: 0): casting an out-of-range double is UB. */
+int64_t ox_f2i(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2e18) return INT64_MAX;
+  if (v <= -9.2e18) return INT64_MIN;
+  return (int64_t)v;
+}
+
 /* Add a scalar of the kind dtype t takes (bool, int or float). */
 void at_scalar(ox *x, ox_attrs *at, const char *name, gc_dtype t, double v) {
   if (t == GRAPHC_DTYPE_BOOL) at_bool(x, at, name, v != 0);
-  else if (gc_dtype_is_int(t)) at_int(x, at, name, (int64_t)v);
+  else if (gc_dtype_is_int(t)) at_int(x, at, name, ox_f2i(v));   /* e.g. -inf (fuzz_onnx) */
   else at_float(x, at, name, v);
 }
 
@@ -175,11 +183,7 @@ double ox_const_get(const ox_const *k, int64_t i) { return gc_load_f64(k->data, 
 /* Element i as an int64 (exact for i64; floats truncated and saturated). */
 int64_t ox_const_geti(const ox_const *k, int64_t i) {
   if (k->dtype == GRAPHC_DTYPE_I64) return ((const int64_t *)k->data)[i];
-  double v = gc_load_f64(k->data, k->dtype, i);
-  if (v != v) return 0;
-  if (v >= 9.2e18) return INT64_MAX;
-  if (v <= -9.2e18) return INT64_MIN;
-  return (int64_t)v;
+  return ox_f2i(gc_load_f64(k->data, k->dtype, i));
 }
 
 void ox_const_set(ox_const *k, int64_t i, double v) { gc_store_f64(k->data, k->dtype, i, v); }

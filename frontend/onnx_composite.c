@@ -211,6 +211,10 @@ int ox_attention(ox *x, int arg) {
   if (ox_has_in(x, 3)) {
     mask = ox_in(x, 3);
     if (!mask) return -1;
+    if (mask->type.dtype != GRAPHC_DTYPE_BOOL && !gc_dtype_is_float(mask->type.dtype))
+      return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,   /* an int mask: found by fuzz_onnx */
+                     "attn_mask must be bool or a float type, not %s",
+                     graphc_dtype_name(mask->type.dtype));
     int mr = mask->type.rank;
     int64_t pad = skv - mask->type.dims[mr - 1];
     if (pad > 0) {
@@ -522,12 +526,12 @@ int ox_resize(ox *x, int upsample) {
     }
     if (strcmp(pol, "stretch") != 0)
       for (int i = 0; i < na; i++)
-        sc[axes[i]] = pick, on[axes[i]] = (int64_t)(pick * (double)a->type.dims[axes[i]] + 0.5);
+        sc[axes[i]] = pick, on[axes[i]] = ox_f2i(pick * (double)a->type.dims[axes[i]] + 0.5);
   } else {
     for (int i = 0; i < na; i++) {
       int64_t ax = upsample && x->opset < 9 ? i : axes[i];
       sc[ax] = upsample && x->opset < 9 ? scales[i] : scales[i];
-      on[ax] = (int64_t)(sc[ax] * (double)a->type.dims[ax]);
+      on[ax] = ox_f2i(sc[ax] * (double)a->type.dims[ax]);   /* saturated, not UB */
     }
   }
   for (int i = 0; i < r; i++) roi[i] = 0, roi[r + i] = 1;

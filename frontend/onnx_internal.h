@@ -127,6 +127,8 @@ gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param);
 ox_const *ox_const_new(ox *x, gc_dtype t, int rank, const int64_t *dims);
 double ox_const_get(const ox_const *k, int64_t i);
 int64_t ox_const_geti(const ox_const *k, int64_t i);
+/* A double truncated to int64, saturated; NaN gives 0 (never the UB of a plain cast). */
+int64_t ox_f2i(double v);
 void ox_const_set(ox_const *k, int64_t i, double v);
 void ox_const_seti(ox_const *k, int64_t i, int64_t v);
 
