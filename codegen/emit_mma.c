@@ -467,7 +467,23 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     for (int h = 0; h < 2; h++) {
       kir_block *rb;
       kir_emit_if(c->km, b, lt(c, vx(c, k, rows[mi][h]), cx(c, s->M)), &rb, NULL);
-      for (int ni = 0; ni < TC_NI; ni++)
+      for (int ni = 0; ni < TC_NI && s->N % 2 == 0; ni++) {
+        /* N even: both columns of a pair are in range together, and their outputs go
+         * out as one 2-element vector store (gc_gen_store_outs_vec) */
+        kir_block *tb;
+        kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[ni][0]), cx(c, s->N)), &tb, NULL);
+        gc_gen_push(G);
+        const gc_value *rv = op->results[0];
+        int pts[2];
+        for (int e = 0; e < 2; e++) {
+          pts[e] = gc_mm_out_point(G, rv, s, bco, rows[mi][h], cols[ni][e], -1);
+          kir_expr *y = gc_ec_round(c, rv->type.dtype, vx(c, k, acc[mi][ni][2 * h + e]));
+          gc_gen_bind(G, rv, pts[e], gc_ec_let(c, k, tb, rv->name, y));
+        }
+        gc_gen_store_outs_vec(G, tb, grp, pts, 2);
+        gc_gen_pop(G);
+      }
+      for (int ni = 0; ni < TC_NI && s->N % 2; ni++)
         for (int e = 0; e < 2; e++) {
           kir_block *tb;
           kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[ni][e]), cx(c, s->N)), &tb, NULL);
