@@ -758,7 +758,8 @@ double ox_attr_float(ox *x, const char *name, double dflt) {
 /* STRING attribute or a default. */
 const char *ox_attr_str(ox *x, const char *name, const char *dflt) {
   const gc_onnx_attr *a = ox_attr(x, name);
-  return a && a->type == GC_ONNX_ATTR_STRING ? a->s : dflt;
+  /* A STRING attribute without its value has s NULL (found by fuzz_onnx). */
+  return a && a->type == GC_ONNX_ATTR_STRING && a->s ? a->s : dflt;
 }
 
 /* INTS attribute into out; count, or -1 when absent. */
