@@ -96,7 +96,9 @@ int ox_transpose_op(ox *x, int arg) {
 /* Concat; empty constant inputs contribute nothing and are dropped. */
 int ox_concat(ox *x, int arg) {
   int n = ox_n_in(x), m = 0;
-  gc_value **in = ox_alloc(x, (size_t)(n ? n : 1) * sizeof *in);
+  if (n == 0)   /* found by fuzz_onnx */
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "Concat needs at least one input");
+  gc_value **in = ox_alloc(x, (size_t)n * sizeof *in);
   if (!in) return -1;
   int64_t ax = ox_attr_int(x, "axis", 0);
   for (int i = 0; i < n; i++) {
