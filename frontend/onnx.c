@@ -485,7 +485,12 @@ static void translate_node(ox *x, const gc_onnx_node *n) {
     memset(x->out_k, 0, sizeof x->out_k);
     int errs = x->errors;
     const ox_opdef *def = ox_find_op(n->op_type);
-    ok = def->fn(x, def->arg) == 0 && x->errors == errs;
+    int rc = def->fn(x, def->arg);
+    ok = rc == 0 && x->errors == errs;
+    if (rc != 0 && x->errors == errs)   /* a mapping that failed silently (found by fuzz_onnx) */
+      ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+              "%s could not be translated (invalid inputs or attributes, or out of memory)",
+              n->op_type);
     for (int i = 0; ok && i < n->n_outputs; i++) {
       if (!n->outputs[i][0]) continue;
       if (!x->out_v[i] && !x->out_k[i]) {
@@ -530,12 +535,17 @@ static int add_outputs(ox *x) {
       ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "graph output '%s' is never defined", vi->name);
       continue;
     }
-    if (v->bad == 1) continue;
+    if (v->bad == 1) {   /* its node failed; say so if that went unreported (fuzz_onnx) */
+      if (!x->errors) ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "graph output '%s' has no value", vi->name);
+      continue;
+    }
     if (!v->v && v->k) v->v = ox_materialize_as(x, v->k, v->name, v->init);
     if (!v->v) {
       if (v->bad == 2)
         ox_unsup(x, "graph output '%s' is an initializer of type %s, which graphc cannot hold",
                  vi->name, gc_onnx_type_name(v->onnx_type));
+      else if (!x->errors)
+        ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "graph output '%s' has no value", vi->name);
       continue;
     }
     if (vi->kind == GC_ONNX_TYPE_TENSOR && gc_onnx_dtype(vi->elem_type) >= 0 &&
