@@ -490,7 +490,8 @@ gc_value *ox_cbin(ox *x, gc_opcode opc, double c, gc_value *a) {
 /* Reshape (nothing when the shape is already dims). */
 gc_value *ox_reshape(ox *x, gc_value *a, int rank, const int64_t *dims) {
   if (!a) return NULL;
-  if (a->type.rank == rank && memcmp(a->type.dims, dims, (size_t)rank * sizeof *dims) == 0)
+  if (a->type.rank == rank &&   /* rank 0: dims may be NULL (found by fuzz_onnx) */
+      (rank == 0 || memcmp(a->type.dims, dims, (size_t)rank * sizeof *dims) == 0))
     return a;
   ox_attrs at = {0};
   at_ints(x, &at, "shape", dims, rank);
@@ -519,7 +520,8 @@ gc_value *ox_cast(ox *x, gc_value *a, gc_dtype t) {
 /* Broadcast to dims (nothing when a has that shape). */
 gc_value *ox_broadcast(ox *x, gc_value *a, int rank, const int64_t *dims) {
   if (!a) return NULL;
-  if (a->type.rank == rank && memcmp(a->type.dims, dims, (size_t)rank * sizeof *dims) == 0)
+  if (a->type.rank == rank &&   /* rank 0: dims may be NULL (found by fuzz_onnx) */
+      (rank == 0 || memcmp(a->type.dims, dims, (size_t)rank * sizeof *dims) == 0))
     return a;
   ox_attrs at = {0};
   at_ints(x, &at, "shape", dims, rank);
