@@ -12,6 +12,7 @@ mkdir -p "$OUT"
 B=$ROOT/build-gpu
 export LD_LIBRARY_PATH="$B/syslibs:$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export GRAPHC_CACHE=off
+( cd "$B" && ctest -R "${FINAL_SUITES:-test_aot_host}" --output-on-failure 2>&1 | tail -3 ) | tee "$OUT/final-ctest.txt"
 echo "== gemm vs cuBLASLt";  bash benchmarks/gemm_run.sh "$B/graphc" /tmp/gemm 2>&1 | tee "$OUT/gemm.txt"
 echo "== bandwidth";         bash benchmarks/bandwidth_run.sh "$B/graphc" /tmp/bw 2>&1 | tee "$OUT/bw.txt"
 echo "== peers";             timeout 400 python3 benchmarks/peers.py --graphc "$B/graphc" --out /tmp/peers 2>&1 \
@@ -31,10 +32,10 @@ mkdir -p /tmp/peers
 printf 'version 1;\ngraph @g(%%a: f16[2, 200, 72], %%b: f16[72, 136], %%c: f16[136]) -> (f16[2, 200, 136]) {\n  %%y = matmul(%%a, %%b);\n  %%z = add(%%y, %%c);\n  %%r = gelu(%%z);\n  return %%r;\n}\n' > /tmp/tc.graph
 for tool in memcheck racecheck; do
   for cg in nvrtc llvm; do
-    $CS --tool $tool --error-exitcode 9 "$B/graphc" run /tmp/tc.graph --backend cuda --codegen $cg --eager > "$OUT/cs-$tool-tc-$cg.txt" 2>&1
+    timeout 90 $CS --tool $tool --error-exitcode 9 "$B/graphc" run /tmp/tc.graph --backend cuda --codegen $cg --eager > "$OUT/cs-$tool-tc-$cg.txt" 2>&1
     echo "$tool tc $cg exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cs-$tool-tc-$cg.txt" | head -1)"
-    $CS --tool $tool --error-exitcode 9 "$B/graphc" run examples/transformer_block_f16.graph --bind B=1 --bind S=136 \
-      --weights /tmp/peers/transformer_block_f16.safetensors --backend cuda --codegen $cg --eager > "$OUT/cs-$tool-tb16-$cg.txt" 2>&1
-    echo "$tool transformer_f16 $cg exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cs-$tool-tb16-$cg.txt" | head -1)"
   done
+  timeout 120 $CS --tool $tool --error-exitcode 9 "$B/graphc" run examples/transformer_block_f16.graph --bind B=1 --bind S=136 \
+    --weights /tmp/peers/transformer_block_f16.safetensors --backend cuda --eager > "$OUT/cs-$tool-tb16.txt" 2>&1
+  echo "$tool transformer_f16 nvrtc exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/cs-$tool-tb16.txt" | head -1)"
 done | tee "$OUT/sanitizer.txt"
