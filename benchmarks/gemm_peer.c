@@ -1,6 +1,7 @@
 /* gemm_peer.c - the cuBLASLt baseline for graphc's matmul benchmarks.
  *
- *   gemm_peer DTYPE BATCH M N K [bias_gelu]     DTYPE: f16 | bf16
+ *   gemm_peer DTYPE BATCH M N K [bias_gelu]     DTYPE: f16 | bf16 | tf32 (f32 data,
+ *                                               CUBLAS_COMPUTE_32F_FAST_TF32)
  *
  * Row-major D[b] = A[b] (M x K) * B[b] (K x N) with f32 accumulation and output
  * in DTYPE, optionally + bias[N] then GELU (cuBLASLt's GELU_BIAS epilogue), the
@@ -87,7 +88,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: gemm_peer f16|bf16 BATCH M N K [bias_gelu]\n");
     return 2;
   }
-  cudaDataType t = strcmp(argv[1], "bf16") == 0 ? CUDA_R_16BF : CUDA_R_16F;
+  int is_tf32 = strcmp(argv[1], "tf32") == 0;
+  cudaDataType t = is_tf32 ? CUDA_R_32F : strcmp(argv[1], "bf16") == 0 ? CUDA_R_16BF : CUDA_R_16F;
+  size_t es = is_tf32 ? 4 : 2;
   int batch = atoi(argv[2]);
   long M = atol(argv[3]), N = atol(argv[4]), K = atol(argv[5]);
   int epi = argc > 6 && strcmp(argv[6], "bias_gelu") == 0;
@@ -115,20 +118,26 @@ int main(int argc, char **argv) {
   CK(cuCtxSetCurrent(ctx));
   CUdeviceptr a, b, d, bias, ws;
   size_t wsz = 32u << 20;
-  CK(cuMemAlloc(&a, (size_t)batch * M * K * 2));
-  CK(cuMemAlloc(&b, (size_t)batch * K * N * 2));
-  CK(cuMemAlloc(&d, (size_t)batch * M * N * 2));
-  CK(cuMemAlloc(&bias, (size_t)N * 2));
+  CK(cuMemAlloc(&a, (size_t)batch * M * K * es));
+  CK(cuMemAlloc(&b, (size_t)batch * K * N * es));
+  CK(cuMemAlloc(&d, (size_t)batch * M * N * es));
+  CK(cuMemAlloc(&bias, (size_t)N * es));
   CK(cuMemAlloc(&ws, wsz));
   /* small values (0x3000 ~ 0.125 in f16, 0x3e00 ~ 0.125 in bf16): no overflow, nonzero work */
-  CK(cuMemsetD16(a, t == CUDA_R_16F ? 0x3000 : 0x3e00, (size_t)batch * M * K));
-  CK(cuMemsetD16(b, t == CUDA_R_16F ? 0x3000 : 0x3e00, (size_t)batch * K * N));
-  CK(cuMemsetD16(bias, 0, (size_t)N));
+  if (is_tf32) {  /* 0x3e000000 = 0.125f */
+    CK(cuMemsetD32(a, 0x3e000000u, (size_t)batch * M * K));
+    CK(cuMemsetD32(b, 0x3e000000u, (size_t)batch * K * N));
+    CK(cuMemsetD32(bias, 0, (size_t)N));
+  } else {
+    CK(cuMemsetD16(a, t == CUDA_R_16F ? 0x3000 : 0x3e00, (size_t)batch * M * K));
+    CK(cuMemsetD16(b, t == CUDA_R_16F ? 0x3000 : 0x3e00, (size_t)batch * K * N));
+    CK(cuMemsetD16(bias, 0, (size_t)N));
+  }
 
   cublasLtHandle_t lh;
   LT(lt.create(&lh));
   cublasLtMatmulDesc_t desc;
-  LT(lt.desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LT(lt.desc_create(&desc, is_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
   if (epi) {
     cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_GELU_BIAS;
     void *bp = (void *)(uintptr_t)bias;

@@ -18,8 +18,8 @@ gcc -O2 -I"$CUDA/include" "$ROOT/benchmarks/gemm_peer.c" -L"$CUDA/lib64" -L"$CUD
   -o "$OUT/gemm_peer" || { echo "gemm_run: cannot build gemm_peer"; exit 1; }
 export LD_LIBRARY_PATH="$CUDA/lib64:${LD_LIBRARY_PATH:-}"
 
-# dtype batch M N K epilogue
-CASES="f16 1 4096 4096 4096 -
+# dtype batch M N K epilogue (GEMM_CASES overrides, same format)
+CASES=${GEMM_CASES:-"f16 1 4096 4096 4096 -
 bf16 1 4096 4096 4096 -
 f16 1 8192 8192 8192 -
 bf16 1 8192 8192 8192 -
@@ -27,10 +27,13 @@ f16 1 4096 4096 1000 -
 bf16 1 127 4096 4096 -
 f16 16 1024 1024 64 -
 f16 1 4096 4096 4096 bias_gelu
-bf16 1 4096 4096 4096 bias_gelu"
+bf16 1 4096 4096 4096 bias_gelu
+tf32 1 4096 4096 4096 -
+tf32 1 8192 8192 8192 -"}
 
-graph_for() {  # dtype batch M N K epi -> file
+graph_for() {  # dtype batch M N K epi -> file (tf32: f32 data, compiled with --tf32)
   local t=$1 bt=$2 M=$3 N=$4 K=$5 epi=$6 f=$OUT/mm_$1_$2_$3_$4_$5_$6.graph
+  [ "$t" = tf32 ] && t=f32
   local pre="" 
   [ "$bt" -gt 1 ] && pre="$bt, "
   {
@@ -59,7 +62,8 @@ echo "$CASES" | while read -r t bt M N K epi; do
   flop=$(python3 -c "print(2*$bt*$M*$N*$K)")
   res=""
   for cg in nvrtc llvm; do
-    ms=$(timeout 300 "$G" bench "$f" --codegen $cg --runs 50 --warmup 10 2>"$OUT/err.txt" | awk '/^  median/ {print $2; exit}')
+    ms=$(timeout 300 "$G" bench "$f" --codegen $cg --runs 50 --warmup 10 $([ "$t" = tf32 ] && echo --tf32) \
+           2>"$OUT/err.txt" | awk '/^  median/ {print $2; exit}')
     [ -n "$ms" ] || { ms=nan; sed -n 1,5p "$OUT/err.txt" >&2; }
     res="$res $ms"
   done

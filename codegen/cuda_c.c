@@ -521,8 +521,13 @@ static void print_tensor_core(cprint *c, const kir_stmt *s, int depth) {
       gc_sbuf_printf(b, ": \"+f\"(v_%s), \"+f\"(v_%s), \"+f\"(v_%s), \"+f\"(v_%s)\n", vn(c, d[0]), vn(c, d[1]),
                      vn(c, d[2]), vn(c, d[3]));
       indent(b, depth + 1);
-      gc_sbuf_printf(b, ": \"r\"(v_%s), \"r\"(v_%s), \"r\"(v_%s), \"r\"(v_%s), \"r\"(v_%s), \"r\"(v_%s));\n",
-                     vn(c, a[0]), vn(c, a[1]), vn(c, a[2]), vn(c, a[3]), vn(c, bf[0]), vn(c, bf[1]));
+      /* fragments are .b32 registers: f32 variables (tf32 operands) pass their bits */
+      int ops[6] = {a[0], a[1], a[2], a[3], bf[0], bf[1]};
+      gc_sbuf_puts(b, ": ");
+      for (int i = 0; i < 6; i++)
+        gc_sbuf_printf(b, c->k->vars[ops[i]].type == GRAPHC_DTYPE_F32 ? "%s\"r\"(__float_as_uint(v_%s))" : "%s\"r\"(v_%s)",
+                       i ? ", " : "", vn(c, ops[i]));
+      gc_sbuf_puts(b, ");\n");
       break;
     }
     default: GC_ASSERT(!"not a tensor-core statement");

@@ -168,10 +168,10 @@ static int tc_operand(const gc_lowerer *c, const gc_value *x, int swap, tc_opnd 
 
 /* Every 8-element chunk along dim `chunk` (stride 1) of operand x starts 16-byte aligned:
  * the offset and every other stride are multiples of 8 elements. */
-static int tc_aligned(const gc_value *x, const tc_opnd *o, int chunk) {
-  if (o->v.off % 8 || o->v.st[chunk] != 1) return 0;
+static int tc_aligned(const gc_value *x, const tc_opnd *o, int chunk, int epc) {
+  if (o->v.off % epc || o->v.st[chunk] != 1) return 0;
   for (int i = 0; i < o->rank; i++)
-    if (i != chunk && x->type.dims[i] > 1 && o->v.st[i] % 8) return 0;
+    if (i != chunk && x->type.dims[i] > 1 && o->v.st[i] % epc) return 0;
   return 1;
 }
 
@@ -201,10 +201,16 @@ static kir_expr *and_(gc_lowerer *c, kir_expr *a, kir_expr *b) { return ec_bin(c
  * rows hold `row_chunks` chunks (4: 64-byte rows, two per 128-byte bank line; 16:
  * 256-byte rows). Eight consecutive rows read at one chunk column hit 8 distinct
  * 16-byte bank groups. */
-static kir_expr *swz(gc_lowerer *c, kir_kernel *k, int row, kir_expr *ch, int row_chunks) {
-  kir_expr *key = row_chunks == 4 ? rem(c, quo(c, vx(c, k, row), 2), 4) : rem(c, vx(c, k, row), 8);
+static kir_expr *swz(gc_lowerer *c, kir_kernel *k, int row, kir_expr *ch, int row_chunks, int epc) {
+  kir_expr *key;
+  if (row_chunks == 4)
+    key = rem(c, quo(c, vx(c, k, row), 2), 4);
+  else if (epc == 8)
+    key = rem(c, vx(c, k, row), 8);
+  else  /* f32 rows of 32 chunks read by scalar loads: 4 rows x 8 columns per warp access */
+    key = ec_mul(c, rem(c, vx(c, k, row), 4), cx(c, 2));
   kir_expr *pc = ec_bin(c, KIR_XOR, ch, key);
-  return ec_add(c, ec_mul(c, vx(c, k, row), cx(c, (int64_t)row_chunks * 8)), ec_mul(c, pc, cx(c, 8)));
+  return ec_add(c, ec_mul(c, vx(c, k, row), cx(c, (int64_t)row_chunks * epc)), ec_mul(c, pc, cx(c, epc)));
 }
 
 /* Per-thread copy plan for one operand tile: TC_CPT 16-byte chunks per thread. */
@@ -216,6 +222,7 @@ typedef struct tc_copy {
   int outer[TC_CPT];/* i64: M or N coordinate of the chunk (its first element) */
   int64_t kstep;    /* global index advance per K tile */
   int nmajor;       /* chunks run along N (rows of the tile are K) */
+  int epc, bk;      /* elements per 16-byte chunk (8: f16/bf16, 4: f32) and the K tile */
   /* generic staging (operand not a strided window): elements through the generator */
   const gc_value *x;/* the operand; NULL: cp.async from a strided window */
   int swap;         /* x's matrix coordinates are (k, outer) instead of (outer, k) */
@@ -224,30 +231,32 @@ typedef struct tc_copy {
 /* Plan for a tile of `rows` x 32 (K contiguous: A, or B stored N x K). */
 static void tc_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
                            int r0, int64_t extent, tc_copy *cp) {
+  int epc = cp->epc;
   int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 4));
   for (int i = 0; i < TC_CPT; i++) {
     int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 4), cx(c, TC_THREADS / 4 * i)));
-    cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 4));
+    cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 4, epc));
     int gr = gc_ec_let(c, k, b, "grow", ec_add(c, vx(c, k, r0), vx(c, k, row)));
     cp->outer[i] = gr;
     cp->ok[i] = gc_ec_let(c, k, b, "rok", lt(c, vx(c, k, gr), cx(c, extent)));
-    cp->kpos[i] = gc_ec_let(c, k, b, "kpos", ec_mul(c, vx(c, k, ch), cx(c, 8)));
+    cp->kpos[i] = gc_ec_let(c, k, b, "kpos", ec_mul(c, vx(c, k, ch), cx(c, epc)));
     if (!o) continue;
     kir_expr *g = ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, gr), cx(c, o->s_outer)));
-    cp->gidx[i] = gc_ec_let(c, k, b, "gidx", ec_add(c, g, ec_mul(c, vx(c, k, ch), cx(c, 8))));
+    cp->gidx[i] = gc_ec_let(c, k, b, "gidx", ec_add(c, g, ec_mul(c, vx(c, k, ch), cx(c, epc))));
   }
-  cp->kstep = TC_BK;
+  cp->kstep = cp->bk;
   cp->nmajor = 0;
 }
 
-/* Plan for a 32 x 128 B tile stored K x N (N contiguous). */
+/* Plan for a bk x 128 B tile stored K x N (N contiguous). */
 static void tc_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
                            int n0, int64_t N, tc_copy *cp) {
-  int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 16));
-  int gn = gc_ec_let(c, k, b, "gn", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, ch), cx(c, 8))));
+  int epc = cp->epc, rc = TC_BN / epc;  /* chunks per row */
+  int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), rc));
+  int gn = gc_ec_let(c, k, b, "gn", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, ch), cx(c, epc))));
   for (int i = 0; i < TC_CPT; i++) {
-    int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 16), cx(c, TC_THREADS / 16 * i)));
-    cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 16));
+    int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), rc), cx(c, TC_THREADS / rc * i)));
+    cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), rc, epc));
     cp->outer[i] = gn;
     cp->ok[i] = gc_ec_let(c, k, b, "nok", lt(c, vx(c, k, gn), cx(c, N)));
     cp->kpos[i] = gc_ec_let(c, k, b, "kpos", vx(c, k, row));
@@ -255,7 +264,7 @@ static void tc_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
     kir_expr *g = ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, row), cx(c, o->s_k)));
     cp->gidx[i] = gc_ec_let(c, k, b, "gidx", ec_add(c, g, vx(c, k, gn)));
   }
-  cp->kstep = o ? TC_BK * o->s_k : 0;
+  cp->kstep = o ? cp->bk * o->s_k : 0;
   cp->nmajor = 1;
 }
 
@@ -268,14 +277,15 @@ static void tc_stage(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
   kir_kernel *k = G->k;
   const gc_type *t = &cp->x->type;
   int bx = t->rank - 2;
+  int epc = cp->epc;
   for (int i = 0; i < TC_CPT; i++) {
-    int kk = gc_ec_let(c, k, b, "kk", ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, TC_BK))));
+    int kk = gc_ec_let(c, k, b, "kk", ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->bk))));
     int si = gc_ec_let(c, k, b, "si", ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i])));
     kir_block *tb, *eb;
     kir_emit_if(c->km, b, and_(c, vx(c, k, cp->ok[i]), lt(c, vx(c, k, kk), cx(c, s->K))), &tb, &eb);
     gc_gen_push(G);
     kir_expr *vals[8], *zeros[8];
-    for (int e = 0; e < 8; e++) {
+    for (int e = 0; e < epc; e++) {
       int ov = cp->outer[i], kv = kk;
       if (cp->nmajor)
         ov = gc_ec_let(c, k, tb, "on", ec_add(c, vx(c, k, cp->outer[i]), cx(c, e)));
@@ -290,8 +300,8 @@ static void tc_stage(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
       zeros[e] = gc_ec_num(c, dt, 0.0);
     }
     gc_gen_pop(G);
-    kir_emit_store_vec(c->km, tb, KIR_SHARED, sh, vx(c, k, si), 8, vals);
-    kir_emit_store_vec(c->km, eb, KIR_SHARED, sh, vx(c, k, si), 8, zeros);
+    kir_emit_store_vec(c->km, tb, KIR_SHARED, sh, vx(c, k, si), epc, vals);
+    kir_emit_store_vec(c->km, eb, KIR_SHARED, sh, vx(c, k, si), epc, zeros);
   }
 }
 
@@ -306,7 +316,7 @@ static void tc_issue(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
     return;
   }
   for (int i = 0; i < TC_CPT; i++) {
-    kir_expr *kk = ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, TC_BK)));
+    kir_expr *kk = ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->bk)));
     kir_expr *pred = and_(c, vx(c, k, cp->ok[i]), lt(c, kk, cx(c, K)));
     kir_expr *si = ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i]));
     kir_expr *gi = ec_add(c, vx(c, k, cp->gidx[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->kstep)));
@@ -319,29 +329,31 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   const gc_op *op = grp->roots[0];
   const gc_value *A = op->operands[0], *B = op->operands[1];
   gc_dtype dt = A->type.dtype;
-  if ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) || B->type.dtype != dt) return NULL;
+  int tf32 = dt == GRAPHC_DTYPE_F32 && c->t->tf32;  /* f32 operands read as tf32 (opt-in) */
+  if ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16 && !tf32) || B->type.dtype != dt) return NULL;
+  const int epc = tf32 ? 4 : 8, bk = 4 * epc;  /* 16-byte chunks: 4 per tile row of K */
   /* small outputs: the 128x128 tiles would leave most of the GPU idle */
-  if (s->M < 64 || s->N < 64 || s->K < 16 || s->K % 8 || s->batch < 1) return NULL;
+  if (s->M < 64 || s->N < 64 || s->K < 16 || s->K % epc || s->batch < 1) return NULL;
   /* A: K contiguous. B ("outer" is N): N contiguous (stored K x N) or K contiguous.
    * Otherwise the operand is staged element by element (a_gen / b_gen). */
   tc_opnd oa, ob;
   int ra = A->type.rank, rb = B->type.rank;
-  int a_gen = !tc_operand(c, A, s->ta, &oa) || !tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1);
+  int a_gen = !tc_operand(c, A, s->ta, &oa) || !tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1, epc);
   int b_gen = !tc_operand(c, B, !s->tb, &ob), b_nmajor;
-  if (!b_gen && s->N % 8 == 0 && tc_aligned(B, &ob, s->tb ? rb - 2 : rb - 1))
+  if (!b_gen && s->N % epc == 0 && tc_aligned(B, &ob, s->tb ? rb - 2 : rb - 1, epc))
     b_nmajor = 1;
-  else if (!b_gen && tc_aligned(B, &ob, s->tb ? rb - 1 : rb - 2))
+  else if (!b_gen && tc_aligned(B, &ob, s->tb ? rb - 1 : rb - 2, epc))
     b_nmajor = 0;
   else {
     b_gen = 1;
-    b_nmajor = s->N % 8 == 0;
+    b_nmajor = s->N % epc == 0;
   }
 
-  const int64_t a_stage = TC_BM * TC_BK, b_stage = TC_BK * TC_BN;
+  const int64_t a_stage = TC_BM * bk, b_stage = bk * TC_BN;
   int64_t TM = (s->M + TC_BM - 1) / TC_BM, TN = (s->N + TC_BN - 1) / TC_BN;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, TC_THREADS);
   gc_gen_init(G, c, k);
-  kir_mma_kind kind = dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
+  kir_mma_kind kind = tf32 ? KIR_MMA_TF32 : dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
   oa.param = a_gen ? -1 : gc_gen_rparam(G, c->val_buf[oa.v.base->id], dt);
   ob.param = b_gen ? -1 : gc_gen_rparam(G, c->val_buf[ob.v.base->id], dt);
   int sa = kir_add_shared(c->km, k, dt, TC_STAGES * a_stage);
@@ -367,6 +379,8 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
 
   /* copy plans */
   tc_copy ca, cb;
+  ca.epc = cb.epc = epc;
+  ca.bk = cb.bk = bk;
   tc_plan_kmajor(c, k, b, tid, a_gen ? NULL : &oa, abase, m0, s->M, &ca);
   if (b_nmajor)
     tc_plan_nmajor(c, k, b, tid, b_gen ? NULL : &ob, bbase, n0, s->N, &cb);
@@ -377,7 +391,7 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   cb.x = b_gen ? B : NULL;
   cb.swap = !s->tb;
 
-  /* ldmatrix offsets (without the stage base), per k16 step */
+  /* ldmatrix offsets (without the stage base), per MMA k step (two chunks of K) */
   int aoff[2][TC_MI], boff[2][TC_NI / 2];
   for (int kk = 0; kk < 2; kk++) {
     for (int mi = 0; mi < TC_MI; mi++) {
@@ -385,20 +399,22 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
                              ec_add(c, ec_mul(c, rem(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
       int rv = gc_ec_let(c, k, b, "arow", row);
       kir_expr *ch = ec_add(c, cx(c, kk * 2), quo(c, vx(c, k, lq), 2));
-      aoff[kk][mi] = gc_ec_let(c, k, b, "aoff", swz(c, k, rv, ch, 4));
+      aoff[kk][mi] = gc_ec_let(c, k, b, "aoff", swz(c, k, rv, ch, 4, epc));
     }
     for (int p = 0; p < TC_NI / 2; p++) {
-      if (b_nmajor) {
+      if (b_nmajor && tf32) {
+        boff[kk][p] = -1;  /* scalar loads, below */
+      } else if (b_nmajor) {
         kir_expr *krow = ec_add(c, cx(c, kk * 16), ec_add(c, ec_mul(c, rem(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
         int kv = gc_ec_let(c, k, b, "brow", krow);
         kir_expr *ch = ec_add(c, quo(c, vx(c, k, wn), 8), ec_add(c, cx(c, p * 2), quo(c, vx(c, k, lq), 2)));
-        boff[kk][p] = gc_ec_let(c, k, b, "boff", swz(c, k, kv, ch, 16));
+        boff[kk][p] = gc_ec_let(c, k, b, "boff", swz(c, k, kv, ch, 16, epc));
       } else {
         kir_expr *nrow = ec_add(c, ec_add(c, vx(c, k, wn), cx(c, p * 16)),
                                 ec_add(c, ec_mul(c, quo(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
         int nv = gc_ec_let(c, k, b, "brow", nrow);
         kir_expr *ch = ec_add(c, cx(c, kk * 2), rem(c, vx(c, k, lq), 2));
-        boff[kk][p] = gc_ec_let(c, k, b, "boff", swz(c, k, nv, ch, 4));
+        boff[kk][p] = gc_ec_let(c, k, b, "boff", swz(c, k, nv, ch, 4, epc));
       }
     }
   }
@@ -411,10 +427,18 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   for (int mi = 0; mi < TC_MI; mi++)
     for (int j = 0; j < 4; j++) af[mi][j] = gc_ec_var(c, k, "af", GRAPHC_DTYPE_I32);
   for (int ni = 0; ni < TC_NI; ni++)
-    for (int j = 0; j < 2; j++) bf[ni][j] = gc_ec_var(c, k, "bf", GRAPHC_DTYPE_I32);
+    for (int j = 0; j < 2; j++)
+      bf[ni][j] = gc_ec_var(c, k, "bf", b_nmajor && tf32 ? GRAPHC_DTYPE_F32 : GRAPHC_DTYPE_I32);
+  /* tf32 B stored K x N: b0 = B(k = t, n = g), b1 = B(t + 4, g) read one by one; row k of
+   * the tile at element (k * 128 + wn + g + 4 * ((2 ni) ^ (2 t))) (the f32 swizzle of swz) */
+  int t2b = -1, bcol = -1;
+  if (b_nmajor && tf32) {
+    t2b = gc_ec_let(c, k, b, "t2b", ec_mul(c, rem(c, vx(c, k, lane), 4), cx(c, 2)));
+    bcol = gc_ec_let(c, k, b, "bcol", ec_add(c, vx(c, k, wn), quo(c, vx(c, k, lane), 4)));
+  }
 
   /* prologue: K tiles 0 .. STAGES-2 into slots 0 .. STAGES-2 */
-  int64_t ktiles = (s->K + TC_BK - 1) / TC_BK;
+  int64_t ktiles = (s->K + bk - 1) / bk;
   for (int st = 0; st < TC_STAGES - 1; st++) {
     int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
     tc_issue(G, b, &ca, s, bco, sa, oa.param, a_stage, kt, kt, dt);
@@ -438,10 +462,18 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   for (int kk = 0; kk < 2; kk++) {
     for (int mi = 0; mi < TC_MI; mi++)
       kir_emit_ldmatrix(c->km, lb, sa, ec_add(c, vx(c, k, abs_), vx(c, k, aoff[kk][mi])), 0, af[mi]);
-    for (int p = 0; p < TC_NI / 2; p++) {
+    for (int p = 0; p < TC_NI / 2 && boff[kk][p] >= 0; p++) {
       int regs[4] = {bf[2 * p][0], bf[2 * p][1], bf[2 * p + 1][0], bf[2 * p + 1][1]};
       kir_emit_ldmatrix(c->km, lb, sb, ec_add(c, vx(c, k, bbs), vx(c, k, boff[kk][p])), b_nmajor, regs);
     }
+    for (int ni = 0; ni < TC_NI && boff[kk][0] < 0; ni++)
+      for (int h = 0; h < 2; h++) {
+        /* row kk * 8 + t + 4 h = kk * 8 + t2b / 2 + 4 h */
+        kir_expr *row = ec_add(c, quo(c, vx(c, k, t2b), 2), cx(c, kk * 8 + 4 * h));
+        kir_expr *col = ec_add(c, vx(c, k, bcol), ec_mul(c, ec_bin(c, KIR_XOR, cx(c, 2 * ni), vx(c, k, t2b)), cx(c, 4)));
+        kir_expr *idx = ec_add(c, vx(c, k, bbs), ec_add(c, ec_mul(c, row, cx(c, TC_BN)), col));
+        kir_emit_assign(c->km, lb, bf[ni][h], kir_load(c->km, k, KIR_SHARED, sb, idx));
+      }
     for (int mi = 0; mi < TC_MI; mi++)
       for (int ni = 0; ni < TC_NI; ni++) kir_emit_mma(c->km, lb, kind, acc[mi][ni], af[mi], bf[ni]);
   }

@@ -755,11 +755,15 @@ static void verify_block(verify_ctx *c, const kir_block *b) {
         for (int i = 0; i < 4; i++) {
           int d = s->u.mma.d[i], a = s->u.mma.a[i];
           GC_ASSERT(d >= 0 && d < k->n_vars && k->vars[d].type == GRAPHC_DTYPE_F32 && c->assigned[d]);
-          GC_ASSERT(a >= 0 && a < k->n_vars && k->vars[a].type == GRAPHC_DTYPE_I32 && c->assigned[a]);
+          GC_ASSERT(a >= 0 && a < k->n_vars && c->assigned[a]);
+          GC_ASSERT(k->vars[a].type == GRAPHC_DTYPE_I32 ||
+                    (s->u.mma.kind == KIR_MMA_TF32 && k->vars[a].type == GRAPHC_DTYPE_F32));
         }
         for (int i = 0; i < 2; i++) {
           int v = s->u.mma.b[i];
-          GC_ASSERT(v >= 0 && v < k->n_vars && k->vars[v].type == GRAPHC_DTYPE_I32 && c->assigned[v]);
+          GC_ASSERT(v >= 0 && v < k->n_vars && c->assigned[v]);
+          GC_ASSERT(k->vars[v].type == GRAPHC_DTYPE_I32 ||
+                    (s->u.mma.kind == KIR_MMA_TF32 && k->vars[v].type == GRAPHC_DTYPE_F32));
         }
         c->uses_shfl = 1;
         break;

@@ -37,6 +37,7 @@ typedef struct kir_target {
   int num_sms;            /* multiprocessors (or host cores) */
   int shared_bytes;       /* shared memory per block usable without opt-in */
   int vector_bytes;       /* widest vector access, 16 */
+  int tf32;               /* f32 matmuls may round their operands to tf32 (tensor cores) */
 } kir_target;
 
 /* Fill a target description with defaults (sm_90 / host). */
@@ -116,6 +117,8 @@ typedef enum kir_stmt_kind {
  *                        b[0..2) = B(2t..2t+1, g), B(2t+8.., g)
  *   TF32       m16n8k8:  a[0..4) = A(g, t), A(g+8, t), A(g, t+4), A(g+8, t+4)
  *                        b[0..2) = B(t, g), B(t+4, g)
+ *                        (a and b may also be f32 variables: the printers pass their
+ *                        bits; the tensor cores read sign, exponent and 10 mantissa bits)
  *   all        d[0..4)  = C(g, 2t), C(g, 2t+1), C(g+8, 2t), C(g+8, 2t+1)
  * LDMATRIX (ldmatrix.sync.aligned.m8n8.x4.b16): lane l gives the address (u.ldm.index,
  * in elements of the shared array) of row l % 8 of matrix l / 8; lane l receives in

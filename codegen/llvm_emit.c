@@ -726,6 +726,9 @@ static void emit_tensor_core(em *e, const kir_stmt *s) {
     char text[256];
     snprintf(text, sizeof text, "%s {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
              kir_mma_ptx(s->u.mma.kind));
+    /* fragments are .b32 registers: f32 variables (tf32 operands) pass their bits */
+    for (int i = 0; i < 6; i++)
+      if (LLVMTypeOf(args[i]) == e->t_f32) args[i] = LLVMBuildBitCast(e->b, args[i], e->t_i32, "");
     LLVMValueRef r = inline_ptx(e, text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3",
                                 LLVMStructTypeInContext(e->ctx, f4, 4, 0), args, 10);
     for (unsigned i = 0; i < 4; i++) store_field(e, r, i, s->u.mma.d[i]);

@@ -599,6 +599,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
         gc_run_pipeline(g, &opts, &stats, &d) == 0) {
       kir_target t;
       kir_target_cuda(&t, sm);
+      t.tf32 = opts.allow_tf32;
       t0 = emit_now_ms();
       plan = gc_lower_opts(g, NULL, &t, gc_lower_fusion_enabled(&opts), &d);
       gc_sbuf_printf(&stats, "time: lower %.2f ms\n", emit_now_ms() - t0);

@@ -362,6 +362,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
 
   kir_target t;
   kir_target_cuda(&t, s->sm);
+  t.tf32 = opts && opts->allow_tf32;
   t.sm = s->sm;
   t.warp_size = pr->warp;
   t.max_threads = pr->max_threads;
@@ -569,6 +570,7 @@ static void bundle_meta(gc_bundle *b, const gc_exec *exe, const gc_aot_options *
   meta_add(b, &cap, "ptx", o->no_ptx ? "0" : "1");
   meta_add(b, &cap, "eager", o->eager ? "1" : "0");
   meta_add(b, &cap, "optimize", exe->opts.optimize ? "1" : "0");
+  meta_add(b, &cap, "tf32", exe->opts.allow_tf32 ? "1" : "0");
   meta_add(b, &cap, "embed_weights", o->embed_weights ? "1" : "0");
   meta_add(b, &cap, "weights", exe->module->weights ? exe->module->weights : "");
 }
@@ -601,6 +603,7 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
     int sm = o->sms[made];
     kir_target t;
     kir_target_cuda(&t, sm);
+    t.tf32 = exe->opts.allow_tf32;
     double t0 = now_ms();
     plans[made] = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
     if (!plans[made] || d->n_errors) goto out;

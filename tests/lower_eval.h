@@ -413,9 +413,14 @@ static void ev_ldmatrix(ev_kernel_ctx *c, int w, const kir_stmt *s) {
   }
 }
 
-/* Operand value of a fragment register: half h (0 low, 1 high) of a 16-bit pair, or a tf32. */
-static double ev_frag(kir_mma_kind kind, int64_t reg, int h) {
-  uint32_t u = (uint32_t)reg;
+/* Operand value of a fragment register: half h (0 low, 1 high) of a 16-bit pair, or a tf32
+ * (from an i32 variable's bits or an f32 variable's value). */
+static double ev_frag(kir_mma_kind kind, ev_val reg, gc_dtype vt, int h) {
+  uint32_t u = (uint32_t)reg.i;
+  if (vt == GRAPHC_DTYPE_F32) {
+    float f = (float)reg.f;
+    memcpy(&u, &f, 4);
+  }
   if (kind == KIR_MMA_TF32) {
     float f;
     u &= ~(uint32_t)0x1fff;  /* the tensor cores read 10 mantissa bits */
@@ -436,20 +441,20 @@ static void ev_mma(ev_kernel_ctx *c, int w, const kir_stmt *s) {
     int g = l / 4, t = l % 4;
     const int *a = s->u.mma.a, *bf = s->u.mma.b, *d = s->u.mma.d;
     if (kind == KIR_MMA_TF32) {
-      A[g][t] = ev_frag(kind, v[a[0]].i, 0);
-      A[g + 8][t] = ev_frag(kind, v[a[1]].i, 0);
-      A[g][t + 4] = ev_frag(kind, v[a[2]].i, 0);
-      A[g + 8][t + 4] = ev_frag(kind, v[a[3]].i, 0);
-      B[t][g] = ev_frag(kind, v[bf[0]].i, 0);
-      B[t + 4][g] = ev_frag(kind, v[bf[1]].i, 0);
+      A[g][t] = ev_frag(kind, v[a[0]], c->k->vars[a[0]].type, 0);
+      A[g + 8][t] = ev_frag(kind, v[a[1]], c->k->vars[a[1]].type, 0);
+      A[g][t + 4] = ev_frag(kind, v[a[2]], c->k->vars[a[2]].type, 0);
+      A[g + 8][t + 4] = ev_frag(kind, v[a[3]], c->k->vars[a[3]].type, 0);
+      B[t][g] = ev_frag(kind, v[bf[0]], c->k->vars[bf[0]].type, 0);
+      B[t + 4][g] = ev_frag(kind, v[bf[1]], c->k->vars[bf[1]].type, 0);
     } else {
       for (int h = 0; h < 2; h++) {
-        A[g][2 * t + h] = ev_frag(kind, v[a[0]].i, h);
-        A[g + 8][2 * t + h] = ev_frag(kind, v[a[1]].i, h);
-        A[g][2 * t + 8 + h] = ev_frag(kind, v[a[2]].i, h);
-        A[g + 8][2 * t + 8 + h] = ev_frag(kind, v[a[3]].i, h);
-        B[2 * t + h][g] = ev_frag(kind, v[bf[0]].i, h);
-        B[2 * t + 8 + h][g] = ev_frag(kind, v[bf[1]].i, h);
+        A[g][2 * t + h] = ev_frag(kind, v[a[0]], c->k->vars[a[0]].type, h);
+        A[g + 8][2 * t + h] = ev_frag(kind, v[a[1]], c->k->vars[a[1]].type, h);
+        A[g][2 * t + 8 + h] = ev_frag(kind, v[a[2]], c->k->vars[a[2]].type, h);
+        A[g + 8][2 * t + 8 + h] = ev_frag(kind, v[a[3]], c->k->vars[a[3]].type, h);
+        B[2 * t + h][g] = ev_frag(kind, v[bf[0]], c->k->vars[bf[0]].type, h);
+        B[2 * t + 8 + h][g] = ev_frag(kind, v[bf[1]], c->k->vars[bf[1]].type, h);
       }
     }
     C[g][2 * t] = v[d[0]].f;

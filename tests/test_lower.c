@@ -893,6 +893,88 @@ START_TEST(test_matmul_tensor_core) {
 }
 END_TEST
 
+/* tf32 tensor cores for f32 matmuls (kir_target.tf32, opt-in): the same layouts as
+ * above; the results carry tf32's 10-bit mantissa, so they are compared by relative
+ * L2 error and by the largest error relative to the largest output. */
+START_TEST(test_matmul_tf32) {
+  static const char *const cases[] = {
+      "(%a: f32[2, 200, 72], %b: f32[72, 136], %c: f32[136]) -> (f32[2, 200, 136]) {\n"
+      "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n",
+      "(%a: f32[130, 64], %b: f32[96, 64]) -> (f32[130, 96]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n",
+      "(%a: f32[2, 1, 70, 44], %b: f32[3, 44, 72]) -> (f32[2, 3, 70, 72]) {\n"
+      "  %y = matmul(%a, %b);\n  return %y;\n}\n",
+      "(%x: f32[1, 80, 128], %k: f32[1, 80, 128]) -> (f32[1, 2, 80, 80]) {\n"
+      "  %x4 = reshape(%x, shape=[1, 80, 2, 64]);\n  %xh = transpose(%x4, perm=[0, 2, 1, 3]);\n"
+      "  %k4 = reshape(%k, shape=[1, 80, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
+      "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n",
+      "(%a: f32[72, 96], %b: f32[72, 68]) -> (f32[96, 68]) {\n"
+      "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n",
+  };
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    char text[2048];
+    snprintf(text, sizeof text, "version 1;\ngraph @g%s", cases[ci]);
+    gc_module *m = parse_ok(text);
+    gc_graph *g = m->graphs[0];
+    kir_target t;
+    kir_target_cuda(&t, 90);
+    t.tf32 = 1;
+    gc_diags d;
+    gc_diags_init(&d, "case.graph", NULL, 0);
+    gc_plan *p = gc_lower_opts(g, NULL, &t, 1, &d);
+    ck_assert_msg(p != NULL, "lowering failed");
+    gc_diags_free(&d);
+    ck_assert_msg(plan_uses_tc(p), "case %d: no tensor cores\n%s", ci, text);
+    compile_plan(p);
+    graphc_tensor_t in[4], ref[1];
+    unsigned char *ins[4], *got[1];
+    uint64_t seed = g_seed + (uint64_t)ci;
+    for (int i = 0; i < g->n_args; i++) {
+      const gc_type *ty_ = &g->args[i]->type;
+      memset(&in[i], 0, sizeof in[i]);
+      in[i].dtype = ty_->dtype;
+      in[i].rank = ty_->rank;
+      memcpy(in[i].dims, ty_->dims, sizeof in[i].dims);
+      in[i].nbytes = (size_t)gc_type_numel(ty_) * 4;
+      in[i].data = malloc(in[i].nbytes);
+      tu_fill(in[i].data, ty_->dtype, gc_type_numel(ty_), 'x', 0, &seed);
+      ins[i] = in[i].data;
+    }
+    const gc_type *ot = &g->outputs[0]->type;
+    int64_t n = gc_type_numel(ot);
+    memset(&ref[0], 0, sizeof ref[0]);
+    ref[0].dtype = ot->dtype;
+    ref[0].rank = ot->rank;
+    memcpy(ref[0].dims, ot->dims, sizeof ref[0].dims);
+    ref[0].nbytes = (size_t)n * 4;
+    ref[0].data = calloc(1, ref[0].nbytes);
+    got[0] = calloc(1, ref[0].nbytes);
+    gc_diags_init(&d, "case.graph", text, strlen(text));
+    ck_assert_int_eq(gc_interp_run(g, NULL, in, g->n_args, ref, 1, &d), GRAPHC_STATUS_OK);
+    gc_diags_free(&d);
+    const char *err = ev_run_plan(p, ins, got);
+    ck_assert_msg(err == NULL, "case %d: %s", ci, err ? err : "");
+    const float *rf = ref[0].data, *gf = (const float *)got[0];
+    double e2 = 0, r2 = 0, emax = 0, rmax = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double e = (double)gf[i] - (double)rf[i];
+      e2 += e * e;
+      r2 += (double)rf[i] * rf[i];
+      emax = fmax(emax, fabs(e));
+      rmax = fmax(rmax, fabs((double)rf[i]));
+    }
+    ck_assert_msg(sqrt(e2) <= 4e-3 * sqrt(r2) && emax <= 1e-2 * rmax && emax > 0,
+                  "case %d: rel L2 %.3g, max error %.3g of %.3g (seed %llu)\n%s", ci, sqrt(e2 / r2), emax, rmax,
+                  (unsigned long long)g_seed, text);
+    for (int i = 0; i < g->n_args; i++) free(in[i].data);
+    free(ref[0].data);
+    free(got[0]);
+    gc_plan_free(p);
+    gc_module_free(m);
+  }
+}
+END_TEST
+
 /* conv2d: padding forms, stride, dilation, groups, 1x1. */
 START_TEST(test_conv) {
   const char *T = FLOATS[_i];
@@ -1455,6 +1537,7 @@ static Suite *lower_suite(void) {
       {"norm", test_norms, COUNT(FLOATS)},
       {"matmul", test_matmul, COUNT(NUMERIC)},
       {"matmul", test_matmul_tensor_core, 2},
+      {"matmul", test_matmul_tf32, 1},
       {"conv", test_conv, COUNT(FLOATS)},
       {"conv", test_pool, COUNT(FLOATS)},
       {"move", test_reshape_transpose_broadcast, COUNT(MOVE_TYPES)},

@@ -131,7 +131,7 @@ static void complement_passes(const char *keep, char *out, size_t cap) {
     char pat[64];
     snprintf(pat, sizeof pat, ",%s,", gc_pass_names[i]);
     char list[256];
-    snprintf(list, sizeof list, ",%s,", keep);
+    if (snprintf(list, sizeof list, ",%s,", keep) >= (int)sizeof list) return;
     for (char *c = list; *c; c++)
       if (*c == ' ') memmove(c, c + 1, strlen(c));
     if (strstr(list, pat)) continue;

@@ -51,6 +51,7 @@ static const char *const usage_compile_opts =
     "  --disable-pass=P  skip pass P (comma-separated list)\n"
     "  --time-passes     time passes and compile stages (shown with --stats; compile --emit: stderr)\n"
     "  --eager           launch kernel by kernel instead of replaying a CUDA graph\n"
+    "  --tf32            f32 matmuls on the tensor cores, operands rounded to tf32 (GPU)\n"
     "  --stats           print compile statistics\n";
 
 /* Print the context's diagnostics (or the error) and map a status to an exit code. */
@@ -149,6 +150,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
       o->copts.time_passes = 1;
     } else if (strcmp(a, "--eager") == 0) {
       o->copts.eager = 1;
+    } else if (strcmp(a, "--tf32") == 0) {
+      o->copts.allow_tf32 = 1;
     } else if (strcmp(a, "--stats") == 0) {
       o->stats = 1;
     } else if (strcmp(a, "--random") == 0) {

@@ -387,7 +387,7 @@ static int list_pb(const char *dir, const char *prefix, char **out) {
   int n = 0;
   for (; n < MAX_PB; n++) {
     char p[4096];
-    snprintf(p, sizeof p, "%s/%s_%d.pb", dir, prefix, n);
+    if (snprintf(p, sizeof p, "%s/%s_%d.pb", dir, prefix, n) >= (int)sizeof p) break;
     struct stat st;
     if (stat(p, &st) != 0) break;
     if (!(out[n] = strdup(p))) break;

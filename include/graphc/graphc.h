@@ -119,6 +119,9 @@ typedef struct graphc_compile_options {
   const char *disable_passes;/* comma-separated pass names */
   int time_passes;           /* 1: time each pass and stage, see graphc_executable_stats;
                                 graphc_model_emit prints them to stderr */
+  int allow_tf32;            /* 1: f32 matmuls may run on the tensor cores with operands
+                                rounded to tf32 (10-bit mantissa; like TensorRT's TF32 flag
+                                and XLA's default precision); 0 (default): full f32 */
 } graphc_compile_options_t;
 
 /* Fill `opts` with the defaults. */
