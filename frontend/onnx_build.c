@@ -153,7 +153,19 @@ int64_t ox_f2i(double v) {
 /* Add a scalar of the kind dtype t takes (bool, int or float). */
 void at_scalar(ox *x, ox_attrs *at, const char *name, gc_dtype t, double v) {
   if (t == GRAPHC_DTYPE_BOOL) at_bool(x, at, name, v != 0);
-  else if (gc_dtype_is_int(t)) at_int(x, at, name, ox_f2i(v));   /* e.g. -inf (fuzz_onnx) */
+  else if (gc_dtype_is_int(t)) {
+    /* Saturated to the dtype's range (e.g. Clip's default min -inf on i8), and
+     * i64 to the .graph language's literal range, |v| < 2^62 (found by fuzz_onnx). */
+    double lo = t == GRAPHC_DTYPE_I8    ? -128
+                : t == GRAPHC_DTYPE_U8  ? 0
+                : t == GRAPHC_DTYPE_I32 ? -2147483648.0
+                                        : -4.6e18;
+    double hi = t == GRAPHC_DTYPE_I8    ? 127
+                : t == GRAPHC_DTYPE_U8  ? 255
+                : t == GRAPHC_DTYPE_I32 ? 2147483647.0
+                                        : 4.6e18;
+    at_int(x, at, name, ox_f2i(v < lo ? lo : v > hi ? hi : v));
+  }
   else at_float(x, at, name, v);
 }
 
