@@ -504,6 +504,13 @@ graphc_status_t gc_cuda_time_runs(gc_exec *exe, int warmup, int runs, float *ms,
   return gc_cu_exec_time_runs(s->x, warmup, runs, ms, d) ? failed(d) : GRAPHC_STATUS_OK;
 }
 
+/* Host time to issue a run, per run (see gc_cu_exec_time_issue). */
+graphc_status_t gc_cuda_time_issue(gc_exec *exe, int runs, float *us, gc_diags *d) {
+  cu_state *s = cuda_state(exe, d);
+  if (!s) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  return gc_cu_exec_time_issue(s->x, runs, us, d) ? failed(d) : GRAPHC_STATUS_OK;
+}
+
 /* Per-launch times: eager launches with an event recorded between each two. */
 graphc_status_t gc_cuda_time_kernels(gc_exec *exe, int runs, float *ms, gc_diags *d) {
   cu_state *s = cuda_state(exe, d);

@@ -49,6 +49,8 @@ graphc_status_t gc_cuda_kernel_geometry(const gc_exec *exe, int kernel, unsigned
  * launches when the executable is eager. The device buffers keep what the last
  * graphc_executable_run left there. ms[runs] receives milliseconds. */
 graphc_status_t gc_cuda_time_runs(gc_exec *exe, int warmup, int runs, float *ms, gc_diags *d);
+/* CPU microseconds to issue each of `runs` runs (graph launch or eager launches). */
+graphc_status_t gc_cuda_time_issue(gc_exec *exe, int runs, float *us, gc_diags *d);
 
 /* Time every launch separately: eager launches with an event between each.
  * ms[r * n_launches + i] = launch i of run r (n_launches = plan->n_launches). */

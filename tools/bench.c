@@ -162,6 +162,12 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
   printf("  modeled %.3f MB, %.3f GFLOP -> %.1f GB/s (%.1f%% of copy), %.3f TFLOP/s\n", bytes / 1e6,
          flops / 1e9, gbps, copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 0,
          med > 0 ? flops / (med * 1e-3) / 1e12 : 0);
+  /* the CPU side of a run: what a caller pays per run before the GPU does anything */
+  if (gc_cuda_time_issue(exe, runs, ms, &d) != GRAPHC_STATUS_OK) goto out;
+  qsort(ms, (size_t)runs, sizeof *ms, cmp_float);
+  printf("  host     %.1f us per run to issue (%s; median, min %.1f us)\n",
+         runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]),
+         info.eager ? "every kernel launch" : "one cuGraphLaunch", ms[0]);
 
   if (nl > 0) {
     if (gc_cuda_time_kernels(exe, kruns, kms, &d) != GRAPHC_STATUS_OK) goto out;
