@@ -15,56 +15,6 @@
 #include "testutil.h"
 #include "cuda_testutil.h"
 
-#ifdef __SANITIZE_ADDRESS__
-#define SAN_FLAGS " -fsanitize=address,undefined"
-#else
-#define SAN_FLAGS ""
-#endif
-
-/* Run a shell command line (printf-style); output in *out; returns the exit status. */
-static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sh(char **out, const char *fmt, ...) {
-  char cmd[16384];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char *o = NULL;
-  int rc = tu_run_cmd(cmd, &o);
-  if (out)
-    *out = o;
-  else
-    free(o);
-  return rc;
-}
-
-#define SH_OK(...)                                                      \
-  do {                                                                  \
-    char *o_ = NULL;                                                    \
-    int rc_ = sh(&o_, __VA_ARGS__);                                     \
-    ck_assert_msg(rc_ == 0, "command failed (%d):\n%s", rc_, o_);       \
-    free(o_);                                                           \
-  } while (0)
-
-/* A fresh directory for one test. */
-static const char *fresh_dir(const char *tag) {
-  static char buf[8][512];
-  static int k, n;
-  char *p = buf[k++ & 7];
-  snprintf(p, 512, "%s/%s-%d-%d", tu_tmpdir(), tag, (int)getpid(), n++);
-  ck_assert_int_eq(mkdir(p, 0700), 0);
-  return p;
-}
-
-/* Write text to dir/name. */
-static void write_text(const char *dir, const char *name, const char *text) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
-}
 
 /* The interpreter's output of examples/mlp.graph (batch B, weights w) on the
  * examples' input x[i] = ((37 i) mod 101 - 50) / 50; ref has B*10 floats. */
@@ -113,11 +63,11 @@ static void check_against_interp(const char *y_path, int B, const char *w) {
 /* examples/aot_host_mlp built with its Makefile, run, compared, and checked
  * for its dependencies. */
 START_TEST(example_builds_runs_and_matches_interp) {
-  const char *dir = fresh_dir("aothost");
+  const char *dir = tu_fresh_dir("aothost");
   char *out = NULL;
-  int rc = sh(&out, "make -s -f '%s/examples/aot_host_mlp/Makefile' GRAPHC='%s' OUT='%s' BATCH=64 "
+  int rc = tu_sh(&out, "make -s -f '%s/examples/aot_host_mlp/Makefile' GRAPHC='%s' OUT='%s' BATCH=64 "
                     "CC='cc%s' RT_CFLAGS='-I%s/include' RT_LIBS='-L%s -Wl,-rpath,%s -lgraphc_rt'",
-              GRAPHC_SOURCE_DIR, GRAPHC_CLI, dir, SAN_FLAGS, GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR,
+              GRAPHC_SOURCE_DIR, GRAPHC_CLI, dir, TU_SAN_FLAGS, GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR,
               GRAPHC_BINARY_DIR);
   ck_assert_msg(rc == 0, "make:\n%s", out);
   free(out);
@@ -125,7 +75,7 @@ START_TEST(example_builds_runs_and_matches_interp) {
   snprintf(y_path, sizeof y_path, "%s/y.bin", dir);
   snprintf(w_path, sizeof w_path, "%s/mlp.safetensors", dir);
   for (int threads = 1; threads <= 3; threads += 2) {  /* inline, and over a pool */
-    rc = sh(&out, "GRAPHC_CPU_THREADS=%d '%s/aot_host_mlp' '%s'", threads, dir, y_path);
+    rc = tu_sh(&out, "GRAPHC_CPU_THREADS=%d '%s/aot_host_mlp' '%s'", threads, dir, y_path);
     ck_assert_msg(rc == 0, "aot_host_mlp (%d):\n%s", rc, out);
     ck_assert_msg(strstr(out, "code: host ") && strstr(out, "linked into the program"), "%s", out);
     printf("%s", out);
@@ -134,21 +84,21 @@ START_TEST(example_builds_runs_and_matches_interp) {
   }
 
   /* The program needs libgraphc_rt and libc only: no LLVM, no libgraphc. */
-  rc = sh(&out, "ldd '%s/aot_host_mlp'", dir);
+  rc = tu_sh(&out, "ldd '%s/aot_host_mlp'", dir);
   ck_assert_msg(rc == 0 && strstr(out, "libgraphc_rt.so"), "ldd:\n%s", out);
   ck_assert_msg(!strstr(out, "LLVM") && !strstr(out, "libgraphc.so") && !strstr(out, "nvrtc"),
                 "the program depends on more than libgraphc_rt:\n%s", out);
-  ck_assert_msg(SAN_FLAGS[0] || !strstr(out, "libstdc++"),  /* libasan brings it under ASan */
+  ck_assert_msg(TU_SAN_FLAGS[0] || !strstr(out, "libstdc++"),  /* libasan brings it under ASan */
                 "the program needs C++ (LLVM?):\n%s", out);
   free(out);
   /* The object defines its entry points and hidden kernels, and needs only graphc_rt_* and libc. */
-  rc = sh(&out, "nm -u '%s/mlp.o' | awk '{print $2}' | grep -v -E "
+  rc = tu_sh(&out, "nm -u '%s/mlp.o' | awk '{print $2}' | grep -v -E "
                 "'^(graphc_rt_[a-z_]+|_GLOBAL_OFFSET_TABLE_|calloc|free|memcpy|memset|[a-z0-9]+f?|"
                 "__stack_chk_fail|__(a|ub)san_[a-z0-9_]+)$' "
                 "|| true", dir);
   ck_assert_msg(rc == 0 && out[strspn(out, " \n")] == 0, "unexpected undefined symbols in mlp.o:\n%s", out);
   free(out);
-  rc = sh(&out, "readelf -sW '%s/mlp.o' | awk '$5 == \"GLOBAL\" && $7 != \"UND\" {print $6, $8}'", dir);
+  rc = tu_sh(&out, "readelf -sW '%s/mlp.o' | awk '$5 == \"GLOBAL\" && $7 != \"UND\" {print $6, $8}'", dir);
   ck_assert_msg(rc == 0 && strstr(out, "DEFAULT mlp_create") && strstr(out, "DEFAULT mlp_run") &&
                     strstr(out, "HIDDEN mlp__"),
                 "symbols of mlp.o:\n%s", out);
@@ -190,31 +140,31 @@ static const char *two_models_main =
     "  return same ? 0 : 1;\n}\n";
 
 START_TEST(two_models_one_program) {
-  const char *dir = fresh_dir("aothost2");
+  const char *dir = tu_fresh_dir("aothost2");
   /* weights of our own: a fresh clone has no examples/mlp.safetensors */
   char w[700];
   snprintf(w, sizeof w, "%s/mlp.safetensors", dir);
-  SH_OK("'%s' weights '%s' --random --seed 3 -o '%s'", GRAPHC_CLI, tu_src("examples/mlp.graph"), w);
-  SH_OK("'%s' compile '%s' --bind B=4 --weights '%s' --target host --cpu x86-64-v2 --embed-weights --emit c "
+  TU_SH_OK("'%s' weights '%s' --random --seed 3 -o '%s'", GRAPHC_CLI, tu_src("examples/mlp.graph"), w);
+  TU_SH_OK("'%s' compile '%s' --bind B=4 --weights '%s' --target host --cpu x86-64-v2 --embed-weights --emit c "
         "-o '%s/mlp_a'",
         GRAPHC_CLI, tu_src("examples/mlp.graph"), w, dir);
-  SH_OK("'%s' compile '%s' --bind B=4 --weights '%s' --target=host --emit c -o '%s/mlp_b.o'", GRAPHC_CLI,
+  TU_SH_OK("'%s' compile '%s' --bind B=4 --weights '%s' --target=host --emit c -o '%s/mlp_b.o'", GRAPHC_CLI,
         tu_src("examples/mlp.graph"), w, dir);
   /* The weights as raw files, for graphc_rt_set_weight. */
-  write_text(dir, "split.py",
+  tu_write_text(dir, "split.py",
              "import json, struct, sys\n"
              "b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]\n"
              "for k, v in json.loads(b[8:8 + n]).items():\n"
              "    if k == '__metadata__': continue\n"
              "    s, e = v['data_offsets']\n"
              "    open(sys.argv[2] + '/' + k + '.bin', 'wb').write(b[8 + n + s:8 + n + e])\n");
-  SH_OK("python3 '%s/split.py' '%s' '%s'", dir, w, dir);
-  write_text(dir, "main.c", two_models_main);
-  SH_OK("cc%s -std=c17 -Wall -Wextra -Werror -I'%s' -I'%s/include' -o '%s/two' '%s/main.c' "
+  TU_SH_OK("python3 '%s/split.py' '%s' '%s'", dir, w, dir);
+  tu_write_text(dir, "main.c", two_models_main);
+  TU_SH_OK("cc%s -std=c17 -Wall -Wextra -Werror -I'%s' -I'%s/include' -o '%s/two' '%s/main.c' "
         "'%s/mlp_a.o' '%s/mlp_b.o' -L'%s' -Wl,-rpath,'%s' -lgraphc_rt -lm",
-        SAN_FLAGS, dir, GRAPHC_SOURCE_DIR, dir, dir, dir, dir, GRAPHC_BINARY_DIR, GRAPHC_BINARY_DIR);
+        TU_SAN_FLAGS, dir, GRAPHC_SOURCE_DIR, dir, dir, dir, dir, GRAPHC_BINARY_DIR, GRAPHC_BINARY_DIR);
   char *out = NULL;
-  int rc = sh(&out, "'%s/two' '%s'", dir, dir);
+  int rc = tu_sh(&out, "'%s/two' '%s'", dir, dir);
   ck_assert_msg(rc == 0, "two models (%d):\n%s", rc, out);
   ck_assert_msg(strstr(out, "b without weights: weights error") && strstr(out, "graphc_rt_set_weight") &&
                     strstr(out, "a and b agree: 1"),
@@ -225,9 +175,9 @@ END_TEST
 
 /* Bad combinations are user errors with a message (exit status 1). */
 START_TEST(cli_rejects_bad_options) {
-  const char *dir = fresh_dir("aothostcli");
+  const char *dir = tu_fresh_dir("aothostcli");
   const char *g = tu_src("examples/mlp.graph");
-  SH_OK("'%s' weights '%s' --random --seed 3 -o '%s/w.safetensors'", GRAPHC_CLI, g, dir);
+  TU_SH_OK("'%s' weights '%s' --random --seed 3 -o '%s/w.safetensors'", GRAPHC_CLI, g, dir);
   static const struct {
     const char *args, *msg;
   } cases[] = {
@@ -239,12 +189,12 @@ START_TEST(cli_rejects_bad_options) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char args[1024], *out = NULL;
     snprintf(args, sizeof args, cases[i].args, dir);
-    int rc = sh(&out, "'%s' compile '%s' --bind B=2 --weights '%s/w.safetensors' %s", GRAPHC_CLI, g, dir, args);
+    int rc = tu_sh(&out, "'%s' compile '%s' --bind B=2 --weights '%s/w.safetensors' %s", GRAPHC_CLI, g, dir, args);
     ck_assert_msg(rc == 1 && strstr(out, cases[i].msg), "%s: exit %d:\n%s", args, rc, out);
     free(out);
   }
   char *out = NULL;
-  int rc = sh(&out, "ls '%s' | grep -v '^w.safetensors$' || true", dir);
+  int rc = tu_sh(&out, "ls '%s' | grep -v '^w.safetensors$' || true", dir);
   ck_assert_msg(rc == 0 && out[0] == 0, "files left behind:\n%s", out);
   free(out);
 }

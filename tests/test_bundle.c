@@ -63,31 +63,6 @@ typedef struct fixture {
   char graph[600], weights[600];
 } fixture;
 
-/* Run a CLI command line (printf-style), capture output; returns the exit status. */
-static int cli(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int cli(char **out, const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char *o = NULL;
-  int rc = tu_run_cmd(cmd, &o);
-  if (out)
-    *out = o;
-  else
-    free(o);
-  return rc;
-}
-
-/* Run a CLI command that must succeed. */
-#define CLI_OK(...)                                                   \
-  do {                                                                \
-    char *o_ = NULL;                                                  \
-    int rc_ = cli(&o_, __VA_ARGS__);                                  \
-    ck_assert_msg(rc_ == 0, "command failed (%d): %s", rc_, o_);      \
-    free(o_);                                                         \
-  } while (0)
 
 static void fixture_init(fixture *f, const char *tag) {
   static int n;
@@ -99,7 +74,7 @@ static void fixture_init(fixture *f, const char *tag) {
   ck_assert_ptr_nonnull(fp);
   fputs(k_net, fp);
   fclose(fp);
-  CLI_OK("'%s' weights '%s' --bind B=5 --random --seed %llu -o '%s'", GRAPHC_CLI, f->graph,
+  TU_SH_OK("'%s' weights '%s' --bind B=5 --random --seed %llu -o '%s'", GRAPHC_CLI, f->graph,
          (unsigned long long)(g_seed % 1000), f->weights);
 }
 
@@ -109,7 +84,7 @@ static const char *compile_bundle(const fixture *f, const char *name, const char
   static int k;
   char *p = ring[k++ & 7];
   snprintf(p, 700, "%s/%s", f->dir, name);
-  CLI_OK("GRAPHC_CACHE=off '%s' compile '%s' --bind B=5 -o '%s' %s", GRAPHC_CLI, f->graph, p, flags);
+  TU_SH_OK("GRAPHC_CACHE=off '%s' compile '%s' --bind B=5 -o '%s' %s", GRAPHC_CLI, f->graph, p, flags);
   return p;
 }
 
@@ -659,7 +634,7 @@ START_TEST(reproducible_outputs) {
   snprintf(a, sizeof a, "%s/a", f.dir);
   snprintf(b, sizeof b, "%s/b/deeper", f.dir);
   ck_assert_int_eq(mkdir(a, 0700), 0);
-  CLI_OK("mkdir -p '%s'", b);
+  TU_SH_OK("mkdir -p '%s'", b);
   const char *paths[] = {"../net.graph", "../../net.graph"};
   const char *dirs[] = {a, b};
   const char *what[] = {"ptx", "cubin", "bundle"};
@@ -670,7 +645,7 @@ START_TEST(reproducible_outputs) {
       for (int i = 0; i < 2; i++) {
         char out[800];
         snprintf(out, sizeof out, "%s/out.%s.%d", dirs[i], what[w], cg);
-        CLI_OK("cd '%s' && GRAPHC_CACHE=off '%s' compile %s --bind B=5 --weights ../%snet.safetensors "
+        TU_SH_OK("cd '%s' && GRAPHC_CACHE=off '%s' compile %s --bind B=5 --weights ../%snet.safetensors "
                "--codegen %s --arch sm_90%s --emit %s -o '%s'",
                dirs[i], GRAPHC_CLI, paths[i], i ? "../" : "", cg ? "llvm" : "nvrtc",
                w == 2 ? ",sm_80 --embed-weights" : "", what[w], out);
@@ -706,11 +681,11 @@ START_TEST(llvm_identical_kernels_compiled_once) {
         "  return %b;\n"
         "}\n", fp);
   fclose(fp);
-  CLI_OK("'%s' weights '%s' --random -o '%s'", GRAPHC_CLI, graph, weights);
+  TU_SH_OK("'%s' weights '%s' --random -o '%s'", GRAPHC_CLI, graph, weights);
   char out[2][800];
   for (int i = 0; i < 2; i++) {
     snprintf(out[i], sizeof out[i], "%s/twice%d.gcx", f.dir, i);
-    CLI_OK("GRAPHC_CACHE=off GRAPHC_COMPILE_THREADS=%d '%s' compile '%s' --weights '%s' --codegen llvm "
+    TU_SH_OK("GRAPHC_CACHE=off GRAPHC_COMPILE_THREADS=%d '%s' compile '%s' --weights '%s' --codegen llvm "
            "--arch sm_90 -o '%s'", i ? 3 : 1, GRAPHC_CLI, graph, weights, out[i]);
   }
   size_t len = 0, len1 = 0;
@@ -745,29 +720,29 @@ START_TEST(cli_errors) {
   fixture f;
   fixture_init(&f, "clierr");
   char *out = NULL;
-  ck_assert_int_eq(cli(&out, "'%s' compile '%s' --bind B=5 --arch sm_90a -o '%s/x.gcx'", GRAPHC_CLI, f.graph, f.dir), 1);
+  ck_assert_int_eq(tu_sh(&out, "'%s' compile '%s' --bind B=5 --arch sm_90a -o '%s/x.gcx'", GRAPHC_CLI, f.graph, f.dir), 1);
   ck_assert_msg(strstr(out, "unknown CUDA architecture 'sm_90a'"), "%s", out);
   free(out);
-  ck_assert_int_eq(cli(&out, "'%s' compile '%s' --bind B=5 --arch sm_90,volta -o '%s/x.gcx'", GRAPHC_CLI, f.graph, f.dir), 1);
+  ck_assert_int_eq(tu_sh(&out, "'%s' compile '%s' --bind B=5 --arch sm_90,volta -o '%s/x.gcx'", GRAPHC_CLI, f.graph, f.dir), 1);
   ck_assert_msg(strstr(out, "'volta'"), "%s", out);
   free(out);
-  ck_assert_int_eq(cli(&out, "'%s' compile '%s' --bind B=5 --emit bundle", GRAPHC_CLI, f.graph), 1);
+  ck_assert_int_eq(tu_sh(&out, "'%s' compile '%s' --bind B=5 --emit bundle", GRAPHC_CLI, f.graph), 1);
   ck_assert_msg(strstr(out, "give -o MODEL.gcx"), "%s", out);
   free(out);
-  ck_assert_int_eq(cli(&out, "'%s' compile '%s' --bind B=5 --backend interp -o '%s/x.gcx'", GRAPHC_CLI, f.graph, f.dir), 1);
+  ck_assert_int_eq(tu_sh(&out, "'%s' compile '%s' --bind B=5 --backend interp -o '%s/x.gcx'", GRAPHC_CLI, f.graph, f.dir), 1);
   ck_assert_msg(strstr(out, "--backend must be cuda"), "%s", out);
   free(out);
   /* Unbound symbolic dim: the model's own diagnostic. */
-  ck_assert_int_eq(cli(&out, "'%s' compile '%s' -o '%s/x.gcx'", GRAPHC_CLI, f.graph, f.dir), 1);
+  ck_assert_int_eq(tu_sh(&out, "'%s' compile '%s' -o '%s/x.gcx'", GRAPHC_CLI, f.graph, f.dir), 1);
   ck_assert_msg(strstr(out, "B"), "%s", out);
   free(out);
-  ck_assert_int_eq(cli(&out, "CC=/nonexistent/cc '%s' compile '%s' --bind B=5 --emit c -o '%s/net'", GRAPHC_CLI, f.graph, f.dir), 1);
+  ck_assert_int_eq(tu_sh(&out, "CC=/nonexistent/cc '%s' compile '%s' --bind B=5 --emit c -o '%s/net'", GRAPHC_CLI, f.graph, f.dir), 1);
   ck_assert_msg(strstr(out, "the C compiler failed"), "%s", out);
   free(out);
   char h[800];
   snprintf(h, sizeof h, "%s/net.h", f.dir);
   ck_assert_msg(access(h, F_OK) != 0, "a header was written although the compile failed");
-  ck_assert_int_eq(cli(&out, "'%s' compile x.graph --emit bundle --help", GRAPHC_CLI), 0);
+  ck_assert_int_eq(tu_sh(&out, "'%s' compile x.graph --emit bundle --help", GRAPHC_CLI), 0);
   ck_assert_msg(strstr(out, "--embed-weights") && strstr(out, "--no-ptx"), "%s", out);
   free(out);
 }
@@ -778,7 +753,7 @@ END_TEST
 START_TEST(emit_c_links_with_rt) {
   fixture f;
   fixture_init(&f, "emitc");
-  CLI_OK("GRAPHC_CACHE=off '%s' compile '%s' --bind B=5 --arch sm_90,sm_80 --embed-weights --emit c -o '%s/net.o'",
+  TU_SH_OK("GRAPHC_CACHE=off '%s' compile '%s' --bind B=5 --arch sm_90,sm_80 --embed-weights --emit c -o '%s/net.o'",
          GRAPHC_CLI, f.graph, f.dir);
   char prog[800];
   snprintf(prog, sizeof prog, "%s/main.c", f.dir);
@@ -797,7 +772,7 @@ START_TEST(emit_c_links_with_rt) {
         "  return st == GRAPHC_STATUS_OK || st == GRAPHC_STATUS_BACKEND_UNAVAILABLE ? 0 : 2;\n}\n", fp);
   fclose(fp);
   char *out = NULL;
-  int rc = cli(&out, "cd '%s' && cc -std=c99 -Wall -Werror -I'%s/include' -o prog main.c net.o "
+  int rc = tu_sh(&out, "cd '%s' && cc -std=c99 -Wall -Werror -I'%s/include' -o prog main.c net.o "
                      "-L'%s' -Wl,-rpath,'%s' -lgraphc_rt%s && ./prog",
                f.dir, GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR, GRAPHC_BINARY_DIR,
 #ifdef __SANITIZE_ADDRESS__
@@ -811,7 +786,7 @@ START_TEST(emit_c_links_with_rt) {
   ck_assert_msg(strstr(out, g_have_device ? "run: ok" : "run: backend unavailable"), "%s", out);
   free(out);
   /* The program needs libgraphc_rt only. */
-  rc = cli(&out, "readelf -d '%s/prog' | grep NEEDED", f.dir);
+  rc = tu_sh(&out, "readelf -d '%s/prog' | grep NEEDED", f.dir);
   ck_assert_msg(strstr(out, "libgraphc_rt.so") && !strstr(out, "libgraphc.so"), "%s", out);
   free(out);
 }

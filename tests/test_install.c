@@ -20,56 +20,6 @@
 
 static int g_have_device;
 
-#ifdef __SANITIZE_ADDRESS__
-#define SAN_FLAGS " -fsanitize=address,undefined"
-#else
-#define SAN_FLAGS ""
-#endif
-
-/* Run a shell command line (printf-style); output in *out; returns the exit status. */
-static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sh(char **out, const char *fmt, ...) {
-  char cmd[16384];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char *o = NULL;
-  int rc = tu_run_cmd(cmd, &o);
-  if (out)
-    *out = o;
-  else
-    free(o);
-  return rc;
-}
-
-#define SH_OK(...)                                                      \
-  do {                                                                  \
-    char *o_ = NULL;                                                    \
-    int rc_ = sh(&o_, __VA_ARGS__);                                     \
-    ck_assert_msg(rc_ == 0, "command failed (%d):\n%s", rc_, o_);       \
-    free(o_);                                                           \
-  } while (0)
-
-/* A fresh directory for one test. */
-static const char *fresh_dir(const char *tag) {
-  static char buf[8][512];
-  static int k, n;
-  char *p = buf[k++ & 7];
-  snprintf(p, 512, "%s/%s-%d-%d", tu_tmpdir(), tag, (int)getpid(), n++);
-  ck_assert_int_eq(mkdir(p, 0700), 0);
-  return p;
-}
-
-/* Write text to dir/name. */
-static void write_text(const char *dir, const char *name, const char *text) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
-}
 
 /* ==== libgraphc_rt needs only the driver ===================================================== */
 
@@ -78,7 +28,7 @@ START_TEST(rt_library_needs_only_the_driver) {
   snprintf(lib, sizeof lib, "%s/libgraphc_rt.so", GRAPHC_BINARY_DIR);
   ck_assert_msg(access(lib, R_OK) == 0, "%s missing", lib);
   char *out = NULL;
-  ck_assert_int_eq(sh(&out, "readelf -d '%s' | grep NEEDED", lib), 0);
+  ck_assert_int_eq(tu_sh(&out, "readelf -d '%s' | grep NEEDED", lib), 0);
   const char *banned[] = {"nvrtc", "nvJitLink", "LLVM", "llvm", "libgraphc.so", "libstdc++", "libcuda",
                           "cjson", "libz", "zstd"};
   for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
@@ -86,13 +36,13 @@ START_TEST(rt_library_needs_only_the_driver) {
   printf("libgraphc_rt NEEDED:\n%s", out);
   free(out);
   /* ldd agrees (resolves the whole closure). */
-  ck_assert_int_eq(sh(&out, "ldd '%s'", lib), 0);
+  ck_assert_int_eq(tu_sh(&out, "ldd '%s'", lib), 0);
   ck_assert_msg(!strstr(out, "nvrtc") && !strstr(out, "nvJitLink") && !strstr(out, "LLVM") &&
                     !strstr(out, "libgraphc.so"),
                 "ldd:\n%s", out);
   free(out);
   /* Exported: the runtime API and the shared helpers only. */
-  ck_assert_int_eq(sh(&out, "nm -D --defined-only '%s' | awk '{print $3}'", lib), 0);
+  ck_assert_int_eq(tu_sh(&out, "nm -D --defined-only '%s' | awk '{print $3}'", lib), 0);
   int n = 0, rt = 0;
   for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
     if (!*line) continue;
@@ -103,7 +53,7 @@ START_TEST(rt_library_needs_only_the_driver) {
   ck_assert_msg(rt >= 15 && n < 40, "%d exported, %d of the runtime API", n, rt);
   free(out);
   /* No LLVM, NVRTC, nvJitLink or compiler code inside, exported or not. */
-  ck_assert_int_eq(sh(&out, "nm -a '%s' 2>&1; nm -D --undefined-only '%s'", lib, lib), 0);
+  ck_assert_int_eq(tu_sh(&out, "nm -a '%s' 2>&1; nm -D --undefined-only '%s'", lib, lib), 0);
   const char *inside[] = {"LLVM", "llvm", "nvrtc", "nvJitLink", "kir_", "gc_lower", "gc_parse",
                           "gc_nvrtc", "cJSON"};
   for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++)
@@ -153,10 +103,10 @@ static const char *const k_user_cmake =
     "file(WRITE ${CMAKE_BINARY_DIR}/graphc_exe.txt \"${GRAPHC_EXECUTABLE}\")\n";
 
 START_TEST(install_and_build_user_projects) {
-  const char *dir = fresh_dir("install");
+  const char *dir = tu_fresh_dir("install");
   char prefix[700];
   snprintf(prefix, sizeof prefix, "%s/prefix", dir);
-  SH_OK("cmake --install '%s' --prefix '%s'", GRAPHC_BINARY_DIR, prefix);
+  TU_SH_OK("cmake --install '%s' --prefix '%s'", GRAPHC_BINARY_DIR, prefix);
   const char *files[] = {"lib/libgraphc.so", "lib/libgraphc_rt.so", "include/graphc/graphc.h",
                          "include/graphc/graphc_rt.h", "bin/graphc", "lib/pkgconfig/graphc.pc",
                          "lib/pkgconfig/graphc_rt.pc", "lib/cmake/graphc/graphcConfig.cmake",
@@ -169,7 +119,7 @@ START_TEST(install_and_build_user_projects) {
   }
   /* The installed tool finds its library. */
   char *out = NULL;
-  ck_assert_int_eq(sh(&out, "'%s/bin/graphc' --version", prefix), 0);
+  ck_assert_int_eq(tu_sh(&out, "'%s/bin/graphc' --version", prefix), 0);
   ck_assert_msg(strstr(out, "graphc " GRAPHC_VERSION_STRING), "%s", out);
   free(out);
 
@@ -177,68 +127,68 @@ START_TEST(install_and_build_user_projects) {
   char user[700];
   snprintf(user, sizeof user, "%s/user", dir);
   ck_assert_int_eq(mkdir(user, 0700), 0);
-  write_text(user, "use_rt.c", k_use_rt);
-  write_text(user, "use_full.c", k_use_full);
-  write_text(user, "CMakeLists.txt", k_user_cmake);
-  ck_assert_int_eq(sh(&out, "PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags --libs graphc_rt", prefix), 0);
+  tu_write_text(user, "use_rt.c", k_use_rt);
+  tu_write_text(user, "use_full.c", k_use_full);
+  tu_write_text(user, "CMakeLists.txt", k_user_cmake);
+  ck_assert_int_eq(tu_sh(&out, "PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags --libs graphc_rt", prefix), 0);
   ck_assert_msg(strstr(out, "-lgraphc_rt") && strstr(out, "/include"), "%s", out);
   free(out);
-  SH_OK("cd '%s' && cc -o pc_rt use_rt.c $(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags --libs graphc_rt)" SAN_FLAGS
-        " && cc -o pc_full use_full.c $(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags --libs graphc)" SAN_FLAGS,
+  TU_SH_OK("cd '%s' && cc -o pc_rt use_rt.c $(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags --libs graphc_rt)" TU_SAN_FLAGS
+        " && cc -o pc_full use_full.c $(PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags --libs graphc)" TU_SAN_FLAGS,
         user, prefix, prefix);
-  ck_assert_int_eq(sh(&out, "cd '%s' && ./pc_rt && ./pc_full", user), 0);
+  ck_assert_int_eq(tu_sh(&out, "cd '%s' && ./pc_rt && ./pc_full", user), 0);
   ck_assert_msg(strstr(out, "rt: I/O error: cannot open 'missing.gcx'") && strstr(out, "full: 2 4 6"), "%s", out);
   free(out);
-  ck_assert_int_eq(sh(&out, "readelf -d '%s/pc_rt' | grep NEEDED", user), 0);
+  ck_assert_int_eq(tu_sh(&out, "readelf -d '%s/pc_rt' | grep NEEDED", user), 0);
   ck_assert_msg(strstr(out, "libgraphc_rt.so") && !strstr(out, "libgraphc.so"), "%s", out);
   free(out);
 
   /* CMake: find_package(graphc) with both targets and the tool's path. */
-  int rc = sh(&out, "cmake -S '%s' -B '%s/build' -DCMAKE_PREFIX_PATH='%s' -DCMAKE_BUILD_TYPE=Release "
+  int rc = tu_sh(&out, "cmake -S '%s' -B '%s/build' -DCMAKE_PREFIX_PATH='%s' -DCMAKE_BUILD_TYPE=Release "
                     "-DCMAKE_C_FLAGS='%s' -DCMAKE_EXE_LINKER_FLAGS='%s' && cmake --build '%s/build'",
-              user, user, prefix, SAN_FLAGS, SAN_FLAGS, user);
+              user, user, prefix, TU_SAN_FLAGS, TU_SAN_FLAGS, user);
   ck_assert_msg(rc == 0, "user project:\n%s", out);
   free(out);
-  ck_assert_int_eq(sh(&out, "cd '%s/build' && ./use_rt && ./use_full && cat graphc_exe.txt", user), 0);
+  ck_assert_int_eq(tu_sh(&out, "cd '%s/build' && ./use_rt && ./use_full && cat graphc_exe.txt", user), 0);
   ck_assert_msg(strstr(out, "rt: I/O error") && strstr(out, "full: 2 4 6") && strstr(out, "/bin/graphc"), "%s", out);
   free(out);
-  ck_assert_int_eq(sh(&out, "readelf -d '%s/build/use_rt' | grep NEEDED", user), 0);
+  ck_assert_int_eq(tu_sh(&out, "readelf -d '%s/build/use_rt' | grep NEEDED", user), 0);
   ck_assert_msg(strstr(out, "libgraphc_rt.so") && !strstr(out, "libgraphc.so"), "%s", out);
   free(out);
 
   /* examples/aot_mlp/CMakeLists.txt against the install: the model is compiled at
    * build time by the installed tool, the program links graphc::graphc_rt only. */
-  rc = sh(&out, "GRAPHC_CACHE=off cmake -S '%s/examples/aot_mlp' -B '%s/aot' -DCMAKE_PREFIX_PATH='%s' "
+  rc = tu_sh(&out, "GRAPHC_CACHE=off cmake -S '%s/examples/aot_mlp' -B '%s/aot' -DCMAKE_PREFIX_PATH='%s' "
                 "-DCMAKE_C_FLAGS='%s' -DCMAKE_EXE_LINKER_FLAGS='%s' && GRAPHC_CACHE=off cmake --build '%s/aot'",
-          GRAPHC_SOURCE_DIR, dir, prefix, SAN_FLAGS, SAN_FLAGS, dir);
+          GRAPHC_SOURCE_DIR, dir, prefix, TU_SAN_FLAGS, TU_SAN_FLAGS, dir);
   ck_assert_msg(rc == 0, "examples/aot_mlp with CMake:\n%s", out);
   free(out);
-  rc = sh(&out, "'%s/aot/aot_mlp'", dir);
+  rc = tu_sh(&out, "'%s/aot/aot_mlp'", dir);
   ck_assert_msg(rc == (g_have_device ? 0 : 77), "aot_mlp exited %d:\n%s", rc, out);
   if (g_have_device) ck_assert_msg(strstr(out, "module loaded from cubin"), "%s", out);
   free(out);
   /* The example links the runtime only. */
-  ck_assert_int_eq(sh(&out, "readelf -d '%s/aot/aot_mlp' | grep NEEDED", dir), 0);
+  ck_assert_int_eq(tu_sh(&out, "readelf -d '%s/aot/aot_mlp' | grep NEEDED", dir), 0);
   ck_assert_msg(!strstr(out, "libgraphc.so"), "%s", out);
   free(out);
-  SH_OK("rm -rf '%s'", dir);  /* the install is large; kept only when a check failed */
+  TU_SH_OK("rm -rf '%s'", dir);  /* the install is large; kept only when a check failed */
 }
 END_TEST
 
 /* examples/aot_mlp with its Makefile against the build tree; with a GPU its
  * output is compared with the interpreter's. */
 START_TEST(example_make_build_and_run) {
-  const char *dir = fresh_dir("aotmlp");
+  const char *dir = tu_fresh_dir("aotmlp");
   char *out = NULL;
-  int rc = sh(&out, "GRAPHC_CACHE=off make -s -f '%s/examples/aot_mlp/Makefile' GRAPHC='%s' OUT='%s' "
+  int rc = tu_sh(&out, "GRAPHC_CACHE=off make -s -f '%s/examples/aot_mlp/Makefile' GRAPHC='%s' OUT='%s' "
                     "CC='cc%s' RT_CFLAGS='-I%s/include' RT_LIBS='-L%s -Wl,-rpath,%s -lgraphc_rt'",
-              GRAPHC_SOURCE_DIR, GRAPHC_CLI, dir, SAN_FLAGS, GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR,
+              GRAPHC_SOURCE_DIR, GRAPHC_CLI, dir, TU_SAN_FLAGS, GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR,
               GRAPHC_BINARY_DIR);
   ck_assert_msg(rc == 0, "make:\n%s", out);
   free(out);
   char y_path[700];
   snprintf(y_path, sizeof y_path, "%s/y.bin", dir);
-  rc = sh(&out, "'%s/aot_mlp' '%s'", dir, y_path);
+  rc = tu_sh(&out, "'%s/aot_mlp' '%s'", dir, y_path);
   if (!g_have_device) {
     ck_assert_msg(rc == 77 && strstr(out, "backend unavailable"), "without a GPU (%d):\n%s", rc, out);
     free(out);

@@ -2,9 +2,11 @@
 #define TU_IMPL
 #include "testutil.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,4 +99,37 @@ int tu_run_cmd(const char *cmd, char **out) {
   else
     free(buf);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tu_sh(char **out, const char *fmt, ...) {
+  char cmd[16384];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char *o = NULL;
+  int rc = tu_run_cmd(cmd, &o);
+  if (out)
+    *out = o;
+  else
+    free(o);
+  return rc;
+}
+
+const char *tu_fresh_dir(const char *tag) {
+  static char buf[8][512];
+  static int k, n;
+  char *p = buf[k++ & 7];
+  snprintf(p, 512, "%s/%s-%d-%d", tu_tmpdir(), tag, (int)getpid(), n++);
+  ck_assert_int_eq(mkdir(p, 0700), 0);
+  return p;
+}
+
+void tu_write_text(const char *dir, const char *name, const char *text) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
 }

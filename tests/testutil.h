@@ -16,6 +16,26 @@ const char *tu_tmpdir(void);
 int tu_run_suite(Suite *s);
 /* Run a shell command, capture stdout+stderr into *out (malloc'd); returns exit status. */
 int tu_run_cmd(const char *cmd, char **out);
+/* tu_run_cmd of a printf-style command line; out may be NULL. */
+int tu_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A command that must exit 0 (its output in the failure message). */
+#define TU_SH_OK(...)                                                   \
+  do {                                                                  \
+    char *o_ = NULL;                                                    \
+    int rc_ = tu_sh(&o_, __VA_ARGS__);                                  \
+    ck_assert_msg(rc_ == 0, "command failed (%d):\n%s", rc_, o_);       \
+    free(o_);                                                           \
+  } while (0)
+/* A new empty directory under tu_tmpdir() named after tag (ring of 8 names). */
+const char *tu_fresh_dir(const char *tag);
+/* Write text to dir/name (fails the test when it cannot). */
+void tu_write_text(const char *dir, const char *name, const char *text);
+/* Flags that make a program built by a test match the suite's sanitizers. */
+#ifdef __SANITIZE_ADDRESS__
+#define TU_SAN_FLAGS " -fsanitize=address,undefined"
+#else
+#define TU_SAN_FLAGS ""
+#endif
 
 /* Source and build folders: compiled in, overridable with GRAPHC_TEST_SOURCE_DIR
  * and GRAPHC_TEST_BINARY_DIR (so a build folder can run on another machine). */
