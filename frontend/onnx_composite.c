@@ -255,7 +255,8 @@ int ox_attention(ox *x, int arg) {
   /* grouped-query attention: repeat each K/V head */
   int64_t nq = q->type.dims[1], nk = k->type.dims[1];
   if (nq != nk) {
-    if (nq % nk) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "q heads not a multiple of kv heads");
+    if (nk <= 0 || nq % nk)   /* nk 0: a division by zero (found by fuzz_onnx) */
+      return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "q heads not a multiple of kv heads");
     gc_value *kv[2] = {k, v};
     for (int i = 0; i < 2; i++) {
       int64_t *d = kv[i]->type.dims;
