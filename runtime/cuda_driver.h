@@ -16,7 +16,9 @@
  * OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY) and evaluates to -1 (else 0).
  *
  * Environment: GRAPHC_CUDA_DRIVER=PATH opens PATH instead of libcuda.so.1 (for
- * tests of the unavailable path, e.g. the toolkit's stub library).
+ * tests of the unavailable path, e.g. the toolkit's stub library, and for the
+ * fault-injection shim tests/cuda_fault_shim.c, which forwards to the real
+ * driver and fails the Nth call of a class: docs/reliability.md).
  */
 #ifndef GC_CUDA_DRIVER_H
 #define GC_CUDA_DRIVER_H
