@@ -20,7 +20,13 @@ w chain_f32_256M 'graph @g(%x: f32[67108864], %y: f32[67108864]) -> (f32[6710886
   %r = relu(%b);
   return %r;
 }'
-w chain_f16_256M 'graph @g(%x: f16[134217728]) -> (f16[134217728]) {
+w chain_f16_256M 'graph @g(%x: f16[134217728], %y: f16[134217728]) -> (f16[134217728]) {
+  %a = mul(%x, %y);
+  %b = add(%a, %x);
+  %r = relu(%b);
+  return %r;
+}'
+w chain_tanh_f16_256M 'graph @g(%x: f16[134217728]) -> (f16[134217728]) {
   %a = mul(%x, %x);
   %r = tanh(%a);
   return %r;
