@@ -462,12 +462,19 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* Threads for n distinct kernels: GRAPHC_COMPILE_THREADS, else the online CPUs, at most 8. */
+/* Threads for n distinct kernels: GRAPHC_COMPILE_THREADS (a positive integer; anything
+ * else is ignored), else the online CPUs, at most 8. The output never depends on it. */
 static int pick_threads(int want, int n) {
   if (want <= 0) {
     const char *env = getenv("GRAPHC_COMPILE_THREADS");
-    want = env && *env ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (!env && want > 8) want = 8;
+    char *end = NULL;
+    long v = env && *env ? strtol(env, &end, 10) : 0;
+    if (v >= 1 && end && *end == 0) {
+      want = v > 64 ? 64 : (int)v;
+    } else {
+      want = (int)sysconf(_SC_NPROCESSORS_ONLN);
+      if (want > 8) want = 8;
+    }
   }
   if (want < 1) want = 1;
   if (want > 64) want = 64;

@@ -663,7 +663,7 @@ END_TEST
 
 /* LLVM path, two identical matmul kernels (other operands): the bundle's PTX
  * has one entry and an alias line, and both plan kernels name that entry;
- * GRAPHC_COMPILE_THREADS=1 and =3 write the same bundle. */
+ * GRAPHC_COMPILE_THREADS=1, =3 and a malformed value (ignored) write the same bundle. */
 START_TEST(llvm_identical_kernels_compiled_once) {
   fixture f;
   fixture_init(&f, "dedup");
@@ -682,15 +682,19 @@ START_TEST(llvm_identical_kernels_compiled_once) {
         "}\n", fp);
   fclose(fp);
   TU_SH_OK("'%s' weights '%s' --random -o '%s'", GRAPHC_CLI, graph, weights);
-  char out[2][800];
-  for (int i = 0; i < 2; i++) {
+  char out[3][800];
+  static const char *const threads[3] = {"1", "3", "-2x"};
+  for (int i = 0; i < 3; i++) {
     snprintf(out[i], sizeof out[i], "%s/twice%d.gcx", f.dir, i);
-    TU_SH_OK("GRAPHC_CACHE=off GRAPHC_COMPILE_THREADS=%d '%s' compile '%s' --weights '%s' --codegen llvm "
-           "--arch sm_90 -o '%s'", i ? 3 : 1, GRAPHC_CLI, graph, weights, out[i]);
+    TU_SH_OK("GRAPHC_CACHE=off GRAPHC_COMPILE_THREADS=%s '%s' compile '%s' --weights '%s' --codegen llvm "
+           "--arch sm_90 -o '%s'", threads[i], GRAPHC_CLI, graph, weights, out[i]);
   }
-  size_t len = 0, len1 = 0;
+  size_t len = 0, len1 = 0, len2 = 0;
   char *bytes = tu_read_file(out[0], &len), *bytes1 = tu_read_file(out[1], &len1);
+  char *bytes2 = tu_read_file(out[2], &len2);
   ck_assert(bytes && bytes1 && len == len1 && memcmp(bytes, bytes1, len) == 0);
+  ck_assert(bytes2 && len2 == len && memcmp(bytes, bytes2, len) == 0);
+  free(bytes2);
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
   gc_bundle gb;

@@ -49,6 +49,11 @@ START_TEST(check_and_print) {
   EXPECT("check examples/mlp.graph --bind Q=3", 1, "no symbolic dim 'Q'");
   EXPECT("check examples/mlp.graph --frob", 1, "unknown option '--frob'");
   EXPECT("check", 1, "no input file");
+  /* --tf32 is a flag: f32 matmuls take tf32 tensor-core kernels; no value, no effect on cpu */
+  EXPECT("check examples/mlp.graph --tf32=1", 1, "unknown option '--tf32=1'");
+  EXPECT("compile examples/transformer_block.graph --bind B=2 --bind S=64 --emit kir --arch sm_90 --tf32", 0,
+         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+  EXPECT("run examples/mlp.graph --bind B=2 --backend cpu --random --tf32", 0, "%y: f32[2, 10]");
   /* Fusion groups of a bound graph are drawn as clusters named after their kernels. */
   EXPECT("dot examples/transformer_block.graph --bind B=2 --bind S=8", 0,
          "label=\"fusion_22 (matmul)\"");
