@@ -29,6 +29,7 @@
 #include "codegen/lower.h"
 #include "tests/cuda_testutil.h"
 #include "tests/lower_eval.h"
+#include "tests/plan_compile.h"
 #include "tests/testutil.h"
 
 static uint64_t g_seed;
@@ -139,57 +140,6 @@ static char *decisions(const fcase *fc) {
   return gc_sbuf_take(&b);
 }
 
-/* ---- compiling ------------------------------------------------------------------------------------ */
-
-/* ptxas on PTX text for sm_90. */
-static void ptxas_ok(const char *ptx, const char *tag) {
-  static int n;
-  char path[512], cmd[1200];
-  snprintf(path, sizeof path, "%s/fusion_%s_%d.ptx", tu_tmpdir(), tag, n++);
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(ptx, f);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null", GRAPHC_PTXAS, path);
-  char *out = NULL;
-  int st = tu_run_cmd(cmd, &out);
-  ck_assert_msg(st == 0, "ptxas rejected %s: %s", path, out ? out : "");
-  free(out);
-  remove(path);
-}
-
-/* CUDA C through NVRTC and LLVM IR through NVPTX, both PTXs through ptxas. */
-static void compile_plan(const gc_plan *p, const char *label) {
-  gc_sbuf b = {0};
-  gc_cuda_c_print(&b, p->kir);
-  char *src = gc_sbuf_take(&b);
-  ck_assert_ptr_nonnull(src);
-  gc_diags d;
-  gc_diags_init(&d, "", NULL, 0);
-  char *ptx = NULL;
-  int rc = gc_nvrtc_compile(src, 90, &ptx, NULL, NULL, &d);
-  if (rc != 0) {
-    char *r = gc_diags_render(&d);
-    fprintf(stderr, "%s: %s\n--- source ---\n%s\n", label, r ? r : "?", src);
-    free(r);
-  }
-  ck_assert_msg(rc == 0, "%s: NVRTC failed", label);
-  ptxas_ok(ptx, "nvrtc");
-  free(ptx);
-  ptx = NULL;
-  rc = gc_llvm_ptx(p->kir, 90, &ptx, NULL, &d);
-  if (rc != 0) {
-    char *r = gc_diags_render(&d);
-    fprintf(stderr, "%s: LLVM: %s\n", label, r ? r : "?");
-    free(r);
-  }
-  ck_assert_msg(rc == 0, "%s: LLVM NVPTX failed", label);
-  ptxas_ok(ptx, "llvm");
-  free(ptx);
-  free(src);
-  gc_diags_free(&d);
-}
-
 /* ---- running ---------------------------------------------------------------------------------------- */
 
 /* Structure every plan keeps: kernels verify, host kernels are plain loops,
@@ -288,7 +238,7 @@ static void run_values_mode(const fcase *fc, const char *label, uint64_t seed, i
                       label, tn, f ? "fused" : "unfused", i, g->outputs[i]->name, (long long)c.n_bad,
                       (long long)n, (long long)c.first_bad, c.got_bad, c.ref_bad, (unsigned long long)g_seed);
       }
-      if (f && compile && tk == KIR_TARGET_CUDA) compile_plan(p, label);
+      if (f && compile && tk == KIR_TARGET_CUDA) pc_compile_plan(p, label);
       gc_plan_free(p);
     }
     for (int i = 0; i < g->n_outputs; i++) {

@@ -28,6 +28,7 @@
 #include "codegen/lower.h"
 #include "tests/cuda_testutil.h"
 #include "tests/lower_eval.h"
+#include "tests/plan_compile.h"
 #include "tests/testutil.h"
 
 static uint64_t g_seed;
@@ -246,62 +247,6 @@ static void check_plan(const gc_plan *p, const gc_graph *g, kir_target_kind tk) 
     if (p->buffers[b].kind == GC_BUF_TEMP) ck_assert_uint_ge(p->arena_lower_bound, slot(&p->buffers[b]));
 }
 
-/* ---- compilation ------------------------------------------------------------------------------ */
-
-/* ptxas on PTX text for sm_90. */
-static void ptxas_ok(const char *ptx, const char *tag) {
-  static int n;
-  char path[512], cmd[1200];
-  snprintf(path, sizeof path, "%s/lower_%s_%d.ptx", tu_tmpdir(), tag, n++);
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(ptx, f);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null", GRAPHC_PTXAS, path);
-  char *out = NULL;
-  int st = tu_run_cmd(cmd, &out);
-  ck_assert_msg(st == 0, "ptxas rejected %s: %s", path, out ? out : "");
-  free(out);
-  remove(path);
-}
-
-/* Print the plan's module as CUDA C, NVRTC it and ptxas the PTX; then the LLVM path. */
-static void compile_plan(const gc_plan *p) {
-  gc_sbuf b = {0};
-  gc_cuda_c_print(&b, p->kir);
-  char *src = gc_sbuf_take(&b);
-  ck_assert_ptr_nonnull(src);
-  gc_diags d;
-  gc_diags_init(&d, "", NULL, 0);
-  char *ptx = NULL;
-  int rc = gc_nvrtc_compile(src, 90, &ptx, NULL, NULL, &d);
-  if (rc != 0) {
-    char *r = gc_diags_render(&d);
-    fprintf(stderr, "%s\n--- source ---\n%s\n", r ? r : "?", src);
-    free(r);
-  }
-  ck_assert_int_eq(rc, 0);
-  for (int i = 0; i < p->kir->n_kernels; i++) {
-    char entry[160];
-    snprintf(entry, sizeof entry, ".entry %s(", p->kir->kernels[i]->name);
-    ck_assert_msg(strstr(ptx, entry) != NULL, "PTX lacks %s", entry);
-  }
-  ptxas_ok(ptx, "nvrtc");
-  free(ptx);
-  ptx = NULL;
-  rc = gc_llvm_ptx(p->kir, 90, &ptx, NULL, &d);
-  if (rc != 0) {
-    char *r = gc_diags_render(&d);
-    fprintf(stderr, "LLVM: %s\n", r ? r : "?");
-    free(r);
-  }
-  ck_assert_int_eq(rc, 0);
-  ptxas_ok(ptx, "llvm");
-  free(ptx);
-  free(src);
-  gc_diags_free(&d);
-}
-
 /* ---- running a case --------------------------------------------------------------------------- */
 
 /* Parse and verify text; fails the test with rendered diagnostics otherwise. */
@@ -433,7 +378,7 @@ static void run_case_w(char *text, int chain, int64_t irange, const gc_safetenso
                     (long long)c.n_bad, (long long)n,
                     (long long)c.first_bad, c.got_bad, c.ref_bad, (unsigned long long)g_seed, text);
     }
-    if (tk == KIR_TARGET_CUDA) compile_plan(p);
+    if (tk == KIR_TARGET_CUDA) pc_compile_plan(p, "cuda plan");
     gc_plan_free(p);
   }
   for (int i = 0; i < g->n_args; i++) free(in[i].data);
@@ -925,7 +870,7 @@ START_TEST(test_matmul_tf32) {
     ck_assert_msg(p != NULL, "lowering failed");
     gc_diags_free(&d);
     ck_assert_msg(plan_uses_tc(p), "case %d: no tensor cores\n%s", ci, text);
-    compile_plan(p);
+    pc_compile_plan(p, "cuda plan");
     graphc_tensor_t in[4], ref[1];
     unsigned char *ins[4], *got[1];
     uint64_t seed = g_seed + (uint64_t)ci;
