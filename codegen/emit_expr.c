@@ -668,24 +668,7 @@ static int pt_has_dims(const gc_gen *G, int pt, const gc_type *t) {
 /* Compute all of grp's outputs at pt, then store them (loads before stores, so
  * a buffer donated to an output is read first). */
 void gc_gen_store_outs(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt) {
-  int n = grp->n_outs;
-  int *vals = malloc(((size_t)n + 1) * 2 * sizeof *vals);
-  if (!vals) {
-    G->c->oom = 1;
-    return;
-  }
-  int *pts = vals + n + 1;
-  for (int i = 0; i < n; i++) {
-    const gc_value *o = grp->outs[i];
-    pts[i] = pt_has_dims(G, pt, &o->type) ? pt : gc_gen_pt(G, &o->type, lin_var(G, b, pt), NULL);
-    vals[i] = gc_gen_val(G, b, o, pts[i]);
-  }
-  for (int i = 0; i < n; i++) {
-    const gc_value *o = grp->outs[i];
-    int p = gc_gen_wparam(G, G->c->val_buf[o->id], o->type.dtype);
-    gc_ec_store(G->c, G->k, b, p, gc_gen_lin(G, b, pts[i]), ec_v(G->c, G->k, vals[i]));
-  }
-  free(vals);
+  gc_gen_store_outs_vec(G, b, grp, &pt, 1);
 }
 
 /* gc_gen_store_outs at w points whose linear indices are consecutive, the first a
@@ -701,7 +684,8 @@ void gc_gen_store_outs_vec(gc_gen *G, kir_block *b, const gc_fusion_group *grp, 
     return;
   }
   int *opt = vals + (size_t)n * (size_t)w + 1;  /* point of output i, element e */
-  /* every value first, then the stores (loads before stores, as gc_gen_store_outs) */
+  /* every value first, then the stores: loads before stores, so an output may take over the
+   * slot of an operand it reads */
   for (int i = 0; i < n; i++) {
     const gc_value *o = grp->outs[i];
     for (int e = 0; e < w; e++) {
