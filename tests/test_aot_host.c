@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "graphc/graphc_rt.h"
 #include "testutil.h"
 #include "cuda_testutil.h"
 
@@ -200,12 +201,41 @@ START_TEST(cli_rejects_bad_options) {
 }
 END_TEST
 
+/* graphc_rt_bundle_load_host on wrong input: statuses and messages, nothing loaded. */
+START_TEST(load_host_rejects_bad_input) {
+  graphc_rt_bundle_t *rb = (graphc_rt_bundle_t *)1;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_rt_bundle_load_host(NULL, 10, NULL, 0, &rb, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_ptr_null(rb);
+  ck_assert_msg(strstr(err.message, "NULL argument"), "%s", err.message);
+  static const char junk[64] = "this is not a bundle";
+  ck_assert_int_ne(graphc_rt_bundle_load_host(junk, sizeof junk, NULL, 0, &rb, &err), GRAPHC_STATUS_OK);
+  ck_assert_ptr_null(rb);
+  ck_assert_msg(strstr(err.message, "not a graphc bundle"), "%s", err.message);
+  /* a GPU bundle is not host code */
+  const char *dir = tu_fresh_dir("aothostbad");
+  TU_SH_OK("'%s' weights '%s' --random --seed 3 -o '%s/w.safetensors'", GRAPHC_CLI, tu_src("examples/mlp.graph"), dir);
+  TU_SH_OK("GRAPHC_CACHE=off '%s' compile '%s' --bind B=2 --weights '%s/w.safetensors' --arch sm_90 -o '%s/gpu.gcx'",
+           GRAPHC_CLI, tu_src("examples/mlp.graph"), dir, dir);
+  char path[700];
+  snprintf(path, sizeof path, "%s/gpu.gcx", dir);
+  size_t len = 0;
+  char *bytes = tu_read_file(path, &len);
+  ck_assert_ptr_nonnull(bytes);
+  ck_assert_int_eq(graphc_rt_bundle_load_host(bytes, len, NULL, 0, &rb, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_ptr_null(rb);
+  ck_assert_msg(strstr(err.message, "not a host bundle"), "%s", err.message);
+  free(bytes);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("aot_host");
   TCase *tc = tcase_create("aot_host");
   tcase_add_test(tc, example_builds_runs_and_matches_interp);
   tcase_add_test(tc, two_models_one_program);
   tcase_add_test(tc, cli_rejects_bad_options);
+  tcase_add_test(tc, load_host_rejects_bad_input);
   tcase_set_timeout(tc, 600);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
