@@ -53,7 +53,15 @@ START_TEST(check_and_print) {
   EXPECT("check examples/mlp.graph --tf32=1", 1, "unknown option '--tf32=1'");
   EXPECT("compile examples/transformer_block.graph --bind B=2 --bind S=64 --emit kir --arch sm_90 --tf32", 0,
          "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
-  EXPECT("run examples/mlp.graph --bind B=2 --backend cpu --random --tf32", 0, "%y: f32[2, 10]");
+  {
+    /* weights of our own: a fresh clone has no examples/mlp.safetensors */
+    char tw[512], targs[1024];
+    snprintf(tw, sizeof tw, "%s/tf32_mlp.safetensors", tu_tmpdir());
+    snprintf(targs, sizeof targs, "weights examples/mlp.graph --random -o %s", tw);
+    EXPECT(targs, 0, "");
+    snprintf(targs, sizeof targs, "run examples/mlp.graph --bind B=2 --backend cpu --random --tf32 --weights %s", tw);
+    EXPECT(targs, 0, "%y: f32[2, 10]");
+  }
   /* Fusion groups of a bound graph are drawn as clusters named after their kernels. */
   EXPECT("dot examples/transformer_block.graph --bind B=2 --bind S=8", 0,
          "label=\"fusion_22 (matmul)\"");
