@@ -2,7 +2,8 @@
  *
  *   PTX text --nvJitLinkAddData(PTX)--> nvJitLinkComplete(-arch=sm_NN -O3) --> cubin
  *
- * Needs no GPU. Errors carry nvJitLink's error log (ptxas messages).
+ * Needs no GPU. Errors carry nvJitLink's error log (ptxas messages). ptxas
+ * runs its per-kernel work on GC_PTXAS_THREADS threads (-split-compile).
  */
 #include <nvJitLink.h>
 #include <stdio.h>
@@ -10,6 +11,10 @@
 #include <string.h>
 
 #include "codegen.h"
+
+#define GC_STR_(x) #x
+#define GC_STR(x) GC_STR_(x)
+#define GC_PTXAS_THREADS 8
 
 /* Readable name of an nvJitLink result code. */
 static const char *jl_result_name(nvJitLinkResult r) {
@@ -58,9 +63,13 @@ int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc
   *cubin_len = 0;
   char arch[32];
   snprintf(arch, sizeof arch, "-arch=sm_%d", sm);
-  const char *opts[] = {arch, "-O3"};
+  /* ptxas compiles the kernels on up to GC_PTXAS_THREADS threads. The count is
+   * fixed, not the host's cores: ptxas records its command line in the cubin
+   * (.note.nv.tkinfo), so a count that followed the machine would change the
+   * bytes. The code itself is the one-thread code (every .text section equal). */
+  const char *opts[] = {arch, "-O3", "-Xptxas=-split-compile=" GC_STR(GC_PTXAS_THREADS)};
   nvJitLinkHandle h = NULL;
-  nvJitLinkResult r = nvJitLinkCreate(&h, 2, opts);
+  nvJitLinkResult r = nvJitLinkCreate(&h, 3, opts);
   if (r != NVJITLINK_SUCCESS) {
     jl_report(d, NULL, "create", r, sm);
     return -1;

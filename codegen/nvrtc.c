@@ -102,7 +102,10 @@ int gc_nvrtc_compile(const char *src, int sm, char **ptx, void **cubin, size_t *
   char incdir[4096];
   include_dir(incdir, sizeof incdir);
   snprintf(inc, sizeof inc, "--include-path=%s", incdir);
-  const char *opts[] = {arch, "-std=c++17", "-default-device", "--fmad=true", inc};
+  /* ptxas on a fixed number of threads (see jitlink.c: the count is recorded in
+   * the cubin, so it must not follow the host). */
+  const char *opts[] = {arch, "-std=c++17", "-default-device", "--fmad=true", inc,
+                        "--ptxas-options=-split-compile=8"};
 
   nvrtcProgram prog = NULL;
   nvrtcResult r = nvrtcCreateProgram(&prog, src, PROGRAM_NAME, 0, NULL, NULL);

@@ -28,14 +28,16 @@ void gc_arena_free(gc_arena *a) {
   memset(a, 0, sizeof *a);
 }
 
-/* Bump-allocate from the head chunk; a new chunk (at least 64 KiB, doubling
- * with the arena's size) when it does not fit. */
+/* Bump-allocate from the head chunk; a new chunk (at least 4 KiB, and half the
+ * arena's size so far, so the number of chunks grows with the log of the size)
+ * when it does not fit. Small first chunks keep a module of many small graphs
+ * (one arena each) from costing 64 KiB per graph. */
 void *gc_arena_alloc(gc_arena *a, size_t size) {
   size = (size + 15) & ~(size_t)15;
   if (size == 0) size = 16;
   gc_arena_chunk *c = a->head;
   if (!c || c->cap - c->used < size) {
-    size_t cap = 64 * 1024;
+    size_t cap = 4096 - sizeof *c;
     if (a->total / 2 > cap) cap = a->total / 2;
     if (cap < size) cap = size;
     c = malloc(sizeof *c + cap);
@@ -156,7 +158,15 @@ void gc_diags_free(gc_diags *d) {
   memset(d, 0, sizeof *d);
 }
 
+/* At most this many diagnostics are kept per list (the first error always is):
+ * later ones are still counted in n_errors, but neither formatted nor stored,
+ * and gc_diags_render ends with "N more errors not shown". A binary file or a
+ * long run of bad bytes (one error each) would otherwise cost time and memory
+ * quadratic in its size to report, for a report nobody reads. */
+enum { DIAGS_MAX = 100 };
+
 static void diag_add(gc_diags *d, gc_diag_level lvl, gc_loc loc, const char *fmt, va_list ap) {
+  if (d->n >= DIAGS_MAX && !(lvl == GC_DIAG_ERROR && d->n_errors == 1)) return;
   if (d->n == d->cap) {
     int cap = d->cap ? d->cap * 2 : 8;
     gc_diag *p = realloc(d->items, (size_t)cap * sizeof *p);
@@ -215,14 +225,34 @@ static size_t *line_starts(const gc_diags *d, int *n) {
   return starts;
 }
 
+/* Append n bytes (may hold NULs) / n copies of c. */
+static void sbuf_putn(gc_sbuf *b, const char *s, size_t n) {
+  if (!sbuf_reserve(b, n)) return;
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+
+static void sbuf_fill(gc_sbuf *b, char c, size_t n) {
+  if (!sbuf_reserve(b, n)) return;
+  memset(b->data + b->len, c, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+
+/* Source lines longer than this are shown as a window of this many bytes around
+ * the caret, with "..." where the line was cut. */
+enum { RENDER_LINE_MAX = 160 };
+
 char *gc_diags_render(const gc_diags *d) {
   static const char *const names[] = {"error", "warning", "note"};
   const char *file = d->file ? d->file : ""; /* NULL when gc_diags_init ran out of memory */
   gc_sbuf b = {0};
-  int n_lines;
+  int n_lines, shown_errors = 0;
   size_t *starts = line_starts(d, &n_lines);
   for (int i = 0; i < d->n; i++) {
     const gc_diag *g = &d->items[i];
+    shown_errors += g->level == GC_DIAG_ERROR;
     if (g->loc.line > 0)
       gc_sbuf_printf(&b, "%s:%d:%d: %s: %s\n", file, g->loc.line, g->loc.col,
                      names[g->level], g->msg);
@@ -233,12 +263,27 @@ char *gc_diags_render(const gc_diags *d) {
     const char *ls = d->source + starts[g->loc.line];
     const char *end = d->source + d->source_len, *e = ls;
     while (e < end && *e != '\n' && *e != '\r') e++;
-    gc_sbuf_printf(&b, "%5d | ", g->loc.line);
-    for (const char *p = ls; p < e; p++) gc_sbuf_putc(&b, *p == '\t' ? ' ' : *p);
-    gc_sbuf_puts(&b, "\n      | ");
-    for (int k = 1; k < g->loc.col; k++) gc_sbuf_putc(&b, ' ');
+    /* The window [lo, hi) of the line, and the caret's offset in it. */
+    size_t len = (size_t)(e - ls), col = g->loc.col > 1 ? (size_t)g->loc.col - 1 : 0;
+    size_t lo = 0, hi = len;
+    if (len > RENDER_LINE_MAX) {
+      lo = col > RENDER_LINE_MAX / 2 ? col - RENDER_LINE_MAX / 2 : 0;
+      if (lo > len - RENDER_LINE_MAX) lo = len - RENDER_LINE_MAX;
+      hi = lo + RENDER_LINE_MAX;
+    }
+    gc_sbuf_printf(&b, "%5d | %s", g->loc.line, lo ? "..." : "");
+    size_t at = b.len;
+    sbuf_putn(&b, ls + lo, hi - lo);
+    if (!b.failed)
+      for (size_t k = at; k < b.len; k++)
+        if (b.data[k] == '\t') b.data[k] = ' ';
+    gc_sbuf_puts(&b, hi < len ? "...\n      | " : "\n      | ");
+    sbuf_fill(&b, ' ', col >= lo ? col - lo + (lo ? 3 : 0) : 0);
     gc_sbuf_puts(&b, "^\n");
   }
+  if (d->n_errors > shown_errors)
+    gc_sbuf_printf(&b, "%s%s%d more error%s not shown\n", file, file[0] ? ": " : "",
+                   d->n_errors - shown_errors, d->n_errors - shown_errors == 1 ? "" : "s");
   free(starts);
   char *s = gc_sbuf_take(&b);
   return s;
