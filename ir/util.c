@@ -96,13 +96,26 @@ static int sbuf_reserve(gc_sbuf *b, size_t extra) {
   return 1;
 }
 
+/* Formats straight into the free space; only when that is too small, grows the
+ * buffer and formats again. */
 void gc_sbuf_vprintf(gc_sbuf *b, const char *fmt, va_list ap) {
+  if (b->failed) return;
+  size_t room = b->data ? b->cap - b->len : 0;
   va_list ap2;
   va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
+  int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap2);
   va_end(ap2);
-  if (n < 0 || !sbuf_reserve(b, (size_t)n)) return;
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  if (n < 0) {
+    if (room) b->data[b->len] = 0;
+    return;
+  }
+  if ((size_t)n >= room) {
+    if (!sbuf_reserve(b, (size_t)n)) {
+      if (room) b->data[b->len] = 0;
+      return;
+    }
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  }
   b->len += (size_t)n;
 }
 
@@ -174,9 +187,21 @@ static void diag_add(gc_diags *d, gc_diag_level lvl, gc_loc loc, const char *fmt
     d->items = p;
     d->cap = cap;
   }
-  gc_sbuf b = {0};
-  gc_sbuf_vprintf(&b, fmt, ap);
-  char *msg = gc_sbuf_take(&b);
+  /* Most messages fit a small buffer: format once, copy. */
+  char buf[256];
+  va_list ap2;
+  va_copy(ap2, ap);
+  int len = vsnprintf(buf, sizeof buf, fmt, ap2);
+  va_end(ap2);
+  char *msg;
+  if (len >= 0 && (size_t)len < sizeof buf) {
+    msg = malloc((size_t)len + 1);
+    if (msg) memcpy(msg, buf, (size_t)len + 1);
+  } else {
+    gc_sbuf b = {0};
+    gc_sbuf_vprintf(&b, fmt, ap);
+    msg = gc_sbuf_take(&b);
+  }
   if (!msg) return;
   d->items[d->n].level = lvl;
   d->items[d->n].loc = loc;
@@ -212,15 +237,16 @@ void gc_note_at(gc_diags *d, gc_loc loc, const char *fmt, ...) {
 static size_t *line_starts(const gc_diags *d, int *n) {
   *n = 0;
   if (!d->source) return NULL;
+  const char *src = d->source, *end = src + d->source_len, *q;
   size_t count = 1;
-  for (size_t i = 0; i < d->source_len; i++) count += d->source[i] == '\n';
+  for (const char *p = src; p < end && (q = memchr(p, '\n', (size_t)(end - p))); p = q + 1) count++;
   size_t *starts = malloc((count + 1) * sizeof *starts);
   if (!starts) return NULL;
   starts[0] = 0; /* unused: lines are 1-based */
   starts[1] = 0;
   size_t k = 1;
-  for (size_t i = 0; i < d->source_len; i++)
-    if (d->source[i] == '\n') starts[++k] = i + 1;
+  for (const char *p = src; p < end && (q = memchr(p, '\n', (size_t)(end - p))); p = q + 1)
+    starts[++k] = (size_t)(q + 1 - src);
   *n = (int)k;
   return starts;
 }
@@ -261,8 +287,10 @@ char *gc_diags_render(const gc_diags *d) {
                      g->msg);
     if (!starts || g->loc.line <= 0 || g->loc.line > n_lines) continue;
     const char *ls = d->source + starts[g->loc.line];
-    const char *end = d->source + d->source_len, *e = ls;
-    while (e < end && *e != '\n' && *e != '\r') e++;
+    const char *next = g->loc.line < n_lines ? d->source + starts[g->loc.line + 1] - 1
+                                             : d->source + d->source_len;
+    const char *e = memchr(ls, '\r', (size_t)(next - ls));
+    if (!e) e = next;
     /* The window [lo, hi) of the line, and the caret's offset in it. */
     size_t len = (size_t)(e - ls), col = g->loc.col > 1 ? (size_t)g->loc.col - 1 : 0;
     size_t lo = 0, hi = len;
@@ -274,9 +302,8 @@ char *gc_diags_render(const gc_diags *d) {
     gc_sbuf_printf(&b, "%5d | %s", g->loc.line, lo ? "..." : "");
     size_t at = b.len;
     sbuf_putn(&b, ls + lo, hi - lo);
-    if (!b.failed)
-      for (size_t k = at; k < b.len; k++)
-        if (b.data[k] == '\t') b.data[k] = ' ';
+    for (char *t; !b.failed && (t = memchr(b.data + at, '\t', b.len - at)); at = (size_t)(t - b.data))
+      *t = ' ';
     gc_sbuf_puts(&b, hi < len ? "...\n      | " : "\n      | ");
     sbuf_fill(&b, ' ', col >= lo ? col - lo + (lo ? 3 : 0) : 0);
     gc_sbuf_puts(&b, "^\n");
