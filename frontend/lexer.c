@@ -26,6 +26,7 @@ void gc_lex_init(gc_lexer *lx, const char *text, size_t len, gc_diags *d) {
   lx->line_start = text;
   lx->line = 1;
   lx->d = d;
+  lx->max_errors = 0;
 }
 
 /* Location of a pointer on the current line. */
@@ -33,15 +34,33 @@ static gc_loc loc_of(const gc_lexer *lx, const char *p) {
   return (gc_loc){lx->line, (int)(p - lx->line_start) + 1};
 }
 
-/* Character classes of identifiers and numbers (ASCII only). */
-static int is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static int is_digit(int c) { return c >= '0' && c <= '9'; }
-static int is_alnum(int c) { return is_alpha(c) || is_digit(c); }
+/* Character classes (ASCII only), by table: the lexer classifies every byte. */
+enum { C_ALPHA = 1, C_DIGIT = 2, C_SPACE = 4, C_TOKEN = 8 };
+static const unsigned char char_class[256] = {
+    ['a' ... 'z'] = C_ALPHA, ['A' ... 'Z'] = C_ALPHA, ['_'] = C_ALPHA, ['0' ... '9'] = C_DIGIT,
+    [' '] = C_SPACE, ['\t'] = C_SPACE, ['\r'] = C_SPACE, ['\f'] = C_SPACE, ['\v'] = C_SPACE,
+    ['\n'] = C_TOKEN, ['#'] = C_TOKEN, ['"'] = C_TOKEN, ['%'] = C_TOKEN, ['@'] = C_TOKEN,
+    ['('] = C_TOKEN, [')'] = C_TOKEN, ['['] = C_TOKEN, [']'] = C_TOKEN, ['{'] = C_TOKEN,
+    ['}'] = C_TOKEN, ['<'] = C_TOKEN, ['>'] = C_TOKEN, [','] = C_TOKEN, [';'] = C_TOKEN,
+    [':'] = C_TOKEN, ['='] = C_TOKEN, ['-'] = C_TOKEN};
+static int is_alpha(int c) { return char_class[c & 0xff] & C_ALPHA; }
+static int is_digit(int c) { return char_class[c & 0xff] & C_DIGIT; }
+static int is_alnum(int c) { return char_class[c & 0xff] & (C_ALPHA | C_DIGIT); }
 
 /* Current character, or 0 past the end (the text may hold NUL bytes; callers check p < end). */
 static int peek(const gc_lexer *lx, size_t k) {
   return lx->p + k < lx->end ? (unsigned char)lx->p[k] : 0;
 }
+
+/* Move past the bytes of the given classes. */
+static void skip_class(gc_lexer *lx, int cls) {
+  const char *q = lx->p, *e = lx->end;
+  while (q < e && (char_class[(unsigned char)*q] & cls)) q++;
+  lx->p = q;
+}
+
+/* A byte that starts no token and is not space, a newline or a comment. */
+static int is_unexpected(int c) { return !char_class[c & 0xff]; }
 
 /* Describe a byte for an error message: 'x' when printable, else \xNN. */
 static void char_desc(char *buf, size_t n, int c) {
@@ -53,20 +72,23 @@ static void char_desc(char *buf, size_t n, int c) {
 
 /* Skip spaces, tabs, carriage returns, newlines and # comments. */
 static void skip_space(gc_lexer *lx) {
-  while (lx->p < lx->end) {
-    char c = *lx->p;
+  const char *q = lx->p, *e = lx->end;
+  while (q < e) {
+    unsigned char c = (unsigned char)*q;
     if (c == '\n') {
-      lx->p++;
+      q++;
       lx->line++;
-      lx->line_start = lx->p;
-    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
-      lx->p++;
+      lx->line_start = q;
+    } else if (char_class[c] & C_SPACE) {
+      q++;
     } else if (c == '#') {
-      while (lx->p < lx->end && *lx->p != '\n') lx->p++;
+      const char *nl = memchr(q, '\n', (size_t)(e - q));
+      q = nl ? nl : e;
     } else {
       break;
     }
   }
+  lx->p = q;
 }
 
 /* Digits of an INT into a value; reports values >= 2^62. */
@@ -87,7 +109,7 @@ static int64_t lex_int_value(gc_lexer *lx, const char *s, const char *e, int *ba
 /* Number: INT or FLOAT. A letter right after the digits is an error (skipped). */
 static void lex_number(gc_lexer *lx, gc_token *t) {
   const char *s = lx->p;
-  while (is_digit(peek(lx, 0))) lx->p++;
+  skip_class(lx, C_DIGIT);
   int is_float = 0;
   if (peek(lx, 0) == '.') {
     lx->p++;
@@ -97,14 +119,14 @@ static void lex_number(gc_lexer *lx, gc_token *t) {
                   "expected a digit after '.' in number '%.*s'", (int)(lx->p - s), s);
       t->bad = 1;
     }
-    while (is_digit(peek(lx, 0))) lx->p++;
+    skip_class(lx, C_DIGIT);
   }
   if (peek(lx, 0) == 'e' || peek(lx, 0) == 'E') {
     size_t k = 1;
     if (peek(lx, 1) == '+' || peek(lx, 1) == '-') k = 2;
     if (is_digit(peek(lx, k))) {
       lx->p += k;
-      while (is_digit(peek(lx, 0))) lx->p++;
+      skip_class(lx, C_DIGIT);
       is_float = 1;
     }
   }
@@ -184,13 +206,14 @@ static void lex_string(gc_lexer *lx, gc_token *t) {
         snprintf(esc, sizeof esc, "\\%c", e);
       else
         snprintf(esc, sizeof esc, "\\x%02x", e);
-      gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, loc_of(lx, lx->p),
-                  "unknown escape sequence '%s' in string (use \\\" \\\\ \\n or \\t)", esc);
+      if (!t->bad) /* one error per string */
+        gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, loc_of(lx, lx->p),
+                    "unknown escape sequence '%s' in string (use \\\" \\\\ \\n or \\t)", esc);
       if (!t->bad) t->bad = 1;
       lx->p += 2;
       continue;
     }
-    if (c < 0x20 && c != '\t') {
+    if (c < 0x20 && c != '\t' && !t->bad) {
       char desc[16];
       char_desc(desc, sizeof desc, c);
       gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, loc_of(lx, lx->p),
@@ -226,11 +249,11 @@ static void lex_sigil(gc_lexer *lx, gc_token *t) {
   int value = *s == '%';
   t->kind = value ? GC_TOK_VALUE : GC_TOK_GNAME;
   if (is_alpha(peek(lx, 0))) {
-    while (is_alnum(peek(lx, 0))) lx->p++;
+    skip_class(lx, C_ALPHA | C_DIGIT);
   } else if (is_digit(peek(lx, 0)) && value) {
-    while (is_digit(peek(lx, 0))) lx->p++;
+    skip_class(lx, C_DIGIT);
     if (is_alpha(peek(lx, 0))) {
-      while (is_alnum(peek(lx, 0))) lx->p++;
+      skip_class(lx, C_ALPHA | C_DIGIT);
       gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, t->loc,
                   "invalid value name '%.*s' (a name is letters, digits and '_' not starting "
                   "with a digit, or only digits)",
@@ -259,8 +282,8 @@ gc_token gc_lex_next(gc_lexer *lx) {
     gc_token t = {0};
     t.loc = loc_of(lx, lx->p);
     t.text = lx->p;
-    if (lx->p >= lx->end) {
-      t.kind = GC_TOK_EOF;
+    if (lx->p >= lx->end || (lx->max_errors && lx->d->n_errors >= lx->max_errors)) {
+      t.kind = GC_TOK_EOF; /* the end, or too many errors (a run of junk lines) */
       return t;
     }
     int c = (unsigned char)*lx->p;
@@ -269,7 +292,7 @@ gc_token gc_lex_next(gc_lexer *lx) {
       return t;
     }
     if (is_alpha(c)) {
-      while (is_alnum(peek(lx, 0))) lx->p++;
+      skip_class(lx, C_ALPHA | C_DIGIT);
       t.kind = GC_TOK_IDENT;
       t.len = (size_t)(lx->p - t.text);
       return t;
@@ -305,11 +328,19 @@ gc_token gc_lex_next(gc_lexer *lx) {
         }
         break;
       default: {
+        /* One error for a run of unexpected characters (binary junk would
+         * otherwise give one error per byte); skip them and lex on. */
+        const char *q = lx->p + 1;
+        while (q < lx->end && is_unexpected((unsigned char)*q)) q++;
         char desc[16];
         char_desc(desc, sizeof desc, c);
-        gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, t.loc, "unexpected character %s", desc);
-        lx->p++;
-        continue; /* skip it and lex on */
+        if (q - lx->p > 1)
+          gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, t.loc,
+                      "unexpected character %s (and %d more after it)", desc, (int)(q - lx->p - 1));
+        else
+          gc_error_at(lx->d, GRAPHC_STATUS_SYNTAX_ERROR, t.loc, "unexpected character %s", desc);
+        lx->p = q;
+        continue;
       }
     }
     lx->p += t.len;

@@ -55,6 +55,7 @@ typedef struct gc_lexer {
   const char *line_start;
   int line;
   gc_diags *d;
+  int max_errors;        /* when d->n_errors reaches it, only EOF follows (0: no limit) */
 } gc_lexer;
 
 /* Start lexing text[0..len); errors go to d. */

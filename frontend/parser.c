@@ -9,7 +9,9 @@
  * up to '}') and goes on, so one run reports many errors. Cascades are avoided:
  * a statement with an error defines its results as "poisoned" values, and uses
  * of poisoned values are silent; an undefined value is reported once. Any error
- * makes gc_parse return NULL.
+ * makes gc_parse return NULL. After PARSE_MAX_ERRORS errors the parser stops
+ * with a note (as clang's default error limit): a garbage file would otherwise
+ * report an error every few bytes.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -94,7 +96,11 @@ typedef struct parser {
   vtab vals;             /* values of g */
   int syms_unsure;       /* g's <...> list failed to parse: unknown names are not reported */
   int oom;
+  int errors0;           /* d->n_errors when parsing started */
+  int stopped;           /* too many errors: at EOF, nothing more is reported */
 } parser;
+
+enum { PARSE_MAX_ERRORS = 20 };
 
 /* A statement being parsed; arrays live in the graph arena. */
 typedef struct stmt {
@@ -110,10 +116,19 @@ typedef struct stmt {
   int bad;               /* an error was reported (or a poisoned value used): don't build */
 } stmt;
 
-/* Move to the next token. */
+/* Move to the next token; after too many errors, to the end of the text. */
 static void advance(parser *p) {
   p->prev = p->tok;
   p->tok = gc_lex_next(&p->lx);
+  if (!p->stopped && p->d->n_errors - p->errors0 >= PARSE_MAX_ERRORS) {
+    p->stopped = 1;
+    gc_note_at(p->d, p->tok.loc, "too many errors (%d); parsing stopped here",
+               p->d->n_errors - p->errors0);
+    p->lx.p = p->lx.end;
+    p->tok.kind = GC_TOK_EOF;
+    p->tok.text = p->lx.end;
+    p->tok.len = 0;
+  }
 }
 
 /* The current token has kind k. */
@@ -144,8 +159,17 @@ static int accept(parser *p, gc_tok_kind k) {
 static void error_at(parser *p, gc_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void error_at(parser *p, gc_loc loc, const char *fmt, ...) {
-  gc_sbuf b = {0};
+  if (p->stopped) return;
+  char buf[256]; /* most messages fit: no allocation */
   va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n >= 0 && (size_t)n < sizeof buf) {
+    gc_error_at(p->d, GRAPHC_STATUS_SYNTAX_ERROR, loc, "%s", buf);
+    return;
+  }
+  gc_sbuf b = {0};
   va_start(ap, fmt);
   gc_sbuf_vprintf(&b, fmt, ap);
   va_end(ap);
@@ -282,7 +306,7 @@ static int check_new(parser *p, const gc_token *t, const gc_token *earlier, int 
       first = earlier[i].loc;
   if (!first.line) return 1;
   error_at(p, t->loc, "redefinition of %%%.*s", (int)n, s);
-  gc_note_at(p->d, first, "previous definition of %%%.*s is here", (int)n, s);
+  if (!p->stopped) gc_note_at(p->d, first, "previous definition of %%%.*s is here", (int)n, s);
   return 0;
 }
 
@@ -856,7 +880,7 @@ static void parse_graph(parser *p) {
   gc_graph *prev = name.bad ? NULL : gc_module_find_graph(p->m, nm);
   if (prev) {
     error_at(p, name.loc, "redefinition of graph @%s", nm);
-    gc_note_at(p->d, prev->loc, "previous definition of @%s is here", nm);
+    if (!p->stopped) gc_note_at(p->d, prev->loc, "previous definition of @%s is here", nm);
   }
   p->g = gc_graph_new(p->m, nm, name.bad ? kw : name.loc);
   if (!p->g) {
@@ -918,7 +942,7 @@ static void parse_weights(parser *p) {
   }
   if (p->m->weights) {
     error_at(p, kw, "duplicate weights statement");
-    gc_note_at(p->d, p->m->weights_loc, "previous weights statement is here");
+    if (!p->stopped) gc_note_at(p->d, p->m->weights_loc, "previous weights statement is here");
   } else {
     char *s = palloc(p, t.len + 1);
     if (s) gc_lex_string(&t, s);
@@ -967,13 +991,15 @@ gc_module *gc_parse(const char *file, const char *text, size_t len, gc_diags *d)
   int errors0 = d->n_errors;
   parser p = {0};
   p.d = d;
+  p.errors0 = errors0;
   p.m = gc_module_new(file);
   if (!p.m) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     return NULL;
   }
   gc_lex_init(&p.lx, text ? text : "", text ? len : 0, d);
-  p.tok = gc_lex_next(&p.lx);
+  p.lx.max_errors = errors0 + PARSE_MAX_ERRORS;
+  advance(&p);
   parse_file(&p);
   vtab_free(&p.vals);
   if (d->n_errors > errors0) {
