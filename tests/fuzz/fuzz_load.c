@@ -79,17 +79,15 @@ static int64_t op_work(const gc_op *op) {
 }
 
 /* Is the entry graph, specialized with the given bindings, small enough to
- * run? Parses its own copy (internal API) so the model stays untouched. */
-static int small_enough(const char *text, size_t len, int entry, const int64_t *binds,
+ * run? Works on the harness's own parse of the text (internal API), so the
+ * model stays untouched; specializes that copy (the last use of it). */
+static int small_enough(gc_module *m, gc_diags *d, int entry, const int64_t *binds,
                         int n_binds) {
-  gc_diags d;
-  gc_diags_init(&d, "fuzz.graph", text, len);
-  gc_module *m = gc_parse("fuzz.graph", text, len, &d);
-  int ok = m && gc_verify_module(m, &d) == 0 && entry < m->n_graphs;
+  int ok = m && gc_verify_module(m, d) == 0 && entry < m->n_graphs;
   if (ok) {
     gc_graph *g = m->graphs[entry];
     for (int i = 0; i < g->n_syms && i < n_binds; i++) g->sym_values[i] = binds[i];
-    ok = g->n_syms <= n_binds && gc_graph_specialize(g, &d) == 0 && gc_verify_graph(g, &d) == 0;
+    ok = g->n_syms <= n_binds && gc_graph_specialize(g, d) == 0 && gc_verify_graph(g, d) == 0;
     int64_t work = 0;
     for (int i = 0; ok && i < g->n_args; i++) ok = numel(&g->args[i]->type) <= MAX_NUMEL;
     for (const gc_op *op = g->first; ok && op; op = op->next) {
@@ -99,36 +97,24 @@ static int small_enough(const char *text, size_t len, int entry, const int64_t *
       ok = ok && work <= MAX_WORK;
     }
   }
-  gc_module_free(m);
-  gc_diags_free(&d);
   return ok;
 }
 
 /* Symbol names of graph `entry` (from our own parse); returns the count,
  * names malloc'd into out[] (at most max). */
-static int entry_symbols(const char *text, size_t len, int entry, char **out, int max) {
-  gc_diags d;
-  gc_diags_init(&d, "fuzz.graph", text, len);
-  gc_module *m = gc_parse("fuzz.graph", text, len, &d);
+static int entry_symbols(const gc_module *m, int entry, char **out, int max) {
   int n = 0;
   if (m && entry < m->n_graphs) {
     gc_graph *g = m->graphs[entry];
     for (int i = 0; i < g->n_syms && n < max; i++) out[n++] = strdup(g->sym_names[i]);
   }
-  gc_module_free(m);
-  gc_diags_free(&d);
   return n;
 }
 
 /* Graph count and name of graph `i` (malloc'd) from our own parse. */
-static int graph_names(const char *text, size_t len, int pick, char **name) {
-  gc_diags d;
-  gc_diags_init(&d, "fuzz.graph", text, len);
-  gc_module *m = gc_parse("fuzz.graph", text, len, &d);
+static int graph_names(const gc_module *m, int pick, char **name) {
   int n = m ? m->n_graphs : 0;
   *name = n ? strdup(m->graphs[pick % n]->name) : NULL;
-  gc_module_free(m);
-  gc_diags_free(&d);
   return n;
 }
 
@@ -241,8 +227,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_error("graphc_model_print", st, &err);
   graphc_free(printed);
 
+  /* The harness's own parse of the text (one, for the graph names, the entry's
+   * symbols and the size bound; the model's module is never looked into). */
+  gc_diags d;
+  gc_diags_init(&d, "fuzz.graph", text, size);
+  gc_module *m = gc_parse("fuzz.graph", text, size, &d);
+  if (!m) fail("a text the model loaded does not parse", GRAPHC_STATUS_OK, NULL);
+
   char *gname = NULL;
-  int n_graphs = graph_names(text, size, (int)(seed >> 8 & 0xff), &gname);
+  int n_graphs = graph_names(m, (int)(seed >> 8 & 0xff), &gname);
   int entry = 0;
   if (n_graphs > 0 && gname) {
     st = graphc_model_set_entry(model, gname, &err);
@@ -254,7 +247,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   char *syms[64];
   int64_t binds[64];
-  int n_syms = entry_symbols(text, size, entry, syms, 64);
+  int n_syms = entry_symbols(m, entry, syms, 64);
   uint64_t bs = seed;
   for (int i = 0; i < n_syms; i++) {
     binds[i] = 1 + (int64_t)(mix(&bs) % 4);
@@ -267,7 +260,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (st != GRAPHC_STATUS_INVALID_ARGUMENT) fail("bind accepted an unknown symbol", st, &err);
   check_error("graphc_model_bind", st, &err);
 
-  if (small_enough(text, size, entry, binds, n_syms)) {
+  int small = small_enough(m, &d, entry, binds, n_syms);
+  gc_module_free(m);
+  gc_diags_free(&d);
+  if (small) {
     const char *wpath = scratch_path();
     st = graphc_model_write_random_weights(model, wpath, seed, &err);
     check_error("graphc_model_write_random_weights", st, &err);
