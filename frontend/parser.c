@@ -60,7 +60,7 @@ static vent *vtab_find(vtab *t, const char *s, size_t n) {
 /* Entry for a name, inserted (zeroed) when new; NULL when out of memory. */
 static vent *vtab_get(vtab *t, const char *s, size_t n) {
   if ((t->n + 1) * 2 > t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 64;
+    size_t cap = t->cap ? t->cap * 2 : 16;
     vent *e = calloc(cap, sizeof *e);
     if (!e) return NULL;
     vtab old = *t;

@@ -187,21 +187,26 @@ static void diag_add(gc_diags *d, gc_diag_level lvl, gc_loc loc, const char *fmt
     d->items = p;
     d->cap = cap;
   }
-  /* Most messages fit a small buffer: format once, copy. */
-  char buf[256];
+  /* A message passed as "%s" is copied; most others fit a small buffer:
+   * format once, copy. */
+  char buf[256], *msg;
   va_list ap2;
   va_copy(ap2, ap);
-  int len = vsnprintf(buf, sizeof buf, fmt, ap2);
-  va_end(ap2);
-  char *msg;
-  if (len >= 0 && (size_t)len < sizeof buf) {
-    msg = malloc((size_t)len + 1);
-    if (msg) memcpy(msg, buf, (size_t)len + 1);
+  if (fmt[0] == '%' && fmt[1] == 's' && !fmt[2]) {
+    const char *s = va_arg(ap2, const char *);
+    msg = strdup(s ? s : "(null)");
   } else {
-    gc_sbuf b = {0};
-    gc_sbuf_vprintf(&b, fmt, ap);
-    msg = gc_sbuf_take(&b);
+    int len = vsnprintf(buf, sizeof buf, fmt, ap2);
+    if (len >= 0 && (size_t)len < sizeof buf) {
+      msg = malloc((size_t)len + 1);
+      if (msg) memcpy(msg, buf, (size_t)len + 1);
+    } else {
+      gc_sbuf b = {0};
+      gc_sbuf_vprintf(&b, fmt, ap);
+      msg = gc_sbuf_take(&b);
+    }
   }
+  va_end(ap2);
   if (!msg) return;
   d->items[d->n].level = lvl;
   d->items[d->n].loc = loc;
@@ -266,6 +271,17 @@ static void sbuf_fill(gc_sbuf *b, char c, size_t n) {
   b->data[b->len] = 0;
 }
 
+/* Append v in decimal, right-aligned in width columns. */
+static void sbuf_putint(gc_sbuf *b, int v, int width) {
+  char t[16];
+  int n = 0;
+  unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+  do t[sizeof t - 1 - n++] = (char)('0' + u % 10); while ((u /= 10) != 0);
+  if (v < 0) t[sizeof t - 1 - n++] = '-';
+  if (width > n) sbuf_fill(b, ' ', (size_t)(width - n));
+  sbuf_putn(b, t + sizeof t - n, (size_t)n);
+}
+
 /* Source lines longer than this are shown as a window of this many bytes around
  * the caret, with "..." where the line was cut. */
 enum { RENDER_LINE_MAX = 160 };
@@ -279,12 +295,21 @@ char *gc_diags_render(const gc_diags *d) {
   for (int i = 0; i < d->n; i++) {
     const gc_diag *g = &d->items[i];
     shown_errors += g->level == GC_DIAG_ERROR;
-    if (g->loc.line > 0)
-      gc_sbuf_printf(&b, "%s:%d:%d: %s: %s\n", file, g->loc.line, g->loc.col,
-                     names[g->level], g->msg);
-    else
-      gc_sbuf_printf(&b, "%s%s%s: %s\n", file, file[0] ? ": " : "", names[g->level],
-                     g->msg);
+    /* "file:line:col: level: msg" (or "file: level: msg"), without printf */
+    gc_sbuf_puts(&b, file);
+    if (g->loc.line > 0) {
+      gc_sbuf_putc(&b, ':');
+      sbuf_putint(&b, g->loc.line, 0);
+      gc_sbuf_putc(&b, ':');
+      sbuf_putint(&b, g->loc.col, 0);
+      gc_sbuf_puts(&b, ": ");
+    } else if (file[0]) {
+      gc_sbuf_puts(&b, ": ");
+    }
+    gc_sbuf_puts(&b, names[g->level]);
+    gc_sbuf_puts(&b, ": ");
+    gc_sbuf_puts(&b, g->msg);
+    gc_sbuf_putc(&b, '\n');
     if (!starts || g->loc.line <= 0 || g->loc.line > n_lines) continue;
     const char *ls = d->source + starts[g->loc.line];
     const char *next = g->loc.line < n_lines ? d->source + starts[g->loc.line + 1] - 1
@@ -299,7 +324,8 @@ char *gc_diags_render(const gc_diags *d) {
       if (lo > len - RENDER_LINE_MAX) lo = len - RENDER_LINE_MAX;
       hi = lo + RENDER_LINE_MAX;
     }
-    gc_sbuf_printf(&b, "%5d | %s", g->loc.line, lo ? "..." : "");
+    sbuf_putint(&b, g->loc.line, 5);
+    gc_sbuf_puts(&b, lo ? " | ..." : " | ");
     size_t at = b.len;
     sbuf_putn(&b, ls + lo, hi - lo);
     for (char *t; !b.failed && (t = memchr(b.data + at, '\t', b.len - at)); at = (size_t)(t - b.data))

@@ -484,13 +484,25 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
           {"2, 3, 9, 9", "4, 3, 3, 3", ", stride=[2, 2], padding=[1, 1]"},
           {"2, 3, 9, 9", "4, 3, 3, 3", ", dilation=[2, 2]"},
           {"2, 3, 9, 9", "4, 3, 3, 2", ", stride=[1, 2], padding=[1, 0, 2, 1]"},
-          {"1, 4, 7, 7", "6, 2, 3, 3", ", groups=2"}};
+          {"1, 4, 7, 7", "6, 2, 3, 3", ", groups=2"},
+          /* conv-gemm: 1x1 as a reshape, 1x1 strided through im2col, and one big
+           * enough for the packed host matmul (O 40, OH*OW 196, C*KH*KW 72) */
+          {"2, 16, 9, 9", "24, 16, 1, 1", ""},
+          {"1, 8, 9, 9", "16, 8, 1, 1", ", stride=[2, 2]"},
+          {"2, 8, 14, 14", "40, 8, 3, 3", ", padding=[1, 1]"}};
       for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
         snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, sh[i][0]));
         gb_ret(b, "conv2d(%s, %s%s)", x, gb_arg(b, 'k', 0, t, sh[i][1]), sh[i][2]);
       }
       return 0;
     }
+    case GC_OP_IM2COL:
+      *mask = MA;
+      gb_ret(b, "im2col(%s, kernel=[3, 3], padding=[1, 1])", gb_arg(b, 'x', 0, t, "2, 3, 7, 7"));
+      gb_ret(b, "im2col(%s, kernel=[3, 2], stride=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2])",
+             gb_arg(b, 'x', 0, t, "1, 2, 9, 8"));
+      gb_ret(b, "im2col(%s, kernel=[1, 1])", gb_arg(b, 'x', 0, t, "1, 1, 1, 1"));
+      return 0;
     case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D:
       *mask = MF;
       gb_ret(b, "%s(%s, kernel=[2, 2])", name, gb_arg(b, 'x', 0, t, "2, 3, 9, 9"));
