@@ -1,7 +1,7 @@
 /* cpu_bench.c - time a graph on the cpu backend (LLVM host JIT), against itself
  * on one thread and against the interpreter.
  *
- *   cpu_bench FILE [S=N ...] [--runs N] [--threads a,b,c] [--no-interp]
+ *   cpu_bench FILE [S=N ...] [--runs N] [--threads a,b,c] [--no-interp] [--disable-pass LIST]
  *
  * Binds each S=N, writes random weights (seed 1) next to a temp file when the
  * graph has params, compiles for the cpu backend once per thread count
@@ -88,12 +88,15 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static const char *g_disable;  /* --disable-pass: passes to skip (before/after comparisons) */
+
 /* Compile for backend `be` and time `runs` runs; median and min in ms. */
 static void bench(graphc_context_t *ctx, graphc_model_t *m, graphc_backend_t be, int runs,
                   double *compile_ms, double *median, double *best) {
   graphc_compile_options_t o;
   graphc_compile_options_init(&o);
   o.backend = be;
+  o.disable_passes = g_disable;
   graphc_executable_t *exe = NULL;
   graphc_error_t err;
   double t0 = now_ms();
@@ -122,7 +125,8 @@ static void bench(graphc_context_t *ctx, graphc_model_t *m, graphc_backend_t be,
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: cpu_bench FILE [S=N ...] [--runs N] [--threads a,b,c] [--no-interp]\n");
+    fprintf(stderr, "usage: cpu_bench FILE [S=N ...] [--runs N] [--threads a,b,c] [--no-interp] "
+                    "[--disable-pass LIST]\n");
     return 2;
   }
   int runs = 20, interp = 1;
@@ -141,6 +145,8 @@ int main(int argc, char **argv) {
       snprintf(threads, sizeof threads, "%s", argv[++i]);
     } else if (strcmp(argv[i], "--no-interp") == 0) {
       interp = 0;
+    } else if (strcmp(argv[i], "--disable-pass") == 0 && i + 1 < argc) {
+      g_disable = argv[++i];
     } else if (eq) {
       *eq = 0;
       st = graphc_model_bind(m, argv[i], atoll(eq + 1), &err);

@@ -536,6 +536,58 @@ static int gen_pad(gc_gen *G, kir_block *b, const gc_op *op, int pt) {
   return res;
 }
 
+/* Pair attribute `name` of op (2 ints), else (d, d). */
+static void attr_pair(const gc_op *op, const char *name, int64_t d, int64_t *p) {
+  const gc_attr *a = gc_op_attr(op, name);
+  if (!a || gc_attr_ints(a, p, 2) != 2) p[0] = p[1] = d;
+}
+
+/* im2col at (n, row, col): row = (c*KH + kh)*KW + kw, col = oh*OW + ow; r = 0, and
+ * r = x[n, c, ih, iw] when (ih, iw) = (oh, ow) * stride - pad + (kh, kw) * dilation
+ * is inside x. */
+static int gen_im2col(gc_gen *G, kir_block *b, const gc_op *op, int pt) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const gc_value *x = op->operands[0], *out = op->results[0];
+  const gc_type *it = &x->type;
+  int64_t kern[2], st[2], dil[2], pad[4] = {0, 0, 0, 0};
+  attr_pair(op, "kernel", 1, kern);
+  attr_pair(op, "stride", 1, st);
+  attr_pair(op, "dilation", 1, dil);
+  const gc_attr *pa = gc_op_attr(op, "padding");
+  if (pa && gc_attr_ints(pa, pad, 4) == 2) pad[2] = pad[0], pad[3] = pad[1];
+  int64_t H = it->dims[2], W = it->dims[3];
+  int64_t OW = (W + pad[1] + pad[3] - dil[1] * (kern[1] - 1) - 1) / st[1] + 1;
+  gc_attr zero = {.kind = GC_ATTR_INT};
+  int res = gc_ec_let(c, k, b, out->name, gc_ec_scalar_const(c, &zero, out->type.dtype));
+  kir_expr *row = gc_gen_coord(G, b, pt, 1), *col = gc_gen_coord(G, b, pt, 2);
+  int64_t kk = kern[0] * kern[1];
+  int ci = gc_ec_let(c, k, b, "ci", ec_bin(c, KIR_DIV, row, ec_i64(c, kk)));
+  int kr = gc_ec_let(c, k, b, "kr", ec_bin(c, KIR_REM, gc_gen_coord(G, b, pt, 1), ec_i64(c, kk)));
+  int oh = gc_ec_let(c, k, b, "oh", ec_bin(c, KIR_DIV, col, ec_i64(c, OW)));
+  int ow = gc_ec_let(c, k, b, "ow", ec_bin(c, KIR_REM, gc_gen_coord(G, b, pt, 2), ec_i64(c, OW)));
+  kir_expr *kh = ec_bin(c, KIR_DIV, ec_v(c, k, kr), ec_i64(c, kern[1]));
+  kir_expr *kw = ec_bin(c, KIR_REM, ec_v(c, k, kr), ec_i64(c, kern[1]));
+  kir_expr *eh = ec_add(c, ec_bin(c, KIR_SUB, ec_mul(c, ec_v(c, k, oh), ec_i64(c, st[0])), ec_i64(c, pad[0])),
+                        ec_mul(c, kh, ec_i64(c, dil[0])));
+  kir_expr *ew = ec_add(c, ec_bin(c, KIR_SUB, ec_mul(c, ec_v(c, k, ow), ec_i64(c, st[1])), ec_i64(c, pad[1])),
+                        ec_mul(c, kw, ec_i64(c, dil[1])));
+  int ih = gc_ec_let(c, k, b, "ih", eh), iw = gc_ec_let(c, k, b, "iw", ew);
+  kir_expr *cond = ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, ec_v(c, k, ih), ec_i64(c, 0)),
+                          ec_bin(c, KIR_LT, ec_v(c, k, ih), ec_i64(c, H)));
+  cond = ec_bin(c, KIR_AND, cond, ec_bin(c, KIR_GE, ec_v(c, k, iw), ec_i64(c, 0)));
+  cond = ec_bin(c, KIR_AND, cond, ec_bin(c, KIR_LT, ec_v(c, k, iw), ec_i64(c, W)));
+  kir_block *tb;
+  kir_emit_if(c->km, b, cond, &tb, NULL);
+  gc_gen_push(G);
+  int co[4] = {it->dims[0] == 1 ? GC_PT_ZERO : co_var(G, tb, pt, 0), it->dims[1] == 1 ? GC_PT_ZERO : ci,
+               H == 1 ? GC_PT_ZERO : ih, W == 1 ? GC_PT_ZERO : iw};
+  int xv = gc_gen_val(G, tb, x, gc_gen_pt(G, it, -1, co));
+  kir_emit_assign(c->km, tb, res, ec_v(c, k, xv));
+  gc_gen_pop(G);
+  return res;
+}
+
 /* concat: the piece holding the axis coordinate, an if-chain over the pieces. */
 static int gen_concat(gc_gen *G, kir_block *b, const gc_op *op, int pt) {
   gc_lowerer *c = G->c;
@@ -623,6 +675,7 @@ static int compute(gc_gen *G, kir_block *b, const gc_value *v, int pt) {
     case GC_OP_SLICE: return gc_gen_val(G, b, op->operands[0], map_slice(G, b, pt, op));
     case GC_OP_SPLIT: return gc_gen_val(G, b, op->operands[0], map_split(G, b, pt, op, v->def_index));
     case GC_OP_PAD: return gen_pad(G, b, op, pt);
+    case GC_OP_IM2COL: return gen_im2col(G, b, op, pt);
     case GC_OP_CONCAT: return gen_concat(G, b, op, pt);
     case GC_OP_GATHER: return gen_gather(G, b, op, pt);
     default: break;

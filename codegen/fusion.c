@@ -289,10 +289,25 @@ static int fz_reaches(fz *f, int from, int tg, int top) {
 
 /* Can elementwise op E join the epilogue of group gi (root value type rt)? */
 static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
-  if (gc_op_infos[E->opcode].kind != GC_KIND_ELEMENTWISE || E->n_results != 1) return 0;
-  if (f->memb_head[E->id] >= 0) return 0;
+  if (f->memb_head[E->id] >= 0 || E->n_results != 1) return 0;
   const gc_type *et = &E->results[0]->type;
-  if (!same_dims(et, rt)) return 0;
+  /* A reshape of a matmul's chain keeps each element's linear index (a conv2d
+   * written as a matmul: [N, O, OH*OW] -> [N, O, OH, OW]); ops after it are read
+   * at the same linear index, so they join too. */
+  if (E->opcode == GC_OP_RESHAPE) {
+    if (f->grps[gi].kind != GC_FUSION_MATMUL || !E->operands[0]->def || !fz_role(f, gi, E->operands[0]->def->id))
+      return 0;
+    /* only on the way to an elementwise op (a bias): a bare reshape is a view its
+     * readers take in place (attention's head split), better stored in the root's shape */
+    for (int x = f->use_head[E->results[0]->id]; x >= 0; x = f->uses[x].next) {
+      const gc_op *u = f->op[f->uses[x].op];
+      if (gc_op_infos[u->opcode].kind == GC_KIND_ELEMENTWISE && same_dims(&u->results[0]->type, et)) return 1;
+    }
+    return 0;
+  }
+  if (gc_op_infos[E->opcode].kind != GC_KIND_ELEMENTWISE) return 0;
+  if (gc_type_numel(et) != gc_type_numel(rt)) return 0;
+  if (!same_dims(et, rt) && f->grps[gi].kind != GC_FUSION_MATMUL) return 0;
   for (int i = 0; i < E->n_operands; i++) {
     const gc_value *x = E->operands[i];
     const gc_op *d = x->def;
@@ -392,7 +407,9 @@ static int operand_role(gc_fusion_kind k, int rw) {
  * (VIEW) take index maps and splat / iota sources (no arithmetic per load). */
 static int site_accepts(const gc_op *P, int role) {
   if (!role) return 0;
-  if ((role & GC_FROLE_VIEW) && !is_view_op(P) && P->opcode != GC_OP_CONST && P->opcode != GC_OP_IOTA)
+  /* im2col is an index map with a bounds test: a conv2d's windows read in place */
+  if ((role & GC_FROLE_VIEW) && !is_view_op(P) && P->opcode != GC_OP_CONST && P->opcode != GC_OP_IOTA &&
+      P->opcode != GC_OP_IM2COL)
     return 0;
   return is_loop_op(P);
 }

@@ -871,6 +871,31 @@ static int gc_infer_pool2d(const gc_graph *g, const gc_op *op, gc_type *out, gc_
   return 1;
 }
 
+/* im2col(x [N, C, H, W], kernel, stride, padding, dilation) -> [N, C*KH*KW, OH*OW]. */
+static int gc_infer_im2col(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
+  CTX;
+  const gc_type *x = in(c, 0);
+  int64_t k[MAX_LIST], stride[MAX_LIST], dil[MAX_LIST], pad[4], o[2];
+  if (!pair_attr(c, "kernel", 1, -1, -1, k) || !pair_attr(c, "stride", 1, 1, 1, stride) ||
+      !pair_attr(c, "dilation", 1, 1, 1, dil) || !padding_attr(c, pad))
+    return 0;
+  if (!check_nchw(c, 0, "x", "[N, C, H, W]")) return 0;
+  int64_t C = x->dims[1];
+  if (GC_DIM_IS_SYM(C)) return need_concrete(c, 1, C, "");
+  for (int s = 0; s < 2; s++) {
+    int64_t size = x->dims[2 + s];
+    if (GC_DIM_IS_SYM(size)) return need_concrete(c, 2 + s, size, "");
+    if (!window_out(c, 2 + s, size, pad[s], pad[2 + s], dil[s], k[s], stride[s], &o[s])) return 0;
+  }
+  gc_type t = {.dtype = x->dtype, .rank = 3};
+  t.dims[0] = x->dims[0];
+  if (!dim_fits(c, (__int128)C * k[0] * k[1], 1) || !dim_fits(c, (__int128)o[0] * o[1], 2)) return 0;
+  t.dims[1] = C * k[0] * k[1];
+  t.dims[2] = o[0] * o[1];
+  out[0] = t;
+  return 1;
+}
+
 /* ---- rules: data movement ------------------------------------------------------------ */
 
 /* reshape: same element count (constant x symbols); one -1 solved. */

@@ -1,5 +1,6 @@
 /* pipeline.h - the pass manager: named graph passes run in a fixed order.
  *
+ *   conv-gemm                 once (not for the interpreter backend), then
  *   simplify -> fold -> cse   repeated until none changes anything (at most
  *                             GC_PIPELINE_MAX_ROUNDS rounds), then
  *   dce                       once
@@ -23,6 +24,8 @@
 
 typedef int (*gc_pass_fn)(gc_graph *g, gc_diags *d);
 
+/* passes/conv_gemm.c: conv2d (groups 1) as reshape(matmul(reshape(w), im2col(x))). */
+int gc_pass_conv_gemm(gc_graph *g, gc_diags *d);
 /* passes/simplify.c: algebraic identities (x*1, neg(neg(x)), transpose and
  * reshape chains, exact cast chains, select on a constant condition, ...). */
 int gc_pass_simplify(gc_graph *g, gc_diags *d);

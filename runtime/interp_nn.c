@@ -322,6 +322,40 @@ graphc_status_t interp_conv2d(interp_ctx *cx, const gc_op *op, const itensor *in
   return GRAPHC_STATUS_OK;
 }
 
+/* im2col: out[n, (c*KH + kh)*KW + kw, oh*OW + ow] = x[n, c, ih, iw] inside the
+ * input, 0 in the padding (the output buffer starts zeroed). Bytes are copied. */
+graphc_status_t interp_im2col(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
+  (void)cx;
+  const gc_type *xt = in[0].type;
+  int64_t kern[2], stride[2], dil[2], pad[4];
+  attr_pair(op, "kernel", 1, kern);
+  attr_pair(op, "stride", 1, stride);
+  attr_pair(op, "dilation", 1, dil);
+  attr_padding(op, pad);
+  int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
+  int64_t OH = (H + pad[0] + pad[2] - dil[0] * (kern[0] - 1) - 1) / stride[0] + 1;
+  int64_t OW = (W + pad[1] + pad[3] - dil[1] * (kern[1] - 1) - 1) / stride[1] + 1;
+  size_t es = graphc_dtype_size(xt->dtype);
+  const unsigned char *x = in[0].data;
+  unsigned char *o = out[0].data;
+  int64_t row = 0;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t kh = 0; kh < kern[0]; kh++)
+        for (int64_t kw = 0; kw < kern[1]; kw++, row++)
+          for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t ow = 0; ow < OW; ow++) {
+              int64_t iw = ow * stride[1] - pad[1] + kw * dil[1];
+              if (iw < 0 || iw >= W) continue;
+              memcpy(o + (size_t)((row * OH + oh) * OW + ow) * es,
+                     x + (size_t)(((n * C + c) * H + ih) * W + iw) * es, es);
+            }
+          }
+  return GRAPHC_STATUS_OK;
+}
+
 /* max_pool2d (padding is -inf, NaN propagates) and avg_pool2d (divides by the
  * number of non-padding elements in the window). */
 graphc_status_t interp_pool2d(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {

@@ -391,7 +391,12 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
           {"2, 3, 17, 17", "4, 3, 3, 3", ", padding=[1, 1]"},
           {"1, 3, 17, 13", "5, 3, 3, 2", ", stride=[2, 2], padding=[1, 2, 0, 1], dilation=[2, 2]"},
           {"1, 4, 9, 9", "6, 2, 3, 3", ", groups=2"},
-          {"2, 8, 7, 7", "8, 1, 3, 3", ", padding=[1, 1], groups=8"}};
+          {"2, 8, 7, 7", "8, 1, 3, 3", ", padding=[1, 1], groups=8"},
+          /* conv-gemm: 1x1 as a reshape, 1x1 strided through im2col, and a matmul big
+           * enough for the tensor cores in f16/bf16 (O 64, OH*OW 100, C*KH*KW 72) */
+          {"2, 16, 9, 9", "24, 16, 1, 1", ""},
+          {"1, 8, 9, 9", "16, 8, 1, 1", ", stride=[2, 2]"},
+          {"2, 8, 10, 10", "64, 8, 3, 3", ", padding=[1, 1]"}};
       for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
         snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, sh[i][0]));
         snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, t, sh[i][1]));
@@ -399,6 +404,14 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       }
       return 1;
     }
+    case GC_OP_IM2COL:
+      if (variant > 0) return 0;
+      *mask = MA;
+      gb_ret(b, "im2col(%s, kernel=[3, 3], padding=[1, 1])", gb_arg(b, 'x', 0, t, "2, 3, 7, 7"));
+      gb_ret(b, "im2col(%s, kernel=[3, 2], stride=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2])",
+             gb_arg(b, 'x', 0, t, "1, 2, 9, 8"));
+      gb_ret(b, "im2col(%s, kernel=[1, 1])", gb_arg(b, 'x', 0, t, "1, 1, 1, 1"));
+      return 1;
     case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D:
       if (variant > 0) return 0;
       *mask = MF;

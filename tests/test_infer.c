@@ -455,6 +455,16 @@ static const tcase conv_cases[] = {
      "!groups must be >= 1, got 0", "groups"},
     {"%x: i32[1, 3, 8, 8], %w: i32[16, 3, 3, 3]", "%r = conv2d(%x, %w)",
      "!expected a float dtype", NULL},
+    /* im2col: conv2d's windows as columns [N, C*KH*KW, OH*OW] */
+    {"%x: f32[2, 3, 8, 8]", "%r = im2col(%x, kernel=[3, 3], padding=[1, 1])", "f32[2, 27, 64]", NULL},
+    {"%x: f16[B, 4, 9, 7]", "%r = im2col(%x, kernel=[3, 2], stride=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2])",
+     "f16[B, 24, 24]", NULL},
+    {"%x: i32[1, 2, 5, 5]", "%r = im2col(%x, kernel=[1, 1])", "i32[1, 2, 25]", NULL},
+    {"%x: f32[1, 3, 8, 8]", "%r = im2col(%x)", "!missing required attribute 'kernel'", NULL},
+    {"%x: f32[1, 3, 2, 2]", "%r = im2col(%x, kernel=[3, 3])", "!output size along axis 2 would be < 1", NULL},
+    {"%x: f32[3, 8, 8]", "%r = im2col(%x, kernel=[3, 3])", "!x must have rank 4 [N, C, H, W]", NULL},
+    {"%x: f32[1, T, 8, 8]", "%r = im2col(%x, kernel=[3, 3])",
+     "!needs a concrete size for axis 1; bind symbolic dim T", NULL},
 };
 
 /* conv2d: stride, padding, dilation, groups. */
