@@ -663,11 +663,11 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       op_result(g, op, &t, !gc_dtype_is_float(at->dtype), g->vals[a].mag * 2 * (double)k);
       return 0;
     }
-    case GC_OP_CONV2D: case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D: {
-      want w = {MF, 4, 4, 0, 1000};
+    case GC_OP_CONV2D: case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D: case GC_OP_IM2COL: {
+      want w = {opc == GC_OP_IM2COL ? MA : MF, 4, 4, 0, 1000};
       int x = pick(g, r, &w);
       if (rchance(r, 40)) { /* a fresh image with room for windows */
-        gc_type t = {.dtype = rdtype(r, MF), .rank = 4,
+        gc_type t = {.dtype = rdtype(r, opc == GC_OP_IM2COL ? MA : MF), .rank = 4,
                      .dims = {rint_in(r, 1, 2), rint_in(r, 1, 4), rint_in(r, 1, 9), rint_in(r, 1, 9)}};
         x = new_arg(g, &t, 'n', 0);
       }
@@ -675,7 +675,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       int64_t H = xt->dims[2], W = xt->dims[3], C = xt->dims[1];
       int64_t kh = rint_in(r, 1, 3), kw = rint_in(r, 1, 3), sh = rint_in(r, 1, 2), sw = rint_in(r, 1, 2);
       int64_t dh = 1, dw = 1, pad[4] = {0, 0, 0, 0}, groups = 1, O = 0;
-      int conv = opc == GC_OP_CONV2D;
+      int conv = opc == GC_OP_CONV2D || opc == GC_OP_IM2COL;  /* im2col: conv2d's windows */
       if (conv && rchance(r, 30)) dh = rint_in(r, 1, 2), dw = rint_in(r, 1, 2);
       int four = rchance(r, 30);
       for (int i = 0; i < 4; i++) {
@@ -701,7 +701,11 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       rg_op *op = new_op(g, opc);
       op_in(op, x);
       int wv = -1;
-      if (conv) {
+      if (opc == GC_OP_IM2COL) {
+        int64_t k2[2] = {kh, kw};
+        attr(op, "kernel=%s", ints_str(b1, sizeof b1, k2, 2));
+        if (sh != 1 || sw != 1 || rchance(r, 20)) attr(op, "stride=[%lld, %lld]", (long long)sh, (long long)sw);
+      } else if (conv) {
         int64_t divs[8], nd = 0;
         for (int64_t d = 1; d <= C && nd < 8; d++)
           if (C % d == 0) divs[nd++] = d;
@@ -721,7 +725,12 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       if (four) attr(op, "padding=%s", ints_str(b2, sizeof b2, pad, 4));
       else if (pad[0] || pad[1] || rchance(r, 20)) attr(op, "padding=[%lld, %lld]", (long long)pad[0], (long long)pad[1]);
       if (conv && (dh != 1 || dw != 1)) attr(op, "dilation=[%lld, %lld]", (long long)dh, (long long)dw);
-      if (conv && (groups != 1 || rchance(r, 10))) attr(op, "groups=%lld", (long long)groups);
+      if (opc == GC_OP_CONV2D && (groups != 1 || rchance(r, 10))) attr(op, "groups=%lld", (long long)groups);
+      if (opc == GC_OP_IM2COL) {
+        gc_type t = {.dtype = xt->dtype, .rank = 3, .dims = {xt->dims[0], C * kh * kw, OH * OW}};
+        op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+        return 0;
+      }
       gc_type t = {.dtype = xt->dtype, .rank = 4, .dims = {xt->dims[0], conv ? O : C, OH, OW}};
       double mag = conv ? g->vals[x].mag * 2 * (double)(C / groups * kh * kw) : g->vals[x].mag;
       op_result(g, op, &t, opc == GC_OP_MAX_POOL2D && g->vals[x].exact, mag);
