@@ -389,9 +389,24 @@ int ox_conv_transpose(ox *x, int arg) {
   for (int i = 0; i < n && i < s; i++) op[i] = v[i];
   n = ox_attr_ints(x, "pads", v, 8);
   for (int i = 0; i < n / 2 && i < s; i++) pb[i] = v[i], pe[i] = v[s + i];
+  /* Checked before any arithmetic on them (found by fuzz_onnx: group=0 divided
+   * by zero); sizes are bounded so no product below can overflow. */
+  if (!gc_type_is_concrete(&w->type)) return ox_unsup(x, "a weight with symbolic dims");
+  if (g < 1 || g > C || C % g) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "group must divide the channels");
+  const int64_t lim = INT64_C(1) << 16, big = INT64_C(1) << 31;
+  for (int i = 0; i < s; i++) {
+    if (st[i] < 1 || dil[i] < 1 || op[i] < 0)
+      return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                     "strides and dilations must be positive, output_padding not negative");
+    if (st[i] > lim || dil[i] > lim || op[i] > lim || pb[i] < -lim || pb[i] > lim ||
+        pe[i] < -lim || pe[i] > lim || k[i] > big || a->type.dims[2 + i] > big)
+      return ox_unsup(x, "strides, dilations or pads over 2^16 or sizes over 2^31");
+  }
   const char *ap = ox_attr_str(x, "auto_pad", "NOTSET");
   int64_t osh[8];
   int nos = ox_attr_ints(x, "output_shape", osh, 8);
+  for (int i = 0; i < nos; i++)
+    if (osh[i] < 0 || osh[i] > big) return ox_unsup(x, "output_shape values over 2^31");
   int same = strncmp(ap, "SAME", 4) == 0;
   if (nos >= s || same) {
     for (int i = 0; i < s; i++) {
@@ -441,7 +456,6 @@ int ox_conv_transpose(ox *x, int arg) {
   }
   /* kernel: [C, O/g, kh, kw] -> [O, C/g, kh, kw], flipped spatially */
   int64_t w5[5] = {g, C / g, Og, k[0], k[1]}, p5[5] = {0, 2, 1, 3, 4}, w4[4] = {g * Og, C / g, k[0], k[1]};
-  if (g < 1 || C % g) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "group must divide the channels");
   gc_value *wf = ox_reshape(x, ox_transpose(x, ox_reshape(x, ox_cast(x, w, a ? a->type.dtype : GRAPHC_DTYPE_F32), 5, w5), p5), 4, w4);
   for (int i = 0; i < 2 && wf; i++) {
     if (k[i] == 1) continue;
