@@ -385,7 +385,7 @@ static void print_expr(cprint *c, const kir_expr *e) {
       if (e->u.mem.space == KIR_GLOBAL)
         gc_sbuf_printf(b, "p_%s[", c->k->params[e->u.mem.buf].name);
       else
-        gc_sbuf_printf(b, "s_%d[", e->u.mem.buf);
+        gc_sbuf_printf(b, e->u.mem.space == KIR_SCRATCH ? "x_%d[" : "s_%d[", e->u.mem.buf);
       print_expr(c, e->u.mem.index);
       gc_sbuf_putc(b, ']');
       if (e->type == GRAPHC_DTYPE_BOOL) gc_sbuf_puts(b, " != 0)");
@@ -419,12 +419,13 @@ static void print_buf_name(cprint *c, kir_space sp, int buf) {
   if (sp == KIR_GLOBAL)
     gc_sbuf_printf(c->b, "p_%s", c->k->params[buf].name);
   else
-    gc_sbuf_printf(c->b, "s_%d", buf);
+    gc_sbuf_printf(c->b, sp == KIR_SCRATCH ? "x_%d" : "s_%d", buf);
 }
 
 /* Element dtype of buffer `buf` in space sp. */
 static gc_dtype buf_dtype(const kir_kernel *k, kir_space sp, int buf) {
-  return sp == KIR_GLOBAL ? k->params[buf].dtype : k->shared[buf].dtype;
+  return sp == KIR_GLOBAL ? k->params[buf].dtype
+         : sp == KIR_SCRATCH ? k->scratch[buf].dtype : k->shared[buf].dtype;
 }
 
 /* Vector access: one aligned gc::vec<T, width> load or store. */
@@ -667,6 +668,7 @@ static unsigned kernel_types(const kir_kernel *k) {
   unsigned mask = 0;
   for (int i = 0; i < k->n_params; i++) mask |= 1u << k->params[i].dtype;
   for (int i = 0; i < k->n_shared; i++) mask |= 1u << k->shared[i].dtype;
+  for (int i = 0; i < k->n_scratch; i++) mask |= 1u << k->scratch[i].dtype;
   for (int i = 0; i < k->n_vars; i++) mask |= 1u << k->vars[i].type;
   block_types(&k->body, &mask);
   return mask;
@@ -693,6 +695,9 @@ static void print_kernel(gc_sbuf *b, const kir_kernel *k) {
   for (int i = 0; i < k->n_shared; i++)
     gc_sbuf_printf(b, "  __shared__ __align__(16) %s s_%d[%lld];\n", mem_type(k->shared[i].dtype), i,
                    (long long)k->shared[i].count);
+  for (int i = 0; i < k->n_scratch; i++)  /* per thread (local memory); GPU emitters make none */
+    gc_sbuf_printf(b, "  __align__(16) %s x_%d[%lld];\n", mem_type(k->scratch[i].dtype), i,
+                   (long long)k->scratch[i].count);
   for (int i = 0; i < k->n_vars; i++)  /* value-initialized: zero */
     gc_sbuf_printf(b, "  %s v_%s{};\n", reg_type(k->vars[i].type), k->vars[i].name);
   const char *item = k->vars[k->item_var].name;

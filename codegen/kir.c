@@ -58,6 +58,7 @@ void kir_target_host(kir_target *t, int cores) {
   t->num_sms = cores > 0 ? cores : 1;
   t->shared_bytes = 0;
   t->vector_bytes = 16;
+  t->simd_bytes = 16;
 }
 
 /* ---- type classes --------------------------------------------------------------------- */
@@ -218,6 +219,17 @@ int kir_add_shared(kir_module *m, kir_kernel *k, gc_dtype dtype, int64_t count) 
   return k->n_shared++;
 }
 
+/* Append a per-thread scratch array of `count` elements; returns its index. */
+int kir_add_scratch(kir_module *m, kir_kernel *k, gc_dtype dtype, int64_t count) {
+  GC_ASSERT(is_valid_dtype(dtype) && count >= 1);
+  kir_shared *ss = grow(m, k->scratch, k->n_scratch, &k->cap_scratch, sizeof *ss);
+  if (!ss) return -1;
+  k->scratch = ss;
+  k->scratch[k->n_scratch].dtype = dtype;
+  k->scratch[k->n_scratch].count = count;
+  return k->n_scratch++;
+}
+
 /* Append a local variable named "<hint>_<index>"; returns its index. */
 int kir_add_var(kir_module *m, kir_kernel *k, const char *hint, gc_dtype type) {
   GC_ASSERT(is_valid_dtype(type));
@@ -340,6 +352,9 @@ kir_expr *kir_load(kir_module *m, const kir_kernel *k, kir_space sp, int buf, ki
   if (sp == KIR_GLOBAL) {
     GC_ASSERT(buf >= 0 && buf < k->n_params && k->params[buf].kind == KIR_PARAM_BUFFER);
     t = k->params[buf].dtype;
+  } else if (sp == KIR_SCRATCH) {
+    GC_ASSERT(buf >= 0 && buf < k->n_scratch);
+    t = k->scratch[buf].dtype;
   } else {
     GC_ASSERT(sp == KIR_SHARED && buf >= 0 && buf < k->n_shared);
     t = k->shared[buf].dtype;
@@ -402,7 +417,7 @@ void kir_emit_assign(kir_module *m, kir_block *b, int var, kir_expr *value) {
 /* buf[index] = value. */
 void kir_emit_store(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
                     kir_expr *value) {
-  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED);
+  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED || sp == KIR_SCRATCH);
   if (!index || !value) return;
   GC_ASSERT(index->type == GRAPHC_DTYPE_I64);
   kir_stmt *s = new_stmt(m, b, KIR_S_STORE);
@@ -416,7 +431,7 @@ void kir_emit_store(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr
 /* vars[0..width) = buf[index .. index+width). */
 void kir_emit_load_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
                        int width, const int *vars) {
-  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED);
+  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED || sp == KIR_SCRATCH);
   GC_ASSERT(width >= 1 && width <= KIR_MAX_VEC);
   if (!index) return;
   kir_stmt *s = new_stmt(m, b, KIR_S_LOAD_VEC);
@@ -431,7 +446,7 @@ void kir_emit_load_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_e
 /* buf[index .. index+width) = values[0..width). */
 void kir_emit_store_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
                         int width, kir_expr *const *values) {
-  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED);
+  GC_ASSERT(sp == KIR_GLOBAL || sp == KIR_SHARED || sp == KIR_SCRATCH);
   GC_ASSERT(width >= 1 && width <= KIR_MAX_VEC);
   if (!index) return;
   for (int i = 0; i < width; i++)
@@ -577,6 +592,10 @@ static gc_dtype buf_dtype(const kir_kernel *k, kir_space sp, int buf) {
   if (sp == KIR_GLOBAL) {
     GC_ASSERT(buf >= 0 && buf < k->n_params && k->params[buf].kind == KIR_PARAM_BUFFER);
     return k->params[buf].dtype;
+  }
+  if (sp == KIR_SCRATCH) {
+    GC_ASSERT(buf >= 0 && buf < k->n_scratch);
+    return k->scratch[buf].dtype;
   }
   GC_ASSERT(sp == KIR_SHARED && buf >= 0 && buf < k->n_shared);
   return k->shared[buf].dtype;
@@ -782,6 +801,8 @@ void kir_verify(const kir_kernel *k) {
   GC_ASSERT(k->vars[k->item_var].type == GRAPHC_DTYPE_I64);
   int blocks = k->launch.kind == KIR_LAUNCH_BLOCKS;
   GC_ASSERT(blocks || k->n_shared == 0);
+  GC_ASSERT(!blocks || k->n_scratch == 0);
+  for (int i = 0; i < k->n_scratch; i++) GC_ASSERT(k->scratch[i].count >= 1);
   int64_t shared_bytes = 0;
   for (int i = 0; i < k->n_shared; i++) {
     GC_ASSERT(k->shared[i].count >= 1);
@@ -876,7 +897,7 @@ static void print_expr(gc_sbuf *b, const kir_kernel *k, const kir_expr *e) {
       if (e->u.mem.space == KIR_GLOBAL)
         gc_sbuf_puts(b, k->params[e->u.mem.buf].name);
       else
-        gc_sbuf_printf(b, "smem%d", e->u.mem.buf);
+        gc_sbuf_printf(b, e->u.mem.space == KIR_SCRATCH ? "scratch%d" : "smem%d", e->u.mem.buf);
       gc_sbuf_putc(b, '[');
       print_expr(b, k, e->u.mem.index);
       gc_sbuf_putc(b, ']');
@@ -894,7 +915,7 @@ static void print_buf(gc_sbuf *b, const kir_kernel *k, kir_space sp, int buf) {
   if (sp == KIR_GLOBAL)
     gc_sbuf_puts(b, k->params[buf].name);
   else
-    gc_sbuf_printf(b, "smem%d", buf);
+    gc_sbuf_printf(b, sp == KIR_SCRATCH ? "scratch%d" : "smem%d", buf);
 }
 
 /* Print a block's statements at `depth` levels of two-space indentation. */
@@ -1015,6 +1036,9 @@ void kir_print(gc_sbuf *b, const kir_kernel *k) {
   for (int i = 0; i < k->n_shared; i++)
     gc_sbuf_printf(b, "  shared smem%d: %s[%lld]\n", i, graphc_dtype_name(k->shared[i].dtype),
                    (long long)k->shared[i].count);
+  for (int i = 0; i < k->n_scratch; i++)
+    gc_sbuf_printf(b, "  scratch scratch%d: %s[%lld]\n", i, graphc_dtype_name(k->scratch[i].dtype),
+                   (long long)k->scratch[i].count);
   for (int i = 0; i < k->n_vars; i++)
     gc_sbuf_printf(b, "  var %%%s: %s\n", k->vars[i].name, graphc_dtype_name(k->vars[i].type));
   if (k->bytes_moved > 0 || k->flops > 0)

@@ -37,7 +37,10 @@ typedef struct kir_target {
   int num_sms;            /* multiprocessors (or host cores) */
   int shared_bytes;       /* shared memory per block usable without opt-in */
   int vector_bytes;       /* widest vector access, 16 */
+  int simd_bytes;         /* host: widest SIMD register (64 AVX-512, 32 AVX2); 16 by default */
   int tf32;               /* f32 matmuls may round their operands to tf32 (tensor cores) */
+  int tc_bm, tc_bn;       /* tensor-core matmul output tile, 64 or 128 each; 0: chosen per
+                             matmul from its grid and num_sms (codegen/emit_mma.c) */
 } kir_target;
 
 /* Fill a target description with defaults (sm_90 / host). */
@@ -75,7 +78,12 @@ typedef enum kir_expr_kind {
   KIR_E_SHFL_XOR          /* warp shuffle: a from lane (lane ^ u.shfl_mask) */
 } kir_expr_kind;
 
-typedef enum kir_space { KIR_GLOBAL, KIR_SHARED } kir_space;
+/* Memory spaces: buffer parameters, shared arrays (BLOCKS launches), and scratch arrays:
+ * private to the executing thread, contents undefined at the start of every item (an
+ * item writes before it reads), in ITEMS launches only. Host emitters use them to pack
+ * matmul operands (the LLVM printer makes them stack allocas); GPU emitters do not
+ * produce them (the printers would make them per-thread local arrays). */
+typedef enum kir_space { KIR_GLOBAL, KIR_SHARED, KIR_SCRATCH } kir_space;
 
 typedef struct kir_expr kir_expr;
 struct kir_expr {
@@ -190,6 +198,8 @@ typedef struct kir_kernel {
   kir_param *params;
   int n_shared, cap_shared;
   kir_shared *shared;
+  int n_scratch, cap_scratch;
+  kir_shared *scratch;    /* per-thread scratch arrays (KIR_SCRATCH), host ITEMS only */
   int n_vars, cap_vars;
   kir_var *vars;
   kir_launch launch;
@@ -212,6 +222,7 @@ kir_kernel *kir_kernel_new(kir_module *m, const char *name, kir_launch launch);
 int kir_add_param(kir_module *m, kir_kernel *k, const char *name, kir_param_kind kind,
                   gc_dtype dtype, int readonly, int binding);
 int kir_add_shared(kir_module *m, kir_kernel *k, gc_dtype dtype, int64_t count);
+int kir_add_scratch(kir_module *m, kir_kernel *k, gc_dtype dtype, int64_t count);
 int kir_add_var(kir_module *m, kir_kernel *k, const char *hint, gc_dtype type);
 
 kir_expr *kir_const_i(kir_module *m, gc_dtype t, int64_t v);
@@ -257,7 +268,7 @@ gc_dtype kir_mma_dtype(kir_mma_kind kind);
 int kir_uses_tensor_cores(const kir_kernel *k);
 
 /* Check invariants (types agree, vars assigned before use, shared only in
- * BLOCKS launches); GC_ASSERT on violation: a violation is an emitter bug. */
+ * BLOCKS launches, scratch only in ITEMS launches); GC_ASSERT on violation: a violation is an emitter bug. */
 void kir_verify(const kir_kernel *k);
 /* Human-readable dump for --emit kir and debugging. */
 void kir_print(gc_sbuf *b, const kir_kernel *k);

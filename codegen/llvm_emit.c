@@ -32,6 +32,7 @@ typedef struct em {
   LLVMValueRef *vars;       /* one alloca per kir var */
   LLVMValueRef *params;     /* one argument per kir param */
   LLVMValueRef *shared;     /* base pointer per shared array */
+  LLVMValueRef *scratch;    /* base pointer per scratch array (host allocas) */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64;
   LLVMTypeRef t_f16, t_bf16, t_f32, t_f64;
   LLVMTypeRef t_gptr;       /* pointer to a global buffer */
@@ -507,6 +508,10 @@ static LLVMValueRef elem_ptr(em *e, kir_space sp, int buf, LLVMValueRef idx, gc_
     GC_ASSERT(buf >= 0 && buf < k->n_params && k->params[buf].kind == KIR_PARAM_BUFFER);
     base = e->params[buf];
     *dt = k->params[buf].dtype;
+  } else if (sp == KIR_SCRATCH) {
+    GC_ASSERT(buf >= 0 && buf < k->n_scratch);
+    base = e->scratch[buf];
+    *dt = k->scratch[buf].dtype;
   } else {
     GC_ASSERT(buf >= 0 && buf < k->n_shared);
     base = e->shared[buf];
@@ -908,7 +913,8 @@ static int emit_kernel(em *e, const kir_kernel *k) {
   e->vars = calloc((size_t)k->n_vars + 1, sizeof(LLVMValueRef));
   e->params = calloc((size_t)k->n_params + 1, sizeof(LLVMValueRef));
   e->shared = calloc((size_t)k->n_shared + 1, sizeof(LLVMValueRef));
-  e->fn = (e->vars && e->params && e->shared) ? make_body_fn(e) : NULL;
+  e->scratch = calloc((size_t)k->n_scratch + 1, sizeof(LLVMValueRef));
+  e->fn = (e->vars && e->params && e->shared && e->scratch) ? make_body_fn(e) : NULL;
   if (!e->fn || (host && make_host_wrapper(e, e->fn) != 0)) {
     gc_error_at(e->d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory emitting kernel %s", k->name);
     return -1;
@@ -920,6 +926,11 @@ static int emit_kernel(em *e, const kir_kernel *k) {
   for (int i = 0; i < k->n_vars; i++)
     e->vars[i] = LLVMBuildAlloca(e->b, reg_ty(e, k->vars[i].type), k->vars[i].name);
   for (int i = 0; i < k->n_shared; i++) e->shared[i] = t_shared_array(e, i);
+  for (int i = 0; i < k->n_scratch; i++) {  /* per thread: the stack (host), local memory (NVPTX) */
+    const kir_shared *s = &k->scratch[i];
+    e->scratch[i] = LLVMBuildAlloca(e->b, LLVMArrayType2(mem_ty(e, s->dtype), (uint64_t)s->count), "scratch");
+    LLVMSetAlignment(e->scratch[i], 64);
+  }
   for (int i = 0; i < k->n_vars; i++)  /* zero-initialized, like the CUDA C printer's `T v{}` */
     LLVMBuildStore(e->b, LLVMConstNull(reg_ty(e, k->vars[i].type)), e->vars[i]);
 
@@ -953,7 +964,8 @@ static void kernel_done(em *e) {
   free(e->vars);
   free(e->params);
   free(e->shared);
-  e->vars = e->params = e->shared = NULL;
+  free(e->scratch);
+  e->vars = e->params = e->shared = e->scratch = NULL;
 }
 
 LLVMModuleRef gc_llvm_emit(LLVMContextRef ctx, const kir_module *m, const gc_llvm_target *t,
@@ -1005,6 +1017,24 @@ int gc_llvm_uses_libdevice(LLVMModuleRef mod) {
     if (LLVMIsDeclaration(f) && len > 5 && memcmp(name, "__nv_", 5) == 0) return 1;
   }
   return 0;
+}
+
+int gc_llvm_host_simd_bytes(const char *cpu) {
+  if (cpu && *cpu && strcmp(cpu, "native") != 0)
+    return strcmp(cpu, "x86-64-v4") == 0 ? 64 : strcmp(cpu, "x86-64-v3") == 0 ? 32 : 16;
+  char *f = LLVMGetHostCPUFeatures();
+  int bytes = !f ? 16 : strstr(f, "+avx512f") ? 64 : strstr(f, "+avx2") ? 32 : 16;
+  if (f) LLVMDisposeMessage(f);
+  return bytes;
+}
+
+void gc_llvm_prefer_wide_vectors(LLVMModuleRef mod, int simd_bytes) {
+  if (simd_bytes < 64) return;
+  LLVMContextRef ctx = LLVMGetModuleContext(mod);
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f))
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateStringAttribute(ctx, "prefer-vector-width", 19, "512", 3));
 }
 
 /* Nonzero when `name` (len bytes) is the name of a kernel of m. */

@@ -11,6 +11,7 @@
  *   BLOCKS loop        item = ctaid; += nctaid               same as ITEMS (launch.block must be 1)
  *   specials           llvm.nvvm.read.ptx.sreg.{tid,ntid}.x  thread 0, block_dim 1, lane 0, warp 0
  *   shared arrays      globals in addrspace(3)               allocas (one thread per group)
+ *   scratch arrays     allocas (local memory)                allocas, 64-byte aligned (stack)
  *   barrier            llvm.nvvm.barrier0                    nothing
  *   shfl_xor           llvm.nvvm.shfl.sync.bfly.{i32,f32}    the value itself (warp of 1)
  *   exp log tanh ...   libdevice __nv_* (linked by caller)   libm (expf, log, ...)
@@ -46,6 +47,13 @@ typedef struct gc_llvm_target {
   const char *triple;       /* module target triple */
   const char *data_layout;  /* from the target machine (LLVMCreateTargetDataLayout) */
 } gc_llvm_target;
+
+/* Widest SIMD register of a host CPU in bytes: 64 with AVX-512F, 32 with AVX2, else 16.
+ * cpu: NULL, "" or "native" (this machine's features) or an x86-64 level name. */
+int gc_llvm_host_simd_bytes(const char *cpu);
+/* Host: with simd_bytes >= 64, let the vectorizers use 512-bit vectors in every function
+ * of mod (the "prefer-vector-width" attribute; LLVM keeps 256 bits on AVX-512 CPUs). */
+void gc_llvm_prefer_wide_vectors(LLVMModuleRef mod, int simd_bytes);
 
 /* Collects LLVM diagnostics of one context (install with gc_llvm_diag_install). */
 typedef struct gc_llvm_diag {

@@ -130,6 +130,7 @@ static int build_object(gc_host_aot *a, const kir_module *m, const gc_host_aot_o
   gc_llvm_target lt = {GC_LLVM_HOST, 0, triple, layout};
   mod = gc_llvm_emit(ctx, m, &lt, d);
   if (!mod || gc_llvm_verify(mod, "after emission", d) != 0) goto out;
+  gc_llvm_prefer_wide_vectors(mod, gc_llvm_host_simd_bytes(o->cpu));  /* 512 bits on AVX-512 */
   gc_llvm_internalize(mod, m);  /* by the kernels' own names, before renaming them */
   for (int i = 0; i < m->n_kernels; i++) {
     LLVMValueRef f = LLVMGetNamedFunction(mod, m->kernels[i]->name);
@@ -271,6 +272,7 @@ int gc_host_build_aot(gc_exec *exe, const gc_host_aot_options *o, gc_host_aot *o
   }
   kir_target t;
   kir_target_host(&t, gc_host_threads(NULL));
+  t.simd_bytes = gc_llvm_host_simd_bytes(o->cpu);  /* tile shapes for the CPU compiled for */
   double t0 = now_ms();
   gc_plan *plan = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
   if (!plan) return -1;

@@ -166,6 +166,7 @@ static int jit_build(gc_cpu_jit *j, const kir_module *m, const char *passes, gc_
   gc_llvm_target lt = {GC_LLVM_HOST, 0, triple, layout};
   mod = gc_llvm_emit(LLVMOrcThreadSafeContextGetContext(tsc), m, &lt, d);
   if (!mod || gc_llvm_verify(mod, "after emission", d) != 0) goto out;
+  gc_llvm_prefer_wide_vectors(mod, gc_llvm_host_simd_bytes(NULL));
   double t1 = now_ms();
   if (gc_llvm_optimize(mod, tm, passes, d) != 0 ||
       gc_llvm_verify(mod, "after optimization", d) != 0)
@@ -298,6 +299,7 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   int threads = gc_host_threads(d);
   kir_target t;
   kir_target_host(&t, threads);
+  t.simd_bytes = gc_llvm_host_simd_bytes(NULL);  /* the JIT compiles for this CPU */
   double t0 = now_ms();
   /* -O0 or --disable-pass=fusion lowers one op per kernel, unfused. */
   s->plan = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);

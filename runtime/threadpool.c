@@ -19,6 +19,8 @@
 
 /* Spins before sleeping: wake-ups between back-to-back launches stay cheap. */
 #define GC_POOL_SPIN 2000
+/* Least stack of a worker thread. */
+#define GC_POOL_STACK ((size_t)8 << 20)
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -131,17 +133,26 @@ gc_threadpool *gc_threadpool_create(int n_threads, gc_diags *d) {
       return NULL;
     }
   }
+  /* workers get at least GC_POOL_STACK of stack whatever RLIMIT_STACK says: host kernels
+   * keep scratch arrays there (a packed matmul up to 512 KiB, codegen/emit_linalg.c) */
+  pthread_attr_t attr;
+  int attr_ok = pthread_attr_init(&attr) == 0;
+  size_t stack = 0;
+  if (attr_ok && pthread_attr_getstacksize(&attr, &stack) == 0 && stack < GC_POOL_STACK)
+    pthread_attr_setstacksize(&attr, GC_POOL_STACK);
   for (int i = 0; i < p->size - 1; i++) {
-    rc = pthread_create(&p->threads[i], NULL, worker_main, p);
+    rc = pthread_create(&p->threads[i], attr_ok ? &attr : NULL, worker_main, p);
     if (rc != 0) {
       gc_error_at(d, GRAPHC_STATUS_INTERNAL, (gc_loc){0, 0},
                   "thread pool: cannot start worker thread %d of %d: %s", i + 1, p->size - 1,
                   strerror(rc));
+      if (attr_ok) pthread_attr_destroy(&attr);
       gc_threadpool_destroy(p);
       return NULL;
     }
     p->n_started++;
   }
+  if (attr_ok) pthread_attr_destroy(&attr);
   return p;
 }
 

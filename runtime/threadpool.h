@@ -11,7 +11,9 @@
  * (a second caller waits for the first). A run with one chunk, or on a pool of
  * one participant, calls fn(arg, 0, n) inline with no synchronization at all.
  * Writes made by the chunks are visible to the caller when run returns, and
- * the caller's writes before run are visible to every chunk.
+ * the caller's writes before run are visible to every chunk. Workers have at
+ * least 8 MiB of stack (host kernels keep scratch arrays there); the caller's
+ * own thread needs what the largest kernel uses (512 KiB: a packed matmul).
  */
 #ifndef GC_THREADPOOL_H
 #define GC_THREADPOOL_H

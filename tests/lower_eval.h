@@ -11,7 +11,7 @@
  * Memory: INPUT/OUTPUT/CONST buffers are the caller's; TEMP buffers live at
  * their offsets in one arena, so overlapping live buffers corrupt results.
  * Every load and store is bounds-checked against its buffer; the arena and
- * shared memory start poisoned. Arithmetic follows the CUDA printer's
+ * shared memory start poisoned, scratch arrays again before every item. Arithmetic follows the CUDA printer's
  * semantics (f32 ops rounded to float, wrapping ints, x/0 = 0, saturating
  * casts, NaN-propagating min/max).
  *
@@ -45,6 +45,7 @@ typedef struct ev_kernel_ctx {
   const kir_kernel *k;
   ev_mem *params;  /* one per kernel param (buffers only) */
   ev_mem *shared;
+  ev_mem *scratch;            /* per item: poisoned again before each one */
   int nthreads;    /* 1 for ITEMS */
   ev_val *vars;    /* nthreads x n_vars */
   ev_val *snap;    /* shuffle snapshot */
@@ -222,9 +223,10 @@ static ev_val ev_binary(kir_op op, gc_dtype t, ev_val a, ev_val b) {
 
 /* Memory of a load/store target with a bounds check; NULL when out of range. */
 static ev_mem *ev_target(ev_kernel_ctx *c, kir_space sp, int buf, int64_t idx, int width) {
-  ev_mem *m = sp == KIR_GLOBAL ? &c->params[buf] : &c->shared[buf];
+  ev_mem *m = sp == KIR_GLOBAL ? &c->params[buf] : sp == KIR_SCRATCH ? &c->scratch[buf] : &c->shared[buf];
   if (idx < 0 || idx + width > m->n) {
-    ev_fail(c, "%s: index %lld out of range (%lld elements)", sp == KIR_GLOBAL ? c->k->params[buf].name : "shared",
+    ev_fail(c, "%s: index %lld out of range (%lld elements)",
+            sp == KIR_GLOBAL ? c->k->params[buf].name : sp == KIR_SCRATCH ? "scratch" : "shared",
             (long long)idx, (long long)m->n);
     return NULL;
   }
@@ -584,11 +586,19 @@ static const char *ev_run_plan(const gc_plan *p, unsigned char **inputs, unsigne
       c.shared[i].n = k->shared[i].count;
       c.shared[i].t = k->shared[i].dtype;
     }
+    c.scratch = calloc((size_t)k->n_scratch + 1, sizeof *c.scratch);
+    for (int i = 0; i < k->n_scratch; i++) {
+      c.scratch[i].p = malloc((size_t)k->scratch[i].count * graphc_dtype_size(k->scratch[i].dtype));
+      c.scratch[i].n = k->scratch[i].count;
+      c.scratch[i].t = k->scratch[i].dtype;
+    }
     size_t nv = (size_t)c.nthreads * (size_t)k->n_vars;
     c.vars = calloc(nv + 1, sizeof *c.vars);
     c.snap = calloc(nv + 1, sizeof *c.snap);
     for (int64_t it = 0; it < k->launch.n && !c.err[0]; it++) {
       for (int t = 0; t < c.nthreads; t++) c.vars[(size_t)t * k->n_vars + k->item_var].i = it;
+      for (int i = 0; i < k->n_scratch; i++)  /* undefined at the start of an item: NaN / junk */
+        memset(c.scratch[i].p, 0xFF, (size_t)c.scratch[i].n * graphc_dtype_size(c.scratch[i].t));
       if (c.nthreads == 1 && k->launch.kind == KIR_LAUNCH_ITEMS)
         ev_block(&c, 0, &k->body);
       else
@@ -597,6 +607,8 @@ static const char *ev_run_plan(const gc_plan *p, unsigned char **inputs, unsigne
     if (c.err[0]) snprintf(err, sizeof err, "launch %d (%s): %s", li, k->name, c.err);
     for (int i = 0; i < k->n_shared; i++) free(c.shared[i].p);
     free(c.shared);
+    for (int i = 0; i < k->n_scratch; i++) free(c.scratch[i].p);
+    free(c.scratch);
     free(c.params);
     free(c.vars);
     free(c.snap);

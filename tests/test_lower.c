@@ -172,6 +172,8 @@ static void check_plan(const gc_plan *p, const gc_graph *g, kir_target_kind tk) 
     if (tk == KIR_TARGET_HOST) {
       ck_assert_msg(k->launch.kind == KIR_LAUNCH_ITEMS && k->n_shared == 0 && !block_gpu_only(&k->body),
                     "host kernel %s uses GPU-only features", k->name);
+    } else {
+      ck_assert_msg(k->n_scratch == 0, "GPU kernel %s uses host scratch arrays", k->name);
     }
     int launched = 0;
     for (int l = 0; l < p->n_launches; l++) launched += p->launches[l] == i;
