@@ -3,17 +3,18 @@
  *   f16 / bf16 operands, f32 accumulators, any epilogue the group fuses
  *   (bias, activation, residual, scale, cast), batched and broadcast batch dims.
  *
- * Schedule (one BLOCKS group per 128x128 output tile, 128 threads = 4 warps as
- * 2 (M) x 2 (N), each warp a 64x64 sub-tile of 4 x 8 m16n8k16 MMAs; a warp reads
- * 4 KiB of fragments from shared memory per 32 MMAs, which keeps shared-memory
- * bandwidth below what the tensor cores consume):
+ * Schedule (one BLOCKS group per BM x BN output tile, 128 threads = 4 warps as
+ * 2 (M) x 2 (N), each warp a (BM/2) x (BN/2) sub-tile of m16n8k16 MMAs. 128x128
+ * (warps of 4 x 8 MMAs, 4 KiB of fragments read from shared memory per 32 MMAs,
+ * which keeps shared-memory bandwidth below what the tensor cores consume) unless
+ * its grid would leave SMs idle; then 128x64, 64x128 or 64x64 (tc_tile)):
  *   - K advances 32 at a time through a 3-stage ring of shared-memory tiles
  *     filled with 16-byte cp.async copies (zero-filled outside the matrix), so
  *     two tiles are in flight while the tensor cores work on the third;
  *   - fragments come from shared memory with ldmatrix (.trans for a B operand
  *     whose N dim is contiguous); 16-byte chunks are XOR-swizzled within each
  *     row so ldmatrix and cp.async are free of bank conflicts without padding
- *     (3 stages x (128x32 + 32x128) halves = 48 KiB, the static limit);
+ *     (3 stages x (128x32 + 32x128) halves = 48 KiB at 128x128, the static limit);
  *   - the epilogue runs on the accumulators through the element generator and
  *     stores each output element the group produces.
  * Operands are read straight from the buffers behind them when they are a
@@ -28,10 +29,9 @@
 #include "emit.h"
 
 enum {
-  TC_BM = 128, TC_BN = 128, TC_BK = 32, TC_STAGES = 3, TC_THREADS = 128,
-  TC_WM = 64, TC_WN = 64,                /* warp tile; warps are 2 (M) x 2 (N) */
-  TC_MI = TC_WM / 16, TC_NI = TC_WN / 8, /* MMAs per warp per k16 step */
-  TC_CPT = TC_BM * TC_BK / 8 / TC_THREADS /* 16-byte chunks per thread per operand tile */
+  TC_STAGES = 3, TC_THREADS = 128,      /* 4 warps: 2 (M) x 2 (N), each a (BM/2) x (BN/2) tile */
+  TC_MAXMI = 4, TC_MAXNI = 8,           /* MMAs per warp per k16 step, at most (128x128 tiles) */
+  TC_MAXCPT = 4                         /* 16-byte chunks per thread per operand tile, at most */
 };
 
 /* An operand as a strided window of a materialized buffer:
@@ -213,16 +213,17 @@ static kir_expr *swz(gc_lowerer *c, kir_kernel *k, int row, kir_expr *ch, int ro
   return ec_add(c, ec_mul(c, vx(c, k, row), cx(c, (int64_t)row_chunks * epc)), ec_mul(c, pc, cx(c, epc)));
 }
 
-/* Per-thread copy plan for one operand tile: TC_CPT 16-byte chunks per thread. */
+/* Per-thread copy plan for one operand tile: cpt 16-byte chunks per thread. */
 typedef struct tc_copy {
-  int sidx[TC_CPT]; /* swizzled shared offsets (without the stage base) */
-  int gidx[TC_CPT]; /* global element index at kt = 0 */
-  int ok[TC_CPT];   /* bool: the chunk's row (M or N) is in range */
-  int kpos[TC_CPT]; /* i64: K coordinate of the chunk at kt = 0 */
-  int outer[TC_CPT];/* i64: M or N coordinate of the chunk (its first element) */
+  int sidx[TC_MAXCPT]; /* swizzled shared offsets (without the stage base) */
+  int gidx[TC_MAXCPT]; /* global element index at kt = 0 */
+  int ok[TC_MAXCPT];   /* bool: the chunk's row (M or N) is in range */
+  int kpos[TC_MAXCPT]; /* i64: K coordinate of the chunk at kt = 0 */
+  int outer[TC_MAXCPT];/* i64: M or N coordinate of the chunk (its first element) */
   int64_t kstep;    /* global index advance per K tile */
   int nmajor;       /* chunks run along N (rows of the tile are K) */
   int epc, bk;      /* elements per 16-byte chunk (8: f16/bf16, 4: f32) and the K tile */
+  int cpt, bn;      /* chunks per thread (tile rows / 32); the tile's N extent (N-major B) */
   /* generic staging (operand not a strided window): elements through the generator */
   const gc_value *x;/* the operand; NULL: cp.async from a strided window */
   int swap;         /* x's matrix coordinates are (k, outer) instead of (outer, k) */
@@ -233,7 +234,7 @@ static void tc_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
                            int r0, int64_t extent, tc_copy *cp) {
   int epc = cp->epc;
   int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 4));
-  for (int i = 0; i < TC_CPT; i++) {
+  for (int i = 0; i < cp->cpt; i++) {
     int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), 4), cx(c, TC_THREADS / 4 * i)));
     cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), 4, epc));
     int gr = gc_ec_let(c, k, b, "grow", ec_add(c, vx(c, k, r0), vx(c, k, row)));
@@ -248,13 +249,13 @@ static void tc_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
   cp->nmajor = 0;
 }
 
-/* Plan for a bk x 128 B tile stored K x N (N contiguous). */
+/* Plan for a bk x bn B tile stored K x N (N contiguous). */
 static void tc_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
                            int n0, int64_t N, tc_copy *cp) {
-  int epc = cp->epc, rc = TC_BN / epc;  /* chunks per row */
+  int epc = cp->epc, rc = cp->bn / epc;  /* chunks per row */
   int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), rc));
   int gn = gc_ec_let(c, k, b, "gn", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, ch), cx(c, epc))));
-  for (int i = 0; i < TC_CPT; i++) {
+  for (int i = 0; i < cp->cpt; i++) {
     int row = gc_ec_let(c, k, b, "row", ec_add(c, quo(c, vx(c, k, tid), rc), cx(c, TC_THREADS / rc * i)));
     cp->sidx[i] = gc_ec_let(c, k, b, "sidx", swz(c, k, row, vx(c, k, ch), rc, epc));
     cp->outer[i] = gn;
@@ -278,7 +279,7 @@ static void tc_stage(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
   const gc_type *t = &cp->x->type;
   int bx = t->rank - 2;
   int epc = cp->epc;
-  for (int i = 0; i < TC_CPT; i++) {
+  for (int i = 0; i < cp->cpt; i++) {
     int kk = gc_ec_let(c, k, b, "kk", ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->bk))));
     int si = gc_ec_let(c, k, b, "si", ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i])));
     kir_block *tb, *eb;
@@ -315,12 +316,34 @@ static void tc_issue(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
     tc_stage(G, b, cp, s, bco, sh, stage_elems, kt, slot, dt);
     return;
   }
-  for (int i = 0; i < TC_CPT; i++) {
+  for (int i = 0; i < cp->cpt; i++) {
     kir_expr *kk = ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->bk)));
     kir_expr *pred = and_(c, vx(c, k, cp->ok[i]), lt(c, kk, cx(c, K)));
     kir_expr *si = ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i]));
     kir_expr *gi = ec_add(c, vx(c, k, cp->gidx[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->kstep)));
     kir_emit_cp_async(c->km, b, sh, si, param, gi, pred);
+  }
+}
+
+/* Output tile (BM x BN, each 64 or 128) of a tensor-core matmul. kir_target's
+ * tc_bm / tc_bn when set (tests, tuning); else the largest tile whose grid fills
+ * every SM once (128x128, then 128x64, 64x128), and 64x64 when none does: at M 127
+ * and N 4096 the 128x128 grid is 32 blocks on 132 SMs, the 64x64 one 128. tf32
+ * keeps 128x128 (its B reads assume 128-wide rows). */
+static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, int *bm, int *bn) {
+  *bm = *bn = 128;
+  if (tf32) return;
+  if ((c->t->tc_bm == 64 || c->t->tc_bm == 128) && (c->t->tc_bn == 64 || c->t->tc_bn == 128)) {
+    *bm = c->t->tc_bm;
+    *bn = c->t->tc_bn;
+    return;
+  }
+  static const int cand[][2] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}};
+  int64_t sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
+  for (int i = 0; i < 4; i++) {
+    *bm = cand[i][0];
+    *bn = cand[i][1];
+    if (s->batch * ((s->M + *bm - 1) / *bm) * ((s->N + *bn - 1) / *bn) >= sms) return;
   }
 }
 
@@ -349,8 +372,11 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     b_nmajor = s->N % epc == 0;
   }
 
-  const int64_t a_stage = TC_BM * bk, b_stage = bk * TC_BN;
-  int64_t TM = (s->M + TC_BM - 1) / TC_BM, TN = (s->N + TC_BN - 1) / TC_BN;
+  int BM, BN;
+  tc_tile(c, s, tf32, &BM, &BN);
+  const int WM = BM / 2, WN = BN / 2, MI = WM / 16, NI = WN / 8;
+  const int64_t a_stage = BM * bk, b_stage = bk * BN;
+  int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, TC_THREADS);
   gc_gen_init(G, c, k);
   kir_mma_kind kind = tf32 ? KIR_MMA_TF32 : dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
@@ -365,15 +391,15 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   int co[3], bco[GC_MAX_RANK];
   gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
   gc_mm_batch_coords(c, k, b, s, co[0], bco);
-  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, vx(c, k, co[1]), cx(c, TC_BM)));
-  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, vx(c, k, co[2]), cx(c, TC_BN)));
+  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, vx(c, k, co[1]), cx(c, BM)));
+  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, vx(c, k, co[2]), cx(c, BN)));
   int abase = a_gen ? -1 : gc_ec_let(c, k, b, "abase", tc_batch_off(c, k, A, &oa, s, bco));
   int bbase = b_gen ? -1 : gc_ec_let(c, k, b, "bbase", tc_batch_off(c, k, B, &ob, s, bco));
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int lane = gc_ec_let(c, k, b, "lane", rem(c, vx(c, k, tid), 32));
   int warp = gc_ec_let(c, k, b, "warp", quo(c, vx(c, k, tid), 32));
-  int wm = gc_ec_let(c, k, b, "wm", ec_mul(c, rem(c, vx(c, k, warp), 2), cx(c, TC_WM)));
-  int wn = gc_ec_let(c, k, b, "wn", ec_mul(c, quo(c, vx(c, k, warp), 2), cx(c, TC_WN)));
+  int wm = gc_ec_let(c, k, b, "wm", ec_mul(c, rem(c, vx(c, k, warp), 2), cx(c, WM)));
+  int wn = gc_ec_let(c, k, b, "wn", ec_mul(c, quo(c, vx(c, k, warp), 2), cx(c, WN)));
   int lq = gc_ec_let(c, k, b, "lq", quo(c, vx(c, k, lane), 8));  /* ldmatrix: matrix of this lane's row */
   int lr = gc_ec_let(c, k, b, "lr", rem(c, vx(c, k, lane), 8));  /* ... and the row */
 
@@ -381,6 +407,9 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   tc_copy ca, cb;
   ca.epc = cb.epc = epc;
   ca.bk = cb.bk = bk;
+  ca.cpt = BM / 32;
+  cb.cpt = BN / 32;
+  ca.bn = cb.bn = BN;
   tc_plan_kmajor(c, k, b, tid, a_gen ? NULL : &oa, abase, m0, s->M, &ca);
   if (b_nmajor)
     tc_plan_nmajor(c, k, b, tid, b_gen ? NULL : &ob, bbase, n0, s->N, &cb);
@@ -392,23 +421,23 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   cb.swap = !s->tb;
 
   /* ldmatrix offsets (without the stage base), per MMA k step (two chunks of K) */
-  int aoff[2][TC_MI], boff[2][TC_NI / 2];
+  int aoff[2][TC_MAXMI], boff[2][TC_MAXNI / 2];
   for (int kk = 0; kk < 2; kk++) {
-    for (int mi = 0; mi < TC_MI; mi++) {
+    for (int mi = 0; mi < MI; mi++) {
       kir_expr *row = ec_add(c, ec_add(c, vx(c, k, wm), cx(c, mi * 16)),
                              ec_add(c, ec_mul(c, rem(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
       int rv = gc_ec_let(c, k, b, "arow", row);
       kir_expr *ch = ec_add(c, cx(c, kk * 2), quo(c, vx(c, k, lq), 2));
       aoff[kk][mi] = gc_ec_let(c, k, b, "aoff", swz(c, k, rv, ch, 4, epc));
     }
-    for (int p = 0; p < TC_NI / 2; p++) {
+    for (int p = 0; p < NI / 2; p++) {
       if (b_nmajor && tf32) {
         boff[kk][p] = -1;  /* scalar loads, below */
       } else if (b_nmajor) {
         kir_expr *krow = ec_add(c, cx(c, kk * 16), ec_add(c, ec_mul(c, rem(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
         int kv = gc_ec_let(c, k, b, "brow", krow);
         kir_expr *ch = ec_add(c, quo(c, vx(c, k, wn), 8), ec_add(c, cx(c, p * 2), quo(c, vx(c, k, lq), 2)));
-        boff[kk][p] = gc_ec_let(c, k, b, "boff", swz(c, k, kv, ch, 16, epc));
+        boff[kk][p] = gc_ec_let(c, k, b, "boff", swz(c, k, kv, ch, BN / epc, epc));
       } else {
         kir_expr *nrow = ec_add(c, ec_add(c, vx(c, k, wn), cx(c, p * 16)),
                                 ec_add(c, ec_mul(c, quo(c, vx(c, k, lq), 2), cx(c, 8)), vx(c, k, lr)));
@@ -419,14 +448,14 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     }
   }
 
-  int acc[TC_MI][TC_NI][4];
-  for (int mi = 0; mi < TC_MI; mi++)
-    for (int ni = 0; ni < TC_NI; ni++)
+  int acc[TC_MAXMI][TC_MAXNI][4];
+  for (int mi = 0; mi < MI; mi++)
+    for (int ni = 0; ni < NI; ni++)
       for (int j = 0; j < 4; j++) acc[mi][ni][j] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, GRAPHC_DTYPE_F32, 0.0));
-  int af[TC_MI][4], bf[TC_NI][2];
-  for (int mi = 0; mi < TC_MI; mi++)
+  int af[TC_MAXMI][4], bf[TC_MAXNI][2];
+  for (int mi = 0; mi < MI; mi++)
     for (int j = 0; j < 4; j++) af[mi][j] = gc_ec_var(c, k, "af", GRAPHC_DTYPE_I32);
-  for (int ni = 0; ni < TC_NI; ni++)
+  for (int ni = 0; ni < NI; ni++)
     for (int j = 0; j < 2; j++)
       bf[ni][j] = gc_ec_var(c, k, "bf", b_nmajor && tf32 ? GRAPHC_DTYPE_F32 : GRAPHC_DTYPE_I32);
   /* tf32 B stored K x N: b0 = B(k = t, n = g), b1 = B(t + 4, g) read one by one; row k of
@@ -460,22 +489,22 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   int abs_ = gc_ec_let(c, k, lb, "abs", ec_mul(c, vx(c, k, cs), cx(c, a_stage)));
   int bbs = gc_ec_let(c, k, lb, "bbs", ec_mul(c, vx(c, k, cs), cx(c, b_stage)));
   for (int kk = 0; kk < 2; kk++) {
-    for (int mi = 0; mi < TC_MI; mi++)
+    for (int mi = 0; mi < MI; mi++)
       kir_emit_ldmatrix(c->km, lb, sa, ec_add(c, vx(c, k, abs_), vx(c, k, aoff[kk][mi])), 0, af[mi]);
-    for (int p = 0; p < TC_NI / 2 && boff[kk][p] >= 0; p++) {
+    for (int p = 0; p < NI / 2 && boff[kk][p] >= 0; p++) {
       int regs[4] = {bf[2 * p][0], bf[2 * p][1], bf[2 * p + 1][0], bf[2 * p + 1][1]};
       kir_emit_ldmatrix(c->km, lb, sb, ec_add(c, vx(c, k, bbs), vx(c, k, boff[kk][p])), b_nmajor, regs);
     }
-    for (int ni = 0; ni < TC_NI && boff[kk][0] < 0; ni++)
+    for (int ni = 0; ni < NI && boff[kk][0] < 0; ni++)
       for (int h = 0; h < 2; h++) {
         /* row kk * 8 + t + 4 h = kk * 8 + t2b / 2 + 4 h */
         kir_expr *row = ec_add(c, quo(c, vx(c, k, t2b), 2), cx(c, kk * 8 + 4 * h));
         kir_expr *col = ec_add(c, vx(c, k, bcol), ec_mul(c, ec_bin(c, KIR_XOR, cx(c, 2 * ni), vx(c, k, t2b)), cx(c, 4)));
-        kir_expr *idx = ec_add(c, vx(c, k, bbs), ec_add(c, ec_mul(c, row, cx(c, TC_BN)), col));
+        kir_expr *idx = ec_add(c, vx(c, k, bbs), ec_add(c, ec_mul(c, row, cx(c, BN)), col));
         kir_emit_assign(c->km, lb, bf[ni][h], kir_load(c->km, k, KIR_SHARED, sb, idx));
       }
-    for (int mi = 0; mi < TC_MI; mi++)
-      for (int ni = 0; ni < TC_NI; ni++) kir_emit_mma(c->km, lb, kind, acc[mi][ni], af[mi], bf[ni]);
+    for (int mi = 0; mi < MI; mi++)
+      for (int ni = 0; ni < NI; ni++) kir_emit_mma(c->km, lb, kind, acc[mi][ni], af[mi], bf[ni]);
   }
   /* the copies still in flight (zero fills past K) must land before shared memory is reused */
   kir_emit_cp_wait(c->km, b, 0);
@@ -484,22 +513,22 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   /* epilogue: accumulator (mi, ni, j) is output (row g + 8 (j / 2), column 2 t + j % 2) */
   int g = gc_ec_let(c, k, b, "g", quo(c, vx(c, k, lane), 4));
   int t2 = gc_ec_let(c, k, b, "t2", ec_mul(c, rem(c, vx(c, k, lane), 4), cx(c, 2)));
-  int rows[TC_MI][2], cols[TC_NI][2];
-  for (int mi = 0; mi < TC_MI; mi++)
+  int rows[TC_MAXMI][2], cols[TC_MAXNI][2];
+  for (int mi = 0; mi < MI; mi++)
     for (int h = 0; h < 2; h++) {
       kir_expr *r = ec_add(c, ec_add(c, vx(c, k, m0), vx(c, k, wm)), ec_add(c, vx(c, k, g), cx(c, mi * 16 + 8 * h)));
       rows[mi][h] = gc_ec_let(c, k, b, "gm", r);
     }
-  for (int ni = 0; ni < TC_NI; ni++)
+  for (int ni = 0; ni < NI; ni++)
     for (int e = 0; e < 2; e++) {
       kir_expr *cn = ec_add(c, ec_add(c, vx(c, k, n0), vx(c, k, wn)), ec_add(c, vx(c, k, t2), cx(c, ni * 8 + e)));
       cols[ni][e] = gc_ec_let(c, k, b, "gn", cn);
     }
-  for (int mi = 0; mi < TC_MI; mi++)
+  for (int mi = 0; mi < MI; mi++)
     for (int h = 0; h < 2; h++) {
       kir_block *rb;
       kir_emit_if(c->km, b, lt(c, vx(c, k, rows[mi][h]), cx(c, s->M)), &rb, NULL);
-      for (int ni = 0; ni < TC_NI && s->N % 2 == 0; ni++) {
+      for (int ni = 0; ni < NI && s->N % 2 == 0; ni++) {
         /* N even: both columns of a pair are in range together, and their outputs go
          * out as one 2-element vector store (gc_gen_store_outs_vec) */
         kir_block *tb;
@@ -515,7 +544,7 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
         gc_gen_store_outs_vec(G, tb, grp, pts, 2);
         gc_gen_pop(G);
       }
-      for (int ni = 0; ni < TC_NI && s->N % 2; ni++)
+      for (int ni = 0; ni < NI && s->N % 2; ni++)
         for (int e = 0; e < 2; e++) {
           kir_block *tb;
           kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[ni][e]), cx(c, s->N)), &tb, NULL);

@@ -268,12 +268,17 @@ static gc_module *parse_ok(const char *text) {
   return m;
 }
 
+/* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic). */
+static int g_tc_tile[2];
+
 /* Lower for target t, fusion on or off; fails with diagnostics when lowering fails. */
 static gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind tk, int fuse) {
   kir_target t;
-  if (tk == KIR_TARGET_CUDA)
+  if (tk == KIR_TARGET_CUDA) {
     kir_target_cuda(&t, 90);
-  else
+    t.tc_bm = g_tc_tile[0];
+    t.tc_bn = g_tc_tile[1];
+  } else
     kir_target_host(&t, 4);
   gc_diags d;
   gc_diags_init(&d, "case.graph", NULL, 0);
@@ -827,15 +832,49 @@ START_TEST(test_matmul_tensor_core) {
         gc_sbuf_putc(&sb, *q);
     }
     char *text = gc_sbuf_take(&sb);
+    /* every output tile (the heuristic picks 64x64 for these small grids on 132 SMs) */
+    static const int tiles[][2] = {{0, 0}, {128, 128}, {128, 64}, {64, 128}};
+    for (int ti = 0; ti < COUNT(tiles) && (ti == 0 || cases[k].tc); ti++) {
+      g_tc_tile[0] = tiles[ti][0];
+      g_tc_tile[1] = tiles[ti][1];
+      gc_module *m = parse_ok(text);
+      gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+      ck_assert_msg(plan_uses_tc(p) == cases[k].tc, "case %d (%s, tile %dx%d): tensor cores %s expected\n%s", k,
+                    T, tiles[ti][0], tiles[ti][1], cases[k].tc ? "" : "not", text);
+      gc_plan_free(p);
+      gc_module_free(m);
+      gb kinds = {0};
+      for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
+      run_case_w(strdup(text), 1, 0, NULL, &kinds);  /* takes its text */
+    }
+    g_tc_tile[0] = g_tc_tile[1] = 0;
+    free(text);
+  }
+  /* the heuristic: 128x128 while that grid covers the 132 SMs, smaller tiles below */
+  static const struct { const char *sig; int64_t blocks; } grids[] = {
+      {"(%a: T[127, 4096], %b: T[4096, 4096]) -> (T[127, 4096])", 2 * 64},      /* 64x64 */
+      {"(%a: T[2048, 512], %b: T[512, 2048]) -> (T[2048, 2048])", 16 * 16},     /* 128x128 */
+      {"(%a: T[1024, 512], %b: T[512, 2048]) -> (T[1024, 2048])", 8 * 32},      /* 128x64 */
+      {"(%a: T[8, 256, 512], %b: T[512, 2048]) -> (T[8, 256, 2048])", 8 * 2 * 16}}; /* 128x128 */
+  for (int gi = 0; gi < COUNT(grids); gi++) {
+    gc_sbuf sb = {0};
+    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+    for (const char *q = grids[gi].sig; *q; q++)
+      if (*q == 'T' && q[1] == '[')
+        gc_sbuf_puts(&sb, T);
+      else
+        gc_sbuf_putc(&sb, *q);
+    gc_sbuf_puts(&sb, " {\n  %y = matmul(%a, %b);\n  return %y;\n}\n");
+    char *text = gc_sbuf_take(&sb);
     gc_module *m = parse_ok(text);
     gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
-    ck_assert_msg(plan_uses_tc(p) == cases[k].tc, "case %d (%s): tensor cores %s expected\n%s", k, T,
-                  cases[k].tc ? "" : "not", text);
+    ck_assert_int_eq(p->kir->n_kernels, 1);
+    ck_assert_msg(kir_uses_tensor_cores(p->kir->kernels[0]), "%s", text);
+    ck_assert_msg(p->kir->kernels[0]->launch.n == grids[gi].blocks, "%s: %lld blocks, expected %lld", text,
+                  (long long)p->kir->kernels[0]->launch.n, (long long)grids[gi].blocks);
     gc_plan_free(p);
     gc_module_free(m);
-    gb kinds = {0};
-    for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
-    run_case_w(text, 1, 0, NULL, &kinds);  /* takes text */
+    free(text);
   }
 }
 END_TEST
