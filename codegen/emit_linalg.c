@@ -7,10 +7,13 @@
  *       threads read consecutive addresses: which of an operand's two matrix
  *       dims is contiguous is probed on its index map (transpose flags and
  *       absorbed transposes alike).
- *   matmul, host: ITEMS over 8x16 output tiles (row tiles fastest: a thread's
- *       chunk reuses one column panel of B), each a register-blocked pass over K
- *       that LLVM vectorizes (FMAs across the 16 columns); edge tiles loop with
- *       bounds tests.
+ *   matmul, host: ITEMS over 8x16 output tiles (8x32 with AVX-512; row tiles
+ *       fastest: a thread's chunk reuses one column panel of B), each a register-
+ *       blocked pass over K that LLVM vectorizes (FMAs across the columns); edge
+ *       tiles loop with bounds tests. Large f32 matmuls whose B the tiles would
+ *       read badly (mm_use_packed) take the packed path instead: per item a block
+ *       of C, per K block of 256 both operand blocks packed into per-thread scratch
+ *       (KIR_SCRATCH) as contiguous tile panels, then the same register tiles.
  *   Operands are read through the element generator, so reshape / transpose /
  *   broadcast / slice producers fused into them are strided loads (a transposed
  *   head split costs no kernel); the epilogue (bias, activation, residual,
@@ -253,9 +256,13 @@ static kir_kernel *mm_tiled(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   return k;
 }
 
-/* Host micro-tile: MM_MR x MM_NR outputs per item, accumulators in registers (8 x 16
- * f32 = 16 vector registers of 256 bits; AVX-512 CPUs have 32). */
-enum { MM_MR = 8, MM_NR = 16 };
+/* Host micro-tile: MM_MR x mm_nr(target) outputs per item, accumulators in registers:
+ * 8 x 16 f32 = 16 ymm (AVX2: all but the operands' registers), 8 x 32 = 16 zmm on
+ * AVX-512 CPUs (which have 32, and LLVM uses 512-bit vectors there: llvm_emit.h). */
+enum { MM_MR = 8, MM_NR = 32 };
+
+/* Register tile width in f32 columns: two vector registers. */
+static int mm_nr(const gc_lowerer *c) { return c->t->simd_bytes >= 64 ? 32 : 16; }
 
 /* Coordinate var of row/col `base + off` (GC_PT_ZERO for a unit dim). */
 static int mm_coord(gc_lowerer *c, kir_kernel *k, kir_block *b, int64_t dim, int base, int64_t off,
@@ -344,7 +351,7 @@ static void mm_host_edge(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
  * checked one at the edges (mm_host_edge). Tiles shrink to M or N when smaller. */
 static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
                             gc_gen *G) {
-  int mr = s->M < MM_MR ? (int)s->M : MM_MR, nr = s->N < MM_NR ? (int)s->N : MM_NR;
+  int mr = s->M < MM_MR ? (int)s->M : MM_MR, nr = s->N < mm_nr(c) ? (int)s->N : mm_nr(c);
   if (mr < 1) mr = 1;
   if (nr < 1) nr = 1;
   int64_t TM = (s->M + mr - 1) / mr, TN = (s->N + nr - 1) / nr;
@@ -370,6 +377,216 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   return k;
 }
 
+/* ---- host, packed: large f32 matmuls ------------------------------------------------------- */
+
+/* Register tile PK_MR x mm_nr (16 zmm accumulators with AVX-512, 16 ymm with AVX2); an
+ * item computes an MC x NC block of C (at most PK_MC x PK_NC) in K blocks of at most
+ * PK_KC, packing each operand block into per-thread scratch first: A's block
+ * (128 KiB) and the B panel of a tile (32 KiB) stay in L2 and L1; with the f32 block of C
+ * that is at most 512 KiB of scratch (the stack of the thread that runs the item). */
+enum { PK_MR = MM_MR, PK_KC = 256, PK_MC = 128, PK_NC = 256 };
+
+/* Least multiple of m not below x. */
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Is the packed path worth it: f32 accumulation, at least one register tile, enough work
+ * (256^3 multiply-adds), and a B that the unpacked kernel reads badly: rows of 2 KiB or
+ * more (a column panel walks one L1 set) or over 1 MiB in all. Below that, mm_items with B
+ * in cache is faster (no packing, no accumulator round trips). */
+static int mm_use_packed(const gc_lowerer *c, const mm_shape *s, gc_dtype at) {
+  if (c->t->kind != KIR_TARGET_HOST || at != GRAPHC_DTYPE_F32 || s->M < PK_MR || s->N < mm_nr(c)) return 0;
+  if ((double)s->M * (double)s->N * (double)s->K < 256.0 * 256 * 256) return 0;
+  return s->N >= 512 || (double)s->K * (double)s->N >= 512.0 * 512;
+}
+
+/* One operand block of the packed path. Logical rows r (m of A, n of B) [r0, r0 + rows)
+ * and k [k0, k0 + kc) go to scratch `sbuf` as panels of P rows: element (r0 + p0 + i,
+ * k0 + kk) at p0 * KC + kk * P + i, and 0 for rows at or past `lim`. */
+typedef struct pk_operand {
+  const gc_value *x;
+  int is_a;          /* A (coordinates (m, k)) or B ((k, n)) */
+  int trans;         /* the matmul's transpose flag of this operand */
+  int kfast;         /* k is the operand's contiguous dim: loop over k innermost */
+  int sbuf, P;
+  int64_t lim, KC;
+} pk_operand;
+
+/* Store one packed element (row var r, k var kv) at scratch index var iv; checked: 0 past lim. */
+static void pk_elem(gc_gen *G, kir_block *b, const pk_operand *o, const mm_shape *s, const int *bco, int r,
+                    int kv, int iv, int checked, gc_dtype at) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  kir_block *tb = b, *eb = NULL;
+  if (checked) kir_emit_if(c->km, b, in_range(c, k, r, o->lim, 0), &tb, &eb);
+  gc_gen_push(G);
+  int rz = o->lim == 1 ? GC_PT_ZERO : r, kz = s->K == 1 ? GC_PT_ZERO : kv;
+  int d0 = o->is_a ? rz : kz, d1 = o->is_a ? kz : rz;  /* logical (row, col) of the operand */
+  int v = o->trans ? mm_operand(G, tb, o->x, s, bco, d1, d0) : mm_operand(G, tb, o->x, s, bco, d0, d1);
+  kir_emit_store(c->km, tb, KIR_SCRATCH, o->sbuf, ec_v(c, k, iv), ec_cast(c, at, ec_v(c, k, v)));
+  gc_gen_pop(G);
+  if (eb) kir_emit_store(c->km, eb, KIR_SCRATCH, o->sbuf, ec_v(c, k, iv), gc_ec_num(c, at, 0.0));
+}
+
+/* The loops over one panel at row offset p0 (var) of the block at r0 (var): k innermost
+ * when k is the operand's contiguous dim, else the panel's rows. */
+static void pk_panel(gc_gen *G, kir_block *b, const pk_operand *o, const mm_shape *s, const int *bco, int r0,
+                     int p0, int k0, int kc, int checked, gc_dtype at) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  int kk = gc_ec_var(c, k, "pk", GRAPHC_DTYPE_I64);
+  kir_block *ob, *ib;
+  if (o->kfast && o->P <= 8) {
+    /* rows unrolled inside the k loop: P contiguous streams in, one contiguous run of P out
+     * per k, which LLVM vectorizes as an interleaved (transposing) store group */
+    ob = kir_emit_for(c->km, b, kk, ec_i64(c, 0), ec_v(c, k, kc), ec_i64(c, 1));
+    int kv = gc_ec_let(c, k, ob, "pkk", ec_add(c, ec_v(c, k, k0), ec_v(c, k, kk)));
+    int base = gc_ec_let(c, k, ob, "pidx", ec_add(c, ec_mul(c, ec_v(c, k, p0), ec_i64(c, o->KC)),
+                                                    ec_mul(c, ec_v(c, k, kk), ec_i64(c, o->P))));
+    for (int ii = 0; ii < o->P; ii++) {
+      int r = gc_ec_let(c, k, ob, "pr", ec_add(c, ec_add(c, ec_v(c, k, r0), ec_v(c, k, p0)), ec_i64(c, ii)));
+      int iv = gc_ec_let(c, k, ob, "pidx", ec_add(c, ec_v(c, k, base), ec_i64(c, ii)));
+      pk_elem(G, ob, o, s, bco, r, kv, iv, checked, at);
+    }
+    return;
+  }
+  int i = gc_ec_var(c, k, "pi", GRAPHC_DTYPE_I64);
+  if (o->kfast) {
+    ob = kir_emit_for(c->km, b, i, ec_i64(c, 0), ec_i64(c, o->P), ec_i64(c, 1));
+    ib = kir_emit_for(c->km, ob, kk, ec_i64(c, 0), ec_v(c, k, kc), ec_i64(c, 1));
+  } else {
+    ob = kir_emit_for(c->km, b, kk, ec_i64(c, 0), ec_v(c, k, kc), ec_i64(c, 1));
+    ib = kir_emit_for(c->km, ob, i, ec_i64(c, 0), ec_i64(c, o->P), ec_i64(c, 1));
+  }
+  int r = gc_ec_let(c, k, ib, "pr", ec_add(c, ec_add(c, ec_v(c, k, r0), ec_v(c, k, p0)), ec_v(c, k, i)));
+  int kv = gc_ec_let(c, k, ib, "pkk", ec_add(c, ec_v(c, k, k0), ec_v(c, k, kk)));
+  kir_expr *idx = ec_add(c, ec_mul(c, ec_v(c, k, p0), ec_i64(c, o->KC)),
+                         ec_add(c, ec_mul(c, ec_v(c, k, kk), ec_i64(c, o->P)), ec_v(c, k, i)));
+  int iv = gc_ec_let(c, k, ib, "pidx", idx);
+  pk_elem(G, ib, o, s, bco, r, kv, iv, checked, at);
+}
+
+/* Pack the block: panels p0 = 0, P, .. below rv = min(rows, lim - r0); whole panels
+ * without bounds tests, the last partial one with them (zeros past lim). */
+static void pk_pack(gc_gen *G, kir_block *b, const pk_operand *o, const mm_shape *s, const int *bco, int r0,
+                    int rv, int k0, int kc, gc_dtype at) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  int p0 = gc_ec_var(c, k, "p0", GRAPHC_DTYPE_I64);
+  kir_block *pb = kir_emit_for(c->km, b, p0, ec_i64(c, 0), ec_v(c, k, rv), ec_i64(c, o->P));
+  kir_expr *whole = ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, p0), ec_i64(c, o->P)), ec_v(c, k, rv));
+  kir_block *tb, *eb;
+  kir_emit_if(c->km, pb, whole, &tb, &eb);
+  pk_panel(G, tb, o, s, bco, r0, p0, k0, kc, 0, at);
+  pk_panel(G, eb, o, s, bco, r0, p0, k0, kc, 1, at);
+}
+
+/* k is x's contiguous dim (a probe on its index map; default: A row-major, B row-major). */
+static int pk_kfast(const gc_lowerer *c, const gc_value *x, int is_a, int trans) {
+  int ct = mm_contig_last(c, x);
+  int k_last = is_a ? !trans : trans;  /* k is x's own last dim */
+  if (ct < 0) return is_a;
+  return (ct == 1) == k_last;
+}
+
+/* MR x NR register tile at (ir, jr) of the block, K block k0 of depth kc: accumulators
+ * from Cs (0 in the first K block), a pass over the packed panels, back to Cs. */
+static void pk_micro(gc_gen *G, kir_block *b, int ap, int bp, int cs, int64_t KC, int64_t NC, int ir, int jr,
+                     int k0, int kc, gc_dtype at) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const int nr = mm_nr(c);
+  int acc[PK_MR * MM_NR], av[PK_MR], bv[MM_NR];
+  int cb = gc_ec_let(c, k, b, "cb", ec_add(c, ec_mul(c, ec_v(c, k, ir), ec_i64(c, NC)), ec_v(c, k, jr)));
+  for (int i = 0; i < PK_MR * nr; i++) acc[i] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, at, 0.0));
+  kir_block *tb;
+  kir_emit_if(c->km, b, ec_bin(c, KIR_GT, ec_v(c, k, k0), ec_i64(c, 0)), &tb, NULL);
+  for (int i = 0; i < PK_MR; i++)
+    for (int j = 0; j < nr; j++)
+      kir_emit_assign(c->km, tb, acc[i * nr + j],
+                      kir_load(c->km, k, KIR_SCRATCH, cs, ec_add(c, ec_v(c, k, cb), ec_i64(c, i * NC + j))));
+  int ab = gc_ec_let(c, k, b, "ab", ec_mul(c, ec_v(c, k, ir), ec_i64(c, KC)));
+  int bb = gc_ec_let(c, k, b, "bb", ec_mul(c, ec_v(c, k, jr), ec_i64(c, KC)));
+  int kk = gc_ec_var(c, k, "kk", GRAPHC_DTYPE_I64);
+  kir_block *lb = kir_emit_for(c->km, b, kk, ec_i64(c, 0), ec_v(c, k, kc), ec_i64(c, 1));
+  int ao = gc_ec_let(c, k, lb, "ao", ec_add(c, ec_v(c, k, ab), ec_mul(c, ec_v(c, k, kk), ec_i64(c, PK_MR))));
+  int bo = gc_ec_let(c, k, lb, "bo", ec_add(c, ec_v(c, k, bb), ec_mul(c, ec_v(c, k, kk), ec_i64(c, nr))));
+  for (int i = 0; i < PK_MR; i++)
+    av[i] = gc_ec_let(c, k, lb, "a", kir_load(c->km, k, KIR_SCRATCH, ap, ec_add(c, ec_v(c, k, ao), ec_i64(c, i))));
+  for (int j = 0; j < nr; j++)
+    bv[j] = gc_ec_let(c, k, lb, "b", kir_load(c->km, k, KIR_SCRATCH, bp, ec_add(c, ec_v(c, k, bo), ec_i64(c, j))));
+  for (int i = 0; i < PK_MR; i++)
+    for (int j = 0; j < nr; j++) {
+      kir_expr *prod = ec_bin(c, KIR_MUL, ec_v(c, k, av[i]), ec_v(c, k, bv[j]));
+      kir_emit_assign(c->km, lb, acc[i * nr + j], ec_bin(c, KIR_ADD, ec_v(c, k, acc[i * nr + j]), prod));
+    }
+  for (int i = 0; i < PK_MR; i++)
+    for (int j = 0; j < nr; j++)
+      kir_emit_store(c->km, b, KIR_SCRATCH, cs, ec_add(c, ec_v(c, k, cb), ec_i64(c, i * NC + j)),
+                     ec_v(c, k, acc[i * nr + j]));
+}
+
+/* The packed host kernel: ITEMS over (batch, column block, row block), row blocks fastest.
+ * Per K block an item packs its MC x kc block of A and kc x NC block of B into scratch
+ * (zero-padded to whole tiles; operands read through the generator, so fused producers
+ * and transposes are handled here once), runs the register tiles over them, accumulating
+ * in a scratch MC x NC block, and ends with the epilogue over the block's valid part. */
+static kir_kernel *mm_packed(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
+                             gc_gen *G) {
+  const gc_op *op = grp->roots[0];
+  const int nr = mm_nr(c);
+  int64_t KC = s->K < PK_KC ? s->K : PK_KC;
+  int64_t MC = round_up(s->M, PK_MR), NC = round_up(s->N, nr);
+  if (MC > PK_MC) MC = PK_MC;
+  if (NC > PK_NC) NC = PK_NC;
+  /* enough items for every core (two each), shrinking the wider side first */
+  int64_t want = 2 * (int64_t)(c->t->num_sms > 0 ? c->t->num_sms : 1);
+  for (;;) {
+    int64_t items = s->batch * ((s->M + MC - 1) / MC) * ((s->N + NC - 1) / NC);
+    if (items >= want) break;
+    if (NC > nr && NC >= MC) NC = round_up(NC / 2, nr);
+    else if (MC > PK_MR) MC = round_up(MC / 2, PK_MR);
+    else break;
+  }
+  int64_t TM = (s->M + MC - 1) / MC, TN = (s->N + NC - 1) / NC;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, s->batch * TN * TM, 1);
+  gc_gen_init(G, c, k);
+  int ap = kir_add_scratch(c->km, k, at, MC * KC), bp = kir_add_scratch(c->km, k, at, KC * NC);
+  int cs = kir_add_scratch(c->km, k, at, MC * NC);
+  kir_block *b = &k->body;
+  int64_t dims3[3] = {s->batch, TN, TM};
+  int co[3], bco[GC_MAX_RANK];
+  gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
+  mm_batch_coords(c, k, b, s, co[0], bco);
+  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, MC)));
+  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, NC)));
+  int mv = gc_ec_let(c, k, b, "mv", ec_bin(c, KIR_MIN, ec_i64(c, MC), ec_bin(c, KIR_SUB, ec_i64(c, s->M), ec_v(c, k, m0))));
+  int nv = gc_ec_let(c, k, b, "nv", ec_bin(c, KIR_MIN, ec_i64(c, NC), ec_bin(c, KIR_SUB, ec_i64(c, s->N), ec_v(c, k, n0))));
+  pk_operand oa = {op->operands[0], 1, s->ta, pk_kfast(c, op->operands[0], 1, s->ta), ap, PK_MR, s->M, KC};
+  pk_operand ob = {op->operands[1], 0, s->tb, pk_kfast(c, op->operands[1], 0, s->tb), bp, nr, s->N, KC};
+
+  int k0 = gc_ec_var(c, k, "k0", GRAPHC_DTYPE_I64);
+  kir_block *kb = kir_emit_for(c->km, b, k0, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, KC));
+  int kc = gc_ec_let(c, k, kb, "kc", ec_bin(c, KIR_MIN, ec_i64(c, KC), ec_bin(c, KIR_SUB, ec_i64(c, s->K), ec_v(c, k, k0))));
+  pk_pack(G, kb, &oa, s, bco, m0, mv, k0, kc, at);
+  pk_pack(G, kb, &ob, s, bco, n0, nv, k0, kc, at);
+  int jr = gc_ec_var(c, k, "jr", GRAPHC_DTYPE_I64), ir = gc_ec_var(c, k, "ir", GRAPHC_DTYPE_I64);
+  kir_block *jb = kir_emit_for(c->km, kb, jr, ec_i64(c, 0), ec_v(c, k, nv), ec_i64(c, nr));
+  kir_block *ib = kir_emit_for(c->km, jb, ir, ec_i64(c, 0), ec_v(c, k, mv), ec_i64(c, PK_MR));
+  pk_micro(G, ib, ap, bp, cs, KC, NC, ir, jr, k0, kc, at);
+
+  int i = gc_ec_var(c, k, "i", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
+  kir_block *eb = kir_emit_for(c->km, b, i, ec_i64(c, 0), ec_v(c, k, mv), ec_i64(c, 1));
+  kir_block *fb = kir_emit_for(c->km, eb, j, ec_i64(c, 0), ec_v(c, k, nv), ec_i64(c, 1));
+  int m = s->M == 1 ? GC_PT_ZERO : gc_ec_let(c, k, fb, "m", ec_add(c, ec_v(c, k, m0), ec_v(c, k, i)));
+  int n = s->N == 1 ? GC_PT_ZERO : gc_ec_let(c, k, fb, "n", ec_add(c, ec_v(c, k, n0), ec_v(c, k, j)));
+  kir_expr *ci = ec_add(c, ec_mul(c, ec_v(c, k, i), ec_i64(c, NC)), ec_v(c, k, j));
+  gc_gen_push(G);
+  int pt = mm_out_point(G, op->results[0], s, bco, m, n, -1);
+  epilogue(G, fb, grp, pt, kir_load(c->km, k, KIR_SCRATCH, cs, ci));
+  gc_gen_pop(G);
+  return k;
+}
+
 void gc_mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_shape *s, int bi, int *bco) {
   mm_batch_coords(c, k, b, s, bi, bco);
 }
@@ -390,6 +607,7 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_dtype at = gc_dtype_is_float(ct) ? ct : GRAPHC_DTYPE_I64;
   gc_gen G;
   kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? gc_mm_tensor_core(c, grp, &s, &G) : NULL;
+  if (!k && mm_use_packed(c, &s, at)) k = mm_packed(c, grp, &s, at, &G);
   if (!k) k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, grp, &s, at, &G) : mm_items(c, grp, &s, at, &G);
   k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = 2.0 * (double)s.batch * (double)s.M * (double)s.N * (double)s.K;

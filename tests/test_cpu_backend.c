@@ -4,7 +4,8 @@
  *                (graphc_model_write_random_weights) and inputs
  *   ops          every op of ir/ops.def (the loop index is the opcode; an op
  *                with no case below fails) x the dtypes the brief allows, with
- *                shapes 1, 3, 17, 1023, 4097, broadcasts and scalars
+ *                shapes 1, 3, 17, 1023, 4097, broadcasts and scalars; large
+ *                matmuls for the packed host kernel (tails, transposes, epilogue)
  *   pool         the thread pool directly (ranges contiguous, each item once,
  *                n not divisible by the thread count, many back-to-back jobs),
  *                a JIT'd kernel split over 3 threads, and a big graph through
@@ -625,6 +626,64 @@ START_TEST(op_cpu_vs_interp) {
 }
 END_TEST
 
+/* ---- the packed host matmul ------------------------------------------------------------------ */
+/* Matmuls big enough for the packed path of codegen/emit_linalg.c (mm_use_packed): tails in
+ * M (below and above one register tile), N and K (K blocks of 256), both transpose flags, a
+ * transpose producer read through the generator, batch broadcasting, f16 operands, and a
+ * fused bias + relu epilogue. */
+START_TEST(matmul_packed_cpu_vs_interp) {
+  static const struct {
+    const char *t, *a, *b, *attrs;
+    int bias;          /* bias [N] + relu fused into the epilogue */
+    int tprod;         /* B given as [N, K] and transposed by a transpose op */
+  } cs[] = {
+      {"f32", "131, 300", "300, 530", "", 1, 0},
+      {"f32", "300, 131", "530, 300", ", transpose_a=true, transpose_b=true", 1, 0},
+      {"f32", "131, 300", "530, 300", "", 0, 1},
+      {"f32", "9, 1900", "1900, 1030", "", 0, 0},
+      {"f32", "2, 1, 33, 600", "3, 600, 900", "", 1, 0},
+      {"f16", "70, 520", "520, 515", "", 0, 0},
+  };
+  gc_sbuf fails = {0};
+  int n_fail = 0;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    gb b;
+    memset(&b, 0, sizeof b);
+    gc_dtype t = strcmp(cs[i].t, "f16") == 0 ? GRAPHC_DTYPE_F16 : GRAPHC_DTYPE_F32;
+    char a[16], w[16];
+    snprintf(a, sizeof a, "%s", gb_arg(&b, 'k', 0, t, cs[i].a));
+    snprintf(w, sizeof w, "%s", gb_arg(&b, 'k', 0, t, cs[i].b));
+    if (cs[i].tprod) {
+      gc_sbuf_printf(&b.body, "  %%bt = transpose(%s, perm=[1, 0]);\n", w);
+      snprintf(w, sizeof w, "%%bt");
+    }
+    if (cs[i].bias) {
+      const char *n = strrchr(cs[i].b, ' ') + 1;  /* N: B's last dim */
+      if (strstr(cs[i].attrs, "transpose_b")) n = cs[i].b;
+      char nd[16];
+      snprintf(nd, sizeof nd, "%.*s", (int)strcspn(n, ","), n);
+      const char *bias = gb_arg(&b, 'k', 0, t, nd);
+      gc_sbuf_printf(&b.body, "  %%mm = matmul(%s, %s%s);\n  %%mb = add(%%mm, %s);\n", a, w, cs[i].attrs, bias);
+      gb_ret(&b, "relu(%%mb)");
+    } else {
+      gb_ret(&b, "matmul(%s, %s%s)", a, w, cs[i].attrs);
+    }
+    char label[96];
+    snprintf(label, sizeof label, "packed matmul %zu: %s [%s] x [%s]%s", i, cs[i].t, cs[i].a, cs[i].b, cs[i].attrs);
+    char *text = gb_text(&b, label);
+    n_fail += cpu_vs_interp(label, text, b.kinds, b.ranges, 1, g_seed ^ (uint64_t)(i * 7919u + 17u), &fails);
+    free(text);
+    gb_free(&b);
+  }
+  if (n_fail) fprintf(stderr, "%s", fails.data);
+  char first[1500];
+  snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
+  gc_sbuf_free(&fails);
+  ck_assert_msg(n_fail == 0, "%d packed matmuls differ (GRAPHC_TEST_SEED=%llu reproduces):\n%s", n_fail,
+                (unsigned long long)g_seed, first);
+}
+END_TEST
+
 /* ---- the examples ------------------------------------------------------------------------ */
 /* Symbol names of the first graph in text ("<B, S>"), at most max. */
 static int graph_syms(const char *text, char names[][32], int max) {
@@ -1080,6 +1139,7 @@ int main(void) {
   suite_add_tcase(s, tx);
   TCase *to = tcase_create("ops");
   tcase_add_loop_test(to, op_cpu_vs_interp, 0, GC_OP_COUNT_);
+  tcase_add_test(to, matmul_packed_cpu_vs_interp);
   tcase_set_timeout(to, 1200);
   suite_add_tcase(s, to);
   return tu_run_suite(s);
