@@ -790,8 +790,9 @@ int ox_gather_nd(ox *x, int arg) {
   if (!gc_type_is_concrete(&a->type) || !gc_type_is_concrete(&idx->type))
     return ox_unsup(x, "symbolic dims; bind them first");
   int r = a->type.rank, q = idx->type.rank, b = (int)ox_attr_int(x, "batch_dims", 0);
+  if (q < 1) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "bad indices shape"); /* scalar: fuzz_onnx */
   int64_t k = idx->type.dims[q - 1], *d = a->type.dims;
-  if (q < 1 || b < 0 || b + k > r || b >= q) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "bad indices shape");
+  if (b < 0 || b + k > r || b >= q) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "bad indices shape");
   /* index grid: idx without its last dim */
   int64_t g[GC_MAX_RANK];
   for (int i = 0; i < q - 1; i++) g[i] = idx->type.dims[i];
@@ -937,6 +938,7 @@ int ox_scatter_nd(ox *x, int arg) {
   if (!gc_type_is_concrete(&a->type) || !gc_type_is_concrete(&idx->type))
     return ox_unsup(x, "symbolic dims; bind them first");
   int r = a->type.rank, q = idx->type.rank;
+  if (q < 1) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "indices must have rank 1 or more");
   int64_t k = idx->type.dims[q - 1], *d = a->type.dims, Nk = 1, S = 1, M = 1;
   if (k > r) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "indices address more dims than the data has");
   for (int i = 0; i < r; i++) *(i < k ? &Nk : &S) *= d[i];
