@@ -216,7 +216,7 @@ int ox_attention(ox *x, int arg) {
                      "attn_mask must be bool or a float type, not %s",
                      graphc_dtype_name(mask->type.dtype));
     int mr = mask->type.rank;
-    int64_t pad = skv - mask->type.dims[mr - 1];
+    int64_t pad = mr >= 1 ? skv - mask->type.dims[mr - 1] : 0; /* a scalar mask broadcasts */
     if (pad > 0) {
       int64_t pads[2 * GC_MAX_RANK] = {0};
       pads[mr + mr - 1] = pad;
