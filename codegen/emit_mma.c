@@ -7,7 +7,8 @@
  * 2 (M) x 2 (N), each warp a (BM/2) x (BN/2) sub-tile of m16n8k16 MMAs. 128x128
  * (warps of 4 x 8 MMAs, 4 KiB of fragments read from shared memory per 32 MMAs,
  * which keeps shared-memory bandwidth below what the tensor cores consume) unless
- * its grid would leave SMs idle; then 128x64, 64x128 or 64x64 (tc_tile)):
+ * its grid would leave SMs idle; then 128x64, 64x128 or 64x64 (tc_tile; a tuning
+ * file's entry for the problem overrides the choice, see tuning.h)):
  *   - K advances 32 at a time through a 3-stage ring of shared-memory tiles
  *     filled with 16-byte cp.async copies (zero-filled outside the matrix), so
  *     two tiles are in flight while the tensor cores work on the third;
@@ -27,6 +28,7 @@
  * return NULL and the caller uses the CUDA-core kernel.
  */
 #include "emit.h"
+#include "tuning.h"
 
 enum {
   TC_STAGES = 3, TC_THREADS = 128,      /* 4 warps: 2 (M) x 2 (N), each a (BM/2) x (BN/2) tile */
@@ -326,16 +328,23 @@ static void tc_issue(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
 }
 
 /* Output tile (BM x BN, each 64 or 128) of a tensor-core matmul. kir_target's
- * tc_bm / tc_bn when set (tests, tuning); else the largest tile whose grid fills
+ * tc_bm / tc_bn when set (tests); else the tuning file's entry for `key`; else the
+ * largest tile whose grid fills
  * every SM once (128x128, then 128x64, 64x128), and 64x64 when none does: at M 127
  * and N 4096 the 128x128 grid is 32 blocks on 132 SMs, the 64x64 one 128. tf32
  * keeps 128x128 (its B reads assume 128-wide rows). */
-static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, int *bm, int *bn) {
+static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, const char *key, int *bm, int *bn) {
   *bm = *bn = 128;
   if (tf32) return;
   if ((c->t->tc_bm == 64 || c->t->tc_bm == 128) && (c->t->tc_bn == 64 || c->t->tc_bn == 128)) {
     *bm = c->t->tc_bm;
     *bn = c->t->tc_bn;
+    return;
+  }
+  const gc_tuning_entry *e = gc_tuning_find(c->t->tuning, key);
+  if (e) {
+    *bm = e->bm;
+    *bn = e->bn;
     return;
   }
   static const int cand[][2] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}};
@@ -373,11 +382,14 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   }
 
   int BM, BN;
-  tc_tile(c, s, tf32, &BM, &BN);
+  char key[GC_TUNING_KEY_MAX];
+  gc_tuning_key_mm(key, dt, s->batch, s->M, s->N, s->K, s->ta, s->tb);
+  tc_tile(c, s, tf32, key, &BM, &BN);
   const int WM = BM / 2, WN = BN / 2, MI = WM / 16, NI = WN / 8;
   const int64_t a_stage = BM * bk, b_stage = bk * BN;
   int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, TC_THREADS);
+  if (!tf32) snprintf(k->tune_key, sizeof k->tune_key, "%s", key);
   gc_gen_init(G, c, k);
   kir_mma_kind kind = tf32 ? KIR_MMA_TF32 : dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
   oa.param = a_gen ? -1 : gc_gen_rparam(G, c->val_buf[oa.v.base->id], dt);

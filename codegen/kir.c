@@ -1025,6 +1025,7 @@ void kir_print(gc_sbuf *b, const kir_kernel *k) {
   gc_sbuf_printf(b, "kernel %s %s(n=%lld, block=%d) item=%%%s\n", k->name,
                  k->launch.kind == KIR_LAUNCH_ITEMS ? "items" : "blocks",
                  (long long)k->launch.n, k->launch.block, k->vars[k->item_var].name);
+  if (k->tune_key[0]) gc_sbuf_printf(b, "  tune \"%s\"\n", k->tune_key);
   for (int i = 0; i < k->n_params; i++) {
     const kir_param *p = &k->params[i];
     if (p->kind == KIR_PARAM_I64)

@@ -41,6 +41,7 @@ typedef struct kir_target {
   int tf32;               /* f32 matmuls may round their operands to tf32 (tensor cores) */
   int tc_bm, tc_bn;       /* tensor-core matmul output tile, 64 or 128 each; 0: chosen per
                              matmul from its grid and num_sms (codegen/emit_mma.c) */
+  const struct gc_tuning *tuning; /* measured choices (codegen/tuning.h), or NULL */
 } kir_target;
 
 /* Fill a target description with defaults (sm_90 / host). */
@@ -207,6 +208,7 @@ typedef struct kir_kernel {
   kir_block body;
   double bytes_moved;     /* modeled bytes read + written, for stats */
   double flops;           /* modeled arithmetic, for stats */
+  char tune_key[160];     /* tunable kernels: their problem's tuning key (tuning.h); "" else */
 } kir_kernel;
 
 typedef struct kir_module {

@@ -14,6 +14,7 @@
 #include "../passes/pipeline.h"
 #include "../codegen/codegen.h"
 #include "../codegen/lower.h"
+#include "../codegen/tuning.h"
 
 struct graphc_context {
   char *diagnostics;     /* rendered diagnostics of the last call that made any */
@@ -385,6 +386,10 @@ graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t
     if (gc_weights_check(exe->graph, exe->weights, &d) > 0) goto fail;
   }
 
+  /* Measured kernel configurations (graphc tune), read before any work on them. */
+  if (opts.tuning && !(exe->tuning = gc_tuning_load(opts.tuning, &d))) goto fail;
+  exe->opts.tuning = NULL;
+
   /* Graph-level passes. */
   if (gc_run_pipeline(exe->graph, &opts, &exe->stats, &d) != 0) goto fail;
 
@@ -420,6 +425,7 @@ void graphc_executable_destroy(graphc_executable_t *exe) {
   if (exe->backend) exe->backend->release(exe);
   gc_module_free(exe->module);
   gc_safetensors_free(exe->weights);
+  gc_tuning_free(exe->tuning);
   free(exe->inputs);
   free(exe->outputs);
   free(exe->file);
@@ -588,8 +594,11 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
   gc_diags_init(&d, m->name, m->source, m->source_len);
   gc_sbuf stats = {0};
   gc_plan *plan = NULL;
+  gc_tuning *tuning = NULL;
   double t0 = emit_now_ms();
-  gc_module *mod = parse_and_verify(m->name, m->source, m->source_len, &d);
+  gc_module *mod = opts.tuning && !(tuning = gc_tuning_load(opts.tuning, &d))
+                       ? NULL
+                       : parse_and_verify(m->name, m->source, m->source_len, &d);
   gc_sbuf_printf(&stats, "time: parse + verify %.2f ms\n", emit_now_ms() - t0);
   if (mod) {
     gc_graph *g = mod->graphs[m->entry];
@@ -600,6 +609,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
       kir_target t;
       kir_target_cuda(&t, sm);
       t.tf32 = opts.allow_tf32;
+      t.tuning = tuning;
       t0 = emit_now_ms();
       plan = gc_lower_opts(g, NULL, &t, gc_lower_fusion_enabled(&opts), &d);
       gc_sbuf_printf(&stats, "time: lower %.2f ms\n", emit_now_ms() - t0);
@@ -663,6 +673,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
   if (opts.time_passes && stats.data) fputs(stats.data, stderr);  /* like --print-after */
   gc_sbuf_free(&stats);
   gc_module_free(mod);
+  gc_tuning_free(tuning);
   if (!d.n_errors && !*out) gc_error_at(&d, GRAPHC_STATUS_INTERNAL, (gc_loc){0, 0}, "emit failed");
   graphc_status_t st = finish(m->ctx, &d, err);
   if (st != GRAPHC_STATUS_OK) {

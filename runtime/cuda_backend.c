@@ -363,6 +363,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
   kir_target t;
   kir_target_cuda(&t, s->sm);
   t.tf32 = opts && opts->allow_tf32;
+  t.tuning = exe->tuning;
   t.sm = s->sm;
   t.warp_size = pr->warp;
   t.max_threads = pr->max_threads;
@@ -611,6 +612,7 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
     kir_target t;
     kir_target_cuda(&t, sm);
     t.tf32 = exe->opts.allow_tf32;
+    t.tuning = exe->tuning;
     double t0 = now_ms();
     plans[made] = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
     if (!plans[made] || d->n_errors) goto out;

@@ -48,6 +48,7 @@ struct graphc_executable {
   void *state;                   /* the backend's */
   graphc_compile_options_t opts;
   int fuse;                      /* fusion on: not -O0, not --disable-pass=fusion */
+  struct gc_tuning *tuning;      /* the tuning file's entries (opts.tuning), or NULL */
   size_t n_inputs, n_outputs;
   graphc_tensor_info_t *inputs, *outputs;
   gc_sbuf stats;                 /* appended to by passes and backends */

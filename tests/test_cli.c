@@ -159,6 +159,74 @@ START_TEST(host_program) {
 }
 END_TEST
 
+/* Tuning files: --tuning picks the tensor-core tile per problem (the KIR shows it), the
+ * same file gives the same bytes, and every malformed file is a clear error. graphc tune
+ * itself measures on a GPU: without one it says so; with one it writes a file that
+ * --tuning reads back. */
+START_TEST(tuning_files) {
+  char g[512], t[512], a[2048], b[2048];
+  snprintf(g, sizeof g, "%s/mm.graph", tu_tmpdir());
+  tu_write_text(tu_tmpdir(), "mm.graph", "version 1;\ngraph @g(%a: f16[127, 4096], %b: f16[4096, 4096]) -> (f16[127, 4096]) {\n"
+                   "  %y = matmul(%a, %b);\n  return %y;\n}\n");
+  snprintf(t, sizeof t, "%s/t.tuning", tu_tmpdir());
+  /* the heuristic: 64x64 tiles (128 blocks on 132 SMs) */
+  snprintf(a, sizeof a, "compile %s --emit kir --arch sm_90", g);
+  EXPECT(a, 0, "kernel matmul_0 blocks(n=128, block=128)");
+  EXPECT(a, 0, "tune \"matmul f16 b=1 m=127 n=4096 k=4096 ab=nn\"");
+  tu_write_text(tu_tmpdir(), "t.tuning", "graphc-tuning 1\n# a comment\n\nmatmul f16 b=1 m=127 n=4096 k=4096 ab=nn tile=128x64  # 64 blocks\n"
+                   "matmul bf16 b=2 m=8 n=8 k=8 ab=tn tile=64x64\n");
+  snprintf(a, sizeof a, "compile %s --emit kir --arch sm_90 --tuning %s", g, t);
+  EXPECT(a, 0, "kernel matmul_0 blocks(n=64, block=128)");
+  /* same inputs, same bytes: two compiles of PTX with the tuning file */
+  snprintf(a, sizeof a, "compile %s --emit ptx --arch sm_90 --tuning %s -o %s/a.ptx", g, t, tu_tmpdir());
+  EXPECT(a, 0, "");
+  snprintf(a, sizeof a, "compile %s --emit ptx --arch sm_90 --tuning %s -o %s/b.ptx", g, t, tu_tmpdir());
+  EXPECT(a, 0, "");
+  snprintf(a, sizeof a, "cmp %s/a.ptx %s/b.ptx", tu_tmpdir(), tu_tmpdir());
+  ck_assert_int_eq(system(a), 0);
+  /* bad files */
+  static const char *const bad[][2] = {
+      {"matmul f16 b=1 m=127 n=4096 k=4096 ab=nn tile=64x64\n", ":1:1: not a graphc tuning file"},
+      {"graphc-tuning 2\n", ":1:15: tuning file version '2' is not supported"},
+      {"graphc-tuning 1\nconv f16 tile=64x64\n", ":2:1: unknown kernel family 'conv'"},
+      {"graphc-tuning 1\nmatmul f16 b=1 m=127 n=4096 k=4096 ab=nn\n", ":2:1: a matmul entry needs 8 fields"},
+      {"graphc-tuning 1\nmatmul f17 b=1 m=1 n=1 k=1 ab=nn tile=64x64\n", ":2:8: unknown dtype 'f17'"},
+      {"graphc-tuning 1\nmatmul f16 b=1 m=0 n=1 k=1 ab=nn tile=64x64\n", ":2:16: expected m=N (N >= 1)"},
+      {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nx tile=64x64\n", ":2:28: expected ab=nn, nt, tn or tt"},
+      {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=96x64\n", ":2:34: expected tile=BMxBN"},
+      {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=64x64\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=64x128\n",
+       ":3:1: a second entry for the same problem"},
+      {"", ":1:1: not a graphc tuning file"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tu_write_text(tu_tmpdir(), "t.tuning", bad[i][0]);
+    snprintf(a, sizeof a, "compile %s --emit kir --tuning %s", g, t);
+    snprintf(b, sizeof b, "%s%s", t, bad[i][1]);
+    EXPECT(a, 1, b);
+    snprintf(a, sizeof a, "run %s --backend cpu --random --tuning %s", g, t);
+    EXPECT(a, 1, b);
+  }
+  snprintf(a, sizeof a, "compile %s --emit kir --tuning %s/missing.tuning", g, tu_tmpdir());
+  EXPECT(a, 1, "missing.tuning: cannot open the tuning file");
+  /* graphc tune */
+  snprintf(a, sizeof a, "tune %s", g);
+  EXPECT(a, 1, "give -o TUNING");
+  snprintf(a, sizeof a, "tune %s -o %s --tuning %s", g, t, t);
+  EXPECT(a, 1, "does not read one");
+  char *out = NULL;
+  snprintf(a, sizeof a, "tune %s -o %s --runs 5", g, t);
+  int rc = gc(a, &out);
+  if (rc == 1 && out && strstr(out, "graphc tune: no GPU to measure on: CUDA backend unavailable")) {
+    free(out);
+    return;  /* no device here: that is the message */
+  }
+  ck_assert_msg(rc == 0 && out && strstr(out, "1 tunable problem"), "graphc %s: exit %d\n%s", a, rc,
+                out ? out : "");
+  free(out);
+  snprintf(a, sizeof a, "run %s --random --tuning %s", g, t);
+  EXPECT(a, 0, "%y: f16[127, 4096]");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("cli");
@@ -169,6 +237,7 @@ int main(void) {
   tcase_add_test(tc, weights_and_run_every_example);
   tcase_add_test(tc, run_with_inputs_file);
   tcase_add_test(tc, host_program);
+  tcase_add_test(tc, tuning_files);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
 }

@@ -61,8 +61,8 @@ static double median(float *v, int n) {
 
 /* Compile for CUDA; when the model's weights file is missing (and no --weights
  * was given), retry with random weights written to a temporary file. */
-static graphc_status_t compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
-                                    char *tmp_weights, size_t tmp_len, graphc_error_t *err) {
+graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
+                                 char *tmp_weights, size_t tmp_len, graphc_error_t *err) {
   graphc_status_t st = graphc_compile(m, &o->copts, exe, err);
   if (st != GRAPHC_STATUS_IO_ERROR || o->weights) return st;
   snprintf(tmp_weights, tmp_len, "/tmp/graphc-bench-%ld.safetensors", (long)getpid());
@@ -77,8 +77,7 @@ static graphc_status_t compile_cuda(graphc_model_t *m, const cli_opts *o, graphc
 }
 
 /* Allocate and fill the host tensors for inputs (random) and outputs. */
-static int make_tensors(graphc_executable_t *exe, uint64_t seed, graphc_tensor_t *in,
-                        graphc_tensor_t *out) {
+int cli_make_tensors(graphc_executable_t *exe, uint64_t seed, graphc_tensor_t *in, graphc_tensor_t *out) {
   for (int pass = 0; pass < 2; pass++) {
     size_t n = pass ? graphc_executable_num_outputs(exe) : graphc_executable_num_inputs(exe);
     for (size_t i = 0; i < n; i++) {
@@ -235,13 +234,13 @@ int gc_cli_bench(int argc, char **argv) {
   size_t n_in = 0, n_out = 0;
   graphc_tensor_t *in = NULL, *out = NULL;
   graphc_status_t st = cli_load(ctx, &o, &m, &err);
-  if (st == GRAPHC_STATUS_OK) st = compile_cuda(m, &o, &exe, tmp_weights, sizeof tmp_weights, &err);
+  if (st == GRAPHC_STATUS_OK) st = cli_compile_cuda(m, &o, &exe, tmp_weights, sizeof tmp_weights, &err);
   if (st == GRAPHC_STATUS_OK) {
     n_in = graphc_executable_num_inputs(exe);
     n_out = graphc_executable_num_outputs(exe);
     in = calloc(n_in + 1, sizeof *in);
     out = calloc(n_out + 1, sizeof *out);
-    if (!in || !out || make_tensors(exe, o.seed, in, out) != 0)
+    if (!in || !out || cli_make_tensors(exe, o.seed, in, out) != 0)
       st = gc_set_error(&err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
   }
   /* One checked run uploads the inputs and proves the executable works. */

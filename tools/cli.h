@@ -40,5 +40,13 @@ int cli_cmd_run_onnx_test(int argc, char **argv, const char *usage_common, const
 int cli_cmd_dot(int argc, char **argv, const char *usage_common);
 /* tools/bench.c */
 int gc_cli_bench(int argc, char **argv);
+/* Compile for CUDA; random weights in tmp_weights (removed by the caller) when the
+ * model's weights file is missing and no --weights was given. */
+graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
+                                 char *tmp_weights, size_t tmp_len, graphc_error_t *err);
+/* Host tensors for the executable's inputs (random, from seed) and outputs. -1 on OOM. */
+int cli_make_tensors(graphc_executable_t *exe, uint64_t seed, graphc_tensor_t *in, graphc_tensor_t *out);
+/* tools/tune.c */
+int gc_cli_tune(int argc, char **argv);
 
 #endif

@@ -29,6 +29,7 @@ static const char *const usage_main =
     "  weights  write a deterministic random weights file for a graph\n"
     "  compile  write generated code (Kernel IR, CUDA C, LLVM IR, PTX, cubin), a .gcx bundle, or C (.h + .o)\n"
     "  bench    time a graph on the GPU against the device's copy bandwidth\n"
+    "  tune     time the configurations of a graph's tunable kernels on the GPU; write a tuning file\n"
     "  dot      write the graph after the optimization passes as Graphviz\n"
     "  import   translate an ONNX model into a .graph file and a safetensors weights file\n"
     "  run-pb   run a graph on ONNX .pb tensors; compare with expected .pb outputs\n"
@@ -52,6 +53,7 @@ static const char *const usage_compile_opts =
     "  --time-passes     time passes and compile stages (shown with --stats; compile --emit: stderr)\n"
     "  --eager           launch kernel by kernel instead of replaying a CUDA graph\n"
     "  --tf32            f32 matmuls on the tensor cores, operands rounded to tf32 (GPU)\n"
+    "  --tuning FILE     kernel configurations measured by `graphc tune` (GPU)\n"
     "  --stats           print compile statistics\n";
 
 /* Print the context's diagnostics (or the error) and map a status to an exit code. */
@@ -144,6 +146,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
       o->copts.print_before = v;
     } else if (OPT_EQ("--disable-pass")) {
       o->copts.disable_passes = v;
+    } else if (OPT_EQ("--tuning")) {
+      o->copts.tuning = v;
     } else if (strcmp(a, "-O0") == 0) {
       o->copts.optimize = 0;
     } else if (strcmp(a, "--time-passes") == 0) {
@@ -245,6 +249,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "compile") == 0)
     return cli_cmd_compile(argc - 2, argv + 2, usage_common, usage_compile_opts);
   if (strcmp(cmd, "bench") == 0) return gc_cli_bench(argc - 2, argv + 2);
+  if (strcmp(cmd, "tune") == 0) return gc_cli_tune(argc - 2, argv + 2);
   if (strcmp(cmd, "dot") == 0) return cli_cmd_dot(argc - 2, argv + 2, usage_common);
   if (strcmp(cmd, "import") == 0) return cli_cmd_import(argc - 2, argv + 2, usage_common);
   if (strcmp(cmd, "run-pb") == 0)

@@ -122,6 +122,8 @@ typedef struct graphc_compile_options {
   int allow_tf32;            /* 1: f32 matmuls may run on the tensor cores with operands
                                 rounded to tf32 (10-bit mantissa; like TensorRT's TF32 flag
                                 and XLA's default precision); 0 (default): full f32 */
+  const char *tuning;        /* a tuning file written by `graphc tune` (kernel configurations
+                                measured on a GPU), or NULL: the built-in heuristics */
 } graphc_compile_options_t;
 
 /* Fill `opts` with the defaults. */
