@@ -270,6 +270,9 @@ static gc_module *parse_ok(const char *text) {
 
 /* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic). */
 static int g_tc_tile[2];
+/* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
+ * plan only, which must use scratch arrays (the packed matmul). */
+static int g_host_simd, g_host_packed;
 
 /* Lower for target t, fusion on or off; fails with diagnostics when lowering fails. */
 static gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind tk, int fuse) {
@@ -278,8 +281,10 @@ static gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_targe
     kir_target_cuda(&t, 90);
     t.tc_bm = g_tc_tile[0];
     t.tc_bn = g_tc_tile[1];
-  } else
+  } else {
     kir_target_host(&t, 4);
+    if (g_host_simd) t.simd_bytes = g_host_simd;
+  }
   gc_diags d;
   gc_diags_init(&d, "case.graph", NULL, 0);
   gc_plan *p = gc_lower_opts(g, w, &t, fuse, &d);
@@ -367,8 +372,14 @@ static void run_case_w(char *text, int chain, int64_t irange, const gc_safetenso
   for (int run = 0; run < 4; run++) {
     int ti = run & 1, fu = !(run >> 1);
     kir_target_kind tk = ti == 0 ? KIR_TARGET_CUDA : KIR_TARGET_HOST;
+    if (g_host_packed && (tk != KIR_TARGET_HOST || !fu)) continue;
     gc_plan *p = lower_ok_f(g, w, tk, fu);
     check_plan(p, g, tk);
+    if (g_host_packed) {
+      int scratch = 0;
+      for (int i = 0; i < p->kir->n_kernels; i++) scratch += p->kir->kernels[i]->n_scratch;
+      ck_assert_msg(scratch > 0, "the host matmul did not take the packed path\n%s", text);
+    }
     for (int i = 0; i < g->n_outputs; i++) memset(got[i], 0xCD, ref[i].nbytes + 1);
     const char *err = ev_run_plan(p, got_in, got);
     ck_assert_msg(err == NULL, "%s target%s: %s\n%s", ti ? "host" : "cuda", fu ? "" : " (unfused)",
@@ -783,6 +794,26 @@ START_TEST(test_matmul) {
     gb_ret(&b, n, ty(T, cases[k].out));
   }
   run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* The packed host matmul (emit_linalg.c, mm_use_packed) on the evaluator, fused host plan
+ * only (its scratch reads are bounds-checked and poisoned before every item), with 16- and
+ * 32-wide register tiles: tails in M (9 = 8 + 1), N (520) and K (3600 = 14 x 256 + 16), a
+ * transposed A, and a bias + relu epilogue. */
+START_TEST(test_matmul_packed) {
+  g_host_simd = _i ? 64 : 16;
+  g_host_packed = 1;
+  gb b = {0};
+  gb_arg(&b, "a", ty("f32", "3600, 9"), 'x');
+  gb_arg(&b, "w", ty("f32", "3600, 520"), 'x');
+  gb_arg(&b, "c", ty("f32", "520"), 'x');
+  gb_op(&b, "%%m = matmul(%%a, %%w, transpose_a=true)");
+  gb_op(&b, "%%z = add(%%m, %%c)");
+  gb_op(&b, "%%r = relu(%%z)");
+  gb_ret(&b, "r", ty("f32", "9, 520"));
+  run_gb(&b, 1, 0);
+  g_host_simd = g_host_packed = 0;
 }
 END_TEST
 
@@ -1524,6 +1555,7 @@ static Suite *lower_suite(void) {
       {"matmul", test_matmul, COUNT(NUMERIC)},
       {"matmul", test_matmul_tensor_core, 2},
       {"matmul", test_matmul_tf32, 1},
+      {"matmul", test_matmul_packed, 2},
       {"conv", test_conv, COUNT(FLOATS)},
       {"conv", test_pool, COUNT(FLOATS)},
       {"move", test_reshape_transpose_broadcast, COUNT(MOVE_TYPES)},
