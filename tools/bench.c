@@ -59,6 +59,16 @@ static double median(float *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Is there a GPU to run on? If not, print "what: why" and return 0. */
+int cli_have_gpu(const char *what) {
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  int ok = gc_cuda_check_available(&d);
+  if (!ok) fprintf(stderr, "%s: %s\n", what, d.n ? d.items[0].msg : "CUDA backend unavailable");
+  gc_diags_free(&d);
+  return ok;
+}
+
 /* Compile for CUDA; when the model's weights file is missing (and no --weights
  * was given), retry with random weights written to a temporary file. */
 graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
@@ -214,15 +224,7 @@ int gc_cli_bench(int argc, char **argv) {
     return 1;
   }
   o.copts.backend = GRAPHC_BACKEND_CUDA;
-  gc_diags d;
-  gc_diags_init(&d, "", NULL, 0);
-  if (!gc_cuda_check_available(&d)) {
-    fprintf(stderr, "graphc bench: no GPU to benchmark on: %s\n",
-            d.n ? d.items[0].msg : "CUDA backend unavailable");
-    gc_diags_free(&d);
-    return 1;
-  }
-  gc_diags_free(&d);
+  if (!cli_have_gpu("graphc bench: no GPU to benchmark on")) return 1;
 
   graphc_context_t *ctx;
   if (graphc_context_create(&ctx) != GRAPHC_STATUS_OK) return 2;

@@ -40,6 +40,8 @@ int cli_cmd_run_onnx_test(int argc, char **argv, const char *usage_common, const
 int cli_cmd_dot(int argc, char **argv, const char *usage_common);
 /* tools/bench.c */
 int gc_cli_bench(int argc, char **argv);
+/* Is there a GPU to run on? If not, print "what: why" to stderr and return 0. */
+int cli_have_gpu(const char *what);
 /* Compile for CUDA; random weights in tmp_weights (removed by the caller) when the
  * model's weights file is missing and no --weights was given. */
 graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,

@@ -158,14 +158,7 @@ int gc_cli_tune(int argc, char **argv) {
   o.copts.backend = GRAPHC_BACKEND_CUDA;
   o.copts.eager = 1;
   if (o.runs == 100) o.runs = 30;  /* cli default is bench's */
-  gc_diags d;
-  gc_diags_init(&d, "", NULL, 0);
-  if (!gc_cuda_check_available(&d)) {
-    fprintf(stderr, "graphc tune: no GPU to measure on: %s\n", d.n ? d.items[0].msg : "CUDA backend unavailable");
-    gc_diags_free(&d);
-    return 1;
-  }
-  gc_diags_free(&d);
+  if (!cli_have_gpu("graphc tune: no GPU to measure on")) return 1;
 
   graphc_context_t *ctx;
   if (graphc_context_create(&ctx) != GRAPHC_STATUS_OK) return 2;
