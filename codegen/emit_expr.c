@@ -752,7 +752,9 @@ void gc_gen_store_outs_vec(gc_gen *G, kir_block *b, const gc_fusion_group *grp, 
     gc_dtype dt = o->type.dtype;
     int p = gc_gen_wparam(G, c->val_buf[o->id], dt);
     int vec = w > 1 && dt != GRAPHC_DTYPE_BOOL && graphc_dtype_size(dt) * (size_t)w <= 16;
-    for (int e = 0; e < w && vec; e++) vec = opt[i * w + e] == pts[e];
+    /* the points' own dims, or a reshape of them: the same linear indices */
+    for (int e = 0; e < w && vec; e++)
+      vec = opt[i * w + e] == pts[e] || (G->pts[pts[e]].lin >= 0 && G->pts[opt[i * w + e]].lin == G->pts[pts[e]].lin);
     if (vec) {
       kir_expr *ve[KIR_MAX_VEC];
       for (int e = 0; e < w; e++) ve[e] = ec_cast(c, dt, ec_v(c, G->k, vals[i * w + e]));
