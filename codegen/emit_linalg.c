@@ -480,6 +480,11 @@ static void pk_pack(gc_gen *G, kir_block *b, const pk_operand *o, const mm_shape
   pk_panel(G, eb, o, s, bco, r0, p0, k0, kc, 1, at);
 }
 
+/* min(cap, total - start): the extent of a block starting at var `start`. */
+static kir_expr *pk_extent(gc_lowerer *c, kir_kernel *k, int64_t cap, int64_t total, int start) {
+  return ec_bin(c, KIR_MIN, ec_i64(c, cap), ec_bin(c, KIR_SUB, ec_i64(c, total), ec_v(c, k, start)));
+}
+
 /* k is x's contiguous dim (a probe on its index map; default: A row-major, B row-major). */
 static int pk_kfast(const gc_lowerer *c, const gc_value *x, int is_a, int trans) {
   int ct = mm_contig_last(c, x);
@@ -510,10 +515,14 @@ static void pk_micro(gc_gen *G, kir_block *b, int ap, int bp, int cs, int64_t KC
   kir_block *lb = kir_emit_for(c->km, b, kk, ec_i64(c, 0), ec_v(c, k, kc), ec_i64(c, 1));
   int ao = gc_ec_let(c, k, lb, "ao", ec_add(c, ec_v(c, k, ab), ec_mul(c, ec_v(c, k, kk), ec_i64(c, PK_MR))));
   int bo = gc_ec_let(c, k, lb, "bo", ec_add(c, ec_v(c, k, bb), ec_mul(c, ec_v(c, k, kk), ec_i64(c, nr))));
-  for (int i = 0; i < PK_MR; i++)
-    av[i] = gc_ec_let(c, k, lb, "a", kir_load(c->km, k, KIR_SCRATCH, ap, ec_add(c, ec_v(c, k, ao), ec_i64(c, i))));
-  for (int j = 0; j < nr; j++)
-    bv[j] = gc_ec_let(c, k, lb, "b", kir_load(c->km, k, KIR_SCRATCH, bp, ec_add(c, ec_v(c, k, bo), ec_i64(c, j))));
+  for (int i = 0; i < PK_MR; i++) {
+    kir_expr *ai = ec_add(c, ec_v(c, k, ao), ec_i64(c, i));
+    av[i] = gc_ec_let(c, k, lb, "a", kir_load(c->km, k, KIR_SCRATCH, ap, ai));
+  }
+  for (int j = 0; j < nr; j++) {
+    kir_expr *bi = ec_add(c, ec_v(c, k, bo), ec_i64(c, j));
+    bv[j] = gc_ec_let(c, k, lb, "b", kir_load(c->km, k, KIR_SCRATCH, bp, bi));
+  }
   for (int i = 0; i < PK_MR; i++)
     for (int j = 0; j < nr; j++) {
       kir_expr *prod = ec_bin(c, KIR_MUL, ec_v(c, k, av[i]), ec_v(c, k, bv[j]));
@@ -559,14 +568,14 @@ static kir_kernel *mm_packed(gc_lowerer *c, const gc_fusion_group *grp, const mm
   mm_batch_coords(c, k, b, s, co[0], bco);
   int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, MC)));
   int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, NC)));
-  int mv = gc_ec_let(c, k, b, "mv", ec_bin(c, KIR_MIN, ec_i64(c, MC), ec_bin(c, KIR_SUB, ec_i64(c, s->M), ec_v(c, k, m0))));
-  int nv = gc_ec_let(c, k, b, "nv", ec_bin(c, KIR_MIN, ec_i64(c, NC), ec_bin(c, KIR_SUB, ec_i64(c, s->N), ec_v(c, k, n0))));
+  int mv = gc_ec_let(c, k, b, "mv", pk_extent(c, k, MC, s->M, m0));
+  int nv = gc_ec_let(c, k, b, "nv", pk_extent(c, k, NC, s->N, n0));
   pk_operand oa = {op->operands[0], 1, s->ta, pk_kfast(c, op->operands[0], 1, s->ta), ap, PK_MR, s->M, KC};
   pk_operand ob = {op->operands[1], 0, s->tb, pk_kfast(c, op->operands[1], 0, s->tb), bp, nr, s->N, KC};
 
   int k0 = gc_ec_var(c, k, "k0", GRAPHC_DTYPE_I64);
   kir_block *kb = kir_emit_for(c->km, b, k0, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, KC));
-  int kc = gc_ec_let(c, k, kb, "kc", ec_bin(c, KIR_MIN, ec_i64(c, KC), ec_bin(c, KIR_SUB, ec_i64(c, s->K), ec_v(c, k, k0))));
+  int kc = gc_ec_let(c, k, kb, "kc", pk_extent(c, k, KC, s->K, k0));
   pk_pack(G, kb, &oa, s, bco, m0, mv, k0, kc, at);
   pk_pack(G, kb, &ob, s, bco, n0, nv, k0, kc, at);
   int jr = gc_ec_var(c, k, "jr", GRAPHC_DTYPE_I64), ir = gc_ec_var(c, k, "ir", GRAPHC_DTYPE_I64);
