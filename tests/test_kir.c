@@ -172,6 +172,14 @@ START_TEST(test_verify_barrier_in_items) {
 }
 END_TEST
 
+START_TEST(test_verify_scratch_in_blocks) {
+  kir_module *m = kir_module_new();
+  kir_kernel *k = small_kernel(m, KIR_LAUNCH_BLOCKS, 0);
+  kir_add_scratch(m, k, F32, 16);
+  kir_verify(k);  /* aborts: scratch arrays are for ITEMS launches */
+}
+END_TEST
+
 START_TEST(test_verify_store_type) {
   kir_module *m = kir_module_new();
   kir_kernel *k = small_kernel(m, KIR_LAUNCH_ITEMS, 0);
@@ -411,6 +419,38 @@ END_TEST
 START_TEST(test_compile_sm80) { compile_all_for(80); }
 END_TEST
 
+/* A scratch array (KIR_SCRATCH, per thread; the host matmul packs into them): verified in
+ * an ITEMS launch, dumped, and printed as a local array that NVRTC compiles (test_llvm
+ * checks the host alloca). */
+START_TEST(test_scratch) {
+  kir_module *m = kir_module_new();
+  kir_kernel *k = kir_kernel_new(m, "scratch_k", (kir_launch){KIR_LAUNCH_ITEMS, 100, 128});
+  kir_add_param(m, k, "y", KIR_PARAM_BUFFER, F32, 0, 0);
+  int sc = kir_add_scratch(m, k, F32, 64);
+  ck_assert_int_eq(sc, 0);
+  ck_assert_int_eq(k->n_scratch, 1);
+  kir_expr *slot = kir_binary(m, KIR_REM, item_ref(m, k), c64(m, 64));
+  kir_emit_store(m, &k->body, KIR_SCRATCH, sc, slot, kir_cast(m, F32, item_ref(m, k)));
+  kir_expr *back = kir_load(m, k, KIR_SCRATCH, sc, kir_binary(m, KIR_REM, item_ref(m, k), c64(m, 64)));
+  ck_assert_int_eq(back->type, F32);
+  kir_emit_store(m, &k->body, KIR_GLOBAL, 0, item_ref(m, k), back);
+  kir_verify(k);
+  gc_sbuf dump = {0};
+  kir_print(&dump, k);
+  ck_assert_ptr_nonnull(strstr(dump.data, "scratch scratch0: f32[64]"));
+  ck_assert_ptr_nonnull(strstr(dump.data, "scratch0["));
+  gc_sbuf_free(&dump);
+  char *src = cuda_source(m);
+  ck_assert_ptr_nonnull(strstr(src, "__align__(16) float x_0[64];"));
+  char *ptx = NULL;
+  compile_or_fail(src, 90, &ptx, NULL, NULL);
+  ck_assert_ptr_nonnull(strstr(ptx, ".entry scratch_k("));
+  free(ptx);
+  free(src);
+  kir_module_free(m);
+}
+END_TEST
+
 /* PTX only (no cubin requested) and cubin only. */
 START_TEST(test_compile_partial_outputs) {
   kir_module *m = kir_module_new();
@@ -531,6 +571,7 @@ int main(void) {
   tcase_add_test_raise_signal(tv, test_verify_use_before_assign, SIGABRT);
   tcase_add_test_raise_signal(tv, test_verify_store_readonly, SIGABRT);
   tcase_add_test_raise_signal(tv, test_verify_barrier_in_items, SIGABRT);
+  tcase_add_test_raise_signal(tv, test_verify_scratch_in_blocks, SIGABRT);
   tcase_add_test_raise_signal(tv, test_verify_store_type, SIGABRT);
   tcase_add_test_raise_signal(tv, test_verify_assign_type, SIGABRT);
   tcase_add_test_raise_signal(tv, test_binary_type_mismatch, SIGABRT);
@@ -548,6 +589,7 @@ int main(void) {
   tcase_add_test(tcc, test_compile_sm90);
   tcase_add_test(tcc, test_compile_sm80);
   tcase_add_test(tcc, test_compile_partial_outputs);
+  tcase_add_test(tcc, test_scratch);
   tcase_add_test(tcc, test_nvrtc_error);
   tcase_add_test(tcc, test_nvrtc_version);
   suite_add_tcase(s, tcc);

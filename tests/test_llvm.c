@@ -535,6 +535,22 @@ START_TEST(test_host_ir) {
   gc_diags_free(&d);
   kir_module_free(m);
 
+  /* a scratch array is a 64-byte aligned alloca per call */
+  m = kir_module_new();
+  kir_kernel *k = kir_kernel_new(m, "scratch_k", (kir_launch){KIR_LAUNCH_ITEMS, 100, 1});
+  int y = kir_add_param(m, k, "y", KIR_PARAM_BUFFER, DT(F32), 0, 0);
+  int sc = kir_add_scratch(m, k, DT(F32), 64);
+  kir_emit_store(m, &k->body, KIR_SCRATCH, sc, kir_const_i(m, DT(I64), 5), kir_const_f(m, DT(F32), 2.0));
+  kir_emit_store(m, &k->body, KIR_GLOBAL, y, item(m, k),
+                 kir_load(m, k, KIR_SCRATCH, sc, kir_const_i(m, DT(I64), 5)));
+  gc_diags_init(&d, "test", NULL, 0);
+  char *sir = NULL;
+  ck_assert_int_eq(gc_llvm_host_ir(m, 0, &sir, &d), 0);
+  ck_assert_ptr_nonnull(strstr(sir, "alloca [64 x float], align 64"));
+  free(sir);
+  gc_diags_free(&d);
+  kir_module_free(m);
+
   /* BLOCKS launches with more than one thread cannot run on the host */
   m = kir_module_new();
   k_rowsum(m);
