@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # h200_final.sh - the benchmark half of a device session (after h200_run.sh has run the suites):
 # tensor-core GEMMs vs cuBLASLt, bandwidth-bound kernels vs copy, models vs PyTorch / JAX,
+# conv2d (ResNet-50 layers, f16) vs cuDNN,
 # the f32 examples, and compute-sanitizer (memcheck, racecheck) on tensor-core and row kernels.
 # Carry .dev/build-gpu; writes to $OUT.
 set -u
@@ -17,6 +18,8 @@ echo "== gemm vs cuBLASLt";  bash benchmarks/gemm_run.sh "$B/graphc" /tmp/gemm 2
 echo "== bandwidth";         bash benchmarks/bandwidth_run.sh "$B/graphc" /tmp/bw 2>&1 | tee "$OUT/bw.txt"
 echo "== peers";             timeout 400 python3 benchmarks/peers.py --graphc "$B/graphc" --out /tmp/peers 2>&1 \
                                | grep -v -i warn | tail -20 | tee "$OUT/peers.txt"
+echo "== conv2d vs cuDNN";   timeout 300 python3 benchmarks/conv_peer.py --graphc "$B/graphc" --out /tmp/convp 2>&1 \
+                               | grep -v -i warn | tee "$OUT/conv.txt"
 echo "== f32 examples"
 for a in "mlp --bind B=4096" "cnn --bind N=64" "transformer_block --bind B=8 --bind S=1024"; do
   set -- $a; f=examples/$1.graph; shift
