@@ -298,9 +298,21 @@ static void tc_stage(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
       for (int j = 0; j < bx; j++) co[j] = t->dims[j] == 1 ? GC_PT_ZERO : bco[j + s->ob - bx];
       co[bx] = cp->swap ? kv : ov;
       co[bx + 1] = cp->swap ? ov : kv;
+      zeros[e] = gc_ec_num(c, dt, 0.0);
+      if (!cp->nmajor && e > 0 && s->K % epc) {
+        /* K not a multiple of the chunk: the chunk's tail past K reads as 0, never loads */
+        int r = gc_ec_let(c, k, tb, "kv", zeros[e]);
+        kir_block *ib;
+        kir_emit_if(c->km, tb, lt(c, vx(c, k, kv), cx(c, s->K)), &ib, NULL);
+        gc_gen_push(G);
+        int v = gc_gen_val(G, ib, cp->x, gc_gen_pt(G, t, -1, co));
+        kir_emit_assign(c->km, ib, r, ec_cast(c, dt, vx(c, k, v)));
+        gc_gen_pop(G);
+        vals[e] = vx(c, k, r);
+        continue;
+      }
       int v = gc_gen_val(G, tb, cp->x, gc_gen_pt(G, t, -1, co));
       vals[e] = ec_cast(c, dt, vx(c, k, v));
-      zeros[e] = gc_ec_num(c, dt, 0.0);
     }
     gc_gen_pop(G);
     kir_emit_store_vec(c->km, tb, KIR_SHARED, sh, vx(c, k, si), epc, vals);
@@ -365,13 +377,16 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   if ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16 && !tf32) || B->type.dtype != dt) return NULL;
   const int epc = tf32 ? 4 : 8, bk = 4 * epc;  /* 16-byte chunks: 4 per tile row of K */
   /* small outputs: the 128x128 tiles would leave most of the GPU idle */
-  if (s->M < 64 || s->N < 64 || s->K < 16 || s->K % epc || s->batch < 1) return NULL;
+  if (s->M < 64 || s->N < 64 || s->K < 16 || s->batch < 1) return NULL;
+  /* K not a multiple of a 16-byte chunk (a 7x7 conv over 3 channels: K 147): both operands
+   * are staged element by element, the chunks' tails past K zero */
+  int odd_k = s->K % epc != 0;
   /* A: K contiguous. B ("outer" is N): N contiguous (stored K x N) or K contiguous.
    * Otherwise the operand is staged element by element (a_gen / b_gen). */
   tc_opnd oa, ob;
   int ra = A->type.rank, rb = B->type.rank;
-  int a_gen = !tc_operand(c, A, s->ta, &oa) || !tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1, epc);
-  int b_gen = !tc_operand(c, B, !s->tb, &ob), b_nmajor;
+  int a_gen = odd_k || !tc_operand(c, A, s->ta, &oa) || !tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1, epc);
+  int b_gen = odd_k || !tc_operand(c, B, !s->tb, &ob), b_nmajor;
   if (!b_gen && s->N % epc == 0 && tc_aligned(B, &ob, s->tb ? rb - 2 : rb - 1, epc))
     b_nmajor = 1;
   else if (!b_gen && tc_aligned(B, &ob, s->tb ? rb - 1 : rb - 2, epc))

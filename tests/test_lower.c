@@ -852,6 +852,11 @@ START_TEST(test_matmul_tensor_core) {
        "  %h = cast(%a, to=T);\n  %y = matmul(%h, %b, transpose_b=true);\n  return %y;\n}\n", 1},
       {"(%a: T[72, 40], %b: T[40, 60]) -> (T[72, 60]) {\n"
        "  %y = matmul(%a, %b);\n  return %y;\n}\n", 0},
+      /* K not a multiple of 8 (a 7x7 conv over 3 channels): both operands staged, tails zero */
+      {"(%a: T[80, 147], %b: T[147, 72]) -> (T[80, 72]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
+      {"(%a: T[72, 21], %b: T[66, 21]) -> (T[72, 66]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
   };
   for (int k = 0; k < COUNT(cases); k++) {
     gc_sbuf sb = {0};
