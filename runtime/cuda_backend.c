@@ -97,7 +97,7 @@ static void key_str(gc_hash128 *key, const char *name, const char *v) {
   gc_hash128_field(key, name, v, strlen(v));
 }
 
-/* The key for CUDA C text `src` (the printed km). */
+/* The key of km for codegen cg: its CUDA C text `src` (NVRTC) or its Kernel IR (LLVM). */
 static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_codegen_t cg,
                       gc_hash128 *key) {
   gc_hash128_init(key);
@@ -115,6 +115,7 @@ static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_c
     if (nvJitLinkVersion(&a, &b) != NVJITLINK_SUCCESS) a = b = 0;
     snprintf(buf, sizeof buf, "%u.%u", a, b);
     key_str(key, "nvjitlink", buf);
+    /* the LLVM IR is made from the Kernel IR by this build: the Kernel IR text is the code */
     gc_sbuf kir = {0};
     for (int i = 0; i < km->n_kernels; i++) kir_print(&kir, km->kernels[i]);
     gc_hash128_field(key, "kir", kir.data ? kir.data : "", kir.len);
@@ -122,13 +123,13 @@ static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_c
   } else {
     snprintf(buf, sizeof buf, "nvrtc %s", gc_nvrtc_version());
     key_str(key, "codegen", buf);
+    gc_hash128_field(key, "cuda", src->data ? src->data : "", src->len);
   }
-  gc_hash128_field(key, "cuda", src->data ? src->data : "", src->len);
 }
 
 void gc_cuda_cache_key(const kir_module *km, int sm, graphc_codegen_t cg, gc_hash128 *key) {
   gc_sbuf src = {0};
-  gc_cuda_c_print(&src, km);
+  if (cg != GRAPHC_CODEGEN_LLVM) gc_cuda_c_print(&src, km);
   cache_key(km, &src, sm, cg == GRAPHC_CODEGEN_DEFAULT ? GRAPHC_CODEGEN_NVRTC : cg, key);
   gc_sbuf_free(&src);
 }
@@ -186,7 +187,7 @@ int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache 
   gc_hash128 key;
   int use_cache = cache && cache->enabled;
   gc_sbuf src = {0};
-  if (cg == GRAPHC_CODEGEN_NVRTC || use_cache) {  /* the LLVM path needs it only for the key */
+  if (cg == GRAPHC_CODEGEN_NVRTC) {  /* the LLVM path keys on the Kernel IR */
     gc_cuda_c_print(&src, km);
     if (src.failed || !src.data) {
       gc_sbuf_free(&src);
