@@ -1,5 +1,6 @@
 /* tuning.c - tuning files (see tuning.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +43,15 @@ static int tok_int(const tok *t, const char *name, int64_t *v) {
   return x >= 1;
 }
 
-static void fail(gc_diags *d, const char *name, int line, int col, const char *fmt, const char *a, int alen) {
+/* Report "name:line:col: message" (INVALID_ARGUMENT). */
+static void fail(gc_diags *d, const char *name, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void fail(gc_diags *d, const char *name, int line, int col, const char *fmt, ...) {
   char msg[256];
-  snprintf(msg, sizeof msg, fmt, alen, a);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
   gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "%s:%d:%d: %s", name, line, col, msg);
 }
 
@@ -57,31 +64,27 @@ void gc_tuning_key_mm(char *buf, gc_dtype dt, int64_t batch, int64_t m, int64_t 
 static int parse_entry(const char *name, int line, const tok *t, int nt, gc_tuning_entry *e, gc_diags *d) {
   if (nt != 8 || !tok_is(&t[0], "matmul")) {
     if (!tok_is(&t[0], "matmul"))
-      fail(d, name, line, t[0].col, "unknown kernel family '%.*s' (tuning files list 'matmul' entries)", t[0].s,
-           t[0].len);
+      fail(d, name, line, t[0].col, "unknown kernel family '%.*s' (tuning files list 'matmul' entries)", t[0].len, t[0].s);
     else
-      fail(d, name, line, t[0].col, "%.*s entry needs 8 fields: matmul DTYPE b=N m=N n=N k=N ab=nn|nt|tn|tt tile=BMxBN",
-           "a matmul", 8);
+      fail(d, name, line, t[0].col, "a matmul entry needs 8 fields: matmul DTYPE b=N m=N n=N k=N ab=nn|nt|tn|tt tile=BMxBN");
     return -1;
   }
   int dt = gc_dtype_from_name(t[1].s, (size_t)t[1].len);
   if (dt < 0) {
-    fail(d, name, line, t[1].col, "unknown dtype '%.*s'", t[1].s, t[1].len);
+    fail(d, name, line, t[1].col, "unknown dtype '%.*s'", t[1].len, t[1].s);
     return -1;
   }
   static const char *const fields[] = {"b", "m", "n", "k"};
   int64_t v[4];
   for (int i = 0; i < 4; i++)
     if (!tok_int(&t[2 + i], fields[i], &v[i])) {
-      char want[32];
-      snprintf(want, sizeof want, "%s=N (N >= 1)", fields[i]);
-      fail(d, name, line, t[2 + i].col, "expected %.*s", want, (int)strlen(want));
+      fail(d, name, line, t[2 + i].col, "expected %s=N (N >= 1)", fields[i]);
       return -1;
     }
   const tok *ab = &t[6];
   if (ab->len != 5 || memcmp(ab->s, "ab=", 3) != 0 || (ab->s[3] != 'n' && ab->s[3] != 't') ||
       (ab->s[4] != 'n' && ab->s[4] != 't')) {
-    fail(d, name, line, ab->col, "expected ab=nn, nt, tn or tt (A and B layouts), got '%.*s'", ab->s, ab->len);
+    fail(d, name, line, ab->col, "expected ab=nn, nt, tn or tt (A and B layouts), got '%.*s'", ab->len, ab->s);
     return -1;
   }
   const tok *tl = &t[7];
@@ -96,7 +99,7 @@ static int parse_entry(const char *name, int line, const tok *t, int nt, gc_tuni
     if ((strcmp(tiles, "64") && strcmp(tiles, "128")) || (strcmp(x + 1, "64") && strcmp(x + 1, "128"))) bm = 0;
   }
   if (!bm || !bn) {
-    fail(d, name, line, tl->col, "expected tile=BMxBN with BM and BN 64 or 128, got '%.*s'", tl->s, tl->len);
+    fail(d, name, line, tl->col, "expected tile=BMxBN with BM and BN 64 or 128, got '%.*s'", tl->len, tl->s);
     return -1;
   }
   char key[GC_TUNING_KEY_MAX];
@@ -121,7 +124,7 @@ gc_tuning *gc_tuning_parse(const char *name, const char *text, size_t len, gc_di
     for (int c = 0; c < n; c++)
       if (s[c] == '#') n = c;
       else if (s[c] == 0) {
-        fail(d, name, line, c + 1, "%.*s", "a NUL byte (not a text file)", 28);
+        fail(d, name, line, c + 1, "a NUL byte (not a text file)");
         goto bad;
       }
     tok tk[MAX_TOKENS + 1];
@@ -130,14 +133,14 @@ gc_tuning *gc_tuning_parse(const char *name, const char *text, size_t len, gc_di
     if (!seen_header) {
       int64_t ver = 0;
       if (nt != 2 || !tok_is(&tk[0], "graphc-tuning")) {
-        fail(d, name, line, tk[0].col, "%.*s", "not a graphc tuning file: the first line must be 'graphc-tuning 1'", 67);
+        fail(d, name, line, tk[0].col, "not a graphc tuning file: the first line must be 'graphc-tuning 1'");
         goto bad;
       }
       char vs[24];
       snprintf(vs, sizeof vs, "v=%.*s", tk[1].len < 20 ? tk[1].len : 20, tk[1].s);
       if (!tok_int(&(tok){vs, (int)strlen(vs), 0}, "v", &ver) || ver != 1) {
         fail(d, name, line, tk[1].col, "tuning file version '%.*s' is not supported (this graphc reads version 1)",
-             tk[1].s, tk[1].len);
+             tk[1].len, tk[1].s);
         goto bad;
       }
       seen_header = 1;
@@ -155,14 +158,14 @@ gc_tuning *gc_tuning_parse(const char *name, const char *text, size_t len, gc_di
     if (rc < 0) goto bad;
     for (int k = 0; k < t->n; k++)
       if (strcmp(t->e[k].key, t->e[t->n].key) == 0) {
-        fail(d, name, line, tk[0].col, "%.*s", "a second entry for the same problem", 35);
+        fail(d, name, line, tk[0].col, "a second entry for the same problem");
         free(t->e[t->n].key);
         goto bad;
       }
     t->n++;
   }
   if (!seen_header) {
-    fail(d, name, line > 0 ? line : 1, 1, "%.*s", "not a graphc tuning file: the first line must be 'graphc-tuning 1'", 67);
+    fail(d, name, line > 0 ? line : 1, 1, "not a graphc tuning file: the first line must be 'graphc-tuning 1'");
     goto bad;
   }
   return t;
