@@ -44,6 +44,7 @@ bench() {  # name binds...
   bench mlp --bind B=4096
   bench mlp --bind B=1
   bench cnn --bind N=64
+  bench resnet_f16 --bind N=64
   bench transformer_block --bind B=8 --bind S=1024
 }
 

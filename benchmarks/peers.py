@@ -64,6 +64,29 @@ def torch_block(W, torch, heads=16):
     return f
 
 
+def torch_resnet(W, torch):
+    """examples/resnet_f16.graph; NCHW tensors in channels_last memory (cuDNN's fast layout)."""
+    F = torch.nn.functional
+    cl = torch.channels_last
+    Wc = {k: (v.contiguous(memory_format=cl) if v.dim() == 4 else v) for k, v in W.items()}
+
+    def conv(x, name, s=1, p=0, bias=True):
+        y = F.conv2d(x, Wc[name + ".weight"], None, stride=s, padding=p)
+        return y + Wc[name + ".bias"] if bias else y
+
+    def f(x):
+        x = x.contiguous(memory_format=cl)
+        r0 = torch.relu(conv(x, "stem", 2, 3))
+        p0 = F.max_pool2d(r0, 3, 2, 1)
+        r1 = torch.relu(conv(p0, "s1.c1", 1, 1))
+        r2 = torch.relu(conv(r1, "s1.c2", 1, 1) + p0)
+        r3 = torch.relu(conv(r2, "s2.c1", 2, 1))
+        r4 = torch.relu(conv(r3, "s2.c2", 1, 1) + conv(r2, "s2.proj", 2, 0, bias=False))
+        g = r4.mean(dim=(2, 3))
+        return g @ Wc["fc.weight"] + Wc["fc.bias"]
+    return f
+
+
 def jax_mlp(W, jnp, jax):
     w1, b1, w2, b2 = (W[k] for k in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"))
     return lambda x: jnp.maximum(x @ w1 + b1, 0) @ w2 + b2
@@ -92,12 +115,36 @@ def jax_block(W, jnp, jax, heads=16):
     return f
 
 
+def jax_resnet(W, jnp, jax):
+    lax = jax.lax
+
+    def conv(x, name, s=1, p=0, bias=True):
+        y = lax.conv_general_dilated(x, W[name + ".weight"], (s, s), [(p, p), (p, p)],
+                                     dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                                     preferred_element_type=jnp.float32).astype(x.dtype)
+        return y + W[name + ".bias"] if bias else y
+
+    def f(x):
+        r0 = jax.nn.relu(conv(x, "stem", 2, 3))
+        p0 = lax.reduce_window(r0, jnp.array(-jnp.inf, r0.dtype), lax.max, (1, 1, 3, 3), (1, 1, 2, 2),
+                               [(0, 0), (0, 0), (1, 1), (1, 1)])
+        r1 = jax.nn.relu(conv(p0, "s1.c1", 1, 1))
+        r2 = jax.nn.relu(conv(r1, "s1.c2", 1, 1) + p0)
+        r3 = jax.nn.relu(conv(r2, "s2.c1", 2, 1))
+        r4 = jax.nn.relu(conv(r3, "s2.c2", 1, 1) + conv(r2, "s2.proj", 2, 0, bias=False))
+        g = r4.astype(jnp.float32).mean(axis=(2, 3)).astype(x.dtype)
+        return g @ W["fc.weight"] + W["fc.bias"]
+    return f
+
+
 MODELS = {
     # name: (graph file, binds, input name, input shape, dtype, torch model, jax model, rel tol)
     "mlp_b1": ("mlp.graph", {"B": 1}, "x", (1, 784), "float32", torch_mlp, jax_mlp, 1e-4),
     "mlp_b4096": ("mlp.graph", {"B": 4096}, "x", (4096, 784), "float32", torch_mlp, jax_mlp, 1e-4),
     "transformer_f16": ("transformer_block_f16.graph", {"B": 8, "S": 1024}, "x", (8, 1024, 1024), "float16",
                         torch_block, jax_block, 2e-2),
+    "resnet_f16_n64": ("resnet_f16.graph", {"N": 64}, "x", (64, 3, 224, 224), "float16", torch_resnet, jax_resnet,
+                       2e-2),
 }
 
 

@@ -322,6 +322,7 @@ static const struct {
 } k_example_kernels[] = {
     {"cnn.graph", 11, 6},
     {"mlp.graph", 5, 2},
+    {"resnet_f16.graph", 22, 9},
     {"transformer_block.graph", 22, 11},
     {"transformer_block_f16.graph", 22, 11},
 };
@@ -334,11 +335,12 @@ START_TEST(test_example) {
   fcase_load(&fc, path, seed);
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   gc_plan *p0 = plan_for(&fc, KIR_TARGET_CUDA, 0), *p1 = plan_for(&fc, KIR_TARGET_CUDA, 1);
-  double bytes[2] = {0, 0};
+  double bytes[2] = {0, 0}, flops = 0;
   int temps[2] = {0, 0};
   for (int f = 0; f < 2; f++) {
     const gc_plan *p = f ? p1 : p0;
     for (int i = 0; i < p->n_launches; i++) bytes[f] += p->kir->kernels[p->launches[i]]->bytes_moved;
+    for (int i = 0; f && i < p->n_launches; i++) flops += p->kir->kernels[p->launches[i]]->flops;
     for (int b = 0; b < p->n_buffers; b++) temps[f] += p->buffers[b].kind == GC_BUF_TEMP;
   }
   printf("%-26s kernels %2d -> %2d, temps %2d -> %2d, modeled bytes %.0f -> %.0f, arena %zu -> %zu\n", base,
@@ -356,16 +358,17 @@ START_TEST(test_example) {
   ck_assert_double_lt(bytes[1], bytes[0]);
   gc_plan_free(p0);
   gc_plan_free(p1);
-  /* Model-sized examples (transformer_block_f16: 25 M weights) would take the host
-   * evaluator many minutes (hours under ASan); test_examples_gpu runs them on the GPU. */
+  /* Model-sized examples (transformer_block_f16: 25 M weights; resnet_f16: 224x224
+   * images, 2 GFLOP at N=2) would take the host evaluator many minutes (hours under
+   * ASan); test_examples_gpu runs them on the GPU, test_cpu_backend on the CPU. */
   int64_t nw = 0;
   for (const gc_op *op = fc.g->first; op; op = op->next)
     if (op->opcode == GC_OP_PARAM) nw += gc_type_numel(&op->results[0]->type);
-  if (nw <= 4000000)
+  if (nw <= 4000000 && flops <= 2e8)
     run_values(&fc, path, seed, 1);
   else
-    printf("%-26s values not evaluated on the host (%lld weights; test_examples_gpu runs it)\n", base,
-           (long long)nw);
+    printf("%-26s values not evaluated on the host (%lld weights, %.2g flops; test_examples_gpu runs it)\n",
+           base, (long long)nw, flops);
   fcase_free(&fc);
 }
 END_TEST
