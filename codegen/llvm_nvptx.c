@@ -2,10 +2,11 @@
  *
  *   gc_llvm_ptx_ex (what the CUDA backend runs): one LLVM module per kernel
  *
- *     kernel i --gc_llvm_emit--> module_i --verify--> [dedup: same IR as an
- *       earlier kernel? then reuse its code]                        (serial)
- *     module_i --[link libdevice, internalize]--> default<O3> --> verify
- *       --NVPTX AsmPrinter--> PTX_i       (distinct kernels, on a few threads)
+ *     kernel i: [dedup: the same Kernel IR as an earlier kernel, names masked?
+ *       then reuse its code]                                        (serial)
+ *     kernel i --gc_llvm_emit--> module_i --verify--> [link libdevice, internalize]
+ *       --> default<O3> --> verify --NVPTX AsmPrinter--> PTX_i
+ *                                         (distinct kernels, on a few threads)
  *     PTX = header + PTX_0 + PTX_1 + ... in kernel order (+ alias comments)
  *
  *   gc_llvm_ptx with ir_text (--emit llvm): the whole kir_module as ONE module,
@@ -24,9 +25,10 @@
  * NVPTX numbers call sites from a process-wide counter ("// callseq N"); the
  * PTX is renumbered so the same module always gives the same text.
  *
- * Dedup (opts->dedup): kernels whose LLVM IR is the same once value names are
- * dropped and the kernel's own name is masked (same code, same launch bounds,
- * same shared arrays) are compiled once; the PTX then has no entry for the
+ * Dedup (opts->dedup): kernels whose Kernel IR is the same once the kernel's
+ * name, variable and parameter names and buffer bindings are masked (same code,
+ * same launch bounds, same shared arrays) are emitted and compiled once (the
+ * LLVM IR depends on nothing else); the PTX then has no entry for the
  * copy and ends with "// graphc alias COPY = ORIGINAL" lines, which
  * gc_ptx_kernel_alias reads back (the launch plan runs ORIGINAL's code with
  * COPY's arguments). A transformer with N identical layers compiles one.
@@ -324,11 +326,11 @@ typedef struct nv_job {
   LLVMModuleRef mod;       /* until compiled */
   gc_llvm_diag dg;
   gc_diags d;
-  char *key;               /* dedup: IR with names dropped and the kernel's masked */
+  char *key;               /* dedup: Kernel IR with names and bindings masked */
   int canon;               /* the job whose code this kernel runs (itself when distinct) */
   char *raw;               /* PTX as printed */
-  long size;               /* instructions before optimization (biggest kernels go first) */
-  double t_link, t_opt, t_cg;  /* CPU ms of the phases */
+  long size;               /* Kernel IR size (biggest kernels go first) */
+  double t_emit, t_link, t_opt, t_cg;  /* CPU ms of the phases */
   int rc;
 } nv_job;
 
@@ -339,59 +341,41 @@ typedef struct nv_pool {
   atomic_int next;
 } nv_pool;
 
-/* Instructions in mod's function bodies. */
-static long count_instructions(LLVMModuleRef mod) {
-  long n = 0;
-  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
-    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
-      for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in)) n++;
-  return n;
-}
-
-/* Drop the names of mod's arguments, blocks and instructions (they come from
- * Kernel IR variables and differ between otherwise identical kernels; they
- * never reach the PTX). */
-static void drop_local_names(LLVMModuleRef mod) {
-  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
-    if (LLVMIsDeclaration(f)) continue;
-    for (LLVMValueRef a = LLVMGetFirstParam(f); a; a = LLVMGetNextParam(a)) LLVMSetValueName2(a, "", 0);
-    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b)) {
-      LLVMSetValueName2(LLVMBasicBlockAsValue(b), "", 0);
-      for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in))
-        LLVMSetValueName2(in, "", 0);
+/* The dedup key of a kernel: its Kernel IR as printed with the names that differ
+ * between copies of the same code masked (the kernel's name, variable and parameter
+ * names, which come from graph values, and buffer bindings, which only say what a
+ * launch passes). Kernels with equal keys get the same LLVM IR and PTX up to those
+ * names. NULL when out of memory. */
+static char *dedup_key(const kir_kernel *k) {
+  kir_kernel copy = *k;
+  kir_var *vars = malloc(((size_t)k->n_vars + 1) * sizeof *vars);
+  kir_param *params = malloc(((size_t)k->n_params + 1) * sizeof *params);
+  char *names = malloc(((size_t)k->n_vars + (size_t)k->n_params + 1) * 16);
+  char *key = NULL;
+  if (vars && params && names) {
+    for (int i = 0; i < k->n_vars; i++) {
+      vars[i] = k->vars[i];
+      vars[i].name = names + (size_t)i * 16;
+      snprintf(names + (size_t)i * 16, 16, "v%d", i);
     }
-  }
-}
-
-/* The dedup key of job j's module: its IR text with "@NAME" (the kernel and
- * its NAME_smemK arrays) replaced by "@K". NULL when out of memory. */
-static char *dedup_key(nv_job *j) {
-  drop_local_names(j->mod);
-  char *ir = LLVMPrintModuleToString(j->mod);
-  if (!ir) return NULL;
-  gc_sbuf b = {0};
-  size_t nl = strlen(j->name);
-  const char *p = ir;
-  for (const char *q; (q = strchr(p, '@')) != NULL;) {
-    gc_sbuf_printf(&b, "%.*s", (int)(q - p), p);
-    char c = q[1 + nl];
-    if (strncmp(q + 1, j->name, nl) == 0 &&
-        (!(c == '_' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-           (c >= 'A' && c <= 'Z')) || strncmp(q + 1 + nl, "_smem", 5) == 0)) {
-      gc_sbuf_puts(&b, "@K");
-      p = q + 1 + nl;
-    } else {
-      gc_sbuf_putc(&b, '@');
-      p = q + 1;
+    for (int i = 0; i < k->n_params; i++) {
+      params[i] = k->params[i];
+      params[i].name = names + ((size_t)k->n_vars + (size_t)i) * 16;
+      params[i].binding = 0;
+      snprintf(names + ((size_t)k->n_vars + (size_t)i) * 16, 16, "p%d", i);
     }
-  }
-  gc_sbuf_puts(&b, p);
-  LLVMDisposeMessage(ir);
-  if (b.failed) {
+    copy.name = "K";
+    copy.vars = vars;
+    copy.params = params;
+    gc_sbuf b = {0};
+    kir_print(&b, &copy);
+    key = b.failed ? NULL : gc_sbuf_take(&b);
     gc_sbuf_free(&b);
-    return NULL;
   }
-  return gc_sbuf_take(&b);
+  free(vars);
+  free(params);
+  free(names);
+  return key;
 }
 
 /* Could kernels a and b have the same code? (The same launch, parameters,
@@ -434,11 +418,21 @@ static void prefix_locals(LLVMModuleRef mod, const char *name) {
   }
 }
 
-/* Optimize and generate code for one distinct kernel (any thread). */
+/* Emit, optimize and generate code for one distinct kernel (any thread). */
 static void run_job(nv_job *j, int sm) {
   LLVMTargetMachineRef tm = make_tm(sm, &j->d);
   if (!tm) {
     j->rc = -1;
+    return;
+  }
+  double t0 = thread_ms();
+  j->ctx = LLVMContextCreate();
+  gc_llvm_diag_install(j->ctx, &j->dg);
+  j->mod = emit_module(j->ctx, tm, &j->one, sm, &j->d);
+  j->t_emit = thread_ms() - t0;
+  if (!j->mod) {
+    j->rc = -1;
+    LLVMDisposeTargetMachine(tm);
     return;
   }
   j->rc = optimize(j->ctx, tm, j->mod, &j->one, &j->dg, &j->d, &j->t_link, &j->t_opt);
@@ -545,14 +539,14 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
   }
   nv_job *jobs = calloc((size_t)n, sizeof *jobs);
   int *order = calloc((size_t)n, sizeof *order);
-  LLVMTargetMachineRef tm = jobs && order ? make_tm(target_sm, d) : NULL;
-  if (!jobs || !order || !tm) {
-    if (!jobs || !order) gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+  if (!jobs || !order) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     free(jobs);
     free(order);
     return -1;
   }
-  /* Emit every kernel into its own context (serial: cheap), and find copies. */
+  /* Find copies (Kernel IR with names masked); emission, optimization and code
+   * generation of the distinct kernels run on the threads. */
   int rc = 0, distinct = 0;
   for (int i = 0; i < n; i++) {
     nv_job *j = &jobs[i];
@@ -562,19 +556,16 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
     j->canon = i;
     gc_diags_init(&j->d, "", NULL, 0);
   }
+  double t0 = thread_ms();
   for (int i = 0; i < n && rc == 0; i++) {
     nv_job *j = &jobs[i];
-    double t0 = thread_ms();
-    j->ctx = LLVMContextCreate();
-    gc_llvm_diag_install(j->ctx, &j->dg);
-    j->mod = emit_module(j->ctx, tm, &j->one, target_sm, d);
-    if (!j->mod) rc = -1;
-    else j->size = count_instructions(j->mod);
+    const kir_kernel *ki = m->kernels[i];
+    j->size = (long)ki->n_vars + 4L * ki->n_params;
     int twin = 0;
     for (int k = 0; opts && opts->dedup && k < n && !twin; k++)
-      twin = k != i && maybe_same(m->kernels[k], m->kernels[i]);
-    if (rc == 0 && twin) {
-      if (!(j->key = dedup_key(j))) {
+      twin = k != i && maybe_same(m->kernels[k], ki);
+    if (twin) {
+      if (!(j->key = dedup_key(ki))) {
         gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
         rc = -1;
       }
@@ -589,10 +580,9 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
       while (at > 0 && jobs[order[at - 1]].size < j->size) order[at] = order[at - 1], at--;
       order[at] = i;
     }
-    times->emit += thread_ms() - t0;
   }
-  LLVMDisposeTargetMachine(tm);
-  /* Optimize and generate code for the distinct kernels on the threads. */
+  times->emit += thread_ms() - t0;
+  /* Emit, optimize and generate code for the distinct kernels on the threads. */
   int nt = rc == 0 ? pick_threads(opts ? opts->threads : 0, distinct) : 0;
   nv_pool pool = {jobs, order, distinct, target_sm, 0};
   pthread_t *th = nt > 1 ? calloc((size_t)nt, sizeof *th) : NULL;
@@ -607,6 +597,7 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
   /* Errors in kernel order, then join. */
   for (int i = 0; i < n; i++) {
     nv_job *j = &jobs[i];
+    times->emit += j->t_emit;
     times->libdevice += j->t_link;
     times->optimize += j->t_opt;
     times->codegen += j->t_cg;
