@@ -343,8 +343,9 @@ static void tc_issue(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
  * tc_bm / tc_bn when set (tests); else the tuning file's entry for `key`; else the
  * largest tile whose grid fills
  * every SM once (128x128, then 128x64, 64x128), and 64x64 when none does: at M 127
- * and N 4096 the 128x128 grid is 32 blocks on 132 SMs, the 64x64 one 128. tf32
- * keeps 128x128 (its B reads assume 128-wide rows). */
+ * and N 4096 the 128x128 grid is 32 blocks on 132 SMs, the 64x64 one 128. No
+ * 128 side over at most 64 rows or columns (a conv with 64 output channels takes
+ * 64x128). tf32 keeps 128x128 (its B reads assume 128-wide rows). */
 static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, const char *key, int *bm, int *bn) {
   *bm = *bn = 128;
   if (tf32) return;
@@ -364,6 +365,8 @@ static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, const c
   for (int i = 0; i < 4; i++) {
     *bm = cand[i][0];
     *bn = cand[i][1];
+    /* a 128 tile over at most 64 rows or columns would compute half of it for nothing */
+    if ((*bm == 128 && s->M <= 64) || (*bn == 128 && s->N <= 64)) continue;
     if (s->batch * ((s->M + *bm - 1) / *bm) * ((s->N + *bn - 1) / *bn) >= sms) return;
   }
 }
