@@ -923,11 +923,20 @@ static int op_selected(const char *name) {
   return 0;
 }
 
+/* Is loop index `i` in this process's share ($GRAPHC_TEST_SHARD=K/N runs indices
+ * i with i % N == K, so N processes can split the suite on a many-core machine)? */
+static int in_shard(int i) {
+  const char *s = getenv("GRAPHC_TEST_SHARD");
+  int k = 0, n = 1;
+  if (!s || sscanf(s, "%d/%d", &k, &n) != 2 || n < 1) return 1;
+  return i % n == k;
+}
+
 /* Every variant x dtype of one op (the loop index is the opcode). */
 START_TEST(op_against_interpreter) {
   gc_opcode op = (gc_opcode)_i;
   const char *name = gc_op_infos[op].name;
-  if (!op_selected(name)) return;
+  if (!op_selected(name) || !in_shard(_i)) return;
   gc_sbuf fails = {0};
   int n_fail = 0, n_ran = 0;
   for (int variant = 0;; variant++) {
@@ -1003,6 +1012,7 @@ END_TEST
 /* One chain (loop index) in f32 and f64 (cast chain: every float dtype). */
 START_TEST(chain_against_interpreter) {
   if (getenv("GRAPHC_TEST_OPS") && *getenv("GRAPHC_TEST_OPS") && !op_selected("chains")) return;
+  if (!in_shard(GC_OP_COUNT_ + _i)) return;
   gc_sbuf fails = {0};
   int n_fail = 0, n_ran = 0;
   char label[64] = "";

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# h200_conv.sh - one device call (~8 min) after a change to the tensor-core or conv path:
+#   1. benchmarks on a quiet GPU: ResNet-50 conv layers vs cuDNN, resnet_f16 and cnn with
+#      both code paths, the f16 models against PyTorch / torch.compile / JAX;
+#   2. then, side by side, the GPU suites (test_backend_ops on $GRAPHC_TEST_OPS, default
+#      conv2d,im2col,matmul,chains, in shards) and compute-sanitizer (memcheck, racecheck)
+#      on the tensor-core and conv kernels.
+# Here: tools/pack_gpu.sh. There: benchmarks/h200_conv.sh (carry .dev/build-gpu; writes to $OUT,
+# at most 8 files: the logs go into logs.tgz).
+set -u
+ROOT=$PWD
+OUT=${OUT:-$ROOT/h200-out}
+mkdir -p "$OUT"
+[ -e /work/main/CMakeLists.txt ] || { mkdir -p /work && ln -sfn "$ROOT" /work/main; }
+[ -e "$ROOT/build-gpu" ] || ln -sfn "$ROOT/.dev/build-gpu" "$ROOT/build-gpu"
+B=$ROOT/build-gpu
+export LD_LIBRARY_PATH="$B/syslibs:$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" GRAPHC_CACHE=off PYTHONUNBUFFERED=1
+export GRAPHC_TEST_OPS=${GRAPHC_TEST_OPS:-conv2d,im2col,matmul,chains}
+t0=$(date +%s)
+SKIP_GEMM=1 SKIP_BW=1 SKIP_EXAMPLES=1 SKIP_CS=1 FINAL_SUITES= PEERS_TIMEOUT=200 \
+  PEER_MODELS=${PEER_MODELS:-resnet_f16_n64,transformer_f16} bash benchmarks/h200_final.sh
+for a in "resnet_f16 --bind N=64" "cnn --bind N=64"; do
+  set -- $a; f=examples/$1.graph; shift
+  for cg in llvm nvrtc; do
+    echo "==== graphc bench $f $* --codegen $cg" >> "$OUT/bench.txt"
+    timeout 60 "$B/graphc" bench "$f" "$@" --codegen $cg --runs 50 --warmup 5 >> "$OUT/bench.txt" 2>&1
+  done
+done
+grep -E "^====|median" "$OUT/bench.txt"
+echo "benchmarks done in $(( $(date +%s) - t0 )) s"
+( SKIP_CONV=1 SKIP_GEMM=1 SKIP_BW=1 SKIP_PEERS=1 SKIP_EXAMPLES=1 FINAL_SUITES= bash benchmarks/h200_final.sh \
+    > "$OUT/sanitizer-run.txt" 2>&1 ) &
+SKIP_BENCH=1 SKIP_TUNE=1 SKIP_ONNX=1 bash benchmarks/h200_run.sh > /dev/null 2>&1
+wait
+echo "all done in $(( $(date +%s) - t0 )) s"
+cat "$OUT/summary.txt"; cat "$OUT/sanitizer.txt"
+tar -C "$OUT" -czf "$OUT/logs.tgz" ctest-gpu.log ops.log cs.tgz sanitizer-run.txt 2>/dev/null &&
+  rm -f "$OUT/ctest-gpu.log" "$OUT/ops.log" "$OUT/cs.tgz" "$OUT/sanitizer-run.txt"
+ls "$OUT"
