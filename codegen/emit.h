@@ -222,6 +222,13 @@ kir_block *gc_ec_thread_loop(gc_lowerer *c, kir_kernel *k, kir_block *b, int *r,
 /* Threads per group for a row of n elements: a warp multiple, at most 256. */
 int gc_ec_row_block(gc_lowerer *c, int64_t n);
 
+/* The window geometry of an im2col op: kernel, stride, dilation (h, w), padding
+ * (top, left, bottom, right), the input's H and W and the output width OW. */
+typedef struct gc_im2col_geom {
+  int64_t kern[2], st[2], dil[2], pad[4], H, W, OW;
+} gc_im2col_geom;
+void gc_im2col_geom_of(const gc_op *op, gc_im2col_geom *g);
+
 /* ---- short expression builders (fold trivial constants) --------------------------------- */
 static inline kir_expr *ec_i64(gc_lowerer *c, int64_t v) {
   return kir_const_i(c->km, GRAPHC_DTYPE_I64, v);

@@ -542,6 +542,21 @@ static void attr_pair(const gc_op *op, const char *name, int64_t d, int64_t *p) 
   if (!a || gc_attr_ints(a, p, 2) != 2) p[0] = p[1] = d;
 }
 
+/* The window geometry of im2col op `op` (see emit.h). */
+void gc_im2col_geom_of(const gc_op *op, gc_im2col_geom *g) {
+  attr_pair(op, "kernel", 1, g->kern);
+  attr_pair(op, "stride", 1, g->st);
+  attr_pair(op, "dilation", 1, g->dil);
+  int64_t *pad = g->pad;
+  pad[0] = pad[1] = pad[2] = pad[3] = 0;
+  const gc_attr *pa = gc_op_attr(op, "padding");
+  if (pa && gc_attr_ints(pa, pad, 4) == 2) pad[2] = pad[0], pad[3] = pad[1];
+  const gc_type *it = &op->operands[0]->type;
+  g->H = it->dims[2];
+  g->W = it->dims[3];
+  g->OW = (g->W + pad[1] + pad[3] - g->dil[1] * (g->kern[1] - 1) - 1) / g->st[1] + 1;
+}
+
 /* im2col at (n, row, col): row = (c*KH + kh)*KW + kw, col = oh*OW + ow; r = 0, and
  * r = x[n, c, ih, iw] when (ih, iw) = (oh, ow) * stride - pad + (kh, kw) * dilation
  * is inside x. */
@@ -550,14 +565,10 @@ static int gen_im2col(gc_gen *G, kir_block *b, const gc_op *op, int pt) {
   kir_kernel *k = G->k;
   const gc_value *x = op->operands[0], *out = op->results[0];
   const gc_type *it = &x->type;
-  int64_t kern[2], st[2], dil[2], pad[4] = {0, 0, 0, 0};
-  attr_pair(op, "kernel", 1, kern);
-  attr_pair(op, "stride", 1, st);
-  attr_pair(op, "dilation", 1, dil);
-  const gc_attr *pa = gc_op_attr(op, "padding");
-  if (pa && gc_attr_ints(pa, pad, 4) == 2) pad[2] = pad[0], pad[3] = pad[1];
-  int64_t H = it->dims[2], W = it->dims[3];
-  int64_t OW = (W + pad[1] + pad[3] - dil[1] * (kern[1] - 1) - 1) / st[1] + 1;
+  gc_im2col_geom ge;
+  gc_im2col_geom_of(op, &ge);
+  const int64_t *kern = ge.kern, *st = ge.st, *dil = ge.dil, *pad = ge.pad;
+  int64_t H = ge.H, W = ge.W, OW = ge.OW;
   gc_attr zero = {.kind = GC_ATTR_INT};
   int res = gc_ec_let(c, k, b, out->name, gc_ec_scalar_const(c, &zero, out->type.dtype));
   kir_expr *row = gc_gen_coord(G, b, pt, 1), *col = gc_gen_coord(G, b, pt, 2);

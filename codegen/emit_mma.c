@@ -25,7 +25,7 @@
  * (a head merge that is no strided window, a transposed A, a cast or other
  * prologue the group fuses) is staged through the element generator: 8 values
  * per chunk, one 16-byte shared store. Other dtypes, sm < 80 or small outputs
- * return NULL and the caller uses the CUDA-core kernel.
+ * (M or N below 32) return NULL and the caller uses the CUDA-core kernel.
  */
 #include "emit.h"
 #include "tuning.h"
@@ -229,6 +229,10 @@ typedef struct tc_copy {
   /* generic staging (operand not a strided window): elements through the generator */
   const gc_value *x;/* the operand; NULL: cp.async from a strided window */
   int swap;         /* x's matrix coordinates are (k, outer) instead of (outer, k) */
+  /* B an im2col the group computes (N-major chunks along output pixels): the pixel
+   * of each chunk's first element, (oh0, ow0) as i32 vars (tc_stage_im2col) */
+  const gc_op *im2col;
+  int oh0, ow0;
 } tc_copy;
 
 /* Plan for a tile of `rows` x 32 (K contiguous: A, or B stored N x K). */
@@ -320,12 +324,98 @@ static void tc_stage(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
   }
 }
 
+/* tc_stage for a B operand that is an im2col of x [N, C, H, W] computed by the group,
+ * chunks along the output pixels p = oh * OW + ow. Per chunk the window offset comes
+ * from k = (c * KH + kh) * KW + kw once; per element the pixel advances from the
+ * chunk's first (oh0, ow0) without a division, in i32, and a materialized x is read
+ * at its plane's base plus ih * W + iw. A padding or a pixel past N reads as 0. */
+static void tc_stage_im2col(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_shape *s, const int *bco,
+                            int sh, int64_t stage_elems, int kt, int slot, gc_dtype dt) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const gc_op *op = cp->im2col;
+  const gc_value *x = op->operands[0];
+  const gc_type *xt = &x->type;
+  gc_im2col_geom ge;
+  gc_im2col_geom_of(op, &ge);
+  int64_t KK = ge.kern[0] * ge.kern[1], H = ge.H, W = ge.W, OW = ge.OW, C = xt->dims[1];
+  int epc = cp->epc;
+  int ncoord = xt->dims[0] == 1 ? GC_PT_ZERO : bco[s->ob - 1];  /* B [N, C*KH*KW, P]: batch dim 0 */
+  int inline_x = x->def && c->inl[x->def->id];
+  int xp = inline_x ? -1 : gc_gen_rparam(G, c->val_buf[x->id], xt->dtype);
+  int tail = s->N % epc != 0;  /* chunks may run past N: checked per element */
+  kir_expr *i32c;
+  for (int i = 0; i < cp->cpt; i++) {
+    int kk = gc_ec_let(c, k, b, "kk", ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->bk))));
+    int si = gc_ec_let(c, k, b, "si", ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i])));
+    kir_expr *pred = lt(c, vx(c, k, kk), cx(c, s->K));
+    if (!tail) pred = and_(c, vx(c, k, cp->ok[i]), pred);
+    kir_block *tb, *eb;
+    kir_emit_if(c->km, b, pred, &tb, &eb);
+    gc_gen_push(G);
+    int ci = gc_ec_let(c, k, tb, "ci", quo(c, vx(c, k, kk), KK));
+    int kr = gc_ec_let(c, k, tb, "kr", ec_cast(c, GRAPHC_DTYPE_I32, rem(c, vx(c, k, kk), KK)));
+    /* window offsets: ih = oh * sh + hoff, iw = ow * sw + woff (i32) */
+    i32c = ec_i32(c, ge.kern[1]);
+    int hoff = gc_ec_let(c, k, tb, "hoff", ec_bin(c, KIR_SUB, ec_mul(c, ec_bin(c, KIR_DIV, vx(c, k, kr), i32c),
+                                                                  ec_i32(c, ge.dil[0])), ec_i32(c, ge.pad[0])));
+    int woff = gc_ec_let(c, k, tb, "woff", ec_bin(c, KIR_SUB, ec_mul(c, ec_bin(c, KIR_REM, vx(c, k, kr), i32c),
+                                                                  ec_i32(c, ge.dil[1])), ec_i32(c, ge.pad[1])));
+    /* a materialized x: element (n, ci, 0, 0) */
+    int plane = -1;
+    if (!inline_x) {
+      kir_expr *nc = ncoord == GC_PT_ZERO ? vx(c, k, ci) : ec_add(c, ec_mul(c, vx(c, k, ncoord), cx(c, C)), vx(c, k, ci));
+      plane = gc_ec_let(c, k, tb, "plane", ec_mul(c, nc, cx(c, H * W)));
+    }
+    kir_expr *vals[8], *zeros[8];
+    for (int e = 0; e < epc; e++) {
+      zeros[e] = gc_ec_num(c, dt, 0.0);
+      /* pixel p0 + e: ow0 + e wraps past OW at most (OW - 1 + e) / OW times */
+      kir_expr *ow = ec_add(c, vx(c, k, cp->ow0), ec_i32(c, e)), *oh = vx(c, k, cp->oh0);
+      for (int64_t w = 0; w < (OW - 1 + e) / OW; w++) {
+        int wr = gc_ec_let(c, k, tb, "wr", ec_bin(c, KIR_GE, ow, ec_i32(c, OW)));
+        ow = vx(c, k, gc_ec_let(c, k, tb, "ow", kir_select(c->km, vx(c, k, wr), ec_bin(c, KIR_SUB, ow, ec_i32(c, OW)), ow)));
+        oh = vx(c, k, gc_ec_let(c, k, tb, "oh", kir_select(c->km, vx(c, k, wr), ec_add(c, oh, ec_i32(c, 1)), oh)));
+      }
+      int ih = gc_ec_let(c, k, tb, "ih", ec_add(c, ec_mul(c, oh, ec_i32(c, ge.st[0])), vx(c, k, hoff)));
+      int iw = gc_ec_let(c, k, tb, "iw", ec_add(c, ec_mul(c, ow, ec_i32(c, ge.st[1])), vx(c, k, woff)));
+      kir_expr *ok = and_(c, and_(c, ec_bin(c, KIR_GE, vx(c, k, ih), ec_i32(c, 0)), lt(c, vx(c, k, ih), ec_i32(c, H))),
+                          and_(c, ec_bin(c, KIR_GE, vx(c, k, iw), ec_i32(c, 0)), lt(c, vx(c, k, iw), ec_i32(c, W))));
+      if (tail) ok = and_(c, ok, lt(c, ec_add(c, vx(c, k, cp->outer[i]), cx(c, e)), cx(c, s->N)));
+      int r = gc_ec_let(c, k, tb, "xv", zeros[e]);
+      kir_block *ib;
+      kir_emit_if(c->km, tb, ok, &ib, NULL);
+      gc_gen_push(G);
+      kir_expr *v;
+      if (!inline_x) {
+        kir_expr *off = ec_cast(c, GRAPHC_DTYPE_I64, ec_add(c, ec_mul(c, vx(c, k, ih), ec_i32(c, W)), vx(c, k, iw)));
+        v = gc_ec_load(c, k, xp, ec_add(c, vx(c, k, plane), off));
+      } else {
+        int ih64 = gc_ec_let(c, k, ib, "ih", ec_cast(c, GRAPHC_DTYPE_I64, vx(c, k, ih)));
+        int iw64 = gc_ec_let(c, k, ib, "iw", ec_cast(c, GRAPHC_DTYPE_I64, vx(c, k, iw)));
+        int co[4] = {ncoord, C == 1 ? GC_PT_ZERO : ci, H == 1 ? GC_PT_ZERO : ih64, W == 1 ? GC_PT_ZERO : iw64};
+        v = vx(c, k, gc_gen_val(G, ib, x, gc_gen_pt(G, xt, -1, co)));
+      }
+      kir_emit_assign(c->km, ib, r, ec_cast(c, dt, v));
+      gc_gen_pop(G);
+      vals[e] = vx(c, k, r);
+    }
+    gc_gen_pop(G);
+    kir_emit_store_vec(c->km, tb, KIR_SHARED, sh, vx(c, k, si), epc, vals);
+    kir_emit_store_vec(c->km, eb, KIR_SHARED, sh, vx(c, k, si), epc, zeros);
+  }
+}
+
 /* Issue the copies of K tile `kt` (an i64 var) into ring slot `slot` (an i64 var). */
 static void tc_issue(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_shape *s, const int *bco, int sh,
                      int param, int64_t stage_elems, int kt, int slot, gc_dtype dt) {
   gc_lowerer *c = G->c;
   kir_kernel *k = G->k;
   int64_t K = s->K;
+  if (cp->im2col) {
+    tc_stage_im2col(G, b, cp, s, bco, sh, stage_elems, kt, slot, dt);
+    return;
+  }
   if (cp->x) {
     tc_stage(G, b, cp, s, bco, sh, stage_elems, kt, slot, dt);
     return;
@@ -379,8 +469,11 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   int tf32 = dt == GRAPHC_DTYPE_F32 && c->t->tf32;  /* f32 operands read as tf32 (opt-in) */
   if ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16 && !tf32) || B->type.dtype != dt) return NULL;
   const int epc = tf32 ? 4 : 8, bk = 4 * epc;  /* 16-byte chunks: 4 per tile row of K */
-  /* small outputs: the 128x128 tiles would leave most of the GPU idle */
-  if (s->M < 64 || s->N < 64 || s->K < 16 || s->batch < 1) return NULL;
+  /* small outputs: below 32 rows or columns most of a 64-wide tile would compute
+   * nothing (tf32's 128x128 tiles: below 64). A conv over 7x7 pixels (N 49) still
+   * runs far faster on the tensor cores than on the CUDA cores. */
+  int64_t min_mn = tf32 ? 64 : 32;
+  if (s->M < min_mn || s->N < min_mn || s->K < 16 || s->batch < 1) return NULL;
   /* K not a multiple of a 16-byte chunk (a 7x7 conv over 3 channels: K 147): both operands
    * are staged element by element, the chunks' tails past K zero */
   int odd_k = s->K % epc != 0;
@@ -398,6 +491,12 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     b_gen = 1;
     b_nmajor = s->N % epc == 0;
   }
+
+  /* B an im2col (of an NCHW conv) the group computes: staged by tc_stage_im2col in
+   * chunks along the output pixels, whatever N is */
+  const gc_op *bic = B->def;
+  int b_im2col = b_gen && !s->tb && rb == 3 && bic && bic->opcode == GC_OP_IM2COL && c->inl[bic->id];
+  if (b_im2col) b_nmajor = 1;
 
   int BM, BN;
   char key[GC_TUNING_KEY_MAX];
@@ -449,6 +548,15 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   ca.swap = s->ta;
   cb.x = b_gen ? B : NULL;
   cb.swap = !s->tb;
+  ca.im2col = cb.im2col = NULL;
+  if (b_im2col) {  /* the pixel of this thread's chunks (one column of chunks per thread) */
+    gc_im2col_geom ge;
+    gc_im2col_geom_of(bic, &ge);
+    cb.im2col = bic;
+    kir_expr *p0 = ec_cast(c, GRAPHC_DTYPE_I32, vx(c, k, cb.outer[0]));
+    cb.oh0 = gc_ec_let(c, k, b, "oh0", ec_bin(c, KIR_DIV, p0, ec_i32(c, ge.OW)));
+    cb.ow0 = gc_ec_let(c, k, b, "ow0", ec_bin(c, KIR_REM, p0, ec_i32(c, ge.OW)));
+  }
 
   /* ldmatrix offsets (without the stage base), per MMA k step (two chunks of K) */
   int aoff[2][TC_MAXMI], boff[2][TC_MAXNI / 2];

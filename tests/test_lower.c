@@ -852,13 +852,32 @@ START_TEST(test_matmul_tensor_core) {
        "  %y = matmul(%m, %w);\n  return %y;\n}\n", 1},
       {"(%a: f32[80, 48], %b: T[64, 48]) -> (T[80, 64]) {\n"
        "  %h = cast(%a, to=T);\n  %y = matmul(%h, %b, transpose_b=true);\n  return %y;\n}\n", 1},
-      {"(%a: T[72, 40], %b: T[40, 60]) -> (T[72, 60]) {\n"
+      {"(%a: T[72, 40], %b: T[40, 24]) -> (T[72, 24]) {\n"
        "  %y = matmul(%a, %b);\n  return %y;\n}\n", 0},
+      /* N below a 64-wide tile (a conv over 7x7 pixels: N 49), M 40 */
+      {"(%a: T[40, 72], %b: T[2, 72, 49]) -> (T[2, 40, 49]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
       /* K not a multiple of 8 (a 7x7 conv over 3 channels): both operands staged, tails zero */
       {"(%a: T[80, 147], %b: T[147, 72]) -> (T[80, 72]) {\n"
        "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
       {"(%a: T[72, 21], %b: T[66, 21]) -> (T[72, 66]) {\n"
        "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+      /* convs as the conv-gemm pass writes them: B an im2col staged along the output
+       * pixels (tc_stage_im2col): a pixel count that is no multiple of 8, rows shorter
+       * than a chunk (OW 6), stride + dilation + uneven padding, an inline producer of
+       * the image, a 7x7 stride-2 stem (K 147) */
+      {"(%x: T[2, 8, 9, 10], %w: T[64, 72]) -> (T[2, 64, 90]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      {"(%x: T[2, 8, 12, 6], %w: T[40, 72]) -> (T[2, 40, 72]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 8, 17, 19], %w: T[64, 72]) -> (T[1, 64, 70]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], stride=[2, 2], dilation=[2, 2], padding=[1, 2, 0, 3]);\n"
+       "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 8, 10, 10], %w: T[64, 72], %b: T[64, 1]) -> (T[1, 64, 100]) {\n"
+       "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n"
+       "  %z = add(%y, %b);\n  return %z;\n}\n", 1},
+      {"(%x: T[1, 3, 20, 20], %w: T[64, 147]) -> (T[1, 64, 100]) {\n"
+       "  %c = im2col(%x, kernel=[7, 7], stride=[2, 2], padding=[3, 3]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
   };
   for (int k = 0; k < COUNT(cases); k++) {
     gc_sbuf sb = {0};
@@ -872,7 +891,10 @@ START_TEST(test_matmul_tensor_core) {
     char *text = gc_sbuf_take(&sb);
     /* every output tile (the heuristic picks 64x64 for these small grids on 132 SMs) */
     static const int tiles[][2] = {{0, 0}, {128, 128}, {128, 64}, {64, 128}};
-    for (int ti = 0; ti < COUNT(tiles) && (ti == 0 || cases[k].tc); ti++) {
+    /* the im2col cases (the last five): the heuristic's tile and 128x128 (each tile
+     * costs a ptxas run per dtype) */
+    int conv = k >= COUNT(cases) - 5;
+    for (int ti = 0; ti < COUNT(tiles) && (ti == 0 || cases[k].tc) && (!conv || ti < 2); ti++) {
       g_tc_tile[0] = tiles[ti][0];
       g_tc_tile[1] = tiles[ti][1];
       gc_module *m = parse_ok(text);
