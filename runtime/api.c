@@ -619,7 +619,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
     gc_sbuf b = {0};
     char *text = NULL;
     int rc = 0;
-    int llvm = opts.codegen == GRAPHC_CODEGEN_LLVM;
+    int llvm = gc_codegen_resolve(opts.codegen) == GRAPHC_CODEGEN_LLVM;
     switch (kind) {
       case 0:
         for (int i = 0; i < plan->kir->n_kernels; i++) kir_print(&b, plan->kir->kernels[i]);

@@ -129,8 +129,9 @@ static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_c
 
 void gc_cuda_cache_key(const kir_module *km, int sm, graphc_codegen_t cg, gc_hash128 *key) {
   gc_sbuf src = {0};
+  cg = gc_codegen_resolve(cg);
   if (cg != GRAPHC_CODEGEN_LLVM) gc_cuda_c_print(&src, km);
-  cache_key(km, &src, sm, cg == GRAPHC_CODEGEN_DEFAULT ? GRAPHC_CODEGEN_NVRTC : cg, key);
+  cache_key(km, &src, sm, cg, key);
   gc_sbuf_free(&src);
 }
 
@@ -178,7 +179,7 @@ int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache 
                     gc_cuda_code *out, gc_sbuf *st, gc_diags *d) {
   memset(out, 0, sizeof *out);
   out->sm = sm;
-  if (cg == GRAPHC_CODEGEN_DEFAULT) cg = GRAPHC_CODEGEN_NVRTC;
+  cg = gc_codegen_resolve(cg);
   if (cg != GRAPHC_CODEGEN_NVRTC && cg != GRAPHC_CODEGEN_LLVM) {
     gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "unknown codegen %d", (int)cg);
     return -1;
@@ -345,7 +346,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
   exe->state = s;
   gc_launch_plan_init(&s->lp);
   graphc_codegen_t cg = opts ? opts->codegen : GRAPHC_CODEGEN_DEFAULT;
-  if (cg == GRAPHC_CODEGEN_DEFAULT) cg = GRAPHC_CODEGEN_NVRTC;
+  cg = gc_codegen_resolve(cg);
   if (cg != GRAPHC_CODEGEN_NVRTC && cg != GRAPHC_CODEGEN_LLVM) {
     gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "unknown codegen %d", (int)cg);
     return GRAPHC_STATUS_INVALID_ARGUMENT;
@@ -588,7 +589,7 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
                          gc_sbuf *st, gc_diags *d) {
   *out = NULL;
   *len = 0;
-  graphc_codegen_t cg = o->codegen == GRAPHC_CODEGEN_DEFAULT ? GRAPHC_CODEGEN_NVRTC : o->codegen;
+  graphc_codegen_t cg = gc_codegen_resolve(o->codegen);
   if (o->n_sms < 1) {
     gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "no architecture to compile for");
     return -1;

@@ -117,7 +117,7 @@ START_TEST(bundle_contents) {
   ck_assert_str_eq(graphc_rt_bundle_meta(b, "graph"), "net");
   ck_assert_str_eq(graphc_rt_bundle_meta(b, "binds"), "B=5");
   ck_assert_str_eq(graphc_rt_bundle_meta(b, "archs"), "sm_90,sm_80");
-  ck_assert_str_eq(graphc_rt_bundle_meta(b, "codegen"), "nvrtc");
+  ck_assert_str_eq(graphc_rt_bundle_meta(b, "codegen"), "llvm");  /* the default */
   ck_assert_str_eq(graphc_rt_bundle_meta(b, "embed_weights"), "1");
   ck_assert_str_eq(graphc_rt_bundle_meta(b, "graphc"), GRAPHC_VERSION_STRING);
   ck_assert_ptr_null(graphc_rt_bundle_meta(b, "no such key"));

@@ -596,10 +596,12 @@ START_TEST(key_sensitivity) {
   gc_hash128 k1, k2, k3, k4, k5;
   gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, &k1);
   gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_DEFAULT, &k2);
+  gc_hash128 k6;  /* the default is the LLVM path */
+  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_LLVM, &k6);
   gc_cuda_cache_key(a.plan->kir, 80, GRAPHC_CODEGEN_NVRTC, &k3);
   gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_LLVM, &k4);
   gc_cuda_cache_key(b.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, &k5);
-  ck_assert(k1.a == k2.a && k1.b == k2.b && k1.len == k2.len);
+  ck_assert(k6.a == k2.a && k6.b == k2.b && k6.len == k2.len);
   gc_hash128 ks[] = {k1, k3, k4, k5};
   for (int i = 0; i < 4; i++)
     for (int j = i + 1; j < 4; j++) ck_assert_msg(ks[i].a != ks[j].a || ks[i].b != ks[j].b, "keys %d and %d equal", i, j);

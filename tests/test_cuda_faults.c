@@ -17,7 +17,7 @@
  *   - the context is usable afterwards: a fresh compile + run in the same
  *     graphc context gives the interpreter's results.
  * Host leaks are LeakSanitizer's job (the ASan suite runs this too).
- * Compiled modules come from a private JIT cache (one NVRTC compile per model).
+ * Compiled modules come from a private JIT cache (one compile per model).
  *
  * No device: "SKIPPED", exit 77. GRAPHC_TEST_DRY=1 without a device runs the
  * same loops over tests/cuda_fake_driver.c (a pretend driver: statuses,

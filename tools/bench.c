@@ -143,7 +143,7 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
          info.device_sm, info.num_sms, (double)info.total_mem / (1024.0 * 1024 * 1024),
          info.driver_version / 1000, info.driver_version % 1000 / 10);
   printf("  code     sm_%d via %s, module from %s, %d kernels, %d launches\n", info.sm,
-         graphc_codegen_name(o->copts.codegen ? o->copts.codegen : GRAPHC_CODEGEN_NVRTC),
+         graphc_codegen_name(gc_codegen_resolve(o->copts.codegen)),
          info.from_ptx ? "PTX (driver JIT)" : "cubin", p->kir->n_kernels, nl);
 
   double copy_gbps = 0;

@@ -43,7 +43,7 @@ static const char *const usage_common =
 
 static const char *const usage_compile_opts =
     "  --backend B       interp | cpu | cuda (default: cuda when a GPU is present, else cpu)\n"
-    "  --codegen C       nvrtc | llvm (CUDA code path, default nvrtc)\n"
+    "  --codegen C       llvm | nvrtc (CUDA code path, default llvm)\n"
     "  --arch sm_XX      GPU architecture (default: the device's, else sm_90)\n"
     "  --weights W       weights file instead of the one the .graph names\n"
     "  -O0               no optimization passes\n"
