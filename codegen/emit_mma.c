@@ -233,6 +233,10 @@ typedef struct tc_copy {
    * of each chunk's first element, (oh0, ow0) as i32 vars (tc_stage_im2col) */
   const gc_op *im2col;
   int oh0, ow0;
+  /* the chunks' values and shared offsets, held in registers between the loads
+   * (tc_issue) and the shared stores (tc_store_regs): the loads of K tile kt + 2
+   * are in flight while the tensor cores work on tile kt */
+  int rv[TC_MAXCPT][8], rsi[TC_MAXCPT];
 } tc_copy;
 
 /* Plan for a tile of `rows` x 32 (K contiguous: A, or B stored N x K). */
@@ -367,12 +371,13 @@ static void tc_stage_im2col(gc_gen *G, kir_block *b, const tc_copy *cp, const gc
       kir_expr *nc = ncoord == GC_PT_ZERO ? vx(c, k, ci) : ec_add(c, ec_mul(c, vx(c, k, ncoord), cx(c, C)), vx(c, k, ci));
       plane = gc_ec_let(c, k, tb, "plane", ec_mul(c, nc, cx(c, H * W)));
     }
-    kir_expr *vals[8], *zeros[8];
+    kir_expr *zeros[8];
     for (int e = 0; e < epc; e++) {
       zeros[e] = gc_ec_num(c, dt, 0.0);
       /* pixel p0 + e: ow0 + e wraps past OW at most (OW - 1 + e) / OW times */
       kir_expr *ow = ec_add(c, vx(c, k, cp->ow0), ec_i32(c, e)), *oh = vx(c, k, cp->oh0);
-      for (int64_t w = 0; w < (OW - 1 + e) / OW; w++) {
+      /* (chunks start at multiples of epc: with OW a multiple of epc a chunk stays in one row) */
+      for (int64_t w = 0; OW % epc && w < (OW - 1 + e) / OW; w++) {
         int wr = gc_ec_let(c, k, tb, "wr", ec_bin(c, KIR_GE, ow, ec_i32(c, OW)));
         ow = vx(c, k, gc_ec_let(c, k, tb, "ow", kir_select(c->km, vx(c, k, wr), ec_bin(c, KIR_SUB, ow, ec_i32(c, OW)), ow)));
         oh = vx(c, k, gc_ec_let(c, k, tb, "oh", kir_select(c->km, vx(c, k, wr), ec_add(c, oh, ec_i32(c, 1)), oh)));
@@ -382,14 +387,15 @@ static void tc_stage_im2col(gc_gen *G, kir_block *b, const tc_copy *cp, const gc
       kir_expr *ok = and_(c, and_(c, ec_bin(c, KIR_GE, vx(c, k, ih), ec_i32(c, 0)), lt(c, vx(c, k, ih), ec_i32(c, H))),
                           and_(c, ec_bin(c, KIR_GE, vx(c, k, iw), ec_i32(c, 0)), lt(c, vx(c, k, iw), ec_i32(c, W))));
       if (tail) ok = and_(c, ok, lt(c, ec_add(c, vx(c, k, cp->outer[i]), cx(c, e)), cx(c, s->N)));
-      int r = gc_ec_let(c, k, tb, "xv", zeros[e]);
+      int r = cp->rv[i][e];
+      kir_emit_assign(c->km, tb, r, zeros[e]);
       kir_block *ib;
       kir_emit_if(c->km, tb, ok, &ib, NULL);
       gc_gen_push(G);
       kir_expr *v;
       if (!inline_x) {
         kir_expr *off = ec_cast(c, GRAPHC_DTYPE_I64, ec_add(c, ec_mul(c, vx(c, k, ih), ec_i32(c, W)), vx(c, k, iw)));
-        v = gc_ec_load(c, k, xp, ec_add(c, vx(c, k, plane), off));
+        v = kir_load(c->km, k, KIR_GLOBAL, xp, ec_add(c, vx(c, k, plane), off));
       } else {
         int ih64 = gc_ec_let(c, k, ib, "ih", ec_cast(c, GRAPHC_DTYPE_I64, vx(c, k, ih)));
         int iw64 = gc_ec_let(c, k, ib, "iw", ec_cast(c, GRAPHC_DTYPE_I64, vx(c, k, iw)));
@@ -398,11 +404,19 @@ static void tc_stage_im2col(gc_gen *G, kir_block *b, const tc_copy *cp, const gc
       }
       kir_emit_assign(c->km, ib, r, ec_cast(c, dt, v));
       gc_gen_pop(G);
-      vals[e] = vx(c, k, r);
     }
     gc_gen_pop(G);
-    kir_emit_store_vec(c->km, tb, KIR_SHARED, sh, vx(c, k, si), epc, vals);
-    kir_emit_store_vec(c->km, eb, KIR_SHARED, sh, vx(c, k, si), epc, zeros);
+    for (int e = 0; e < epc; e++) kir_emit_assign(c->km, eb, cp->rv[i][e], zeros[e]);
+    kir_emit_assign(c->km, b, cp->rsi[i], vx(c, k, si));
+  }
+}
+
+/* The shared stores of the chunks tc_stage_im2col left in registers. */
+static void tc_store_regs(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_copy *cp, int sh) {
+  for (int i = 0; i < cp->cpt; i++) {
+    kir_expr *vals[8];
+    for (int e = 0; e < cp->epc; e++) vals[e] = vx(c, k, cp->rv[i][e]);
+    kir_emit_store_vec(c->km, b, KIR_SHARED, sh, vx(c, k, cp->rsi[i]), cp->epc, vals);
   }
 }
 
@@ -553,6 +567,10 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     gc_im2col_geom ge;
     gc_im2col_geom_of(bic, &ge);
     cb.im2col = bic;
+    for (int i = 0; i < cb.cpt; i++) {
+      cb.rsi[i] = gc_ec_var(c, k, "bsi", GRAPHC_DTYPE_I64);
+      for (int e = 0; e < epc; e++) cb.rv[i][e] = gc_ec_var(c, k, "bv", dt);
+    }
     kir_expr *p0 = ec_cast(c, GRAPHC_DTYPE_I32, vx(c, k, cb.outer[0]));
     cb.oh0 = gc_ec_let(c, k, b, "oh0", ec_bin(c, KIR_DIV, p0, ec_i32(c, ge.OW)));
     cb.ow0 = gc_ec_let(c, k, b, "ow0", ec_bin(c, KIR_REM, p0, ec_i32(c, ge.OW)));
@@ -610,6 +628,7 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
     tc_issue(G, b, &ca, s, bco, sa, oa.param, a_stage, kt, kt, dt);
     tc_issue(G, b, &cb, s, bco, sb, ob.param, b_stage, kt, kt, dt);
+    if (cb.im2col) tc_store_regs(c, k, b, &cb, sb);
     kir_emit_cp_commit(c->km, b);
   }
 
@@ -644,6 +663,9 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     for (int mi = 0; mi < MI; mi++)
       for (int ni = 0; ni < NI; ni++) kir_emit_mma(c->km, lb, kind, acc[mi][ni], af[mi], bf[ni]);
   }
+  /* the im2col chunks of tile kt + 2, loaded before the MMAs above, into slot ns (read
+   * last in step kt - 1, which every thread finished before this step's barrier) */
+  if (cb.im2col) tc_store_regs(c, k, lb, &cb, sb);
   /* the copies still in flight (zero fills past K) must land before shared memory is reused */
   kir_emit_cp_wait(c->km, b, 0);
   kir_emit_barrier(c->km, b);
