@@ -237,6 +237,7 @@ typedef struct tc_copy {
    * (tc_issue) and the shared stores (tc_store_regs): the loads of K tile kt + 2
    * are in flight while the tensor cores work on tile kt */
   int rv[TC_MAXCPT][8], rsi[TC_MAXCPT];
+  int defer;        /* staged chunks go through rv / rsi (always for an im2col) */
 } tc_copy;
 
 /* Plan for a tile of `rows` x 32 (K contiguous: A, or B stored N x K). */
@@ -323,6 +324,14 @@ static void tc_stage(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
       vals[e] = ec_cast(c, dt, vx(c, k, v));
     }
     gc_gen_pop(G);
+    if (cp->defer) {  /* into registers; tc_store_regs writes them after the MMAs */
+      for (int e = 0; e < epc; e++) {
+        kir_emit_assign(c->km, tb, cp->rv[i][e], vals[e]);
+        kir_emit_assign(c->km, eb, cp->rv[i][e], zeros[e]);
+      }
+      kir_emit_assign(c->km, b, cp->rsi[i], vx(c, k, si));
+      continue;
+    }
     kir_emit_store_vec(c->km, tb, KIR_SHARED, sh, vx(c, k, si), epc, vals);
     kir_emit_store_vec(c->km, eb, KIR_SHARED, sh, vx(c, k, si), epc, zeros);
   }
@@ -563,14 +572,24 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   cb.x = b_gen ? B : NULL;
   cb.swap = !s->tb;
   ca.im2col = cb.im2col = NULL;
+  /* Staged operands keep their chunks in registers across the MMAs of a step (the
+   * global loads of tile kt + 2 overlap the tensor-core work on tile kt) while the
+   * accumulators plus those registers stay within 160 per thread, so nothing spills:
+   * B's (an im2col's) first, then A's. */
+  int budget = 160 - BM * BN / 32;
+  cb.defer = b_gen && (b_im2col || BN / 4 <= budget);
+  if (cb.defer) budget -= BN / 4;
+  ca.defer = a_gen && BM / 4 <= budget;
+  tc_copy *cps[2] = {&ca, &cb};
+  for (int o = 0; o < 2; o++)
+    for (int i = 0; i < cps[o]->cpt && cps[o]->defer; i++) {
+      cps[o]->rsi[i] = gc_ec_var(c, k, o ? "bsi" : "asi", GRAPHC_DTYPE_I64);
+      for (int e = 0; e < epc; e++) cps[o]->rv[i][e] = gc_ec_var(c, k, o ? "bv" : "av", dt);
+    }
   if (b_im2col) {  /* the pixel of this thread's chunks (one column of chunks per thread) */
     gc_im2col_geom ge;
     gc_im2col_geom_of(bic, &ge);
     cb.im2col = bic;
-    for (int i = 0; i < cb.cpt; i++) {
-      cb.rsi[i] = gc_ec_var(c, k, "bsi", GRAPHC_DTYPE_I64);
-      for (int e = 0; e < epc; e++) cb.rv[i][e] = gc_ec_var(c, k, "bv", dt);
-    }
     kir_expr *p0 = ec_cast(c, GRAPHC_DTYPE_I32, vx(c, k, cb.outer[0]));
     cb.oh0 = gc_ec_let(c, k, b, "oh0", ec_bin(c, KIR_DIV, p0, ec_i32(c, ge.OW)));
     cb.ow0 = gc_ec_let(c, k, b, "ow0", ec_bin(c, KIR_REM, p0, ec_i32(c, ge.OW)));
@@ -628,7 +647,8 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
     tc_issue(G, b, &ca, s, bco, sa, oa.param, a_stage, kt, kt, dt);
     tc_issue(G, b, &cb, s, bco, sb, ob.param, b_stage, kt, kt, dt);
-    if (cb.im2col) tc_store_regs(c, k, b, &cb, sb);
+    if (ca.defer) tc_store_regs(c, k, b, &ca, sa);
+    if (cb.defer) tc_store_regs(c, k, b, &cb, sb);
     kir_emit_cp_commit(c->km, b);
   }
 
@@ -663,9 +683,10 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     for (int mi = 0; mi < MI; mi++)
       for (int ni = 0; ni < NI; ni++) kir_emit_mma(c->km, lb, kind, acc[mi][ni], af[mi], bf[ni]);
   }
-  /* the im2col chunks of tile kt + 2, loaded before the MMAs above, into slot ns (read
+  /* the staged chunks of tile kt + 2, loaded before the MMAs above, into slot ns (read
    * last in step kt - 1, which every thread finished before this step's barrier) */
-  if (cb.im2col) tc_store_regs(c, k, lb, &cb, sb);
+  if (ca.defer) tc_store_regs(c, k, lb, &ca, sa);
+  if (cb.defer) tc_store_regs(c, k, lb, &cb, sb);
   /* the copies still in flight (zero fills past K) must land before shared memory is reused */
   kir_emit_cp_wait(c->km, b, 0);
   kir_emit_barrier(c->km, b);
