@@ -878,6 +878,13 @@ START_TEST(test_matmul_tensor_core) {
        "  %z = add(%y, %b);\n  return %z;\n}\n", 1},
       {"(%x: T[1, 3, 20, 20], %w: T[64, 147]) -> (T[1, 64, 100]) {\n"
        "  %c = im2col(%x, kernel=[7, 7], stride=[2, 2], padding=[3, 3]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      /* OW a multiple of 8: every chunk inside one output row, no row-wrap selects
+       * (stride 1 and 2, a materialized and an inline image) */
+      {"(%x: T[2, 8, 8, 16], %w: T[64, 72]) -> (T[2, 64, 128]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 8, 17, 32], %w: T[40, 72]) -> (T[1, 40, 144]) {\n"
+       "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], stride=[2, 2], padding=[1, 1]);\n"
+       "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
   };
   for (int k = 0; k < COUNT(cases); k++) {
     gc_sbuf sb = {0};
@@ -891,9 +898,9 @@ START_TEST(test_matmul_tensor_core) {
     char *text = gc_sbuf_take(&sb);
     /* every output tile (the heuristic picks 64x64 for these small grids on 132 SMs) */
     static const int tiles[][2] = {{0, 0}, {128, 128}, {128, 64}, {64, 128}};
-    /* the im2col cases (the last five): the heuristic's tile and 128x128 (each tile
+    /* the im2col cases (the last seven): the heuristic's tile and 128x128 (each tile
      * costs a ptxas run per dtype) */
-    int conv = k >= COUNT(cases) - 5;
+    int conv = k >= COUNT(cases) - 7;
     for (int ti = 0; ti < COUNT(tiles) && (ti == 0 || cases[k].tc) && (!conv || ti < 2); ti++) {
       g_tc_tile[0] = tiles[ti][0];
       g_tc_tile[1] = tiles[ti][1];

@@ -26,6 +26,8 @@
  *   GRAPHC_RANDOM_GRAPH_SEED=S   run the single graph with this seed (as printed)
  *   GRAPHC_RANDOM_GRAPHS_MAX_OPS ops per graph (default 30)
  *   GRAPHC_RANDOM_GRAPHS_VERBOSE=1  print every graph
+ *   GRAPHC_RANDOM_GRAPHS_CONFIGS=cuda  compare only these configurations (comma list of
+ *                                "interp", "cpu", "cuda"; default all that are available)
  */
 #include <math.h>
 #include <stdarg.h>
@@ -1426,6 +1428,17 @@ static uint64_t env_u64(const char *name, uint64_t dflt) {
   return s && *s ? strtoull(s, NULL, 0) : dflt;
 }
 
+/* Is cfg among $GRAPHC_RANDOM_GRAPHS_CONFIGS ("interp" is interp -O1; unset: all)? */
+static int cfg_selected(rg_cfg cfg) {
+  const char *sel = getenv("GRAPHC_RANDOM_GRAPHS_CONFIGS");
+  if (!sel || !*sel) return 1;
+  const char *name = cfg == CFG_CPU ? "cpu" : cfg == CFG_CUDA ? "cuda" : "interp";
+  size_t n = strlen(name);
+  for (const char *p = sel; (p = strstr(p, name)) != NULL; p += n)
+    if ((p == sel || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+  return 0;
+}
+
 START_TEST(test_random_graphs) {
   snprintf(g_weights, sizeof g_weights, "%s/random-%ld.safetensors", tu_tmpdir(), (long)getpid());
   ck_assert_int_eq(graphc_context_create(&g_ctx), GRAPHC_STATUS_OK);
@@ -1464,7 +1477,7 @@ START_TEST(test_random_graphs) {
       free(text);
     }
     for (int cfg = CFG_INTERP_O1; cfg < CFG_COUNT_; cfg++) {
-      if (!g_cfg_available[cfg]) continue;
+      if (!g_cfg_available[cfg] || !cfg_selected((rg_cfg)cfg)) continue;
       rg_verdict v = check_cfg(g, (rg_cfg)cfg, why, sizeof why);
       if (v == RG_SKIP && strncmp(why, "oracle:", 7) == 0) {
         oracle_skips++;
