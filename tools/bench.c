@@ -129,7 +129,7 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
   int rc = -1;
-  int runs = o->runs, nl = p->n_launches;
+  int runs = o->runs > 0 ? o->runs : 100, nl = p->n_launches;
   int kruns = runs < 50 ? runs : 50;
   float *ms = calloc((size_t)runs + 1, sizeof *ms);
   float *kms = calloc((size_t)kruns * (nl > 0 ? nl : 1) + 1, sizeof *kms);

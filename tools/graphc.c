@@ -76,7 +76,7 @@ int cli_report(graphc_context_t *ctx, graphc_status_t st, const graphc_error_t *
 int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
   memset(o, 0, sizeof *o);
   graphc_compile_options_init(&o->copts);
-  o->runs = 100;
+  o->runs = 0;  /* --runs not given: each command's own default (bench 100, tune 30) */
   o->warmup = 10;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];

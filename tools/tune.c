@@ -157,7 +157,7 @@ int gc_cli_tune(int argc, char **argv) {
   }
   o.copts.backend = GRAPHC_BACKEND_CUDA;
   o.copts.eager = 1;
-  if (o.runs == 100) o.runs = 30;  /* cli default is bench's */
+  if (o.runs <= 0) o.runs = 30;  /* --runs not given */
   if (!cli_have_gpu("graphc tune: no GPU to measure on")) return 1;
 
   graphc_context_t *ctx;
