@@ -6,12 +6,7 @@
 # Here:   tools/pack_gpu.sh            There: benchmarks/gpu_smoke.sh (carry .dev/build-gpu)
 # Env:    OPS (GRAPHC_TEST_OPS list, default conv2d,im2col,matmul)
 set -u
-ROOT=$PWD
-if [ ! -e /work/main/CMakeLists.txt ]; then mkdir -p /work && ln -sfn "$ROOT" /work/main; fi
-[ -e "$ROOT/build-gpu" ] || ln -sfn "$ROOT/.dev/build-gpu" "$ROOT/build-gpu"
-B=$ROOT/build-gpu
-export LD_LIBRARY_PATH="$B/syslibs:$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export GRAPHC_CACHE=off
+. "$(dirname "$0")/device_env.sh"
 T=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== test_backend_ops (${OPS:-conv2d,im2col,matmul})"

@@ -9,13 +9,7 @@
 # Here: tools/pack_gpu.sh. There: benchmarks/h200_conv.sh (carry .dev/build-gpu; writes to $OUT,
 # at most 8 files: the logs go into logs.tgz).
 set -u
-ROOT=$PWD
-OUT=${OUT:-$ROOT/h200-out}
-mkdir -p "$OUT"
-[ -e /work/main/CMakeLists.txt ] || { mkdir -p /work && ln -sfn "$ROOT" /work/main; }
-[ -e "$ROOT/build-gpu" ] || ln -sfn "$ROOT/.dev/build-gpu" "$ROOT/build-gpu"
-B=$ROOT/build-gpu
-export LD_LIBRARY_PATH="$B/syslibs:$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" GRAPHC_CACHE=off PYTHONUNBUFFERED=1
+. "$(dirname "$0")/device_env.sh"
 export GRAPHC_TEST_OPS=${GRAPHC_TEST_OPS:-conv2d,im2col,matmul,chains}
 t0=$(date +%s)
 SKIP_GEMM=1 SKIP_BW=1 SKIP_EXAMPLES=1 SKIP_CS=1 FINAL_SUITES= PEERS_TIMEOUT=200 \

@@ -5,14 +5,7 @@
 # the f32 examples, and compute-sanitizer (memcheck, racecheck) on tensor-core and row kernels.
 # Carry .dev/build-gpu; writes to $OUT. Env: SKIP_CONV, SKIP_GEMM, SKIP_BW, SKIP_PEERS (PEER_MODELS), SKIP_CS, SKIP_EXAMPLES, FINAL_SUITES, GEMM_CASES.
 set -u
-ROOT=$PWD
-OUT=${OUT:-$ROOT/h200-out}
-mkdir -p "$OUT"
-[ -e /work/main/CMakeLists.txt ] || { mkdir -p /work && ln -sfn "$ROOT" /work/main; }
-[ -e "$ROOT/build-gpu" ] || ln -sfn "$ROOT/.dev/build-gpu" "$ROOT/build-gpu"
-B=$ROOT/build-gpu
-export LD_LIBRARY_PATH="$B/syslibs:$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export GRAPHC_CACHE=off
+. "$(dirname "$0")/device_env.sh"
 [ -z "${FINAL_SUITES-test_aot_host}" ] ||
   ( cd "$B" && ctest -R "${FINAL_SUITES:-test_aot_host}" --output-on-failure 2>&1 | tail -3 ) | tee "$OUT/final-ctest.txt"
 [ "${SKIP_CONV:-0}" = 1 ] || timeout 200 python3 benchmarks/conv_peer.py --graphc "$B/graphc" --out /tmp/convp 2>&1 \

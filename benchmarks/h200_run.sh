@@ -13,15 +13,7 @@
 # Env: SUITES (ctest regex), SHARDS, SKIP_OPS (GRAPHC_TEST_OPS limits the ops), SKIP_BENCH, SKIP_TUNE, SKIP_ONNX.
 # A summary is printed last.
 set -u
-ROOT=$PWD
-OUT=${OUT:-$ROOT/h200-out}
-mkdir -p "$OUT"
-# The build records absolute paths (/work/main/...): make them resolve here.
-if [ ! -e /work/main/CMakeLists.txt ]; then mkdir -p /work && ln -sfn "$ROOT" /work/main; fi
-[ -e "$ROOT/build-gpu" ] || ln -sfn "$ROOT/.dev/build-gpu" "$ROOT/build-gpu"
-B=$ROOT/build-gpu
-export LD_LIBRARY_PATH="$B/syslibs:$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export GRAPHC_CACHE=off
+. "$(dirname "$0")/device_env.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/device.txt"
 
 # 1. GPU suites (and the AOT/cache suites, whose GPU cases run only here).
