@@ -1019,6 +1019,18 @@ int gc_llvm_uses_libdevice(LLVMModuleRef mod) {
   return 0;
 }
 
+char *gc_llvm_host_features(void) {
+  char *f = LLVMGetHostCPUFeatures();
+  /* LLVM 19's x86 backend commutes the operands of an AVX512-FP16 vcmpph when it
+   * folds a reload into it, without swapping the predicate: `fcmp ule half a, b`
+   * became a >= b (a random-graph differential test found it: lt(gt(x, y), ne(z, w))
+   * on f16 inputs). Without the feature, half values go through F16C conversions to
+   * f32, which is exact for compares and arithmetic that rounds back to f16. */
+  for (char *p = f ? strstr(f, "+avx512fp16") : NULL; p; p = strstr(p + 1, "+avx512fp16"))
+    if (p[11] == ',' || p[11] == 0) *p = '-';
+  return f;
+}
+
 int gc_llvm_host_simd_bytes(const char *cpu) {
   if (cpu && *cpu && strcmp(cpu, "native") != 0)
     return strcmp(cpu, "x86-64-v4") == 0 ? 64 : strcmp(cpu, "x86-64-v3") == 0 ? 32 : 16;

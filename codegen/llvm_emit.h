@@ -50,6 +50,9 @@ typedef struct gc_llvm_target {
 
 /* Widest SIMD register of a host CPU in bytes: 64 with AVX-512F, 32 with AVX2, else 16.
  * cpu: NULL, "" or "native" (this machine's features) or an x86-64 level name. */
+/* The host CPU's LLVM feature string (LLVMDisposeMessage it) with the features graphc
+ * must not use turned off (avx512fp16: an LLVM 19 miscompile, see llvm_emit.c). */
+char *gc_llvm_host_features(void);
 int gc_llvm_host_simd_bytes(const char *cpu);
 /* Host: with simd_bytes >= 64, let the vectorizers use 512-bit vectors in every function
  * of mod (the "prefer-vector-width" attribute; LLVM keeps 256 bits on AVX-512 CPUs). */

@@ -78,7 +78,7 @@ static LLVMTargetMachineRef make_tm(const char *triple, const char *cpu, char **
     return NULL;
   }
   *cpu_used = native ? LLVMGetHostCPUName() : LLVMCreateMessage(cpu);
-  char *features = native ? LLVMGetHostCPUFeatures() : LLVMCreateMessage("");
+  char *features = native ? gc_llvm_host_features() : LLVMCreateMessage("");
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, *cpu_used, features,
                                                     LLVMCodeGenLevelAggressive, LLVMRelocPIC,
                                                     LLVMCodeModelDefault);

@@ -78,14 +78,13 @@ static int check_err(LLVMErrorRef e, const char *what, const gc_llvm_diag *dg, g
   return -1;
 }
 
-/* Hand the optimized module to a new LLJIT (consumes *mod and our reference
- * to *tsc) and look up every kernel. */
+/* Hand the optimized module to a new LLJIT (consumes *mod, our reference to
+ * *tsc and *tm, whose CPU and features the JIT compiles for: the host's, less
+ * gc_llvm_host_features' exclusions) and look up every kernel. */
 static int jit_load(gc_cpu_jit *j, const kir_module *m, LLVMModuleRef *mod,
-                    LLVMOrcThreadSafeContextRef *tsc, gc_diags *d) {
-  LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
-  if (check_err(LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb), "detecting the host for the JIT",
-                j->dg, d))
-    return -1;
+                    LLVMOrcThreadSafeContextRef *tsc, LLVMTargetMachineRef *tm, gc_diags *d) {
+  LLVMOrcJITTargetMachineBuilderRef jtmb = LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(*tm);
+  *tm = NULL;  /* consumed */
   LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
   LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(b, jtmb);  /* consumes jtmb */
   if (check_err(LLVMOrcCreateLLJIT(&j->jit, b), "creating the LLVM ORC JIT", j->dg, d)) {  /* consumes b */
@@ -130,7 +129,7 @@ static int jit_build(gc_cpu_jit *j, const kir_module *m, const char *passes, gc_
                      gc_diags *d) {
   char *triple = LLVMGetDefaultTargetTriple();
   char *cpu = LLVMGetHostCPUName();
-  char *features = LLVMGetHostCPUFeatures();
+  char *features = gc_llvm_host_features();
   LLVMTargetMachineRef tm = NULL;
   LLVMOrcThreadSafeContextRef tsc = NULL;
   LLVMModuleRef mod = NULL;
@@ -172,7 +171,7 @@ static int jit_build(gc_cpu_jit *j, const kir_module *m, const char *passes, gc_
       gc_llvm_verify(mod, "after optimization", d) != 0)
     goto out;
   double t2 = now_ms();
-  if (jit_load(j, m, &mod, &tsc, d) != 0) goto out;
+  if (jit_load(j, m, &mod, &tsc, &tm, d) != 0) goto out;
   double t3 = now_ms();
   if (times)
     gc_sbuf_printf(times, "cpu: llvm emit %.2f ms, %s %.2f ms, jit %.2f ms\n", t1 - t0, passes,
