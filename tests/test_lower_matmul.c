@@ -1,0 +1,306 @@
+/* test_lower_matmul.c - lowering matmuls to execution plans (codegen/lower.c,
+ * emit_linalg.c), without a GPU: the generic tiled matmul for every numeric dtype,
+ * the tensor-core kernels (f16, bf16; tf32 for f32) and the packed host matmul.
+ *
+ * Each case goes through run_case_w (lower_common.h) like the cases of test_lower.c:
+ * plan structure, values on the host evaluator of lower_eval.h against the
+ * interpreter, and the sm_90 plan compiled through NVRTC / LLVM NVPTX and ptxas.
+ * The random seed is printed on failure (GRAPHC_TEST_SEED reproduces a run).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lower_common.h"
+#include "tests/lower_eval.h"
+#include "tests/plan_compile.h"
+
+/* ---- contractions ---------------------------------------------------------------------------------- */
+
+/* matmul: tile edges, K not a multiple of the tile, batch broadcasting, transposes. */
+START_TEST(test_matmul) {
+  const char *T = NUMERIC[_i];
+  int fl = is_float_name(T);
+  static const struct { const char *a, *b, *attrs, *out; } cases[] = {
+      {"1, 1", "1, 1", "", "1, 1"},
+      {"3, 17", "17, 5", "", "3, 5"},
+      {"33, 65", "65, 31", "", "33, 31"},
+      {"2, 3, 4, 5", "5, 6", "", "2, 3, 4, 6"},
+      {"2, 1, 4, 5", "3, 5, 6", "", "2, 3, 4, 6"},
+      {"17, 3", "17, 5", ", transpose_a=true", "3, 5"},
+      {"3, 17", "5, 17", ", transpose_b=true", "3, 5"},
+      {"65, 33", "31, 65", ", transpose_a=true, transpose_b=true", "33, 31"},
+      {"40, 64", "64, 70", "", "40, 70"},
+      {"4, 5", "2, 5, 6", "", "2, 4, 6"},
+      {"2, 7, 3", "2, 4, 7", ", transpose_a=true, transpose_b=true", "2, 3, 4"},
+  };
+  gb b = {0};
+  for (int k = 0; k < COUNT(cases); k++) {
+    char n[16];
+    snprintf(n, sizeof n, "a%d", k);
+    gb_arg(&b, n, ty(T, cases[k].a), fl ? 'x' : 'k');
+    snprintf(n, sizeof n, "b%d", k);
+    gb_arg(&b, n, ty(T, cases[k].b), fl ? 'x' : 'k');
+    gb_op(&b, "%%m%d = matmul(%%a%d, %%b%d%s)", k, k, k, cases[k].attrs);
+    snprintf(n, sizeof n, "m%d", k);
+    gb_ret(&b, n, ty(T, cases[k].out));
+  }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
+/* The packed host matmul (emit_linalg.c, mm_use_packed) on the evaluator, fused host plan
+ * only (its scratch reads are bounds-checked and poisoned before every item), with 16- and
+ * 32-wide register tiles: tails in M (9 = 8 + 1), N (520) and K (3600 = 14 x 256 + 16), a
+ * transposed A, and a bias + relu epilogue. */
+START_TEST(test_matmul_packed) {
+  g_host_simd = _i ? 64 : 16;
+  g_host_packed = 1;
+  gb b = {0};
+  /* positive operands: a sum over K = 3600 without cancellation stays within the
+   * per-element f32 tolerance for any seed */
+  gb_arg(&b, "a", ty("f32", "3600, 9"), 'p');
+  gb_arg(&b, "w", ty("f32", "3600, 520"), 'p');
+  gb_arg(&b, "c", ty("f32", "520"), 'x');
+  gb_op(&b, "%%m = matmul(%%a, %%w, transpose_a=true)");
+  gb_op(&b, "%%z = add(%%m, %%c)");
+  gb_op(&b, "%%r = relu(%%z)");
+  gb_ret(&b, "r", ty("f32", "9, 520"));
+  run_gb(&b, 1, 0);
+  g_host_simd = g_host_packed = 0;
+}
+END_TEST
+
+/* Does any kernel of the plan use the tensor cores? */
+static int plan_uses_tc(const gc_plan *p) {
+  for (int i = 0; i < p->kir->n_kernels; i++)
+    if (kir_uses_tensor_cores(p->kir->kernels[i])) return 1;
+  return 0;
+}
+
+/* Tensor-core matmuls (f16, bf16 on sm_90): tails in M, N and K, both B layouts,
+ * broadcast batches, operands that are inline views (a head split), fused
+ * epilogues; each case also checks that it took (or, for a transposed A, did
+ * not take) the tensor-core kernel. The evaluator runs mma.sync / ldmatrix /
+ * cp.async with their PTX semantics. */
+START_TEST(test_matmul_tensor_core) {
+  const char *T = _i == 0 ? "f16" : "bf16";
+  static const struct { const char *body; int tc; } cases[] = {
+      {"(%a: T[2, 200, 72], %b: T[72, 136], %c: T[136]) -> (T[2, 200, 136]) {\n"
+       "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 1},
+      {"(%a: T[130, 64], %b: T[96, 64]) -> (T[130, 96]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+      {"(%a: T[2, 1, 70, 40], %b: T[3, 40, 72]) -> (T[2, 3, 70, 72]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 80, 128], %k: T[1, 80, 128]) -> (T[1, 2, 80, 80]) {\n"
+       "  %x4 = reshape(%x, shape=[1, 80, 2, 64]);\n  %xh = transpose(%x4, perm=[0, 2, 1, 3]);\n"
+       "  %k4 = reshape(%k, shape=[1, 80, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
+       "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n", 1},
+      /* staged through the element generator: transposed A, a head merge, a cast prologue */
+      {"(%a: T[72, 96], %b: T[72, 64]) -> (T[96, 64]) {\n"
+       "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n", 1},
+      {"(%c: T[2, 2, 72, 64], %w: T[128, 64]) -> (T[2, 72, 64]) {\n"
+       "  %t = transpose(%c, perm=[0, 2, 1, 3]);\n  %m = reshape(%t, shape=[2, 72, 128]);\n"
+       "  %y = matmul(%m, %w);\n  return %y;\n}\n", 1},
+      {"(%a: f32[80, 48], %b: T[64, 48]) -> (T[80, 64]) {\n"
+       "  %h = cast(%a, to=T);\n  %y = matmul(%h, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+      {"(%a: T[72, 40], %b: T[40, 24]) -> (T[72, 24]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 0},
+      /* N below a 64-wide tile (a conv over 7x7 pixels: N 49), M 40 */
+      {"(%a: T[40, 72], %b: T[2, 72, 49]) -> (T[2, 40, 49]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
+      /* K not a multiple of 8 (a 7x7 conv over 3 channels): both operands staged, tails zero */
+      {"(%a: T[80, 147], %b: T[147, 72]) -> (T[80, 72]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
+      {"(%a: T[72, 21], %b: T[66, 21]) -> (T[72, 66]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+      /* convs as the conv-gemm pass writes them: B an im2col staged along the output
+       * pixels (tc_stage_im2col): a pixel count that is no multiple of 8, rows shorter
+       * than a chunk (OW 6), stride + dilation + uneven padding, an inline producer of
+       * the image, a 7x7 stride-2 stem (K 147) */
+      {"(%x: T[2, 8, 9, 10], %w: T[64, 72]) -> (T[2, 64, 90]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      {"(%x: T[2, 8, 12, 6], %w: T[40, 72]) -> (T[2, 40, 72]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 8, 17, 19], %w: T[64, 72]) -> (T[1, 64, 70]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], stride=[2, 2], dilation=[2, 2], padding=[1, 2, 0, 3]);\n"
+       "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 8, 10, 10], %w: T[64, 72], %b: T[64, 1]) -> (T[1, 64, 100]) {\n"
+       "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n"
+       "  %z = add(%y, %b);\n  return %z;\n}\n", 1},
+      {"(%x: T[1, 3, 20, 20], %w: T[64, 147]) -> (T[1, 64, 100]) {\n"
+       "  %c = im2col(%x, kernel=[7, 7], stride=[2, 2], padding=[3, 3]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      /* OW a multiple of 8: every chunk inside one output row, no row-wrap selects
+       * (stride 1 and 2, a materialized and an inline image) */
+      {"(%x: T[2, 8, 8, 16], %w: T[64, 72]) -> (T[2, 64, 128]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 8, 17, 32], %w: T[40, 72]) -> (T[1, 40, 144]) {\n"
+       "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], stride=[2, 2], padding=[1, 1]);\n"
+       "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+  };
+  for (int k = 0; k < COUNT(cases); k++) {
+    gc_sbuf sb = {0};
+    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+    for (const char *q = cases[k].body; *q; q++) {
+      if (*q == 'T' && (q[1] == '[' || q[1] == ')'))
+        gc_sbuf_puts(&sb, T);
+      else
+        gc_sbuf_putc(&sb, *q);
+    }
+    char *text = gc_sbuf_take(&sb);
+    /* every output tile (the heuristic picks 64x64 for these small grids on 132 SMs) */
+    static const int tiles[][2] = {{0, 0}, {128, 128}, {128, 64}, {64, 128}};
+    /* the im2col cases (the last seven): the heuristic's tile and 128x128 (each tile
+     * costs a ptxas run per dtype) */
+    int conv = k >= COUNT(cases) - 7;
+    for (int ti = 0; ti < COUNT(tiles) && (ti == 0 || cases[k].tc) && (!conv || ti < 2); ti++) {
+      g_tc_tile[0] = tiles[ti][0];
+      g_tc_tile[1] = tiles[ti][1];
+      gc_module *m = parse_ok(text);
+      gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+      ck_assert_msg(plan_uses_tc(p) == cases[k].tc, "case %d (%s, tile %dx%d): tensor cores %s expected\n%s", k,
+                    T, tiles[ti][0], tiles[ti][1], cases[k].tc ? "" : "not", text);
+      gc_plan_free(p);
+      gc_module_free(m);
+      gb kinds = {0};
+      for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
+      run_case_w(strdup(text), 1, 0, NULL, &kinds);  /* takes its text */
+    }
+    g_tc_tile[0] = g_tc_tile[1] = 0;
+    free(text);
+  }
+  /* the heuristic: 128x128 while that grid covers the 132 SMs, smaller tiles below */
+  static const struct { const char *sig; int64_t blocks; } grids[] = {
+      {"(%a: T[127, 4096], %b: T[4096, 4096]) -> (T[127, 4096])", 2 * 64},      /* 64x64 */
+      {"(%a: T[2048, 512], %b: T[512, 2048]) -> (T[2048, 2048])", 16 * 16},     /* 128x128 */
+      {"(%a: T[1024, 512], %b: T[512, 2048]) -> (T[1024, 2048])", 8 * 32},      /* 128x64 */
+      {"(%a: T[8, 256, 512], %b: T[512, 2048]) -> (T[8, 256, 2048])", 8 * 2 * 16},  /* 128x128 */
+      {"(%a: T[64, 576], %b: T[64, 576, 3136]) -> (T[64, 64, 3136])", 64 * 1 * 25}}; /* 64x128: M 64 */
+  for (int gi = 0; gi < COUNT(grids); gi++) {
+    gc_sbuf sb = {0};
+    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+    for (const char *q = grids[gi].sig; *q; q++)
+      if (*q == 'T' && q[1] == '[')
+        gc_sbuf_puts(&sb, T);
+      else
+        gc_sbuf_putc(&sb, *q);
+    gc_sbuf_puts(&sb, " {\n  %y = matmul(%a, %b);\n  return %y;\n}\n");
+    char *text = gc_sbuf_take(&sb);
+    gc_module *m = parse_ok(text);
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    ck_assert_int_eq(p->kir->n_kernels, 1);
+    ck_assert_msg(kir_uses_tensor_cores(p->kir->kernels[0]), "%s", text);
+    ck_assert_msg(p->kir->kernels[0]->launch.n == grids[gi].blocks, "%s: %lld blocks, expected %lld", text,
+                  (long long)p->kir->kernels[0]->launch.n, (long long)grids[gi].blocks);
+    gc_plan_free(p);
+    gc_module_free(m);
+    free(text);
+  }
+}
+END_TEST
+
+/* tf32 tensor cores for f32 matmuls (kir_target.tf32, opt-in): the same layouts as
+ * above; the results carry tf32's 10-bit mantissa, so they are compared by relative
+ * L2 error and by the largest error relative to the largest output. */
+START_TEST(test_matmul_tf32) {
+  static const char *const cases[] = {
+      "(%a: f32[2, 200, 72], %b: f32[72, 136], %c: f32[136]) -> (f32[2, 200, 136]) {\n"
+      "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n",
+      "(%a: f32[130, 64], %b: f32[96, 64]) -> (f32[130, 96]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n",
+      "(%a: f32[2, 1, 70, 44], %b: f32[3, 44, 72]) -> (f32[2, 3, 70, 72]) {\n"
+      "  %y = matmul(%a, %b);\n  return %y;\n}\n",
+      "(%x: f32[1, 80, 128], %k: f32[1, 80, 128]) -> (f32[1, 2, 80, 80]) {\n"
+      "  %x4 = reshape(%x, shape=[1, 80, 2, 64]);\n  %xh = transpose(%x4, perm=[0, 2, 1, 3]);\n"
+      "  %k4 = reshape(%k, shape=[1, 80, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
+      "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n",
+      "(%a: f32[72, 96], %b: f32[72, 68]) -> (f32[96, 68]) {\n"
+      "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n",
+  };
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    char text[2048];
+    snprintf(text, sizeof text, "version 1;\ngraph @g%s", cases[ci]);
+    gc_module *m = parse_ok(text);
+    gc_graph *g = m->graphs[0];
+    kir_target t;
+    kir_target_cuda(&t, 90);
+    t.tf32 = 1;
+    gc_diags d;
+    gc_diags_init(&d, "case.graph", NULL, 0);
+    gc_plan *p = gc_lower_opts(g, NULL, &t, 1, &d);
+    ck_assert_msg(p != NULL, "lowering failed");
+    gc_diags_free(&d);
+    ck_assert_msg(plan_uses_tc(p), "case %d: no tensor cores\n%s", ci, text);
+    pc_compile_plan(p, "cuda plan");
+    graphc_tensor_t in[4], ref[1];
+    unsigned char *ins[4], *got[1];
+    uint64_t seed = g_seed + (uint64_t)ci;
+    for (int i = 0; i < g->n_args; i++) {
+      const gc_type *ty_ = &g->args[i]->type;
+      memset(&in[i], 0, sizeof in[i]);
+      in[i].dtype = ty_->dtype;
+      in[i].rank = ty_->rank;
+      memcpy(in[i].dims, ty_->dims, sizeof in[i].dims);
+      in[i].nbytes = (size_t)gc_type_numel(ty_) * 4;
+      in[i].data = malloc(in[i].nbytes);
+      tu_fill(in[i].data, ty_->dtype, gc_type_numel(ty_), 'x', 0, &seed);
+      ins[i] = in[i].data;
+    }
+    const gc_type *ot = &g->outputs[0]->type;
+    int64_t n = gc_type_numel(ot);
+    memset(&ref[0], 0, sizeof ref[0]);
+    ref[0].dtype = ot->dtype;
+    ref[0].rank = ot->rank;
+    memcpy(ref[0].dims, ot->dims, sizeof ref[0].dims);
+    ref[0].nbytes = (size_t)n * 4;
+    ref[0].data = calloc(1, ref[0].nbytes);
+    got[0] = calloc(1, ref[0].nbytes);
+    gc_diags_init(&d, "case.graph", text, strlen(text));
+    ck_assert_int_eq(gc_interp_run(g, NULL, in, g->n_args, ref, 1, &d), GRAPHC_STATUS_OK);
+    gc_diags_free(&d);
+    const char *err = ev_run_plan(p, ins, got);
+    ck_assert_msg(err == NULL, "case %d: %s", ci, err ? err : "");
+    const float *rf = ref[0].data, *gf = (const float *)got[0];
+    double e2 = 0, r2 = 0, emax = 0, rmax = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double e = (double)gf[i] - (double)rf[i];
+      e2 += e * e;
+      r2 += (double)rf[i] * rf[i];
+      emax = fmax(emax, fabs(e));
+      rmax = fmax(rmax, fabs((double)rf[i]));
+    }
+    ck_assert_msg(sqrt(e2) <= 4e-3 * sqrt(r2) && emax <= 1e-2 * rmax && emax > 0,
+                  "case %d: rel L2 %.3g, max error %.3g of %.3g (seed %llu)\n%s", ci, sqrt(e2 / r2), emax, rmax,
+                  (unsigned long long)g_seed, text);
+    for (int i = 0; i < g->n_args; i++) free(in[i].data);
+    free(ref[0].data);
+    free(got[0]);
+    gc_plan_free(p);
+    gc_module_free(m);
+  }
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------------------------------ */
+
+/* One test per dtype, all in tcase "matmul" (CK_RUN_CASE=matmul). */
+static Suite *lower_matmul_suite(void) {
+  Suite *s = suite_create("lower_matmul");
+  TCase *tc = tcase_create("matmul");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, test_matmul, 0, COUNT(NUMERIC));
+  tcase_add_loop_test(tc, test_matmul_tensor_core, 0, 2);
+  tcase_add_loop_test(tc, test_matmul_tf32, 0, 1);
+  tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+/* Seed once per run (printed), then the suite. */
+int main(void) {
+  g_seed = tu_seed();
+  printf("test_lower_matmul: seed %llu (set GRAPHC_TEST_SEED to reproduce)\n", (unsigned long long)g_seed);
+  fflush(stdout);
+  return tu_run_suite(lower_matmul_suite());
+}
