@@ -24,14 +24,14 @@ cs_run() {  # tool label command... : one sanitized run, its summary line in san
   [ $rc = 0 ] && rm -f "$L/$tool-$label.log"
 }
 for k in $(seq 0 $((SHARDS - 1))); do
-  GRAPHC_TEST_SHARD=$k/$SHARDS cs_run memcheck "backend_ops-$k" ./tests/test_backend_ops &
+  ( export GRAPHC_TEST_SHARD=$k/$SHARDS; cs_run memcheck "backend_ops-$k" ./tests/test_backend_ops ) &
 done
 for s in test_cuda_runtime test_examples_gpu test_fusion test_kir_device test_bundle; do
   cs_run memcheck "$s" "./tests/$s" &
 done
 wait
 export GRAPHC_TEST_OPS=${RACE_OPS:-matmul,conv2d,im2col,softmax,layernorm,rmsnorm,reduce_sum,reduce_max,reduce_mean,chains}
-for k in $(seq 0 5); do GRAPHC_TEST_SHARD=$k/6 cs_run racecheck "backend_ops-$k" ./tests/test_backend_ops & done
+for k in $(seq 0 5); do ( export GRAPHC_TEST_SHARD=$k/6; cs_run racecheck "backend_ops-$k" ./tests/test_backend_ops ) & done
 wait
 unset GRAPHC_TEST_OPS
 echo "sanitizers done in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/sanitize.txt"
