@@ -11,7 +11,7 @@
 # reports of failing runs, tarred (the device returns at most 8 files).
 set -u
 . "$(dirname "$0")/device_env.sh"
-CS="/usr/local/cuda/bin/compute-sanitizer --target-processes all --error-exitcode 9"
+CS="${CS_BIN:-/usr/local/cuda/bin/compute-sanitizer} --target-processes all --error-exitcode 9"
 SHARDS=${SHARDS:-12}
 L=$(mktemp -d)
 t0=$(date +%s)
