@@ -239,6 +239,16 @@ static inline graphc_tensor_t *tu_clone_outputs(const graphc_tensor_t *like, siz
   return o;
 }
 
+/* Make t a host tensor of IR type ty with zeroed data (nbytes + 1 bytes: an empty
+ * tensor still gets a pointer). */
+static inline void tu_tensor_of_type(graphc_tensor_t *t, const gc_type *ty) {
+  t->dtype = ty->dtype;
+  t->rank = ty->rank;
+  memcpy(t->dims, ty->dims, sizeof t->dims);
+  t->nbytes = (size_t)gc_type_numel(ty) * graphc_dtype_size(ty->dtype);
+  t->data = calloc(1, t->nbytes + 1);
+}
+
 static inline void tu_free_tensors(graphc_tensor_t *t, size_t n) {
   for (size_t i = 0; t && i < n; i++) free(t[i].data);
   free(t);

@@ -49,6 +49,10 @@ START_TEST(check_and_print) {
   EXPECT("check examples/mlp.graph --bind Q=3", 1, "no symbolic dim 'Q'");
   EXPECT("check examples/mlp.graph --frob", 1, "unknown option '--frob'");
   EXPECT("check", 1, "no input file");
+  /* timing and code-path options: bad values are refused before anything runs */
+  EXPECT("tune examples/mlp.graph --runs 0", 1, "--runs expects a positive integer, got '0'");
+  EXPECT("bench examples/mlp.graph --runs 1x", 1, "--runs expects a positive integer, got '1x'");
+  EXPECT("compile examples/mlp.graph --emit kir --codegen ptxas", 1, "unknown codegen 'ptxas' (nvrtc, llvm)");
   /* --tf32 is a flag: f32 matmuls take tf32 tensor-core kernels; no value, no effect on cpu */
   EXPECT("check examples/mlp.graph --tf32=1", 1, "unknown option '--tf32=1'");
   EXPECT("compile examples/transformer_block.graph --bind B=2 --bind S=64 --emit kir --arch sm_90 --tf32", 0,

@@ -169,11 +169,7 @@ static void run_values_mode(const fcase *fc, const char *label, uint64_t seed, i
   uint64_t s = seed;
   for (int i = 0; i < g->n_args; i++) {
     const gc_type *t = &g->args[i]->type;
-    in[i].dtype = t->dtype;
-    in[i].rank = t->rank;
-    memcpy(in[i].dims, t->dims, sizeof in[i].dims);
-    in[i].nbytes = (size_t)gc_type_numel(t) * graphc_dtype_size(t->dtype);
-    in[i].data = malloc(in[i].nbytes + 1);
+    tu_tensor_of_type(&in[i], t);
     if (gc_dtype_is_float(t->dtype))
       tu_fill(in[i].data, t->dtype, gc_type_numel(t), 'x', 0, &s);
     else
@@ -181,12 +177,7 @@ static void run_values_mode(const fcase *fc, const char *label, uint64_t seed, i
     ins[i] = in[i].data;
   }
   for (int i = 0; i < g->n_outputs; i++) {
-    const gc_type *t = &g->outputs[i]->type;
-    ref[i].dtype = t->dtype;
-    ref[i].rank = t->rank;
-    memcpy(ref[i].dims, t->dims, sizeof ref[i].dims);
-    ref[i].nbytes = (size_t)gc_type_numel(t) * graphc_dtype_size(t->dtype);
-    ref[i].data = calloc(1, ref[i].nbytes + 1);
+    tu_tensor_of_type(&ref[i], &g->outputs[i]->type);
     for (int f = 0; f < 2; f++) got[f][i] = malloc(ref[i].nbytes + 1);
   }
   gc_diags d;

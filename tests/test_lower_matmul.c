@@ -239,22 +239,14 @@ START_TEST(test_matmul_tf32) {
     for (int i = 0; i < g->n_args; i++) {
       const gc_type *ty_ = &g->args[i]->type;
       memset(&in[i], 0, sizeof in[i]);
-      in[i].dtype = ty_->dtype;
-      in[i].rank = ty_->rank;
-      memcpy(in[i].dims, ty_->dims, sizeof in[i].dims);
-      in[i].nbytes = (size_t)gc_type_numel(ty_) * 4;
-      in[i].data = malloc(in[i].nbytes);
+      tu_tensor_of_type(&in[i], ty_);
       tu_fill(in[i].data, ty_->dtype, gc_type_numel(ty_), 'x', 0, &seed);
       ins[i] = in[i].data;
     }
     const gc_type *ot = &g->outputs[0]->type;
     int64_t n = gc_type_numel(ot);
     memset(&ref[0], 0, sizeof ref[0]);
-    ref[0].dtype = ot->dtype;
-    ref[0].rank = ot->rank;
-    memcpy(ref[0].dims, ot->dims, sizeof ref[0].dims);
-    ref[0].nbytes = (size_t)n * 4;
-    ref[0].data = calloc(1, ref[0].nbytes);
+    tu_tensor_of_type(&ref[0], ot);
     got[0] = calloc(1, ref[0].nbytes);
     gc_diags_init(&d, "case.graph", text, strlen(text));
     ck_assert_int_eq(gc_interp_run(g, NULL, in, g->n_args, ref, 1, &d), GRAPHC_STATUS_OK);
