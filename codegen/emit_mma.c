@@ -357,7 +357,6 @@ static void tc_stage_im2col(gc_gen *G, kir_block *b, const tc_copy *cp, const gc
   int inline_x = x->def && c->inl[x->def->id];
   int xp = inline_x ? -1 : gc_gen_rparam(G, c->val_buf[x->id], xt->dtype);
   int tail = s->N % epc != 0;  /* chunks may run past N: checked per element */
-  kir_expr *i32c;
   for (int i = 0; i < cp->cpt; i++) {
     int kk = gc_ec_let(c, k, b, "kk", ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->bk))));
     int si = gc_ec_let(c, k, b, "si", ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i])));
@@ -369,7 +368,7 @@ static void tc_stage_im2col(gc_gen *G, kir_block *b, const tc_copy *cp, const gc
     int ci = gc_ec_let(c, k, tb, "ci", quo(c, vx(c, k, kk), KK));
     int kr = gc_ec_let(c, k, tb, "kr", ec_cast(c, GRAPHC_DTYPE_I32, rem(c, vx(c, k, kk), KK)));
     /* window offsets: ih = oh * sh + hoff, iw = ow * sw + woff (i32) */
-    i32c = ec_i32(c, ge.kern[1]);
+    kir_expr *i32c = ec_i32(c, ge.kern[1]);
     int hoff = gc_ec_let(c, k, tb, "hoff", ec_bin(c, KIR_SUB, ec_mul(c, ec_bin(c, KIR_DIV, vx(c, k, kr), i32c),
                                                                   ec_i32(c, ge.dil[0])), ec_i32(c, ge.pad[0])));
     int woff = gc_ec_let(c, k, tb, "woff", ec_bin(c, KIR_SUB, ec_mul(c, ec_bin(c, KIR_REM, vx(c, k, kr), i32c),
@@ -420,7 +419,7 @@ static void tc_stage_im2col(gc_gen *G, kir_block *b, const tc_copy *cp, const gc
   }
 }
 
-/* The shared stores of the chunks tc_stage_im2col left in registers. */
+/* The shared stores of the chunks tc_stage / tc_stage_im2col left in registers (defer). */
 static void tc_store_regs(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_copy *cp, int sh) {
   for (int i = 0; i < cp->cpt; i++) {
     kir_expr *vals[8];
@@ -516,9 +515,11 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   }
 
   /* B an im2col (of an NCHW conv) the group computes: staged by tc_stage_im2col in
-   * chunks along the output pixels, whatever N is */
+   * chunks along the output pixels, whatever N is (its pixel and in-plane offsets
+   * are i32: planes and pixel counts below 2^31, else the generic staging) */
   const gc_op *bic = B->def;
-  int b_im2col = b_gen && !s->tb && rb == 3 && bic && bic->opcode == GC_OP_IM2COL && c->inl[bic->id];
+  int b_im2col = b_gen && !s->tb && rb == 3 && bic && bic->opcode == GC_OP_IM2COL && c->inl[bic->id] &&
+                 s->N < INT32_MAX / 2 && bic->operands[0]->type.dims[2] * bic->operands[0]->type.dims[3] < INT32_MAX / 2;
   if (b_im2col) b_nmajor = 1;
 
   int BM, BN;
