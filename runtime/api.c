@@ -18,6 +18,12 @@
 
 struct graphc_context {
   char *diagnostics;     /* rendered diagnostics of the last call that made any */
+  /* After the first CUDA executable: a reference to device 0's primary context,
+   * held until the context is destroyed. Executables retain it too, but without
+   * this one the last executable's release resets the primary context, and the
+   * next compile pays for a new one (hundreds of ms on an H200, serialized
+   * between processes). */
+  void *cuda_hold;
 };
 
 struct graphc_model {
@@ -40,6 +46,7 @@ graphc_status_t graphc_context_create(graphc_context_t **out) {
 
 void graphc_context_destroy(graphc_context_t *ctx) {
   if (!ctx) return;
+  gc_cuda_hold_free(ctx->cuda_hold);
   free(ctx->diagnostics);
   free(ctx);
 }
@@ -411,6 +418,7 @@ graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t
   if (exe->backend->prepare(exe, opts_in ? opts_in : &opts, &d) != GRAPHC_STATUS_OK ||
       d.n_errors)
     goto fail;
+  if (exe->kind == GRAPHC_BACKEND_CUDA && !m->ctx->cuda_hold) m->ctx->cuda_hold = gc_cuda_hold_open();
   *out = exe;
   return finish(m->ctx, &d, err);
 

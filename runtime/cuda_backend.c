@@ -458,6 +458,17 @@ const gc_backend gc_backend_cuda = {
 /* 1 when the driver loads, initializes and has a device. */
 int gc_cuda_available(void) { return gc_cu_driver_get(NULL) != NULL; }
 
+/* An executor with nothing loaded: it only retains the primary context. */
+void *gc_cuda_hold_open(void) {
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  gc_cu_exec *x = gc_cu_exec_open(&d);
+  gc_diags_free(&d);
+  return x;
+}
+
+void gc_cuda_hold_free(void *hold) { gc_cu_exec_free(hold); }
+
 /* Like gc_cuda_available, saying why not in d. */
 int gc_cuda_check_available(gc_diags *d) { return gc_cu_driver_get(d) != NULL; }
 

@@ -34,6 +34,12 @@ extern const gc_backend gc_backend_cpu;
 
 /* 1 when the CUDA backend can run here (driver loads and a device exists). */
 int gc_cuda_available(void);
+/* A reference to device 0's primary context (NULL when none could be taken: it
+ * is only a speed-up), and its release (NULL is fine). A graphc context holds one
+ * after its first CUDA executable, so that destroying the last executable does
+ * not reset the primary context. */
+void *gc_cuda_hold_open(void);
+void gc_cuda_hold_free(void *hold);
 
 struct graphc_executable {
   graphc_context_t *ctx;

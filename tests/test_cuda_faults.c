@@ -229,6 +229,58 @@ START_TEST(driver_faults) {
 }
 END_TEST
 
+/* A graphc context keeps the primary context retained from its first CUDA
+ * executable until it is destroyed: destroying the last executable does not
+ * reset it (the next compile would pay for a new one), and nothing else stays. */
+START_TEST(context_holds_primary_context) {
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  graphc_model_t *m = NULL;
+  graphc_error_t err;
+  ck_assert_msg(graphc_model_load_file(ctx, tu_src("examples/mlp.graph"), &m, &err) == GRAPHC_STATUS_OK,
+                "%s", err.message);
+  ck_assert_int_eq(graphc_model_bind(m, "B", 2, &err), GRAPHC_STATUS_OK);
+  char wpath[4200];
+  snprintf(wpath, sizeof wpath, "%s/hold-%d.safetensors", tu_tmpdir(), (int)getpid());
+  ck_assert_int_eq(graphc_model_write_random_weights(m, wpath, g_seed, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_set_weights(m, wpath, &err), GRAPHC_STATUS_OK);
+  shim_bind();
+  int retains = -1;
+  for (int k = 0; k < GRAPHC_CUSHIM_KINDS; k++)
+    if (strcmp(shim.kind(k), "primary context retains") == 0) retains = k;
+  ck_assert_int_ge(retains, 0);
+  long base[GRAPHC_CUSHIM_KINDS], now[GRAPHC_CUSHIM_KINDS];
+  shim.live(base);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_CUDA;
+  for (int round = 0; round < 2; round++) {
+    graphc_executable_t *exe = NULL;
+    ck_assert_msg(graphc_compile(m, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+    graphc_tensor_t *in, *out;
+    uint64_t s = g_seed;
+    ck_assert_int_eq(tu_make_io(exe, NULL, &s, &in, &out), 0);
+    ck_assert_msg(graphc_executable_run(exe, in, graphc_executable_num_inputs(exe), out,
+                                        graphc_executable_num_outputs(exe), &err) == GRAPHC_STATUS_OK,
+                  "%s", err.message);
+    tu_free_tensors(in, graphc_executable_num_inputs(exe));
+    tu_free_tensors(out, graphc_executable_num_outputs(exe));
+    graphc_executable_destroy(exe);
+    shim.live(now);
+    for (int k = 0; k < GRAPHC_CUSHIM_KINDS; k++)
+      ck_assert_msg(now[k] == base[k] + (k == retains), "round %d, executable destroyed: %ld %s live (%ld before)",
+                    round, now[k], shim.kind(k), base[k]);
+  }
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  shim.live(now);
+  for (int k = 0; k < GRAPHC_CUSHIM_KINDS; k++)
+    ck_assert_msg(now[k] == base[k], "context destroyed: %ld %s live (%ld before)", now[k], shim.kind(k),
+                  base[k]);
+  remove(wpath);
+}
+END_TEST
+
 /* Device probe in a child: CUDA must not be initialized before Check forks. */
 static int probe_device(void) {
   fflush(stdout);
@@ -278,6 +330,7 @@ int main(void) {
          g_dry ? ", pretend driver" : "");
   Suite *s = suite_create("cuda_faults");
   TCase *tc = tcase_create("faults");
+  tcase_add_test(tc, context_holds_primary_context);
   tcase_add_loop_test(tc, driver_faults, 0, N_MODELS * N_CLASSES);
   tcase_set_timeout(tc, 900);
   suite_add_tcase(s, tc);
