@@ -20,24 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                   \
-  do {                                                                          \
-    CUresult r_ = (x);                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                   \
-      const char *s_ = NULL;                                                    \
-      cuGetErrorName(r_, &s_);                                                  \
-      fprintf(stderr, "gemm_peer: %s failed: %s\n", #x, s_ ? s_ : "?");         \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
-#define LT(x)                                                                   \
-  do {                                                                          \
-    cublasStatus_t s_ = (x);                                                    \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
-      fprintf(stderr, "gemm_peer: %s failed: status %d\n", #x, (int)s_);        \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
+#define BENCH_NAME "gemm_peer"
+#include "bench_check.h"
+#define LT(x) CK_STATUS(x, CUBLAS_STATUS_SUCCESS)
 
 /* The cuBLASLt entry points used, resolved with dlsym. */
 static struct {
