@@ -137,6 +137,10 @@ typedef struct graphc_executable graphc_executable_t;
 void graphc_free(void *ptr);
 
 /* ---- context ---------------------------------------------------------- */
+/* After its first CUDA executable, a context keeps device 0's primary context
+ * retained until it is destroyed (as the CUDA runtime keeps it until exit), so
+ * that destroying the last executable does not tear the device context down and
+ * the next compile does not pay for a new one. */
 graphc_status_t graphc_context_create(graphc_context_t **out);
 void graphc_context_destroy(graphc_context_t *ctx);
 /* Rendered diagnostics of the last failing call on this context (all errors,
