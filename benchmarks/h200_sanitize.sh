@@ -79,6 +79,8 @@ if has jit; then
 fi
 
 if has jitx; then
+  ccd=${CUDA_CACHE_DISABLE-unset}
+  export CUDA_CACHE_DISABLE=1   # ptxas inside nvJitLink would answer repeated PTX from ~/.nv
   [ -x "$L/ptx_jit_bench" ] || gcc -O2 -I/usr/local/cuda/include benchmarks/ptx_jit_bench.c \
     -L/usr/local/cuda/lib64 -lcuda -lnvJitLink -o "$L/ptx_jit_bench"
   "$B/graphc" compile examples/mlp.graph --bind B=64 --emit ptx -o "$L/mlp.ptx"
@@ -101,6 +103,7 @@ if has jitx; then
       echo "no perf on this machine"
     fi
   } >> "$OUT/jit.txt" 2>&1
+  if [ "$ccd" = unset ]; then unset CUDA_CACHE_DISABLE; else export CUDA_CACHE_DISABLE=$ccd; fi
 fi
 
 if has random; then
