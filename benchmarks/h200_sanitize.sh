@@ -3,14 +3,16 @@
 #   jit       PTX -> loaded module three ways (nvJitLink, the driver's linker, driver JIT) on the
 #             LLVM path's PTX of three models (benchmarks/ptx_jit_bench.c), nothing else running;
 #   jitx      nvJitLink inside graphc against the same call alone: graphc compile with 1 and
-#             with the default LLVM threads, the bench with libgraphc preloaded;
+#             with the default LLVM threads, the bench with libgraphc preloaded and without
+#             the driver initialized;
 #   faults    test_cuda_faults built with ASan + UBSan (.dev/asan.tar.xz from
 #             tools/pack_gpu.sh asan) over the real driver, beside the random graphs;
 #   random    the random-graph differential test on the cuda backend: RANDOM_WORKERS processes
 #             run batches of RANDOM_BATCH (25) graphs (fresh seeds) until RANDOM_GRAPHS (10000) are
 #             compared or RANDOM_SECONDS (420) have passed;
 #   racecheck racecheck on the ops whose kernels use shared memory (matmul, conv2d, im2col,
-#             the row and reduction kernels, the chains).
+#             the row and reduction kernels, the chains) in RACE_SHARDS (12) processes, and on
+#             test_examples_gpu.
 #   memcheck  the GPU test suites under compute-sanitizer memcheck with device leak checking
 #             (test_backend_ops in SHARDS processes, the other GPU suites one process each;
 #             Check's forked tests are followed with --target-processes all); test_cuda_faults
@@ -94,6 +96,8 @@ if has jitx; then
     done; done
     for rep in 1 2 3; do "$L/ptx_jit_bench" nvjitlink "$L/mlp.ptx" 4; done
     for rep in 1 2 3; do LD_PRELOAD="$B/libgraphc.so.0" "$L/ptx_jit_bench" nvjitlink "$L/mlp.ptx" 4; done
+    echo "without the driver initialized (as graphc compile -o x.gcx):"
+    for rep in 1 2 3; do PTX_JIT_BENCH_NO_CUDA=1 "$L/ptx_jit_bench" nvjitlink "$L/mlp.ptx" 4; done
     if command -v perf > /dev/null; then
       rm -rf "$L/cache"
       GRAPHC_CACHE_DIR=$L/cache perf stat -e task-clock,context-switches,cpu-migrations,page-faults "$B/graphc" \
@@ -138,7 +142,10 @@ fi
 if has racecheck; then
   s=$(date +%s)
   export GRAPHC_TEST_OPS=${RACE_OPS:-matmul,conv2d,im2col,softmax,layernorm,rmsnorm,reduce_sum,reduce_max,reduce_mean,chains}
-  for k in $(seq 0 7); do ( export GRAPHC_TEST_SHARD=$k/8; cs_run racecheck "backend_ops-$k" ./tests/test_backend_ops ) & done
+  RS=${RACE_SHARDS:-12}
+  for k in $(seq 0 $((RS - 1))); do
+    ( export GRAPHC_TEST_SHARD=$k/$RS; cs_run racecheck "backend_ops-$k" ./tests/test_backend_ops ) &
+  done
   cs_run racecheck test_examples_gpu ./tests/test_examples_gpu &
   wait $(jobs -p | grep -vx "${faults_pid:-x}")
   unset GRAPHC_TEST_OPS
