@@ -1,0 +1,948 @@
+/* random_graph_gen.c - the random graph generator of tests/test_random_graphs.c.
+ *
+ * Every op of ir/ops.def has a builder below that picks or creates operands of
+ * allowed dtypes and shapes and writes valid attributes (an op without a builder
+ * makes generate() fail, and the suite with it). Shapes have small dims; dtypes
+ * are all nine. Float values that depend on rounding ("inexact") never feed a
+ * discontinuous op (comparisons, argmax, floor/ceil, float->int casts), and
+ * domain-sensitive operands (log, sqrt, rsqrt, pow's base, float division's
+ * divisor) are fresh positive inputs, so a mismatch means a bug, not rounding
+ * noise. Everything is deterministic from a seed.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "random_graph_gen.h"
+
+/* ---- dtype classes ------------------------------------------------------------------------ */
+#define M(t) (1u << (t))
+#define MF (M(GRAPHC_DTYPE_F64) | M(GRAPHC_DTYPE_F32) | M(GRAPHC_DTYPE_F16) | M(GRAPHC_DTYPE_BF16))
+#define MI (M(GRAPHC_DTYPE_I64) | M(GRAPHC_DTYPE_I32) | M(GRAPHC_DTYPE_I8) | M(GRAPHC_DTYPE_U8))
+#define MN (MF | MI)
+#define MB M(GRAPHC_DTYPE_BOOL)
+#define MA (MN | MB)
+
+/* Random dtype from a mask; f32 is four times as likely as each other one. */
+static gc_dtype rdtype(rng *r, unsigned mask) {
+  int w[GRAPHC_DTYPE_COUNT_], total = 0;
+  for (int t = 0; t < GRAPHC_DTYPE_COUNT_; t++) {
+    w[t] = (mask & M(t)) ? (t == GRAPHC_DTYPE_F32 ? 4 : 1) : 0;
+    total += w[t];
+  }
+  GC_ASSERT(total > 0);
+  int k = (int)rint_in(r, 0, total - 1);
+  for (int t = 0; t < GRAPHC_DTYPE_COUNT_; t++) {
+    if (k < w[t]) return (gc_dtype)t;
+    k -= w[t];
+  }
+  return GRAPHC_DTYPE_F32;
+}
+
+
+/* Append to an op's attribute text ("x=1" joined with ", "). */
+static void attr(rg_op *op, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void attr(rg_op *op, const char *fmt, ...) {
+  size_t n = strlen(op->attrs);
+  if (n) n += (size_t)snprintf(op->attrs + n, sizeof op->attrs - n, ", ");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(op->attrs + n, sizeof op->attrs - n, fmt, ap);
+  va_end(ap);
+}
+
+/* "[1, 2, 3]" into buf. */
+static const char *ints_str(char *buf, size_t n, const int64_t *v, int k) {
+  size_t at = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < k; i++) at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? ", " : "", (long long)v[i]);
+  snprintf(buf + at, n - at, "]");
+  return buf;
+}
+
+/* A new value (not yet defined by anything). */
+static int new_val(rg_graph *g, const gc_type *t, int exact, double mag) {
+  GC_ASSERT(g->n_vals < RG_MAX_VALS);
+  rg_val *v = &g->vals[g->n_vals];
+  memset(v, 0, sizeof *v);
+  v->id = g->next_id++;
+  v->t = *t;
+  v->exact = exact;
+  v->mag = mag > 1e300 ? 1e300 : mag;
+  return g->n_vals++;
+}
+
+/* A new graph argument with data of the given kind. */
+static int new_arg(rg_graph *g, const gc_type *t, char kind, int64_t range) {
+  double mag = kind == 'i' ? (double)range : gc_dtype_is_float(t->dtype) ? 2.0 : t->dtype == GRAPHC_DTYPE_BOOL ? 1 : 12;
+  int i = new_val(g, t, 1, mag);
+  g->vals[i].is_arg = 1;
+  g->vals[i].kind = kind;
+  g->vals[i].range = range;
+  return i;
+}
+
+/* Start a new op; results are added with op_result. */
+static rg_op *new_op(rg_graph *g, gc_opcode opc) {
+  GC_ASSERT(g->n_ops < RG_MAX_OPS);
+  rg_op *op = &g->ops[g->n_ops++];
+  memset(op, 0, sizeof *op);
+  op->opc = opc;
+  return op;
+}
+
+/* Add value v as the op's next operand. */
+static void op_in(rg_op *op, int v) {
+  GC_ASSERT(op->n_in < RG_MAX_IN);
+  op->in[op->n_in++] = v;
+}
+
+/* The brief's tolerance for a float dtype (f32: the one for chains). */
+double dtype_tol(gc_dtype t) {
+  return t == GRAPHC_DTYPE_F64 ? 1e-10 : t == GRAPHC_DTYPE_F32 ? 2e-4
+         : t == GRAPHC_DTYPE_F16 ? 2e-3 : t == GRAPHC_DTYPE_BF16 ? 2e-2 : 0;
+}
+
+/* A result of op; its tolerance inherits the precision lost upstream (an f32
+ * rsqrt cast to f64 is only f32-accurate). Operands must be added first. */
+static int op_result(rg_graph *g, rg_op *op, const gc_type *t, int exact, double mag) {
+  GC_ASSERT(op->n_out < RG_MAX_OUT);
+  int v = new_val(g, t, exact, mag);
+  double tol = dtype_tol(t->dtype);
+  for (int i = 0; i < op->n_in; i++) {
+    const rg_val *in = &g->vals[op->in[i]];
+    if (!in->exact && in->tol > tol) tol = in->tol;
+  }
+  g->vals[v].tol = tol;
+  op->out[op->n_out++] = v;
+  return v;
+}
+
+/* ---- shapes -------------------------------------------------------------------------------- */
+/* A random dim: mostly tiny, sometimes odd sizes that cross vector widths. */
+static int64_t rdim(rng *r) {
+  static const int64_t dims[] = {1, 2, 3, 4, 5, 2, 3, 4, 1, 6, 7, 8, 9, 16, 17, 33};
+  return dims[rnext(r) % (sizeof dims / sizeof dims[0])];
+}
+
+/* Random rank in [lo, hi], biased to 1..3. */
+static int rrank(rng *r, int lo, int hi) {
+  int k = (int)rint_in(r, 0, 9);
+  int rank = k < 1 ? 0 : k < 4 ? 1 : k < 7 ? 2 : k < 9 ? 3 : 4;
+  if (rank < lo) rank = lo;
+  if (rank > hi) rank = hi;
+  return rank;
+}
+
+/* Random shape of the given rank, numel kept small. */
+static void rshape(rng *r, gc_type *t, int rank) {
+  t->rank = rank;
+  for (int i = 0; i < rank; i++) t->dims[i] = rdim(r);
+  while (numel_of(t) > RG_MAX_NUMEL / 4) {
+    int i = (int)rint_in(r, 0, rank - 1);
+    t->dims[i] = t->dims[i] > 1 ? t->dims[i] / 2 : 1;
+  }
+}
+
+/* A random type with a dtype from mask and rank in [lo, hi]. */
+static gc_type rtype(rng *r, unsigned mask, int lo, int hi) {
+  gc_type t = {.dtype = rdtype(r, mask)};
+  rshape(r, &t, rrank(r, lo, hi));
+  return t;
+}
+
+/* numpy broadcast of a and b into out; 0 when incompatible or too large. */
+static int bcast(const gc_type *a, const gc_type *b, gc_type *out) {
+  int rank = a->rank > b->rank ? a->rank : b->rank;
+  out->rank = rank;
+  for (int i = 0; i < rank; i++) {
+    int ia = a->rank - rank + i, ib = b->rank - rank + i;
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1) return 0;
+    out->dims[i] = da == 1 ? db : da;
+  }
+  return numel_of(out) <= RG_MAX_NUMEL;
+}
+
+/* A shape that broadcasts against t without growing the result: leading dims
+ * dropped and some dims set to 1. */
+static gc_type compat_shape(rng *r, const gc_type *t) {
+  gc_type s = *t;
+  int drop = rchance(r, 30) ? (int)rint_in(r, 0, t->rank) : 0;
+  s.rank = t->rank - drop;
+  for (int i = 0; i < s.rank; i++) {
+    s.dims[i] = t->dims[i + drop];
+    if (rchance(r, 30)) s.dims[i] = 1;
+  }
+  return s;
+}
+
+/* ---- operand choice -------------------------------------------------------------------------- */
+typedef struct want {
+  unsigned dtypes;
+  int min_rank, max_rank;
+  int exact;             /* must be exact */
+  double max_mag;        /* for float values (0: 1e4) */
+} want;
+
+/* Does value v satisfy w? */
+static int fits(const rg_val *v, const want *w) {
+  if (v->dead || !(w->dtypes & M(v->t.dtype)) || numel_of(&v->t) > RG_MAX_NUMEL) return 0;
+  if (v->t.rank < w->min_rank || v->t.rank > w->max_rank) return 0;
+  if (w->exact && !v->exact) return 0;
+  if (gc_dtype_is_float(v->t.dtype) && v->mag > (w->max_mag > 0 ? w->max_mag : 1e4)) return 0;
+  if (!gc_dtype_is_float(v->t.dtype) && v->kind == 'i') return 0; /* keep index inputs for gather */
+  return 1;
+}
+
+/* Pick an existing value that fits (recent ones preferred), or make a new argument. */
+static int pick(rg_graph *g, rng *r, const want *w) {
+  int cands[RG_MAX_VALS], n = 0;
+  for (int i = 0; i < g->n_vals; i++)
+    if (fits(&g->vals[i], w)) cands[n++] = i;
+  if (n > 0 && !rchance(r, 12)) {
+    if (rchance(r, 65)) return cands[n - 1 - (int)rint_in(r, 0, n < 4 ? n - 1 : 3)];
+    return cands[rint_in(r, 0, n - 1)];
+  }
+  gc_type t = rtype(r, w->dtypes, w->min_rank, w->max_rank);
+  return new_arg(g, &t, 'n', 0);
+}
+
+/* A value of exactly dtype dt and a shape that broadcasts with t (existing or new). */
+static int pick_partner(rg_graph *g, rng *r, gc_dtype dt, const gc_type *t, int exact) {
+  if (!rchance(r, 30)) {
+    int cands[RG_MAX_VALS], n = 0;
+    for (int i = 0; i < g->n_vals; i++) {
+      const rg_val *v = &g->vals[i];
+      gc_type o;
+      if (v->dead || v->t.dtype != dt || (exact && !v->exact) || v->kind == 'i' || v->mag > 1e4 ||
+          !bcast(&v->t, t, &o) || o.rank > 5)
+        continue;
+      cands[n++] = i;
+    }
+    if (n) return cands[n - 1 - (int)rint_in(r, 0, n < 3 ? n - 1 : 2)];
+  }
+  gc_type s = compat_shape(r, t);
+  s.dtype = dt;
+  return new_arg(g, &s, 'n', 0);
+}
+
+/* A fresh positive input (for log, sqrt, rsqrt, pow's base, float divisors). */
+static int positive_arg(rg_graph *g, rng *r, gc_dtype dt, const gc_type *like) {
+  gc_type s = like ? compat_shape(r, like) : rtype(r, M(dt), 0, 3);
+  s.dtype = dt;
+  return new_arg(g, &s, 'p', 0);
+}
+
+/* A scalar literal of dtype t (float literals always carry a '.'). */
+static const char *lit(rng *r, gc_dtype t, char *buf, size_t n) {
+  if (t == GRAPHC_DTYPE_BOOL) return rchance(r, 50) ? "true" : "false";
+  if (gc_dtype_is_float(t)) {
+    snprintf(buf, n, "%.2f", (double)rint_in(r, -12, 12) / 4);
+    return buf;
+  }
+  snprintf(buf, n, "%lld", (long long)rint_in(r, t == GRAPHC_DTYPE_U8 ? 0 : -9, 9));
+  return buf;
+}
+
+/* Larger of two doubles. */
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+/* ---- builders: one per op family, driven by ir/ops.def ------------------------------------------ */
+/* Append one op of opcode opc to g; returns 0, or -1 when opc has no builder. */
+static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
+  char b1[256], b2[256], b3[256];
+  switch (opc) {
+    case GC_OP_PARAM: {
+      gc_type t = rtype(r, MA, 0, 3);
+      rg_op *op = new_op(g, opc);
+      int v = op_result(g, op, &t, 1, gc_dtype_is_float(t.dtype) ? 1.0 : 4.0);
+      attr(op, "name=\"p%d\"", g->vals[v].id);
+      return 0;
+    }
+    case GC_OP_CONST: {
+      gc_dtype dt = rdtype(r, MA);
+      rg_op *op = new_op(g, opc);
+      gc_type t = {.dtype = dt};
+      if (rchance(r, 50)) { /* scalar value */
+        attr(op, "value=%s", lit(r, dt, b1, sizeof b1));
+        if (rchance(r, 60)) {
+          rshape(r, &t, rrank(r, 1, 3));
+          attr(op, "shape=%s", ints_str(b2, sizeof b2, t.dims, t.rank));
+        }
+      } else { /* flat list, reshaped or not */
+        int len = (int)rint_in(r, 1, 6);
+        size_t at = (size_t)snprintf(b1, sizeof b1, "[");
+        for (int i = 0; i < len; i++)
+          at += (size_t)snprintf(b1 + at, sizeof b1 - at, "%s%s", i ? ", " : "", lit(r, dt, b3, sizeof b3));
+        snprintf(b1 + at, sizeof b1 - at, "]");
+        attr(op, "value=%s", b1);
+        t.rank = 1;
+        t.dims[0] = len;
+        if (len % 2 == 0 && rchance(r, 50)) {
+          t.rank = 2, t.dims[0] = 2, t.dims[1] = len / 2;
+          attr(op, "shape=%s", ints_str(b2, sizeof b2, t.dims, t.rank));
+        }
+      }
+      int implicit = dt == GRAPHC_DTYPE_F32 || dt == GRAPHC_DTYPE_I64 || dt == GRAPHC_DTYPE_BOOL;
+      if (!implicit || rchance(r, 30)) attr(op, "dtype=%s", graphc_dtype_name(dt));
+      op_result(g, op, &t, 1, 4);
+      return 0;
+    }
+    case GC_OP_IOTA: {
+      gc_type t = rtype(r, MN, 1, 3);
+      rg_op *op = new_op(g, opc);
+      attr(op, "shape=%s", ints_str(b1, sizeof b1, t.dims, t.rank));
+      int64_t axis = rint_in(r, -t.rank, t.rank - 1);
+      if (axis != 0 || rchance(r, 30)) attr(op, "axis=%lld", (long long)axis);
+      if (t.dtype != GRAPHC_DTYPE_I64 || rchance(r, 30)) attr(op, "dtype=%s", graphc_dtype_name(t.dtype));
+      op_result(g, op, &t, 1, 40);
+      return 0;
+    }
+    case GC_OP_NEG: case GC_OP_ABS: case GC_OP_RELU: {
+      want w = {MN, 0, 4, 0, 0};
+      int x = pick(g, r, &w);
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      op_result(g, op, &g->vals[x].t, g->vals[x].exact, g->vals[x].mag);
+      return 0;
+    }
+    case GC_OP_EXP: case GC_OP_TANH: case GC_OP_SIGMOID: case GC_OP_GELU: case GC_OP_SILU:
+    case GC_OP_ERF: case GC_OP_SIN: case GC_OP_COS: {
+      want w = {MF, 0, 4, 0, opc == GC_OP_EXP ? 6 : 100};
+      int x = pick(g, r, &w);
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      if (opc == GC_OP_GELU && rchance(r, 70))
+        attr(op, "approximate=\"%s\"", rchance(r, 50) ? "tanh" : "none");
+      double m = g->vals[x].mag;
+      double mag = opc == GC_OP_EXP ? exp(m) : (opc == GC_OP_GELU || opc == GC_OP_SILU) ? m : 1;
+      op_result(g, op, &g->vals[x].t, 0, mag);
+      return 0;
+    }
+    case GC_OP_LOG: case GC_OP_SQRT: case GC_OP_RSQRT: {
+      int x = positive_arg(g, r, rdtype(r, MF), NULL);
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      op_result(g, op, &g->vals[x].t, 0, 2);
+      return 0;
+    }
+    case GC_OP_FLOOR: case GC_OP_CEIL: {
+      want w = {MF, 0, 4, 1, 0};
+      int x = pick(g, r, &w);
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      op_result(g, op, &g->vals[x].t, 1, g->vals[x].mag + 1);
+      return 0;
+    }
+    case GC_OP_NOT: {
+      want w = {MB, 0, 4, 1, 0};
+      int x = pick(g, r, &w);
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      op_result(g, op, &g->vals[x].t, 1, 1);
+      return 0;
+    }
+    case GC_OP_CLAMP: {
+      want w = {MN, 0, 4, 0, 0};
+      int x = pick(g, r, &w);
+      gc_dtype dt = g->vals[x].t.dtype;
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      int which = (int)rint_in(r, 0, 2);
+      double lo = 0, hi = 0;
+      if (gc_dtype_is_float(dt)) lo = (double)rint_in(r, -8, 0) / 4, hi = (double)rint_in(r, 1, 8) / 4;
+      else lo = (double)rint_in(r, dt == GRAPHC_DTYPE_U8 ? 0 : -5, 2), hi = (double)rint_in(r, 3, 9);
+      const char *fmt = gc_dtype_is_float(dt) ? "%s=%.2f" : "%s=%.0f";
+      if (which != 1) attr(op, fmt, "min", lo);
+      if (which != 0) attr(op, fmt, "max", hi);
+      op_result(g, op, &g->vals[x].t, g->vals[x].exact, g->vals[x].mag);
+      return 0;
+    }
+    case GC_OP_CAST: {
+      gc_dtype to = rdtype(r, MA);
+      want w = {MA, 0, 4, !gc_dtype_is_float(to), 0};
+      int x = pick(g, r, &w);
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      attr(op, "to=%s", graphc_dtype_name(to));
+      gc_type t = g->vals[x].t;
+      t.dtype = to;
+      op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+      return 0;
+    }
+    case GC_OP_ADD: case GC_OP_SUB: case GC_OP_MUL: case GC_OP_DIV: case GC_OP_MAXIMUM:
+    case GC_OP_MINIMUM: case GC_OP_POW: {
+      unsigned mask = opc == GC_OP_POW ? MF : MN;
+      want w = {mask, 0, 4, 0, opc == GC_OP_MUL ? 100 : 0};
+      int a = pick(g, r, &w), b;
+      gc_dtype dt = g->vals[a].t.dtype;
+      int fl = gc_dtype_is_float(dt);
+      if (opc == GC_OP_POW) { /* positive base, small exponent */
+        want we = {M(dt), 0, 4, 0, 3};
+        int e = pick(g, r, &we);
+        a = positive_arg(g, r, dt, &g->vals[e].t);
+        b = e;
+      } else if (opc == GC_OP_DIV && fl) {
+        b = positive_arg(g, r, dt, &g->vals[a].t);
+      } else {
+        b = pick_partner(g, r, dt, &g->vals[a].t, 0);
+      }
+      gc_type t;
+      if (!bcast(&g->vals[a].t, &g->vals[b].t, &t)) { /* partner was too large: fresh one */
+        gc_type s = compat_shape(r, &g->vals[a].t);
+        s.dtype = dt;
+        b = new_arg(g, &s, opc == GC_OP_DIV && fl ? 'p' : 'n', 0);
+        bcast(&g->vals[a].t, &g->vals[b].t, &t);
+      }
+      t.dtype = dt;
+      if (rchance(r, 50) && opc != GC_OP_POW && !(opc == GC_OP_DIV && fl)) {
+        int tmp = a; a = b; b = tmp;
+      }
+      rg_op *op = new_op(g, opc);
+      op_in(op, a);
+      op_in(op, b);
+      double ma = g->vals[a].mag, mb = g->vals[b].mag;
+      double mag = opc == GC_OP_ADD || opc == GC_OP_SUB ? ma + mb
+                   : opc == GC_OP_MUL ? ma * mb
+                   : opc == GC_OP_DIV ? (fl ? ma * 4 : ma)
+                   : opc == GC_OP_POW ? 64 : dmax(ma, mb);
+      int exact = !fl || ((opc == GC_OP_MAXIMUM || opc == GC_OP_MINIMUM) &&
+                          g->vals[a].exact && g->vals[b].exact);
+      op_result(g, op, &t, exact, mag);
+      return 0;
+    }
+    case GC_OP_EQ: case GC_OP_NE: case GC_OP_LT: case GC_OP_LE: case GC_OP_GT: case GC_OP_GE:
+    case GC_OP_AND: case GC_OP_OR: {
+      int logic = opc == GC_OP_AND || opc == GC_OP_OR;
+      want w = {logic ? MB : MA, 0, 4, 1, 0};
+      int a = pick(g, r, &w);
+      int b = pick_partner(g, r, g->vals[a].t.dtype, &g->vals[a].t, 1);
+      gc_type t;
+      if (!bcast(&g->vals[a].t, &g->vals[b].t, &t)) {
+        gc_type s = compat_shape(r, &g->vals[a].t);
+        s.dtype = g->vals[a].t.dtype;
+        b = new_arg(g, &s, 'n', 0);
+        bcast(&g->vals[a].t, &g->vals[b].t, &t);
+      }
+      t.dtype = GRAPHC_DTYPE_BOOL;
+      rg_op *op = new_op(g, opc);
+      op_in(op, a);
+      op_in(op, b);
+      op_result(g, op, &t, 1, 1);
+      return 0;
+    }
+    case GC_OP_SELECT: {
+      want w = {MA, 0, 4, 0, 0};
+      int a = pick(g, r, &w);
+      int c = pick_partner(g, r, GRAPHC_DTYPE_BOOL, &g->vals[a].t, 1);
+      int b = pick_partner(g, r, g->vals[a].t.dtype, &g->vals[a].t, 0);
+      gc_type t1, t;
+      if (!bcast(&g->vals[a].t, &g->vals[b].t, &t1) || !bcast(&t1, &g->vals[c].t, &t)) {
+        gc_type s = compat_shape(r, &g->vals[a].t);
+        s.dtype = GRAPHC_DTYPE_BOOL;
+        c = new_arg(g, &s, 'n', 0);
+        b = a;
+        bcast(&g->vals[a].t, &g->vals[c].t, &t);
+      }
+      t.dtype = g->vals[a].t.dtype;
+      rg_op *op = new_op(g, opc);
+      op_in(op, c);
+      op_in(op, a);
+      op_in(op, b);
+      op_result(g, op, &t, g->vals[a].exact && g->vals[b].exact, dmax(g->vals[a].mag, g->vals[b].mag));
+      return 0;
+    }
+    case GC_OP_REDUCE_SUM: case GC_OP_REDUCE_MAX: case GC_OP_REDUCE_MIN: case GC_OP_REDUCE_MEAN:
+    case GC_OP_ARGMAX: {
+      int am = opc == GC_OP_ARGMAX;
+      want w = {opc == GC_OP_REDUCE_MEAN ? MF : MN, am ? 1 : 0, 4, am, 0};
+      int x = pick(g, r, &w);
+      const gc_type *xt = &g->vals[x].t;
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      int keep = rchance(r, 40);
+      int red[GC_MAX_RANK] = {0};
+      int64_t count = 1;
+      if (am) {
+        int64_t axis = rint_in(r, -xt->rank, xt->rank - 1);
+        red[axis < 0 ? axis + xt->rank : axis] = 1;
+        if (axis != -1 || rchance(r, 30)) attr(op, "axis=%lld", (long long)axis);
+      } else if (xt->rank > 0 && rchance(r, 75)) {
+        int64_t axes[GC_MAX_RANK];
+        int n = 0;
+        for (int i = 0; i < xt->rank; i++)
+          if (rchance(r, 50)) {
+            red[i] = 1;
+            axes[n++] = rchance(r, 30) ? i - xt->rank : i;
+          }
+        if (n == 0) red[xt->rank - 1] = 1, axes[n++] = xt->rank - 1;
+        for (int i = n - 1; i > 0; i--) { /* shuffle: order must not matter */
+          int j = (int)rint_in(r, 0, i);
+          int64_t tmp = axes[i]; axes[i] = axes[j]; axes[j] = tmp;
+        }
+        attr(op, "axes=%s", ints_str(b1, sizeof b1, axes, n));
+      } else {
+        for (int i = 0; i < xt->rank; i++) red[i] = 1;
+      }
+      if (keep || rchance(r, 20)) attr(op, "keepdims=%s", keep ? "true" : "false");
+      gc_type t = {.dtype = am ? GRAPHC_DTYPE_I64 : xt->dtype};
+      for (int i = 0; i < xt->rank; i++) {
+        if (red[i]) count *= xt->dims[i];
+        if (!red[i]) t.dims[t.rank++] = xt->dims[i];
+        else if (keep) t.dims[t.rank++] = 1;
+      }
+      int fl = gc_dtype_is_float(xt->dtype);
+      int exact = am || !fl || opc == GC_OP_REDUCE_MAX || opc == GC_OP_REDUCE_MIN;
+      double mag = opc == GC_OP_REDUCE_SUM ? g->vals[x].mag * (double)count
+                   : am ? (double)count : g->vals[x].mag;
+      op_result(g, op, &t, exact && g->vals[x].exact, mag);
+      return 0;
+    }
+    case GC_OP_SOFTMAX: case GC_OP_LOG_SOFTMAX: {
+      want w = {MF, 1, 4, 0, 1000};
+      int x = pick(g, r, &w);
+      int rank = g->vals[x].t.rank;
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      if (rchance(r, 60)) attr(op, "axis=%lld", (long long)rint_in(r, -rank, rank - 1));
+      op_result(g, op, &g->vals[x].t, 0, opc == GC_OP_SOFTMAX ? 1 : 2 * g->vals[x].mag + 8);
+      return 0;
+    }
+    case GC_OP_LAYERNORM: case GC_OP_RMSNORM: {
+      want w = {MF, 1, 4, 0, 1000};
+      int x = pick(g, r, &w);
+      const gc_type *xt = &g->vals[x].t;
+      int axis = xt->rank - 1;
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      if (opc == GC_OP_LAYERNORM && rchance(r, 60)) {
+        axis = (int)rint_in(r, 0, xt->rank - 1);
+        attr(op, "axis=%d", rchance(r, 30) ? axis - xt->rank : axis);
+      }
+      if (rchance(r, 30)) attr(op, "eps=%s", rchance(r, 50) ? "0.001" : "1e-05");
+      gc_type gt = {.dtype = xt->dtype, .rank = xt->rank - axis};
+      int64_t n = 1;
+      for (int i = axis; i < xt->rank; i++) gt.dims[i - axis] = xt->dims[i], n *= xt->dims[i];
+      op_in(op, new_arg(g, &gt, 'n', 0));
+      if (opc == GC_OP_LAYERNORM) op_in(op, new_arg(g, &gt, 'n', 0));
+      op_result(g, op, xt, 0, 2 * sqrt((double)n) * 2 + 2);
+      return 0;
+    }
+    case GC_OP_MATMUL: {
+      want w = {MF | MI, 2, 4, 0, 100};
+      int a = pick(g, r, &w);
+      const gc_type *at = &g->vals[a].t;
+      int ta = rchance(r, 30), tb = rchance(r, 30);
+      int64_t m = at->dims[at->rank - (ta ? 1 : 2)], k = at->dims[at->rank - (ta ? 2 : 1)];
+      int64_t n = rdim(r);
+      gc_type bt = {.dtype = at->dtype, .rank = (int)rint_in(r, 2, at->rank)};
+      int nb = bt.rank - 2;
+      for (int i = 0; i < nb; i++) { /* batch dims broadcast against a's */
+        int64_t d = at->dims[at->rank - 2 - nb + i];
+        bt.dims[i] = rchance(r, 25) ? 1 : d;
+      }
+      bt.dims[nb] = tb ? n : k;
+      bt.dims[nb + 1] = tb ? k : n;
+      while (numel_of(&bt) > RG_MAX_NUMEL / 4 && n > 1) {
+        n = n / 2;
+        bt.dims[nb + (tb ? 0 : 1)] = n;
+      }
+      int b = new_arg(g, &bt, 'n', 0);
+      rg_op *op = new_op(g, opc);
+      op_in(op, a);
+      op_in(op, b);
+      if (ta || rchance(r, 15)) attr(op, "transpose_a=%s", ta ? "true" : "false");
+      if (tb || rchance(r, 15)) attr(op, "transpose_b=%s", tb ? "true" : "false");
+      gc_type t = *at;
+      t.dims[t.rank - 2] = m;
+      t.dims[t.rank - 1] = n;
+      op_result(g, op, &t, !gc_dtype_is_float(at->dtype), g->vals[a].mag * 2 * (double)k);
+      return 0;
+    }
+    case GC_OP_CONV2D: case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D: case GC_OP_IM2COL: {
+      want w = {opc == GC_OP_IM2COL ? MA : MF, 4, 4, 0, 1000};
+      int x = pick(g, r, &w);
+      if (rchance(r, 40)) { /* a fresh image with room for windows */
+        gc_type t = {.dtype = rdtype(r, opc == GC_OP_IM2COL ? MA : MF), .rank = 4,
+                     .dims = {rint_in(r, 1, 2), rint_in(r, 1, 4), rint_in(r, 1, 9), rint_in(r, 1, 9)}};
+        x = new_arg(g, &t, 'n', 0);
+      }
+      const gc_type *xt = &g->vals[x].t;
+      int64_t H = xt->dims[2], W = xt->dims[3], C = xt->dims[1];
+      int64_t kh = rint_in(r, 1, 3), kw = rint_in(r, 1, 3), sh = rint_in(r, 1, 2), sw = rint_in(r, 1, 2);
+      int64_t dh = 1, dw = 1, pad[4] = {0, 0, 0, 0}, groups = 1, O = 0;
+      int conv = opc == GC_OP_CONV2D || opc == GC_OP_IM2COL;  /* im2col: conv2d's windows */
+      if (conv && rchance(r, 30)) dh = rint_in(r, 1, 2), dw = rint_in(r, 1, 2);
+      int four = rchance(r, 30);
+      for (int i = 0; i < 4; i++) {
+        int64_t kk = i % 2 ? kw : kh;
+        pad[i] = rint_in(r, 0, conv ? 2 : kk - 1);
+        if (!four && i >= 2) pad[i] = pad[i - 2];
+      }
+      /* shrink the window until at least one output row/column exists */
+      while (H + pad[0] + pad[2] - dh * (kh - 1) - 1 < 0) kh > 1 ? kh-- : (pad[0]++, 0);
+      while (W + pad[1] + pad[3] - dw * (kw - 1) - 1 < 0) kw > 1 ? kw-- : (pad[1]++, 0);
+      if (!conv) { /* pools: pad < kernel so every window sees a real element */
+        pad[0] = pad[0] < kh ? pad[0] : kh - 1, pad[2] = pad[2] < kh ? pad[2] : kh - 1;
+        pad[1] = pad[1] < kw ? pad[1] : kw - 1, pad[3] = pad[3] < kw ? pad[3] : kw - 1;
+        if (!four) pad[2] = pad[0], pad[3] = pad[1];
+        while (H + pad[0] + pad[2] - kh < 0) kh--;
+        while (W + pad[1] + pad[3] - kw < 0) kw--;
+        if (kh < 1 || kw < 1) return build_op(g, r, GC_OP_RELU);
+        pad[0] = pad[0] < kh ? pad[0] : kh - 1, pad[2] = pad[2] < kh ? pad[2] : kh - 1;
+        pad[1] = pad[1] < kw ? pad[1] : kw - 1, pad[3] = pad[3] < kw ? pad[3] : kw - 1;
+      }
+      int64_t OH = (H + pad[0] + pad[2] - dh * (kh - 1) - 1) / sh + 1;
+      int64_t OW = (W + pad[1] + pad[3] - dw * (kw - 1) - 1) / sw + 1;
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      int wv = -1;
+      if (opc == GC_OP_IM2COL) {
+        int64_t k2[2] = {kh, kw};
+        attr(op, "kernel=%s", ints_str(b1, sizeof b1, k2, 2));
+        if (sh != 1 || sw != 1 || rchance(r, 20)) attr(op, "stride=[%lld, %lld]", (long long)sh, (long long)sw);
+      } else if (conv) {
+        int64_t divs[8], nd = 0;
+        for (int64_t d = 1; d <= C && nd < 8; d++)
+          if (C % d == 0) divs[nd++] = d;
+        groups = divs[rint_in(r, 0, nd - 1)];
+        O = groups * rint_in(r, 1, 3);
+        gc_type wt = {.dtype = xt->dtype, .rank = 4, .dims = {O, C / groups, kh, kw}};
+        wv = new_arg(g, &wt, 'n', 0);
+        op_in(op, wv);
+        if (sh != 1 || sw != 1 || rchance(r, 20)) attr(op, "stride=[%lld, %lld]", (long long)sh, (long long)sw);
+      } else {
+        int64_t k2[2] = {kh, kw};
+        attr(op, "kernel=%s", ints_str(b1, sizeof b1, k2, 2));
+        if (sh != kh || sw != kw || rchance(r, 20)) attr(op, "stride=[%lld, %lld]", (long long)sh, (long long)sw);
+        OH = (H + pad[0] + pad[2] - kh) / sh + 1;
+        OW = (W + pad[1] + pad[3] - kw) / sw + 1;
+      }
+      if (four) attr(op, "padding=%s", ints_str(b2, sizeof b2, pad, 4));
+      else if (pad[0] || pad[1] || rchance(r, 20)) attr(op, "padding=[%lld, %lld]", (long long)pad[0], (long long)pad[1]);
+      if (conv && (dh != 1 || dw != 1)) attr(op, "dilation=[%lld, %lld]", (long long)dh, (long long)dw);
+      if (opc == GC_OP_CONV2D && (groups != 1 || rchance(r, 10))) attr(op, "groups=%lld", (long long)groups);
+      if (opc == GC_OP_IM2COL) {
+        gc_type t = {.dtype = xt->dtype, .rank = 3, .dims = {xt->dims[0], C * kh * kw, OH * OW}};
+        op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+        return 0;
+      }
+      gc_type t = {.dtype = xt->dtype, .rank = 4, .dims = {xt->dims[0], conv ? O : C, OH, OW}};
+      double mag = conv ? g->vals[x].mag * 2 * (double)(C / groups * kh * kw) : g->vals[x].mag;
+      op_result(g, op, &t, opc == GC_OP_MAX_POOL2D && g->vals[x].exact, mag);
+      return 0;
+    }
+    case GC_OP_RESHAPE: {
+      want w = {MA, 0, 4, 0, 0};
+      int x = pick(g, r, &w);
+      int64_t n = numel_of(&g->vals[x].t);
+      gc_type t = {.dtype = g->vals[x].t.dtype};
+      int64_t rest = n;
+      int rank = rrank(r, 0, 4);
+      for (int i = 0; i < rank - 1 && rest > 1; i++) { /* factor n */
+        int64_t divs[64], nd = 0;
+        for (int64_t d = 1; d <= rest && nd < 64; d++)
+          if (rest % d == 0) divs[nd++] = d;
+        int64_t d = divs[rint_in(r, 0, nd - 1)];
+        t.dims[t.rank++] = d;
+        rest /= d;
+      }
+      if (rank > 0 || rest > 1) t.dims[t.rank++] = rest;
+      int64_t shown[GC_MAX_RANK];
+      memcpy(shown, t.dims, sizeof shown);
+      if (t.rank > 0 && rchance(r, 30)) shown[rint_in(r, 0, t.rank - 1)] = -1;
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      attr(op, "shape=%s", ints_str(b1, sizeof b1, shown, t.rank));
+      op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+      return 0;
+    }
+    case GC_OP_TRANSPOSE: {
+      want w = {MA, 1, 4, 0, 0};
+      int x = pick(g, r, &w);
+      const gc_type *xt = &g->vals[x].t;
+      int64_t perm[GC_MAX_RANK];
+      for (int i = 0; i < xt->rank; i++) perm[i] = i;
+      for (int i = xt->rank - 1; i > 0; i--) {
+        int j = (int)rint_in(r, 0, i);
+        int64_t tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
+      }
+      gc_type t = *xt;
+      for (int i = 0; i < xt->rank; i++) t.dims[i] = xt->dims[perm[i]];
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      attr(op, "perm=%s", ints_str(b1, sizeof b1, perm, xt->rank));
+      op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+      return 0;
+    }
+    case GC_OP_BROADCAST: {
+      want w = {MA, 0, 3, 0, 0};
+      int x = pick(g, r, &w);
+      const gc_type *xt = &g->vals[x].t;
+      gc_type t = {.dtype = xt->dtype, .rank = xt->rank + (int)rint_in(r, 0, 2)};
+      int lead = t.rank - xt->rank;
+      for (int i = 0; i < t.rank; i++) {
+        int64_t d = i < lead ? 1 : xt->dims[i - lead];
+        t.dims[i] = d == 1 && rchance(r, 60) ? rdim(r) : d;
+      }
+      for (int changed = 1; changed && numel_of(&t) > RG_MAX_NUMEL;) { /* shrink expanded dims */
+        changed = 0;
+        for (int i = 0; i < t.rank; i++)
+          if ((i < lead || xt->dims[i - lead] == 1) && t.dims[i] > 1)
+            t.dims[i] = (t.dims[i] + 1) / 2, changed = 1;
+      }
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      attr(op, "shape=%s", ints_str(b1, sizeof b1, t.dims, t.rank));
+      op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+      return 0;
+    }
+    case GC_OP_CONCAT: {
+      want w = {MA, 1, 4, 0, 0};
+      int x = pick(g, r, &w);
+      gc_type t = g->vals[x].t;
+      int axis = (int)rint_in(r, 0, t.rank - 1);
+      int n = (int)rint_in(r, 1, 3);
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      int exact = g->vals[x].exact;
+      double mag = g->vals[x].mag;
+      for (int i = 1; i < n; i++) {
+        int y = x;
+        if (rchance(r, 70)) {
+          gc_type s = g->vals[x].t;
+          s.dims[axis] = rdim(r);
+          y = new_arg(g, &s, 'n', 0);
+        }
+        op_in(op, y);
+        t.dims[axis] += g->vals[y].t.dims[axis];
+        exact = exact && g->vals[y].exact;
+        mag = dmax(mag, g->vals[y].mag);
+      }
+      attr(op, "axis=%d", rchance(r, 30) ? axis - t.rank : axis);
+      op_result(g, op, &t, exact, mag);
+      return 0;
+    }
+    case GC_OP_SLICE: {
+      want w = {MA, 1, 4, 0, 0};
+      int x = pick(g, r, &w);
+      const gc_type *xt = &g->vals[x].t;
+      int64_t st[GC_MAX_RANK], en[GC_MAX_RANK], sp[GC_MAX_RANK];
+      int steps = rchance(r, 50);
+      gc_type t = *xt;
+      for (int i = 0; i < xt->rank; i++) {
+        int64_t d = xt->dims[i];
+        int64_t s0 = rint_in(r, 0, d - 1), e0 = rint_in(r, s0 + 1, d), step = steps ? rint_in(r, 1, 3) : 1;
+        t.dims[i] = (e0 - s0 + step - 1) / step;
+        st[i] = rchance(r, 30) ? s0 - d : s0;
+        en[i] = e0 == d && rchance(r, 30) ? d + rint_in(r, 1, 5) : rchance(r, 30) && e0 < d ? e0 - d : e0;
+        sp[i] = step;
+      }
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      attr(op, "start=%s", ints_str(b1, sizeof b1, st, xt->rank));
+      attr(op, "end=%s", ints_str(b2, sizeof b2, en, xt->rank));
+      if (steps) attr(op, "step=%s", ints_str(b3, sizeof b3, sp, xt->rank));
+      op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+      return 0;
+    }
+    case GC_OP_PAD: {
+      want w = {MA, 1, 4, 0, 0};
+      int x = pick(g, r, &w);
+      const gc_type *xt = &g->vals[x].t;
+      int64_t pads[2 * GC_MAX_RANK];
+      gc_type t = *xt;
+      for (int i = 0; i < 2 * xt->rank; i++) {
+        pads[i] = rint_in(r, 0, 2);
+        t.dims[i % xt->rank] += pads[i];
+      }
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      attr(op, "pads=%s", ints_str(b1, sizeof b1, pads, 2 * xt->rank));
+      if (rchance(r, 50)) attr(op, "value=%s", lit(r, xt->dtype, b2, sizeof b2));
+      op_result(g, op, &t, g->vals[x].exact, dmax(g->vals[x].mag, 3));
+      return 0;
+    }
+    case GC_OP_GATHER: {
+      want w = {MA, 1, 4, 0, 0};
+      int x = pick(g, r, &w);
+      const gc_type *xt = &g->vals[x].t;
+      int axis = (int)rint_in(r, 0, xt->rank - 1);
+      gc_type it = {.dtype = rchance(r, 50) ? GRAPHC_DTYPE_I32 : GRAPHC_DTYPE_I64};
+      rshape(r, &it, rrank(r, 0, 2));
+      if (xt->rank + it.rank - 1 > 4) it.rank = 0;
+      int idx = new_arg(g, &it, 'i', xt->dims[axis]);
+      gc_type t = {.dtype = xt->dtype};
+      for (int i = 0; i < axis; i++) t.dims[t.rank++] = xt->dims[i];
+      for (int i = 0; i < it.rank; i++) t.dims[t.rank++] = it.dims[i];
+      for (int i = axis + 1; i < xt->rank; i++) t.dims[t.rank++] = xt->dims[i];
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      op_in(op, idx);
+      if (axis != 0 || rchance(r, 30)) attr(op, "axis=%d", rchance(r, 30) ? axis - xt->rank : axis);
+      op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+      return 0;
+    }
+    case GC_OP_SPLIT: {
+      want w = {MA, 1, 4, 0, 0};
+      int x = pick(g, r, &w);
+      const gc_type *xt = &g->vals[x].t;
+      int axis = (int)rint_in(r, 0, xt->rank - 1);
+      int64_t d = xt->dims[axis], sizes[RG_MAX_OUT];
+      int n = 0;
+      while (d > 0 && n < RG_MAX_OUT - 1) {
+        int64_t s = n == 3 ? d : rint_in(r, 1, d);
+        sizes[n++] = s;
+        d -= s;
+      }
+      if (d > 0) sizes[n - 1] += d;
+      rg_op *op = new_op(g, opc);
+      op_in(op, x);
+      attr(op, "axis=%d", rchance(r, 30) ? axis - xt->rank : axis);
+      attr(op, "sizes=%s", ints_str(b1, sizeof b1, sizes, n));
+      for (int i = 0; i < n; i++) {
+        gc_type t = *xt;
+        t.dims[axis] = sizes[i];
+        op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+      }
+      return 0;
+    }
+    default:
+      return -1;
+  }
+}
+
+/* ---- text ------------------------------------------------------------------------------------ */
+/* Which values are used by live ops. */
+void uses(const rg_graph *g, int *used) {
+  memset(used, 0, sizeof(int) * RG_MAX_VALS);
+  for (int i = 0; i < g->n_ops; i++)
+    if (!g->ops[i].dead)
+      for (int k = 0; k < g->ops[i].n_in; k++) used[g->ops[i].in[k]]++;
+}
+
+/* Outputs = every live op result that no live op uses. */
+static void default_outputs(rg_graph *g) {
+  int used[RG_MAX_VALS];
+  uses(g, used);
+  g->n_outs = 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    const rg_op *op = &g->ops[i];
+    if (op->dead) continue;
+    for (int k = 0; k < op->n_out; k++)
+      if (!used[op->out[k]]) g->outs[g->n_outs++] = op->out[k];
+  }
+}
+
+/* The graph as .graph text; result types are written when `typed`. Args are
+ * the live arguments that something uses. */
+char *graph_text(const rg_graph *g, int typed) {
+  int used[RG_MAX_VALS];
+  uses(g, used);
+  for (int i = 0; i < g->n_outs; i++) used[g->outs[i]]++;
+  gc_sbuf b = {0};
+  gc_sbuf_puts(&b, "version 1;\ngraph @random(");
+  int first = 1;
+  for (int i = 0; i < g->n_vals; i++) {
+    const rg_val *v = &g->vals[i];
+    if (!v->is_arg || v->dead || !used[i]) continue;
+    gc_sbuf_printf(&b, "%s%%v%d: ", first ? "" : ", ", v->id);
+    gc_type_print(&b, &v->t, NULL);
+    first = 0;
+  }
+  gc_sbuf_puts(&b, ") -> (");
+  for (int i = 0; i < g->n_outs; i++) {
+    if (i) gc_sbuf_puts(&b, ", ");
+    gc_type_print(&b, &g->vals[g->outs[i]].t, NULL);
+  }
+  gc_sbuf_puts(&b, ") {\n");
+  for (int i = 0; i < g->n_ops; i++) {
+    const rg_op *op = &g->ops[i];
+    if (op->dead) continue;
+    if (op->opc == GC_OP_PARAM) {
+      gc_sbuf_printf(&b, "  param %%v%d: ", g->vals[op->out[0]].id);
+      gc_type_print(&b, &g->vals[op->out[0]].t, NULL);
+      gc_sbuf_printf(&b, " = \"p%d\";\n", g->vals[op->out[0]].id);
+      continue;
+    }
+    gc_sbuf_puts(&b, "  ");
+    for (int k = 0; k < op->n_out; k++) gc_sbuf_printf(&b, "%s%%v%d", k ? ", " : "", g->vals[op->out[k]].id);
+    gc_sbuf_printf(&b, " = %s(", gc_op_infos[op->opc].name);
+    for (int k = 0; k < op->n_in; k++) gc_sbuf_printf(&b, "%s%%v%d", k ? ", " : "", g->vals[op->in[k]].id);
+    if (op->attrs[0]) gc_sbuf_printf(&b, "%s%s", op->n_in ? ", " : "", op->attrs);
+    gc_sbuf_puts(&b, ")");
+    if (typed) {
+      gc_sbuf_puts(&b, " : ");
+      for (int k = 0; k < op->n_out; k++) {
+        if (k) gc_sbuf_puts(&b, ", ");
+        gc_type_print(&b, &g->vals[op->out[k]].t, NULL);
+      }
+    }
+    gc_sbuf_puts(&b, ";\n");
+  }
+  gc_sbuf_puts(&b, "  return ");
+  for (int i = 0; i < g->n_outs; i++) gc_sbuf_printf(&b, "%s%%v%d", i ? ", " : "", g->vals[g->outs[i]].id);
+  gc_sbuf_puts(&b, ";\n}\n");
+  GC_ASSERT(!b.failed);
+  return gc_sbuf_take(&b);
+}
+
+/* Re-derive every value's type from the library's shape inference (after the
+ * shrinker changed dims). Returns 0 when the graph does not verify. */
+int retype(rg_graph *g) {
+  /* Parse the text without result annotations (the parser does not verify, so
+   * the stale signature does not matter) and infer op by op. */
+  char *text = graph_text(g, 0);
+  gc_diags d;
+  gc_diags_init(&d, "shrink.graph", text, strlen(text));
+  gc_module *m = gc_parse("shrink.graph", text, strlen(text), &d);
+  int ok = 0;
+  if (m && m->n_graphs == 1) {
+    gc_graph *gr = m->graphs[0];
+    ok = 1;
+    for (gc_op *op = gr->first; op && ok; op = op->next) {
+      gc_type out[RG_MAX_OUT + 8];
+      if (op->n_results > RG_MAX_OUT || !gc_infer_op(gr, op, out, &d)) {
+        ok = 0;
+        break;
+      }
+      for (int k = 0; k < op->n_results; k++) {
+        int id = atoi(op->results[k]->name + 1);
+        op->results[k]->type = out[k];
+        for (int i = 0; i < g->n_vals; i++)
+          if (g->vals[i].id == id) g->vals[i].t = out[k];
+        if (gc_type_numel(&out[k]) > RG_MAX_NUMEL * 4) ok = 0;
+      }
+    }
+  }
+  gc_module_free(m);
+  gc_diags_free(&d);
+  free(text);
+  return ok;
+}
+
+/* ---- generation ------------------------------------------------------------------------------------ */
+int g_max_ops = 30;
+
+/* A random graph from seed; `first` forces the first op (-1: none). Returns
+ * -1 (with the op's name) when an op of the table has no builder. */
+int generate(rg_graph *g, uint64_t seed, int first) {
+  memset(g, 0, sizeof *g);
+  g->seed = seed;
+  rng r = {seed};
+  int n_ops = (int)rint_in(&r, 1, g_max_ops);
+  for (int i = 0; i < n_ops && g->n_ops < RG_MAX_OPS - 8 && g->n_vals < RG_MAX_VALS - 40; i++) {
+    int opc = i == 0 && first >= 0 ? first : (int)rint_in(&r, 0, GC_OP_COUNT_ - 1);
+    /* sources and params are rarer: they start no chain */
+    if (first < 0 || i > 0)
+      while ((opc == GC_OP_PARAM && !rchance(&r, 30)) || (opc == GC_OP_CONST && !rchance(&r, 50)))
+        opc = (int)rint_in(&r, 0, GC_OP_COUNT_ - 1);
+    if (build_op(g, &r, (gc_opcode)opc) < 0) return -1 - opc;
+  }
+  default_outputs(g);
+  return 0;
+}
+
