@@ -274,9 +274,19 @@ ox_const *ox_tensor_const(ox *x, const gc_onnx_tensor *t, int report) {
     if (report) ox_dtype(x, t->data_type, &(gc_dtype){0});
     return NULL;
   }
-  if (t->rank > GC_MAX_RANK || t->numel < 0 || t->numel > (INT64_C(1) << 40)) {
+  if (t->rank > GC_MAX_RANK) {
     if (report) ox_unsup(x, "tensor '%s' has rank %d; graphc supports up to %d", t->name, t->rank,
                          GC_MAX_RANK);
+    return NULL;
+  }
+  if (t->numel < 0 || t->numel > (INT64_C(1) << 40)) {   /* -1: the product of the dims overflows */
+    if (report) {
+      char dims[GC_MAX_RANK * 24 + 2] = "";
+      for (int i = 0, at = 0; i < t->rank; i++)
+        at += snprintf(dims + at, sizeof dims - (size_t)at, "%s%lld", i ? " x " : "", (long long)t->dims[i]);
+      ox_unsup(x, "tensor '%s' (%s) has more than 2^40 elements, the most a constant can hold", t->name,
+               dims);
+    }
     return NULL;
   }
   ox_const *k = ox_const_new(x, (gc_dtype)dt, t->rank, t->dims);

@@ -541,6 +541,108 @@ START_TEST(dynamic_shape_input) {
 }
 END_TEST
 
+/* A TensorProto with dims and a dtype but no data at all. */
+static pb tensor_empty(const char *name, int elem, int rank, const int64_t *dims) {
+  pb t = {0};
+  for (int i = 0; i < rank; i++) pb_int(&t, 1, dims[i]);
+  pb_int(&t, 2, elem);
+  pb_str(&t, 8, name);
+  return t;
+}
+
+/* Sizes that do not fit (F20 in docs/reliability.md): each is refused with a
+ * status and a message, before any allocation of that size and without an
+ * overflow (the ASan + UBSan suite runs this too). */
+START_TEST(sizes_that_do_not_fit) {
+  static const struct {
+    const char *what;
+    graphc_status_t status;
+    const char *msg;
+  } k_cases[] = {
+      {"graph input of 2^31 x 2^31 x 4 elements", GRAPHC_STATUS_INVALID_ARGUMENT, "more than 2^62 elements"},
+      {"initializer with a negative dim", GRAPHC_STATUS_SYNTAX_ERROR, "tensor 'W': negative dim -1"},
+      {"initializer of 2^30 x 2^30 elements without data", GRAPHC_STATUS_UNSUPPORTED,
+       "tensor 'W' (1073741824 x 1073741824) has more than 2^40 elements"},
+      {"Range over the whole int64 line", GRAPHC_STATUS_UNSUPPORTED, "a range of more than 2^24 elements"},
+      {"Range starting at NaN", GRAPHC_STATUS_INVALID_ARGUMENT, "the range's length is not a number"},
+      {"ConstantOfShape of 2^40 x 2^40", GRAPHC_STATUS_UNSUPPORTED,
+       "element count of f32[1099511627776, 1099511627776] overflows 2^62"},
+  };
+  for (int c = 0; c < (int)(sizeof k_cases / sizeof *k_cases); c++) {
+    pb g = {0}, t, vi, n;
+    int64_t big[3] = {INT64_C(1) << 31, INT64_C(1) << 31, 4}, neg[2] = {-1, 2};
+    int64_t sq[2] = {INT64_C(1) << 30, INT64_C(1) << 30};
+    int64_t d2[2] = {2, 2}, one[1] = {1};
+    switch (c) {
+      case 0:
+        n = node("Relu", NULL, "x", "y", NULL, 0, NULL);
+        pb_msg(&g, 1, &n);
+        vi = value_info("x", 1, 3, big);
+        pb_msg(&g, 11, &vi);
+        vi = value_info("y", 1, 3, big);
+        pb_msg(&g, 12, &vi);
+        break;
+      case 1:
+      case 2:
+        n = node("Add", NULL, "x,W", "y", NULL, 0, NULL);
+        pb_msg(&g, 1, &n);
+        t = tensor_empty("W", 1, 2, c == 1 ? neg : sq);
+        pb_msg(&g, 5, &t);
+        vi = value_info("x", 1, 2, d2);
+        pb_msg(&g, 11, &vi);
+        vi = value_info("y", 1, 2, d2);
+        pb_msg(&g, 12, &vi);
+        break;
+      case 3:
+      case 4: {
+        if (c == 3) {
+          int64_t lo = INT64_MIN, hi = INT64_MAX, step = 1;
+          t = tensor_i64("s", 0, NULL, &lo), pb_msg(&g, 5, &t);
+          t = tensor_i64("l", 0, NULL, &hi), pb_msg(&g, 5, &t);
+          t = tensor_i64("d", 0, NULL, &step), pb_msg(&g, 5, &t);
+        } else {
+          float lo = NAN, hi = 4, step = 1;
+          t = tensor_f32("s", 0, NULL, &lo, 1), pb_msg(&g, 5, &t);
+          t = tensor_f32("l", 0, NULL, &hi, 1), pb_msg(&g, 5, &t);
+          t = tensor_f32("d", 0, NULL, &step, 1), pb_msg(&g, 5, &t);
+        }
+        n = node("Range", NULL, "s,l,d", "r", NULL, 0, NULL);
+        pb_msg(&g, 1, &n);
+        n = node("Add", NULL, "x,r", "y", NULL, 0, NULL);
+        pb_msg(&g, 1, &n);
+        vi = value_info("x", c == 3 ? 7 : 1, 1, one);
+        pb_msg(&g, 11, &vi);
+        vi = value_info("y", c == 3 ? 7 : 1, 1, one);
+        pb_msg(&g, 12, &vi);
+        break;
+      }
+      default:
+        t = tensor_i64("shape", 1, (int64_t[]){2}, (int64_t[]){INT64_C(1) << 40, INT64_C(1) << 40});
+        pb_msg(&g, 5, &t);
+        n = node("ConstantOfShape", NULL, "shape", "k", NULL, 0, NULL);
+        pb_msg(&g, 1, &n);
+        n = node("Add", NULL, "x,k", "y", NULL, 0, NULL);
+        pb_msg(&g, 1, &n);
+        vi = value_info("x", 1, 2, d2);
+        pb_msg(&g, 11, &vi);
+        vi = value_info("y", 1, 2, d2);
+        pb_msg(&g, 12, &vi);
+        break;
+    }
+    pb m = model(&g, 13);
+    gc_onnx_result r;
+    gc_diags d;
+    int rc = import_mem(&m, &r, &d, NULL);
+    if (rc == 0) gc_onnx_result_free(&r);
+    ck_assert_msg(rc == -1, "%s: imported", k_cases[c].what);
+    ck_assert_msg(d.status == k_cases[c].status && strstr(first_error(&d), k_cases[c].msg),
+                  "%s: %s: %s", k_cases[c].what, graphc_status_string(d.status), first_error(&d));
+    gc_diags_free(&d);
+    free(m.p);
+  }
+}
+END_TEST
+
 /* Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds to a reshape attribute;
  * Conv with auto_pad and bias, Gemm with alpha/transB, opset-11 Softmax. */
 START_TEST(folding_and_mappings) {
@@ -781,6 +883,7 @@ int main(void) {
   tcase_add_test(tc, every_truncation);
   tcase_add_test(tc, unsupported_listed_together);
   tcase_add_test(tc, dynamic_shape_input);
+  tcase_add_test(tc, sizes_that_do_not_fit);
   tcase_add_test(tc, folding_and_mappings);
   tcase_add_test(tc, external_data);
   tcase_add_test(tc, tensor_pb);
