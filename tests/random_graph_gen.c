@@ -890,6 +890,50 @@ char *graph_text(const rg_graph *g, int typed) {
   return gc_sbuf_take(&b);
 }
 
+/* A type with every dim equal to d written as the symbol S. */
+static void type_sym(gc_sbuf *b, const gc_type *t, int64_t d) {
+  gc_sbuf_printf(b, "%s[", graphc_dtype_name((graphc_dtype_t)t->dtype));
+  for (int i = 0; i < t->rank; i++)
+    if (t->dims[i] == d) gc_sbuf_printf(b, "%sS", i ? ", " : "");
+    else gc_sbuf_printf(b, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+  gc_sbuf_puts(b, "]");
+}
+
+char *graph_text_sym(const rg_graph *g, int64_t *bound) {
+  int used[RG_MAX_VALS];
+  uses(g, used);
+  for (int i = 0; i < g->n_outs; i++) used[g->outs[i]]++;
+  int64_t d = 0;
+  for (int i = 0; i < g->n_vals && !d; i++) {
+    const rg_val *v = &g->vals[i];
+    if (v->is_arg && !v->dead && used[i] && v->t.rank >= 1 && v->t.dims[0] >= 2) d = v->t.dims[0];
+  }
+  if (!d) return NULL;
+  char *plain = graph_text(g, 0);
+  const char *body = strstr(plain, ") {\n");
+  GC_ASSERT(body);
+  gc_sbuf b = {0};
+  gc_sbuf_puts(&b, "version 1;\ngraph @random<S>(");
+  int first = 1;
+  for (int i = 0; i < g->n_vals; i++) {
+    const rg_val *v = &g->vals[i];
+    if (!v->is_arg || v->dead || !used[i]) continue;
+    gc_sbuf_printf(&b, "%s%%v%d: ", first ? "" : ", ", v->id);
+    type_sym(&b, &v->t, d);
+    first = 0;
+  }
+  gc_sbuf_puts(&b, ") -> (");
+  for (int i = 0; i < g->n_outs; i++) {
+    if (i) gc_sbuf_puts(&b, ", ");
+    type_sym(&b, &g->vals[g->outs[i]].t, d);
+  }
+  gc_sbuf_puts(&b, body);
+  free(plain);
+  GC_ASSERT(!b.failed);
+  *bound = d;
+  return gc_sbuf_take(&b);
+}
+
 /* Re-derive every value's type from the library's shape inference (after the
  * shrinker changed dims). Returns 0 when the graph does not verify. */
 int retype(rg_graph *g) {

@@ -95,6 +95,11 @@ int generate(rg_graph *g, uint64_t seed, int first);
 void uses(const rg_graph *g, int *used);
 /* The graph as .graph text (malloc'd); result types are written when `typed`. */
 char *graph_text(const rg_graph *g, int typed);
+/* The same graph with a symbolic dim: every argument and output dim equal to the
+ * first live argument's leading dim d (>= 2) is written as S (`graph @random<S>`),
+ * op result types are left to inference; binding S = d gives back the graph.
+ * NULL when no argument has such a dim. *bound gets d. */
+char *graph_text_sym(const rg_graph *g, int64_t *bound);
 /* Re-derive every value's type with the library's shape inference (after shrinking
  * changed operands); see the definition. */
 int retype(rg_graph *g);
