@@ -2,12 +2,13 @@
 # h200_final.sh - the benchmark half of a device session (after h200_run.sh has run the suites):
 # tensor-core GEMMs vs cuBLASLt, bandwidth-bound kernels vs copy, models vs PyTorch / JAX,
 # conv2d (ResNet-50 layers, f16) vs cuDNN,
-# the f32 examples, and compute-sanitizer (memcheck, racecheck) on tensor-core and row kernels.
+# the f32 examples, then all of it as one table (benchmarks/table.py -> table.txt), and
+# compute-sanitizer (memcheck, racecheck) on tensor-core and row kernels.
 # Carry .dev/build-gpu; writes to $OUT. Env: SKIP_CONV, SKIP_GEMM, SKIP_BW, SKIP_PEERS (PEER_MODELS), SKIP_CS, SKIP_EXAMPLES, FINAL_SUITES, GEMM_CASES.
 set -u
 . "$(dirname "$0")/device_env.sh"
 [ -z "${FINAL_SUITES-test_aot_host}" ] ||
-  ( cd "$B" && ctest -R "${FINAL_SUITES:-test_aot_host}" --output-on-failure 2>&1 | tail -3 ) | tee "$OUT/final-ctest.txt"
+  ( cd "$B" && ctest -R "${FINAL_SUITES:-test_aot_host}" --output-on-failure 2>&1 | tail -3 ) | tee "$OUT/table.txt"
 [ "${SKIP_CONV:-0}" = 1 ] || timeout 200 python3 benchmarks/conv_peer.py --graphc "$B/graphc" --out /tmp/convp 2>&1 \
                                | grep -v -i warn | tee "$OUT/conv.txt"
 [ "${SKIP_GEMM:-0}" = 1 ] || bash benchmarks/gemm_run.sh "$B/graphc" /tmp/gemm 2>&1 | tee "$OUT/gemm.txt"
@@ -20,6 +21,9 @@ set -u
     printf "%-40s %-6s " "$f $*" $cg; "$B/graphc" bench "$f" "$@" --codegen $cg --runs 50 --warmup 5 2>&1 | awk '/^  median/ {print $2 " ms"} /^  code/ {k=$0} END {}'
   done
 done | tee "$OUT/examples.txt"   # the f32 examples, both paths
+# Everything above in one table (after the suites' lines; $OUT returns at most 8 files).
+echo "== one table" | tee -a "$OUT/table.txt"
+python3 benchmarks/table.py "$OUT" 2>&1 | tee -a "$OUT/table.txt"
 [ "${SKIP_CS:-0}" = 1 ] && exit 0
 echo "== compute-sanitizer"
 CS=/usr/local/cuda/bin/compute-sanitizer
