@@ -125,7 +125,7 @@ if has random; then
           GRAPHC_RANDOM_GRAPHS_CONFIGS=cuda GRAPHC_COMPILE_THREADS=1 timeout 240 ./tests/test_random_graphs \
           > "$log" 2>&1 ) || { echo "== worker $w batch $i failed" >> "$OUT/random-fail.txt"
                                 head -c 20000 "$log" >> "$OUT/random-fail.txt"; }
-        echo "$(grep -h '^random graphs: cuda' "$log") (worker $w batch $i, $(grep -h 'seed [0-9]* (GRAPHC_TEST_SEED)' "$log" | sed 's/.*seed \([0-9]*\).*/seed \1/'))" \
+        echo "$(grep -h '^random graphs: cuda' "$log") (worker $w batch $i, $(grep -h 'seed [0-9]* (GRAPHC_TEST_SEED)' "$log" | sed 's/.*seed \([0-9]*\).*/seed \1/'), nvrtc= $(sed -n 's/^random graphs: NVRTC path: \([0-9]*\).*/\1/p' "$log"))" \
           >> "$OUT/random.txt"
         done_n=$(( done_n + $(sed -n 's/^random graphs: cuda *compared \([0-9]*\).*/\1/p' "$log" | head -1) + 0 ))
         rm -f "$log"
@@ -134,7 +134,8 @@ if has random; then
     pids="$pids $!"
   done
   wait $pids
-  awk '/^random graphs: cuda/ {c += $5; s += $7; m += $9} END {printf "random graphs on cuda: compared %d, skipped %d, mismatches %d", c, s, m}' \
+  awk '/^random graphs: cuda/ {c += $5; s += $7; m += $9; for (i = 1; i < NF; i++) if ($i == "nvrtc=") n += $(i + 1)}
+       END {printf "random graphs on cuda: compared %d (%d on the NVRTC path), skipped %d, mismatches %d", c, n, s, m}' \
     "$OUT/random.txt" | tee -a "$OUT/sanitize.txt"
   note " ($W workers, $(( $(date +%s) - s )) s, seeds from $(( t0 << 8 )))"
 fi

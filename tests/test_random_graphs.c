@@ -21,7 +21,8 @@
  * first argument's leading dim becomes `S` (`graph @random<S>`, op result types
  * inferred), bound with graphc_model_bind, when that form verifies (about 40%
  * of them: a slice or pad axis, for one, must stay concrete). The summary
- * counts these as "symbolic".
+ * counts these as "symbolic". The cuda configuration compiles a quarter of the
+ * graphs (by seed) on the NVRTC path, the others on the default LLVM path.
  *
  * A failure is shrunk automatically (drop outputs, delete ops by turning their
  * results into inputs, bypass ops, shrink dims) while the same configuration
@@ -104,6 +105,7 @@ static int g_cfg_available[CFG_COUNT_] = {1, 1, 1, 1};
  * whether the last check_cfg did. */
 static long g_sym_used[CFG_COUNT_];
 static int g_last_sym;
+static long g_cuda_nvrtc;   /* cuda comparisons on the NVRTC path */
 
 /* For half the graphs (by seed), the symbolic form of g when it verifies (the
  * others keep a dim that cannot be symbolic, such as a slice's axis): then
@@ -128,6 +130,12 @@ static char *sym_text_for(const rg_graph *g, int64_t *bound) {
   return t;
 }
 
+/* The cuda configuration's code path for g: NVRTC for a quarter of the graphs
+ * (by seed), else the default LLVM NVPTX path. */
+static graphc_codegen_t cuda_codegen(const rg_graph *g) {
+  return rmix(g->seed, 0xc0de) % 4 == 0 ? GRAPHC_CODEGEN_NVRTC : GRAPHC_CODEGEN_LLVM;
+}
+
 /* Compile text for cfg (with S bound to sym when sym > 0) and run it on g's
  * inputs. Returns the status; on errors msg gets the message. */
 static graphc_status_t run_cfg(const rg_graph *g, const char *text, int64_t sym, int has_params,
@@ -147,6 +155,7 @@ static graphc_status_t run_cfg(const rg_graph *g, const char *text, int64_t sym,
     graphc_compile_options_init(&o);
     o.backend = cfg == CFG_CPU ? GRAPHC_BACKEND_CPU : cfg == CFG_CUDA ? GRAPHC_BACKEND_CUDA : GRAPHC_BACKEND_INTERP;
     o.optimize = cfg != CFG_ORACLE;
+    if (cfg == CFG_CUDA) o.codegen = cuda_codegen(g);
     st = graphc_compile(m, &o, &exe, &err);
   }
   if (st == GRAPHC_STATUS_OK) {
@@ -441,6 +450,7 @@ static void report(rg_graph *g, rg_cfg cfg, const char *why) {
           "GRAPHC_RANDOM_GRAPH_SEED=%llu reproduces the original) ====\n# %s\n",
           k_cfg_names[cfg], k_cfg_names[CFG_ORACLE], (unsigned long long)g->seed,
           (unsigned long long)g->seed, why);
+  if (cfg == CFG_CUDA) fprintf(stderr, "# cuda code path: %s\n", graphc_codegen_name(cuda_codegen(g)));
   if (stext)
     fprintf(stderr, "# %s compiled this symbolic form with S = %lld:\n%s", k_cfg_names[cfg],
             (long long)sym, stext);
@@ -546,6 +556,7 @@ START_TEST(test_random_graphs) {
       }
       compared[cfg]++;
       if (g_last_sym) g_sym_used[cfg]++;
+      if (cfg == CFG_CUDA && cuda_codegen(g) == GRAPHC_CODEGEN_NVRTC) g_cuda_nvrtc++;
       if (v == RG_FAIL) {
         failed[cfg]++;
         rg_graph *orig = malloc(sizeof *orig);
@@ -564,6 +575,7 @@ START_TEST(test_random_graphs) {
     fprintf(stderr, "random graphs: %-10s compared %ld, skipped %ld, mismatches %ld, symbolic %ld%s\n",
             k_cfg_names[cfg], compared[cfg], skipped[cfg], failed[cfg], g_sym_used[cfg],
             g_cfg_available[cfg] ? "" : " (unavailable)");
+  fprintf(stderr, "random graphs: NVRTC path: %ld of the cuda comparisons\n", g_cuda_nvrtc);
   for (int i = 0; i < GC_OP_COUNT_ && !only; i++)
     if (per_op[i] == 0 && n_graphs >= GC_OP_COUNT_)
       fprintf(stderr, "random graphs: op '%s' was never generated\n", gc_op_infos[i].name);
