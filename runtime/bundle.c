@@ -715,3 +715,33 @@ const char *gc_bundle_meta(const gc_bundle *b, const char *key) {
     if (strcmp(b->meta_keys[i], key) == 0) return b->meta_values[i];
   return NULL;
 }
+
+void gc_bundle_meta_add(gc_bundle *b, int *cap, const char *k, const char *v) {
+  if (b->n_meta == *cap) {
+    int nc = *cap ? 2 * *cap : 16;
+    const char **nk = gc_arena_alloc(&b->arena, (size_t)nc * sizeof *nk);
+    const char **nv = gc_arena_alloc(&b->arena, (size_t)nc * sizeof *nv);
+    if (!nk || !nv) return;
+    if (b->n_meta) {
+      memcpy(nk, b->meta_keys, (size_t)b->n_meta * sizeof *nk);
+      memcpy(nv, b->meta_values, (size_t)b->n_meta * sizeof *nv);
+    }
+    b->meta_keys = nk;
+    b->meta_values = nv;
+    *cap = nc;
+  }
+  const char *ks = gc_arena_strdup(&b->arena, k), *vs = gc_arena_strdup(&b->arena, v ? v : "");
+  if (!ks || !vs) return;
+  b->meta_keys[b->n_meta] = ks;
+  b->meta_values[b->n_meta++] = vs;
+}
+
+void gc_bundle_meta_head(gc_bundle *b, int *cap, const char *graph, int n_syms, const char *const *names,
+                         const int64_t *values) {
+  gc_bundle_meta_add(b, cap, "graphc", GRAPHC_VERSION_STRING);
+  gc_bundle_meta_add(b, cap, "graph", graph);
+  gc_sbuf s = {0};
+  for (int i = 0; i < n_syms; i++) gc_sbuf_printf(&s, "%s%s=%" PRId64, i ? "," : "", names[i], values[i]);
+  gc_bundle_meta_add(b, cap, "binds", s.data);
+  gc_sbuf_free(&s);
+}

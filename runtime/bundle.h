@@ -75,6 +75,15 @@ void gc_bundle_free(gc_bundle *b);
 /* Value of a META key, or NULL. */
 const char *gc_bundle_meta(const gc_bundle *b, const char *key);
 
+/* Append a META pair, both strings copied into b's arena (v NULL: ""); *cap is
+ * the capacity of b's META arrays (0 before the first pair). Out of memory drops
+ * the pair (the writer then lacks it; its reader rejects such a bundle). */
+void gc_bundle_meta_add(gc_bundle *b, int *cap, const char *k, const char *v);
+/* The pairs every bundle starts with: graphc (version), graph (name), binds
+ * ("B=8,S=128": the bound symbolic dims). */
+void gc_bundle_meta_head(gc_bundle *b, int *cap, const char *graph, int n_syms, const char *const *names,
+                         const int64_t *values);
+
 /* XXH64 (seed 0) of a bundle image with the checksum field (bytes 24..31) taken as zero. */
 uint64_t gc_bundle_checksum(const void *data, size_t len);
 

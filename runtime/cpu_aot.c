@@ -175,27 +175,6 @@ out:
   return rc;
 }
 
-/* Append one META pair (strings copied into the bundle arena). */
-static void meta_add(gc_bundle *b, int *cap, const char *k, const char *v) {
-  if (b->n_meta == *cap) {
-    int nc = *cap ? 2 * *cap : 16;
-    const char **nk = gc_arena_alloc(&b->arena, (size_t)nc * sizeof *nk);
-    const char **nv = gc_arena_alloc(&b->arena, (size_t)nc * sizeof *nv);
-    if (!nk || !nv) return;
-    if (b->n_meta) {
-      memcpy(nk, b->meta_keys, (size_t)b->n_meta * sizeof *nk);
-      memcpy(nv, b->meta_values, (size_t)b->n_meta * sizeof *nv);
-    }
-    b->meta_keys = nk;
-    b->meta_values = nv;
-    *cap = nc;
-  }
-  const char *kk = gc_arena_strdup(&b->arena, k), *vv = gc_arena_strdup(&b->arena, v);
-  if (!kk || !vv) return;
-  b->meta_keys[b->n_meta] = kk;
-  b->meta_values[b->n_meta++] = vv;
-}
-
 /* The bundle: META, the signature and plan, the weights, the HOST section. */
 static int build_bundle(gc_host_aot *a, gc_exec *exe, const gc_plan *plan,
                         const gc_host_aot_options *o, const char *cpu, gc_diags *d) {
@@ -229,25 +208,19 @@ static int build_bundle(gc_host_aot *a, gc_exec *exe, const gc_plan *plan,
   b.plans = &lp;
   b.n_plans = 1;
   b.host = &h;
-  meta_add(&b, &cap, "graphc", GRAPHC_VERSION_STRING);
-  meta_add(&b, &cap, "graph", exe->graph->name);
-  gc_sbuf s = {0};
-  for (int i = 0; i < exe->graph->n_syms; i++)
-    gc_sbuf_printf(&s, "%s%s=%" PRId64, i ? "," : "", exe->graph->sym_names[i],
-                   exe->graph->sym_values[i]);
-  meta_add(&b, &cap, "binds", s.data ? s.data : "");
-  gc_sbuf_free(&s);
-  meta_add(&b, &cap, "target", "host");
-  meta_add(&b, &cap, "archs", h.triple ? h.triple : "");
-  meta_add(&b, &cap, "cpu", cpu);
+  gc_bundle_meta_head(&b, &cap, exe->graph->name, exe->graph->n_syms, exe->graph->sym_names,
+                      exe->graph->sym_values);
+  gc_bundle_meta_add(&b, &cap, "target", "host");
+  gc_bundle_meta_add(&b, &cap, "archs", h.triple ? h.triple : "");
+  gc_bundle_meta_add(&b, &cap, "cpu", cpu);
   unsigned v1 = 0, v2 = 0, v3 = 0;
   LLVMGetVersion(&v1, &v2, &v3);
   char ver[64];
   snprintf(ver, sizeof ver, "%u.%u.%u", v1, v2, v3);
-  meta_add(&b, &cap, "llvm", ver);
-  meta_add(&b, &cap, "optimize", exe->opts.optimize ? "1" : "0");
-  meta_add(&b, &cap, "embed_weights", o->embed_weights ? "1" : "0");
-  meta_add(&b, &cap, "weights", exe->module->weights ? exe->module->weights : "");
+  gc_bundle_meta_add(&b, &cap, "llvm", ver);
+  gc_bundle_meta_add(&b, &cap, "optimize", exe->opts.optimize ? "1" : "0");
+  gc_bundle_meta_add(&b, &cap, "embed_weights", o->embed_weights ? "1" : "0");
+  gc_bundle_meta_add(&b, &cap, "weights", exe->module->weights ? exe->module->weights : "");
   if (b.arena.failed || !h.triple || !h.cpu) {
     oom(d);
     goto out;

@@ -542,58 +542,32 @@ graphc_status_t gc_cuda_copy_bandwidth(gc_exec *exe, size_t bytes, int reps, dou
 }
 
 /* ---- bundles ------------------------------------------------------------------------------ */
-/* Add a META pair (both strings copied into the arena). */
-static void meta_add(gc_bundle *b, int *cap, const char *k, const char *v) {
-  if (b->n_meta == *cap) {
-    int nc = *cap ? 2 * *cap : 16;
-    const char **nk = gc_arena_alloc(&b->arena, (size_t)nc * sizeof *nk);
-    const char **nv = gc_arena_alloc(&b->arena, (size_t)nc * sizeof *nv);
-    if (!nk || !nv) return;
-    if (b->n_meta) {
-      memcpy(nk, b->meta_keys, (size_t)b->n_meta * sizeof *nk);
-      memcpy(nv, b->meta_values, (size_t)b->n_meta * sizeof *nv);
-    }
-    b->meta_keys = nk;
-    b->meta_values = nv;
-    *cap = nc;
-  }
-  const char *ks = gc_arena_strdup(&b->arena, k), *vs = gc_arena_strdup(&b->arena, v ? v : "");
-  if (!ks || !vs) return;
-  b->meta_keys[b->n_meta] = ks;
-  b->meta_values[b->n_meta++] = vs;
-}
-
 /* The META pairs: what was compiled, how, and with which tools. */
 static void bundle_meta(gc_bundle *b, const gc_exec *exe, const gc_aot_options *o,
                         graphc_codegen_t cg) {
   int cap = 0;
   char buf[1024];
   gc_sbuf s = {0};
-  meta_add(b, &cap, "graphc", GRAPHC_VERSION_STRING);
-  meta_add(b, &cap, "graph", exe->graph->name);
-  for (int i = 0; i < exe->graph->n_syms; i++)
-    gc_sbuf_printf(&s, "%s%s=%" PRId64, i ? "," : "", exe->graph->sym_names[i],
-                   exe->graph->sym_values[i]);
-  meta_add(b, &cap, "binds", s.data ? s.data : "");
-  gc_sbuf_free(&s);
+  gc_bundle_meta_head(b, &cap, exe->graph->name, exe->graph->n_syms, exe->graph->sym_names,
+                      exe->graph->sym_values);
   for (int i = 0; i < o->n_sms; i++) gc_sbuf_printf(&s, "%ssm_%d", i ? "," : "", o->sms[i]);
-  meta_add(b, &cap, "archs", s.data ? s.data : "");
+  gc_bundle_meta_add(b, &cap, "archs", s.data ? s.data : "");
   gc_sbuf_free(&s);
-  meta_add(b, &cap, "codegen", graphc_codegen_name(cg));
+  gc_bundle_meta_add(b, &cap, "codegen", graphc_codegen_name(cg));
   if (cg == GRAPHC_CODEGEN_LLVM) {
     unsigned a = 0, v = 0, c = 0;
     LLVMGetVersion(&a, &v, &c);
     snprintf(buf, sizeof buf, "%u.%u.%u", a, v, c);
-    meta_add(b, &cap, "llvm", buf);
+    gc_bundle_meta_add(b, &cap, "llvm", buf);
   } else {
-    meta_add(b, &cap, "nvrtc", gc_nvrtc_version());
+    gc_bundle_meta_add(b, &cap, "nvrtc", gc_nvrtc_version());
   }
-  meta_add(b, &cap, "ptx", o->no_ptx ? "0" : "1");
-  meta_add(b, &cap, "eager", o->eager ? "1" : "0");
-  meta_add(b, &cap, "optimize", exe->opts.optimize ? "1" : "0");
-  meta_add(b, &cap, "tf32", exe->opts.allow_tf32 ? "1" : "0");
-  meta_add(b, &cap, "embed_weights", o->embed_weights ? "1" : "0");
-  meta_add(b, &cap, "weights", exe->module->weights ? exe->module->weights : "");
+  gc_bundle_meta_add(b, &cap, "ptx", o->no_ptx ? "0" : "1");
+  gc_bundle_meta_add(b, &cap, "eager", o->eager ? "1" : "0");
+  gc_bundle_meta_add(b, &cap, "optimize", exe->opts.optimize ? "1" : "0");
+  gc_bundle_meta_add(b, &cap, "tf32", exe->opts.allow_tf32 ? "1" : "0");
+  gc_bundle_meta_add(b, &cap, "embed_weights", o->embed_weights ? "1" : "0");
+  gc_bundle_meta_add(b, &cap, "weights", exe->module->weights ? exe->module->weights : "");
 }
 
 int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size_t *len,
