@@ -456,11 +456,15 @@ typedef struct fz_site {
 static int siblings(fz *f, int a, int b);
 
 /* A costly producer whose users sit in several sibling groups (same shape, no
- * path between them): merge those groups first, so it is computed once, inline.
- * Returns the number of sites left. */
+ * path between any two of them): merge those groups first, so it is computed
+ * once, inline. Every pair is checked, not only the first against the others: a
+ * path from site 1 through another group to site 2 would become a cycle once
+ * both are merged into site 0 (found by test_random_graphs, F28). Returns the
+ * number of sites left. */
 static int merge_sites(fz *f, fz_site *sites, int ns) {
-  for (int j = 1; j < ns; j++)
-    if (!siblings(f, sites[0].group, sites[j].group)) return ns;
+  for (int i = 0; i < ns; i++)
+    for (int j = i + 1; j < ns; j++)
+      if (!siblings(f, sites[i].group, sites[j].group)) return ns;
   for (int j = 1; j < ns; j++) {
     fz_merge(f, sites[0].group, sites[j].group);
     sites[0].role |= sites[j].role;

@@ -487,6 +487,10 @@ static const uint64_t k_regressions[] = {
     /* lt(gt(f16, f16), ne(f16, f16)) on cpu: LLVM 19 commuted an AVX512-FP16 vcmpph
      * without swapping its predicate (the host JIT now runs without avx512fp16) */
     799369944337979098ull,
+    /* sin feeding clamp, pow (costly, read by a reduction) and minimum (of that reduction):
+     * merging the three sites made a cycle between kernels (fusion.c merge_sites checked the
+     * first site against the others only) */
+    11968065759833912326ull,
 };
 
 /* Is cfg among $GRAPHC_RANDOM_GRAPHS_CONFIGS ("interp" is interp -O1; unset: all)? */
