@@ -19,12 +19,7 @@
 #include "random_graph_gen.h"
 
 /* ---- dtype classes ------------------------------------------------------------------------ */
-#define M(t) (1u << (t))
-#define MF (M(GRAPHC_DTYPE_F64) | M(GRAPHC_DTYPE_F32) | M(GRAPHC_DTYPE_F16) | M(GRAPHC_DTYPE_BF16))
-#define MI (M(GRAPHC_DTYPE_I64) | M(GRAPHC_DTYPE_I32) | M(GRAPHC_DTYPE_I8) | M(GRAPHC_DTYPE_U8))
-#define MN (MF | MI)
-#define MB M(GRAPHC_DTYPE_BOOL)
-#define MA (MN | MB)
+#include "dtype_masks.h"
 
 /* Random dtype from a mask; f32 is four times as likely as each other one. */
 static gc_dtype rdtype(rng *r, unsigned mask) {
@@ -837,26 +832,39 @@ static void default_outputs(rg_graph *g) {
   }
 }
 
-/* The graph as .graph text; result types are written when `typed`. Args are
- * the live arguments that something uses. */
-char *graph_text(const rg_graph *g, int typed) {
+/* A type, with every dim equal to sym (when sym > 0) written as the symbol S. */
+static void type_text(gc_sbuf *b, const gc_type *t, int64_t sym) {
+  if (sym <= 0) {
+    gc_type_print(b, t, NULL);
+    return;
+  }
+  gc_sbuf_printf(b, "%s[", graphc_dtype_name((graphc_dtype_t)t->dtype));
+  for (int i = 0; i < t->rank; i++)
+    if (t->dims[i] == sym) gc_sbuf_printf(b, "%sS", i ? ", " : "");
+    else gc_sbuf_printf(b, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+  gc_sbuf_puts(b, "]");
+}
+
+/* The graph as .graph text; result types are written when `typed`. With
+ * sym > 0, argument and output dims equal to sym are the symbol S. */
+static char *text_of(const rg_graph *g, int typed, int64_t sym) {
   int used[RG_MAX_VALS];
   uses(g, used);
   for (int i = 0; i < g->n_outs; i++) used[g->outs[i]]++;
   gc_sbuf b = {0};
-  gc_sbuf_puts(&b, "version 1;\ngraph @random(");
+  gc_sbuf_puts(&b, sym > 0 ? "version 1;\ngraph @random<S>(" : "version 1;\ngraph @random(");
   int first = 1;
   for (int i = 0; i < g->n_vals; i++) {
     const rg_val *v = &g->vals[i];
     if (!v->is_arg || v->dead || !used[i]) continue;
     gc_sbuf_printf(&b, "%s%%v%d: ", first ? "" : ", ", v->id);
-    gc_type_print(&b, &v->t, NULL);
+    type_text(&b, &v->t, sym);
     first = 0;
   }
   gc_sbuf_puts(&b, ") -> (");
   for (int i = 0; i < g->n_outs; i++) {
     if (i) gc_sbuf_puts(&b, ", ");
-    gc_type_print(&b, &g->vals[g->outs[i]].t, NULL);
+    type_text(&b, &g->vals[g->outs[i]].t, sym);
   }
   gc_sbuf_puts(&b, ") {\n");
   for (int i = 0; i < g->n_ops; i++) {
@@ -890,14 +898,7 @@ char *graph_text(const rg_graph *g, int typed) {
   return gc_sbuf_take(&b);
 }
 
-/* A type with every dim equal to d written as the symbol S. */
-static void type_sym(gc_sbuf *b, const gc_type *t, int64_t d) {
-  gc_sbuf_printf(b, "%s[", graphc_dtype_name((graphc_dtype_t)t->dtype));
-  for (int i = 0; i < t->rank; i++)
-    if (t->dims[i] == d) gc_sbuf_printf(b, "%sS", i ? ", " : "");
-    else gc_sbuf_printf(b, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
-  gc_sbuf_puts(b, "]");
-}
+char *graph_text(const rg_graph *g, int typed) { return text_of(g, typed, 0); }
 
 char *graph_text_sym(const rg_graph *g, int64_t *bound) {
   int used[RG_MAX_VALS];
@@ -909,29 +910,8 @@ char *graph_text_sym(const rg_graph *g, int64_t *bound) {
     if (v->is_arg && !v->dead && used[i] && v->t.rank >= 1 && v->t.dims[0] >= 2) d = v->t.dims[0];
   }
   if (!d) return NULL;
-  char *plain = graph_text(g, 0);
-  const char *body = strstr(plain, ") {\n");
-  GC_ASSERT(body);
-  gc_sbuf b = {0};
-  gc_sbuf_puts(&b, "version 1;\ngraph @random<S>(");
-  int first = 1;
-  for (int i = 0; i < g->n_vals; i++) {
-    const rg_val *v = &g->vals[i];
-    if (!v->is_arg || v->dead || !used[i]) continue;
-    gc_sbuf_printf(&b, "%s%%v%d: ", first ? "" : ", ", v->id);
-    type_sym(&b, &v->t, d);
-    first = 0;
-  }
-  gc_sbuf_puts(&b, ") -> (");
-  for (int i = 0; i < g->n_outs; i++) {
-    if (i) gc_sbuf_puts(&b, ", ");
-    type_sym(&b, &g->vals[g->outs[i]].t, d);
-  }
-  gc_sbuf_puts(&b, body);
-  free(plain);
-  GC_ASSERT(!b.failed);
   *bound = d;
-  return gc_sbuf_take(&b);
+  return text_of(g, 0, d);
 }
 
 /* Re-derive every value's type from the library's shape inference (after the

@@ -113,12 +113,7 @@ static void gb_free(gb *b) {
 }
 
 /* ---- dtype classes (the brief's op semantics) ------------------------------------------ */
-#define M(t) (1u << (t))
-#define MF (M(GRAPHC_DTYPE_F64) | M(GRAPHC_DTYPE_F32) | M(GRAPHC_DTYPE_F16) | M(GRAPHC_DTYPE_BF16))
-#define MI (M(GRAPHC_DTYPE_I64) | M(GRAPHC_DTYPE_I32) | M(GRAPHC_DTYPE_I8) | M(GRAPHC_DTYPE_U8))
-#define MN (MF | MI)
-#define MB M(GRAPHC_DTYPE_BOOL)
-#define MA (MN | MB)
+#include "dtype_masks.h"
 
 /* A scalar literal of dtype t for attributes: float, int or bool spelled right. */
 static const char *lit(gc_dtype t, int which) {

@@ -550,6 +550,20 @@ static pb tensor_empty(const char *name, int elem, int rank, const int64_t *dims
   return t;
 }
 
+/* Append an attribute-less node of op type `op` to graph g. */
+static void add_node(pb *g, const char *op, const char *ins, const char *outs) {
+  pb n = node(op, NULL, ins, outs, NULL, 0, NULL);
+  pb_msg(g, 1, &n);
+}
+
+/* Graph input "x" and output "y", both of element type elem and these dims. */
+static void add_xy(pb *g, int elem, int rank, const int64_t *dims) {
+  pb vi = value_info("x", elem, rank, dims);
+  pb_msg(g, 11, &vi);
+  vi = value_info("y", elem, rank, dims);
+  pb_msg(g, 12, &vi);
+}
+
 /* Sizes that do not fit (F20 in docs/reliability.md): each is refused with a
  * status and a message, before any allocation of that size and without an
  * overflow (the ASan + UBSan suite runs this too). */
@@ -569,32 +583,24 @@ START_TEST(sizes_that_do_not_fit) {
        "element count of f32[1099511627776, 1099511627776] overflows 2^62"},
   };
   for (int c = 0; c < (int)(sizeof k_cases / sizeof *k_cases); c++) {
-    pb g = {0}, t, vi, n;
+    pb g = {0}, t;
     int64_t big[3] = {INT64_C(1) << 31, INT64_C(1) << 31, 4}, neg[2] = {-1, 2};
     int64_t sq[2] = {INT64_C(1) << 30, INT64_C(1) << 30};
     int64_t d2[2] = {2, 2}, one[1] = {1};
     switch (c) {
       case 0:
-        n = node("Relu", NULL, "x", "y", NULL, 0, NULL);
-        pb_msg(&g, 1, &n);
-        vi = value_info("x", 1, 3, big);
-        pb_msg(&g, 11, &vi);
-        vi = value_info("y", 1, 3, big);
-        pb_msg(&g, 12, &vi);
+        add_node(&g, "Relu", "x", "y");
+        add_xy(&g, 1, 3, big);
         break;
       case 1:
       case 2:
-        n = node("Add", NULL, "x,W", "y", NULL, 0, NULL);
-        pb_msg(&g, 1, &n);
+        add_node(&g, "Add", "x,W", "y");
         t = tensor_empty("W", 1, 2, c == 1 ? neg : sq);
         pb_msg(&g, 5, &t);
-        vi = value_info("x", 1, 2, d2);
-        pb_msg(&g, 11, &vi);
-        vi = value_info("y", 1, 2, d2);
-        pb_msg(&g, 12, &vi);
+        add_xy(&g, 1, 2, d2);
         break;
       case 3:
-      case 4: {
+      case 4:
         if (c == 3) {
           int64_t lo = INT64_MIN, hi = INT64_MAX, step = 1;
           t = tensor_i64("s", 0, NULL, &lo), pb_msg(&g, 5, &t);
@@ -606,27 +612,16 @@ START_TEST(sizes_that_do_not_fit) {
           t = tensor_f32("l", 0, NULL, &hi, 1), pb_msg(&g, 5, &t);
           t = tensor_f32("d", 0, NULL, &step, 1), pb_msg(&g, 5, &t);
         }
-        n = node("Range", NULL, "s,l,d", "r", NULL, 0, NULL);
-        pb_msg(&g, 1, &n);
-        n = node("Add", NULL, "x,r", "y", NULL, 0, NULL);
-        pb_msg(&g, 1, &n);
-        vi = value_info("x", c == 3 ? 7 : 1, 1, one);
-        pb_msg(&g, 11, &vi);
-        vi = value_info("y", c == 3 ? 7 : 1, 1, one);
-        pb_msg(&g, 12, &vi);
+        add_node(&g, "Range", "s,l,d", "r");
+        add_node(&g, "Add", "x,r", "y");
+        add_xy(&g, c == 3 ? 7 : 1, 1, one);
         break;
-      }
       default:
         t = tensor_i64("shape", 1, (int64_t[]){2}, (int64_t[]){INT64_C(1) << 40, INT64_C(1) << 40});
         pb_msg(&g, 5, &t);
-        n = node("ConstantOfShape", NULL, "shape", "k", NULL, 0, NULL);
-        pb_msg(&g, 1, &n);
-        n = node("Add", NULL, "x,k", "y", NULL, 0, NULL);
-        pb_msg(&g, 1, &n);
-        vi = value_info("x", 1, 2, d2);
-        pb_msg(&g, 11, &vi);
-        vi = value_info("y", 1, 2, d2);
-        pb_msg(&g, 12, &vi);
+        add_node(&g, "ConstantOfShape", "shape", "k");
+        add_node(&g, "Add", "x,k", "y");
+        add_xy(&g, 1, 2, d2);
         break;
     }
     pb m = model(&g, 13);
