@@ -76,8 +76,8 @@ void gc_bundle_free(gc_bundle *b);
 const char *gc_bundle_meta(const gc_bundle *b, const char *key);
 
 /* Append a META pair, both strings copied into b's arena (v NULL: ""); *cap is
- * the capacity of b's META arrays (0 before the first pair). Out of memory drops
- * the pair (the writer then lacks it; its reader rejects such a bundle). */
+ * the capacity of b's META arrays (0 before the first pair). Out of memory sets
+ * b->arena.failed, which the bundle builders check before writing. */
 void gc_bundle_meta_add(gc_bundle *b, int *cap, const char *k, const char *v);
 /* The pairs every bundle starts with: graphc (version), graph (name), binds
  * ("B=8,S=128": the bound symbolic dims). */
