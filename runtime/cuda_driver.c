@@ -16,6 +16,7 @@
 static gc_cu_driver g_cu;            /* written only inside cu_load (pthread_once) */
 static int g_cu_resolved;            /* every symbol found */
 static pthread_once_t g_cu_once = PTHREAD_ONCE_INIT;
+static int g_cu_loaded;              /* cu_load has finished (read without the once) */
 
 /* Names of the CUresults users are most likely to meet, for when the driver's
  * own cuGetErrorName is unusable (a stub library, or the driver failed to init). */
@@ -104,9 +105,26 @@ static void cu_load(void) {
   if (g_cu.device_count <= 0) cu_fail("no CUDA device found");
 }
 
+/* cu_load, marked finished for gc_cu_driver_prefetch. */
+static void cu_load_once(void) {
+  cu_load();
+  __atomic_store_n(&g_cu_loaded, 1, __ATOMIC_RELEASE);
+}
+
+static void *prefetch_main(void *arg) {
+  (void)arg;
+  pthread_once(&g_cu_once, cu_load_once);
+  return NULL;
+}
+
+int gc_cu_driver_prefetch(pthread_t *th) {
+  if (__atomic_load_n(&g_cu_loaded, __ATOMIC_ACQUIRE)) return 0;
+  return pthread_create(th, NULL, prefetch_main, NULL) == 0;
+}
+
 /* The table when usable; else report why to d (when not NULL). */
 const gc_cu_driver *gc_cu_driver_get(gc_diags *d) {
-  pthread_once(&g_cu_once, cu_load);
+  pthread_once(&g_cu_once, cu_load_once);
   if (g_cu.status == GRAPHC_STATUS_OK) return &g_cu;
   if (d)
     gc_error_at(d, GRAPHC_STATUS_BACKEND_UNAVAILABLE, (gc_loc){0, 0},
@@ -116,7 +134,7 @@ const gc_cu_driver *gc_cu_driver_get(gc_diags *d) {
 
 /* The table with symbols resolved, usable device or not; NULL when not loaded. */
 const gc_cu_driver *gc_cu_driver_peek(void) {
-  pthread_once(&g_cu_once, cu_load);
+  pthread_once(&g_cu_once, cu_load_once);
   return g_cu_resolved ? &g_cu : NULL;
 }
 

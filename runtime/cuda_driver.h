@@ -23,6 +23,7 @@
 #ifndef GC_CUDA_DRIVER_H
 #define GC_CUDA_DRIVER_H
 
+#include <pthread.h>
 #include <cuda.h>
 
 #include "../ir/ir.h"
@@ -96,6 +97,12 @@ const gc_cu_driver *gc_cu_driver_get(gc_diags *d);
 /* The table even when no device exists (symbols resolved), else NULL: for
  * tests of the driver loader. */
 const gc_cu_driver *gc_cu_driver_peek(void);
+/* Start opening the driver (dlopen, cuInit, device count) on a new thread, so
+ * that cuInit (10 ms when another process holds the GPU, 100-230 ms on an idle
+ * H200) runs beside the caller's parsing and compiling. 1: started, join *th
+ * (gc_cu_driver_get then returns at once); 0: nothing started (already open,
+ * or no thread could be made: the first gc_cu_driver_get does the work). */
+int gc_cu_driver_prefetch(pthread_t *th);
 
 /* "CUDA_ERROR_OUT_OF_MEMORY" and "out of memory" for r (never NULL). */
 const char *gc_cu_error_name(const gc_cu_driver *cu, CUresult r);

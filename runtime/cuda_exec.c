@@ -48,6 +48,11 @@ struct gc_cu_exec {
   cu_kernel *kernels;              /* per plan kernel */
   CUgraphExec gexec;
   int eager, sync_each;
+  /* gc_cu_exec_open_async: the primary context is retained on this thread */
+  pthread_t retainer;
+  int retaining;                   /* the thread is to be joined */
+  CUresult retain_rc;
+  double retain_ms, retain_wait_ms;
 };
 
 /* Monotonic milliseconds, for stage timings. */
@@ -293,7 +298,28 @@ static int query_device(gc_cu_exec *x, gc_diags *d) {
   return 0;
 }
 
-gc_cu_exec *gc_cu_exec_open(gc_diags *d) {
+/* Retain device x->dev's primary context (on the retainer thread, or inline). */
+static void *retain_main(void *arg) {
+  gc_cu_exec *x = arg;
+  double t0 = now_ms();
+  x->retain_rc = x->cu->DevicePrimaryCtxRetain(&x->ctx, x->dev);
+  x->ctx_retained = x->retain_rc == CUDA_SUCCESS;
+  x->retain_ms = now_ms() - t0;
+  return NULL;
+}
+
+/* Join the retainer thread if there is one. */
+static void retain_join(gc_cu_exec *x) {
+  if (!x->retaining) return;
+  double t0 = now_ms();
+  pthread_join(x->retainer, NULL);
+  x->retain_wait_ms = now_ms() - t0;
+  x->retaining = 0;
+}
+
+/* The device and its properties (no context needed), then the context: on a
+ * new thread when async (inline when no thread can be made). */
+static gc_cu_exec *exec_open(int async, gc_diags *d) {
   const gc_cu_driver *cu = gc_cu_driver_get(d);
   if (!cu) return NULL;
   gc_cu_exec *x = calloc(1, sizeof *x);
@@ -304,22 +330,30 @@ gc_cu_exec *gc_cu_exec_open(gc_diags *d) {
   x->cu = cu;
   const char *sync = getenv("GRAPHC_CUDA_SYNC");
   x->sync_each = sync && strcmp(sync, "1") == 0;
-  if (GC_CU(cu, d, DeviceGet, &x->dev, 0) || GC_CU(cu, d, DevicePrimaryCtxRetain, &x->ctx, x->dev)) {
+  if (GC_CU(cu, d, DeviceGet, &x->dev, 0) || query_device(x, d)) {
     free(x);
     return NULL;
   }
-  x->ctx_retained = 1;
-  if (ctx_push(x, d)) {
-    gc_cu_exec_free(x);
-    return NULL;
+  if (async && pthread_create(&x->retainer, NULL, retain_main, x) == 0) {
+    x->retaining = 1;
+    return x;
   }
-  int rc = query_device(x, d);
-  ctx_pop(x);
-  if (rc) {
+  retain_main(x);
+  if (gc_cu_exec_wait(x, d)) {
     gc_cu_exec_free(x);
     return NULL;
   }
   return x;
+}
+
+gc_cu_exec *gc_cu_exec_open(gc_diags *d) { return exec_open(0, d); }
+
+gc_cu_exec *gc_cu_exec_open_async(gc_diags *d) { return exec_open(1, d); }
+
+int gc_cu_exec_wait(gc_cu_exec *x, gc_diags *d) {
+  retain_join(x);
+  if (x->ctx_retained) return 0;
+  return gc_cu_check(x->cu, d, x->retain_rc, "cuDevicePrimaryCtxRetain", NULL);
 }
 
 const gc_cu_props *gc_cu_exec_props(const gc_cu_exec *x) { return &x->props; }
@@ -565,6 +599,11 @@ static void bind_io(gc_cu_exec *x, const CUdeviceptr *in, const CUdeviceptr *out
 int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *imgs, int n_imgs,
                     int eager, gc_sbuf *st, gc_diags *d) {
   GC_ASSERT(!x->plan);
+  int was_async = x->retaining;
+  if (gc_cu_exec_wait(x, d)) return -1;
+  if (st && was_async)
+    gc_sbuf_printf(st, "cuda: context %.2f ms beside the compile (then waited %.2f ms)\n", x->retain_ms,
+                   x->retain_wait_ms);
   if (gc_launch_plan_check(p, GRAPHC_STATUS_INTERNAL, "launch plan", d)) return -1;
   for (int i = 0; i < p->n_consts; i++)
     if (!p->consts[i].data && p->consts[i].bytes) {
@@ -747,6 +786,7 @@ int gc_cu_exec_run_device(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tenso
 
 void gc_cu_exec_free(gc_cu_exec *x) {
   if (!x) return;
+  retain_join(x);
   const gc_cu_driver *cu = x->cu;
   if (x->ctx_retained) {
     /* Errors are ignored here: after a sticky kernel error every call fails,

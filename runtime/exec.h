@@ -40,6 +40,10 @@ int gc_cuda_available(void);
  * not reset the primary context. */
 void *gc_cuda_hold_open(void);
 void gc_cuda_hold_free(void *hold);
+/* Open the CUDA driver (cuInit) on a thread while the caller goes on; the
+ * handle (NULL when nothing was started) is joined by gc_cuda_prefetch_join. */
+void *gc_cuda_prefetch_start(void);
+void gc_cuda_prefetch_join(void *p);
 
 struct graphc_executable {
   graphc_context_t *ctx;

@@ -186,7 +186,10 @@ graphc_status_t graphc_model_print(const graphc_model_t *model, char **out_text,
 
 /* ---- executable ------------------------------------------------------- */
 /* Compile the entry graph (all symbolic dims bound) for a backend. Loads the
- * weights file and checks it against every param. `opts` may be NULL. */
+ * weights file and checks it against every param. `opts` may be NULL.
+ * For the cuda (or default) backend, opening the GPU (cuInit, the primary
+ * context) runs on a helper thread beside parsing and code generation; the
+ * thread has ended when the call returns. */
 graphc_status_t graphc_compile(graphc_model_t *model, const graphc_compile_options_t *opts,
                                graphc_executable_t **out, graphc_error_t *err);
 void graphc_executable_destroy(graphc_executable_t *exe);

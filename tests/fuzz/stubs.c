@@ -22,6 +22,8 @@ static int no_codegen(gc_diags *d, const char *what) {
 int gc_cuda_available(void) { return 0; }
 void *gc_cuda_hold_open(void) { return NULL; }
 void gc_cuda_hold_free(void *hold) {}
+void *gc_cuda_prefetch_start(void) { return NULL; }
+void gc_cuda_prefetch_join(void *p) {}
 
 /* CUDA backend stand-in: prepare refuses; release has nothing to free. */
 static graphc_status_t stub_prepare(gc_exec *exe, const graphc_compile_options_t *opts,
