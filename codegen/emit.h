@@ -223,9 +223,11 @@ kir_block *gc_ec_thread_loop(gc_lowerer *c, kir_kernel *k, kir_block *b, int *r,
 int gc_ec_row_block(gc_lowerer *c, int64_t n);
 
 /* The window geometry of an im2col op: kernel, stride, dilation (h, w), padding
- * (top, left, bottom, right), the input's H and W and the output width OW. */
+ * (top, left, bottom, right), the input's H, W and C, the output's OH and OW, and
+ * the layout (nhwc: x [N, H, W, C], im2col [N*OH*OW, KH*KW*C]). */
 typedef struct gc_im2col_geom {
-  int64_t kern[2], st[2], dil[2], pad[4], H, W, OW;
+  int64_t kern[2], st[2], dil[2], pad[4], H, W, C, OH, OW;
+  int nhwc;
 } gc_im2col_geom;
 void gc_im2col_geom_of(const gc_op *op, gc_im2col_geom *g);
 

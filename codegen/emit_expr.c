@@ -552,8 +552,12 @@ void gc_im2col_geom_of(const gc_op *op, gc_im2col_geom *g) {
   const gc_attr *pa = gc_op_attr(op, "padding");
   if (pa && gc_attr_ints(pa, pad, 4) == 2) pad[2] = pad[0], pad[3] = pad[1];
   const gc_type *it = &op->operands[0]->type;
-  g->H = it->dims[2];
-  g->W = it->dims[3];
+  const gc_attr *la = gc_op_attr(op, "layout");
+  g->nhwc = la && la->kind == GC_ATTR_STR && strcmp(la->u.s, "nhwc") == 0;
+  g->H = it->dims[g->nhwc ? 1 : 2];
+  g->W = it->dims[g->nhwc ? 2 : 3];
+  g->C = it->dims[g->nhwc ? 3 : 1];
+  g->OH = (g->H + pad[0] + pad[2] - g->dil[0] * (g->kern[0] - 1) - 1) / g->st[0] + 1;
   g->OW = (g->W + pad[1] + pad[3] - g->dil[1] * (g->kern[1] - 1) - 1) / g->st[1] + 1;
 }
 
@@ -571,12 +575,24 @@ static int gen_im2col(gc_gen *G, kir_block *b, const gc_op *op, int pt) {
   int64_t H = ge.H, W = ge.W, OW = ge.OW;
   gc_attr zero = {.kind = GC_ATTR_INT};
   int res = gc_ec_let(c, k, b, out->name, gc_ec_scalar_const(c, &zero, out->type.dtype));
-  kir_expr *row = gc_gen_coord(G, b, pt, 1), *col = gc_gen_coord(G, b, pt, 2);
   int64_t kk = kern[0] * kern[1];
-  int ci = gc_ec_let(c, k, b, "ci", ec_bin(c, KIR_DIV, row, ec_i64(c, kk)));
-  int kr = gc_ec_let(c, k, b, "kr", ec_bin(c, KIR_REM, gc_gen_coord(G, b, pt, 1), ec_i64(c, kk)));
-  int oh = gc_ec_let(c, k, b, "oh", ec_bin(c, KIR_DIV, col, ec_i64(c, OW)));
-  int ow = gc_ec_let(c, k, b, "ow", ec_bin(c, KIR_REM, gc_gen_coord(G, b, pt, 2), ec_i64(c, OW)));
+  int ci, kr, oh, ow, n = -1;
+  if (ge.nhwc) {  /* row (n*OH + oh)*OW + ow, column (kh*KW + kw)*C + c */
+    int64_t P = ge.OH * OW;
+    kir_expr *row = gc_gen_coord(G, b, pt, 0);
+    n = gc_ec_let(c, k, b, "n", ec_bin(c, KIR_DIV, row, ec_i64(c, P)));
+    int p = gc_ec_let(c, k, b, "p", ec_bin(c, KIR_REM, gc_gen_coord(G, b, pt, 0), ec_i64(c, P)));
+    oh = gc_ec_let(c, k, b, "oh", ec_bin(c, KIR_DIV, ec_v(c, k, p), ec_i64(c, OW)));
+    ow = gc_ec_let(c, k, b, "ow", ec_bin(c, KIR_REM, ec_v(c, k, p), ec_i64(c, OW)));
+    kr = gc_ec_let(c, k, b, "kr", ec_bin(c, KIR_DIV, gc_gen_coord(G, b, pt, 1), ec_i64(c, ge.C)));
+    ci = gc_ec_let(c, k, b, "ci", ec_bin(c, KIR_REM, gc_gen_coord(G, b, pt, 1), ec_i64(c, ge.C)));
+  } else {
+    kir_expr *row = gc_gen_coord(G, b, pt, 1), *col = gc_gen_coord(G, b, pt, 2);
+    ci = gc_ec_let(c, k, b, "ci", ec_bin(c, KIR_DIV, row, ec_i64(c, kk)));
+    kr = gc_ec_let(c, k, b, "kr", ec_bin(c, KIR_REM, gc_gen_coord(G, b, pt, 1), ec_i64(c, kk)));
+    oh = gc_ec_let(c, k, b, "oh", ec_bin(c, KIR_DIV, col, ec_i64(c, OW)));
+    ow = gc_ec_let(c, k, b, "ow", ec_bin(c, KIR_REM, gc_gen_coord(G, b, pt, 2), ec_i64(c, OW)));
+  }
   kir_expr *kh = ec_bin(c, KIR_DIV, ec_v(c, k, kr), ec_i64(c, kern[1]));
   kir_expr *kw = ec_bin(c, KIR_REM, ec_v(c, k, kr), ec_i64(c, kern[1]));
   kir_expr *eh = ec_add(c, ec_bin(c, KIR_SUB, ec_mul(c, ec_v(c, k, oh), ec_i64(c, st[0])), ec_i64(c, pad[0])),
@@ -591,8 +607,9 @@ static int gen_im2col(gc_gen *G, kir_block *b, const gc_op *op, int pt) {
   kir_block *tb;
   kir_emit_if(c->km, b, cond, &tb, NULL);
   gc_gen_push(G);
-  int co[4] = {it->dims[0] == 1 ? GC_PT_ZERO : co_var(G, tb, pt, 0), it->dims[1] == 1 ? GC_PT_ZERO : ci,
-               H == 1 ? GC_PT_ZERO : ih, W == 1 ? GC_PT_ZERO : iw};
+  int nv = it->dims[0] == 1 ? GC_PT_ZERO : ge.nhwc ? n : co_var(G, tb, pt, 0);
+  int cv = ge.C == 1 ? GC_PT_ZERO : ci, hv = H == 1 ? GC_PT_ZERO : ih, wv = W == 1 ? GC_PT_ZERO : iw;
+  int co[4] = {nv, ge.nhwc ? hv : cv, ge.nhwc ? wv : hv, ge.nhwc ? cv : wv};
   int xv = gc_gen_val(G, tb, x, gc_gen_pt(G, it, -1, co));
   kir_emit_assign(c->km, tb, res, ec_v(c, k, xv));
   gc_gen_pop(G);

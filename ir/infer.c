@@ -871,7 +871,19 @@ static int gc_infer_pool2d(const gc_graph *g, const gc_op *op, gc_type *out, gc_
   return 1;
 }
 
-/* im2col(x [N, C, H, W], kernel, stride, padding, dilation) -> [N, C*KH*KW, OH*OW]. */
+/* layout attribute: absent or "nchw" -> 0, "nhwc" -> 1; -1 reported. */
+static int layout_attr(ictx *c) {
+  const gc_attr *a = gc_op_attr(c->op, "layout");
+  if (!a) return 0;
+  if (a->kind != GC_ATTR_STR)
+    return fail(c, aloc(c, a), "attribute 'layout' expects str, got %s", kind_name(a)) - 1;
+  if (strcmp(a->u.s, "nchw") == 0) return 0;
+  if (strcmp(a->u.s, "nhwc") == 0) return 1;
+  return fail(c, aloc(c, a), "layout must be \"nchw\" or \"nhwc\", got \"%s\"", a->u.s) - 1;
+}
+
+/* im2col(x [N, C, H, W], kernel, stride, padding, dilation) -> [N, C*KH*KW, OH*OW];
+ * layout="nhwc": x [N, H, W, C] -> [N*OH*OW, KH*KW*C]. */
 static int gc_infer_im2col(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
   const gc_type *x = in(c, 0);
@@ -879,19 +891,29 @@ static int gc_infer_im2col(const gc_graph *g, const gc_op *op, gc_type *out, gc_
   if (!pair_attr(c, "kernel", 1, -1, -1, k) || !pair_attr(c, "stride", 1, 1, 1, stride) ||
       !pair_attr(c, "dilation", 1, 1, 1, dil) || !padding_attr(c, pad))
     return 0;
-  if (!check_nchw(c, 0, "x", "[N, C, H, W]")) return 0;
-  int64_t C = x->dims[1];
-  if (GC_DIM_IS_SYM(C)) return need_concrete(c, 1, C, "");
+  int nhwc = layout_attr(c);
+  if (nhwc < 0) return 0;
+  if (!check_nchw(c, 0, "x", nhwc ? "[N, H, W, C]" : "[N, C, H, W]")) return 0;
+  int ac = nhwc ? 3 : 1, ah = nhwc ? 1 : 2;  /* axes of C and H (W follows H) */
+  int64_t C = x->dims[ac];
+  if (GC_DIM_IS_SYM(C)) return need_concrete(c, ac, C, "");
   for (int s = 0; s < 2; s++) {
-    int64_t size = x->dims[2 + s];
-    if (GC_DIM_IS_SYM(size)) return need_concrete(c, 2 + s, size, "");
-    if (!window_out(c, 2 + s, size, pad[s], pad[2 + s], dil[s], k[s], stride[s], &o[s])) return 0;
+    int64_t size = x->dims[ah + s];
+    if (GC_DIM_IS_SYM(size)) return need_concrete(c, ah + s, size, "");
+    if (!window_out(c, ah + s, size, pad[s], pad[2 + s], dil[s], k[s], stride[s], &o[s])) return 0;
   }
-  gc_type t = {.dtype = x->dtype, .rank = 3};
-  t.dims[0] = x->dims[0];
+  gc_type t = {.dtype = x->dtype, .rank = nhwc ? 2 : 3};
   if (!dim_fits(c, (__int128)C * k[0] * k[1], 1) || !dim_fits(c, (__int128)o[0] * o[1], 2)) return 0;
-  t.dims[1] = C * k[0] * k[1];
-  t.dims[2] = o[0] * o[1];
+  if (nhwc) {
+    if (GC_DIM_IS_SYM(x->dims[0])) return need_concrete(c, 0, x->dims[0], "");
+    if (!dim_fits(c, (__int128)x->dims[0] * o[0] * o[1], 0)) return 0;
+    t.dims[0] = x->dims[0] * o[0] * o[1];
+    t.dims[1] = k[0] * k[1] * C;
+  } else {
+    t.dims[0] = x->dims[0];
+    t.dims[1] = C * k[0] * k[1];
+    t.dims[2] = o[0] * o[1];
+  }
   out[0] = t;
   return 1;
 }

@@ -323,7 +323,8 @@ graphc_status_t interp_conv2d(interp_ctx *cx, const gc_op *op, const itensor *in
 }
 
 /* im2col: out[n, (c*KH + kh)*KW + kw, oh*OW + ow] = x[n, c, ih, iw] inside the
- * input, 0 in the padding (the output buffer starts zeroed). Bytes are copied. */
+ * input, 0 in the padding (the output buffer starts zeroed); layout="nhwc": see
+ * ir/ops.def. Bytes are copied. */
 graphc_status_t interp_im2col(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
   (void)cx;
   const gc_type *xt = in[0].type;
@@ -332,12 +333,31 @@ graphc_status_t interp_im2col(interp_ctx *cx, const gc_op *op, const itensor *in
   attr_pair(op, "stride", 1, stride);
   attr_pair(op, "dilation", 1, dil);
   attr_padding(op, pad);
-  int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
+  const gc_attr *la = gc_op_attr(op, "layout");
+  int nhwc = la && la->kind == GC_ATTR_STR && strcmp(la->u.s, "nhwc") == 0;
+  int64_t N = xt->dims[0], C = xt->dims[nhwc ? 3 : 1], H = xt->dims[nhwc ? 1 : 2], W = xt->dims[nhwc ? 2 : 3];
   int64_t OH = (H + pad[0] + pad[2] - dil[0] * (kern[0] - 1) - 1) / stride[0] + 1;
   int64_t OW = (W + pad[1] + pad[3] - dil[1] * (kern[1] - 1) - 1) / stride[1] + 1;
   size_t es = graphc_dtype_size(xt->dtype);
   const unsigned char *x = in[0].data;
   unsigned char *o = out[0].data;
+  if (nhwc) {  /* out[(n*OH + oh)*OW + ow, (kh*KW + kw)*C + c] = x[n, ih, iw, c] */
+    int64_t KC = kern[0] * kern[1] * C;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++)
+          for (int64_t kh = 0; kh < kern[0]; kh++) {
+            int64_t ih = oh * stride[0] - pad[0] + kh * dil[0];
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t kw = 0; kw < kern[1]; kw++) {
+              int64_t iw = ow * stride[1] - pad[1] + kw * dil[1];
+              if (iw < 0 || iw >= W) continue;
+              memcpy(o + (size_t)((((n * OH + oh) * OW + ow) * KC) + (kh * kern[1] + kw) * C) * es,
+                     x + (size_t)(((n * H + ih) * W + iw) * C) * es, (size_t)C * es);
+            }
+          }
+    return GRAPHC_STATUS_OK;
+  }
   int64_t row = 0;
   for (int64_t n = 0; n < N; n++)
     for (int64_t c = 0; c < C; c++)

@@ -498,6 +498,9 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       gb_ret(b, "im2col(%s, kernel=[3, 2], stride=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2])",
              gb_arg(b, 'x', 0, t, "1, 2, 9, 8"));
       gb_ret(b, "im2col(%s, kernel=[1, 1])", gb_arg(b, 'x', 0, t, "1, 1, 1, 1"));
+      gb_ret(b, "im2col(%s, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\")", gb_arg(b, 'x', 0, t, "2, 7, 7, 3"));
+      gb_ret(b, "im2col(%s, kernel=[3, 2], stride=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2], layout=\"nhwc\")",
+             gb_arg(b, 'x', 0, t, "1, 9, 8, 2"));
       return 0;
     case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D:
       *mask = MF;
