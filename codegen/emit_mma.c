@@ -233,6 +233,11 @@ typedef struct tc_copy {
    * of each chunk's first element, (oh0, ow0) as i32 vars (tc_stage_im2col) */
   const gc_op *im2col;
   int oh0, ow0;
+  /* A an NHWC im2col of a materialized x [N, H, W, C] (C a multiple of the chunk):
+   * each chunk is 8 channels of one pixel, one cp.async (tc_issue_nhwc); per chunk row
+   * the image's element offset and the window's top-left corner (i64 vars) */
+  const gc_op *nhwc;
+  int nb[TC_MAXCPT], ih0[TC_MAXCPT], iw0[TC_MAXCPT];
   /* the chunks' values and shared offsets, held in registers between the loads
    * (tc_issue) and the shared stores (tc_store_regs): the loads of K tile kt + 2
    * are in flight while the tensor cores work on tile kt */
@@ -428,12 +433,55 @@ static void tc_store_regs(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_c
   }
 }
 
+/* The per-row part of an NHWC im2col A operand's chunks: row m = (n*OH + oh)*OW + ow. */
+static void tc_plan_nhwc(gc_lowerer *c, kir_kernel *k, kir_block *b, tc_copy *cp) {
+  gc_im2col_geom ge;
+  gc_im2col_geom_of(cp->nhwc, &ge);
+  for (int i = 0; i < cp->cpt; i++) {
+    int m = cp->outer[i];
+    int p = gc_ec_let(c, k, b, "p", rem(c, vx(c, k, m), ge.OH * ge.OW));
+    cp->nb[i] = gc_ec_let(c, k, b, "nb", ec_mul(c, quo(c, vx(c, k, m), ge.OH * ge.OW), cx(c, ge.H * ge.W * ge.C)));
+    cp->ih0[i] = gc_ec_let(c, k, b, "ih0", ec_bin(c, KIR_SUB, ec_mul(c, quo(c, vx(c, k, p), ge.OW), cx(c, ge.st[0])),
+                                               cx(c, ge.pad[0])));
+    cp->iw0[i] = gc_ec_let(c, k, b, "iw0", ec_bin(c, KIR_SUB, ec_mul(c, rem(c, vx(c, k, p), ge.OW), cx(c, ge.st[1])),
+                                               cx(c, ge.pad[1])));
+  }
+}
+
+/* tc_issue for an NHWC im2col A operand: chunk i of K tile kt is x[n, ih, iw, c0 .. c0 + 7]
+ * with k = (kh*KW + kw)*C + c0, one 16-byte cp.async; zeros in the padding and past M or K. */
+static void tc_issue_nhwc(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_copy *cp, const gc_mm_shape *s,
+                          int sh, int param, int64_t stage_elems, int kt, int slot) {
+  gc_im2col_geom ge;
+  gc_im2col_geom_of(cp->nhwc, &ge);
+  for (int i = 0; i < cp->cpt; i++) {
+    int kk = gc_ec_let(c, k, b, "kk", ec_add(c, vx(c, k, cp->kpos[i]), ec_mul(c, vx(c, k, kt), cx(c, cp->bk))));
+    int r = gc_ec_let(c, k, b, "kr", quo(c, vx(c, k, kk), ge.C));
+    int ih = gc_ec_let(c, k, b, "ih", ec_add(c, vx(c, k, cp->ih0[i]), ec_mul(c, quo(c, vx(c, k, r), ge.kern[1]), cx(c, ge.dil[0]))));
+    int iw = gc_ec_let(c, k, b, "iw", ec_add(c, vx(c, k, cp->iw0[i]), ec_mul(c, rem(c, vx(c, k, r), ge.kern[1]), cx(c, ge.dil[1]))));
+    kir_expr *in = and_(c, and_(c, ec_bin(c, KIR_GE, vx(c, k, ih), cx(c, 0)), lt(c, vx(c, k, ih), cx(c, ge.H))),
+                        and_(c, ec_bin(c, KIR_GE, vx(c, k, iw), cx(c, 0)), lt(c, vx(c, k, iw), cx(c, ge.W))));
+    int pred = gc_ec_let(c, k, b, "ok", and_(c, and_(c, vx(c, k, cp->ok[i]), lt(c, vx(c, k, kk), cx(c, s->K))), in));
+    kir_expr *off = ec_add(c, vx(c, k, cp->nb[i]),
+                           ec_add(c, ec_mul(c, ec_add(c, ec_mul(c, vx(c, k, ih), cx(c, ge.W)), vx(c, k, iw)), cx(c, ge.C)),
+                                  rem(c, vx(c, k, kk), ge.C)));
+    /* no address outside x, even for a copy that reads nothing */
+    kir_expr *gi = kir_select(c->km, vx(c, k, pred), off, cx(c, 0));
+    kir_expr *si = ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage_elems)), vx(c, k, cp->sidx[i]));
+    kir_emit_cp_async(c->km, b, sh, si, param, gi, vx(c, k, pred));
+  }
+}
+
 /* Issue the copies of K tile `kt` (an i64 var) into ring slot `slot` (an i64 var). */
 static void tc_issue(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_shape *s, const int *bco, int sh,
                      int param, int64_t stage_elems, int kt, int slot, gc_dtype dt) {
   gc_lowerer *c = G->c;
   kir_kernel *k = G->k;
   int64_t K = s->K;
+  if (cp->nhwc) {
+    tc_issue_nhwc(c, k, b, cp, s, sh, param, stage_elems, kt, slot);
+    return;
+  }
   if (cp->im2col) {
     tc_stage_im2col(G, b, cp, s, bco, sh, stage_elems, kt, slot, dt);
     return;
@@ -519,8 +567,17 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
    * are i32: planes and pixel counts below 2^31, else the generic staging) */
   const gc_op *bic = B->def;
   int b_im2col = b_gen && !s->tb && rb == 3 && bic && bic->opcode == GC_OP_IM2COL && c->inl[bic->id] &&
+                 !gc_op_attr(bic, "layout") &&
                  s->N < INT32_MAX / 2 && bic->operands[0]->type.dims[2] * bic->operands[0]->type.dims[3] < INT32_MAX / 2;
   if (b_im2col) b_nmajor = 1;
+  /* A an NHWC im2col (the layout pass's convs) of a materialized x whose channels come
+   * in whole 16-byte chunks: a cp.async per chunk (tc_issue_nhwc) */
+  const gc_op *aic = A->def;
+  const gc_value *ax = aic && aic->opcode == GC_OP_IM2COL ? aic->operands[0] : NULL;
+  gc_im2col_geom age;
+  if (ax) gc_im2col_geom_of(aic, &age);
+  int a_nhwc = a_gen && !s->ta && ra == 2 && ax && age.nhwc && c->inl[aic->id] && ax->type.dtype == dt &&
+               age.C % epc == 0 && c->val_buf[ax->id] >= 0 && !(ax->def && c->inl[ax->def->id]);
 
   int BM, BN;
   char key[GC_TUNING_KEY_MAX];
@@ -533,7 +590,9 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   if (!tf32) snprintf(k->tune_key, sizeof k->tune_key, "%s", key);
   gc_gen_init(G, c, k);
   kir_mma_kind kind = tf32 ? KIR_MMA_TF32 : dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
-  oa.param = a_gen ? -1 : gc_gen_rparam(G, c->val_buf[oa.v.base->id], dt);
+  oa.param = a_nhwc ? gc_gen_rparam(G, c->val_buf[ax->id], dt)
+           : a_gen  ? -1
+                    : gc_gen_rparam(G, c->val_buf[oa.v.base->id], dt);
   ob.param = b_gen ? -1 : gc_gen_rparam(G, c->val_buf[ob.v.base->id], dt);
   int sa = kir_add_shared(c->km, k, dt, TC_STAGES * a_stage);
   int sb = kir_add_shared(c->km, k, dt, TC_STAGES * b_stage);
@@ -568,11 +627,14 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
     tc_plan_nmajor(c, k, b, tid, b_gen ? NULL : &ob, bbase, n0, s->N, &cb);
   else
     tc_plan_kmajor(c, k, b, tid, b_gen ? NULL : &ob, bbase, n0, s->N, &cb);
-  ca.x = a_gen ? A : NULL;
+  ca.x = a_gen && !a_nhwc ? A : NULL;
   ca.swap = s->ta;
   cb.x = b_gen ? B : NULL;
   cb.swap = !s->tb;
   ca.im2col = cb.im2col = NULL;
+  ca.nhwc = a_nhwc ? aic : NULL;
+  cb.nhwc = NULL;
+  if (a_nhwc) tc_plan_nhwc(c, k, b, &ca);
   /* Staged operands keep their chunks in registers across the MMAs of a step (the
    * global loads of tile kt + 2 overlap the tensor-core work on tile kt) while the
    * accumulators plus those registers stay within 160 per thread, so nothing spills:
@@ -580,7 +642,7 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   int budget = 160 - BM * BN / 32;
   cb.defer = b_gen && (b_im2col || BN / 4 <= budget);
   if (cb.defer) budget -= BN / 4;
-  ca.defer = a_gen && BM / 4 <= budget;
+  ca.defer = a_gen && !a_nhwc && BM / 4 <= budget;
   tc_copy *cps[2] = {&ca, &cb};
   for (int o = 0; o < 2; o++)
     for (int i = 0; i < cps[o]->cpt && cps[o]->defer; i++) {

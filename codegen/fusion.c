@@ -403,10 +403,31 @@ static int operand_role(gc_fusion_kind k, int rw) {
   return rw & (GC_FROLE_ELEM | GC_FROLE_VIEW);
 }
 
+/* A param (through reshapes) read through a transpose that is more than a swap of
+ * the last two dims: as a matmul operand it would be staged element by element on
+ * every K tile of every run. Materialized instead (one small loop kernel), the
+ * matmul reads it in 16-byte chunks: the layout pass's NHWC conv weights,
+ * [O, C, KH, KW] as [KH*KW*C, O]. */
+static int permuted_weight(const gc_op *P) {
+  if (P->opcode != GC_OP_TRANSPOSE) return 0;
+  int r = P->results[0]->type.rank;
+  int64_t p[GC_MAX_RANK];
+  const gc_attr *a = gc_op_attr(P, "perm");
+  if (!a || gc_attr_ints(a, p, GC_MAX_RANK) != r) return 0;
+  int swap = r >= 2 && p[r - 2] == r - 1 && p[r - 1] == r - 2;
+  for (int i = 0; i < r - 2; i++) swap &= p[i] == i;
+  if (swap) return 0;
+  const gc_op *d = P->operands[0]->def;
+  while (d && d->opcode == GC_OP_RESHAPE) d = d->operands[0]->def;
+  return d && d->opcode == GC_OP_PARAM;
+}
+
 /* Does a site with role bits `role` accept producer P inline? Matmul operands
- * (VIEW) take index maps and splat / iota sources (no arithmetic per load). */
+ * (VIEW) take index maps and splat / iota sources (no arithmetic per load), but
+ * not a permuted weight. */
 static int site_accepts(const gc_op *P, int role) {
   if (!role) return 0;
+  if ((role & GC_FROLE_VIEW) && permuted_weight(P)) return 0;
   /* im2col is an index map with a bounds test: a conv2d's windows read in place */
   if ((role & GC_FROLE_VIEW) && !is_view_op(P) && P->opcode != GC_OP_CONST && P->opcode != GC_OP_IOTA &&
       P->opcode != GC_OP_IM2COL)
@@ -472,10 +493,27 @@ static int merge_sites(fz *f, fz_site *sites, int ns) {
   return 1;
 }
 
+/* A transpose that an NHWC im2col reads, with whole 16-byte chunks of channels (an
+ * NCHW tensor entering the layout pass's NHWC convs, after a pool or at the input):
+ * materialized by one coalesced copy, the conv's operand loads are a cp.async per
+ * chunk (emit_mma.c) instead of strided elements on every K tile. */
+static int feeds_nhwc_im2col(fz *f, const gc_op *P) {
+  if (P->opcode != GC_OP_TRANSPOSE) return 0;
+  const gc_type *t = &P->results[0]->type;
+  size_t es = graphc_dtype_size(t->dtype);
+  if (t->rank != 4 || !es || t->dims[3] % (int64_t)(16 / es)) return 0;
+  for (int x = f->use_head[P->results[0]->id]; x >= 0; x = f->uses[x].next) {
+    const gc_op *u = f->op[f->uses[x].op];
+    const gc_attr *la = u->opcode == GC_OP_IM2COL ? gc_op_attr(u, "layout") : NULL;
+    if (la && la->kind == GC_ATTR_STR && strcmp(la->u.s, "nhwc") == 0) return 1;
+  }
+  return 0;
+}
+
 /* Decide producer P: fuse into its users' groups, extra output, or a root. */
 static void decide(fz *f, const gc_op *P) {
   fz_site sites[16];
-  int ns = 0, nuse = 0, out = 0, ok = f->fuse && is_loop_op(P);
+  int ns = 0, nuse = 0, out = 0, ok = f->fuse && is_loop_op(P) && !feeds_nhwc_im2col(f, P);
   for (int r = 0; r < P->n_results; r++) {
     const gc_value *v = P->results[r];
     out |= f->is_out[v->id];

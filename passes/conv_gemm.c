@@ -21,55 +21,22 @@
  */
 #include "rewrite.h"
 
-/* Are all dims of t concrete? */
-static int concrete(const gc_type *t) {
-  for (int i = 0; i < t->rank; i++)
-    if (GC_DIM_IS_SYM(t->dims[i])) return 0;
-  return 1;
-}
-
-/* A one-result reshape of v to (rank, dims), before `before`. NULL on OOM (flagged). */
-static gc_value *reshape_to(gc_rewriter *rw, gc_op *before, gc_value *v, int rank, const int64_t *dims) {
-  gc_type t = {.dtype = v->type.dtype, .rank = rank};
-  for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
-  gc_named_attr shape = {"shape", gc_rw_attr_ints(rw, dims, rank)};
-  gc_op *op = gc_rw_new_op(rw, GC_OP_RESHAPE, before, 1, &v, 1, &shape, &t, NULL, before->loc);
-  return op ? op->results[0] : NULL;
-}
-
-/* Is attribute `name` absent or all entries equal to v? */
-static int attr_all(const gc_op *op, const char *name, int64_t v) {
-  const gc_attr *a = gc_op_attr(op, name);
-  int64_t x[4];
-  int n = a ? gc_attr_ints(a, x, 4) : 0;
-  for (int i = 0; i < n; i++)
-    if (x[i] != v) return 0;
-  return n >= 0;
-}
-
 static void rewrite_conv(gc_rewriter *rw, gc_op *op) {
+  if (!gc_conv_gemm_ok(op)) return;
   gc_value *x = op->operands[0], *w = op->operands[1];
   const gc_type *xt = &x->type, *wt = &w->type, *yt = &op->results[0]->type;
-  if (gc_op_attr_int(op, "groups", 1) != 1 || !concrete(xt) || !concrete(wt) || !concrete(yt)) return;
   int64_t N = xt->dims[0], C = xt->dims[1], O = wt->dims[0], KH = wt->dims[2], KW = wt->dims[3];
   int64_t P = yt->dims[2] * yt->dims[3], CK = C * KH * KW;
   int64_t adims[2] = {O, CK}, ydims[4] = {N, O, yt->dims[2], yt->dims[3]};
-  gc_value *a = reshape_to(rw, op, w, 2, adims);
+  gc_value *a = gc_rw_reshape(rw, op, w, 2, adims);
   if (!a) return;
   gc_value *b;
-  if (KH == 1 && KW == 1 && attr_all(op, "stride", 1) && attr_all(op, "padding", 0)) {
+  if (gc_conv_is_pointwise(op)) {
     int64_t bdims[3] = {N, C, xt->dims[2] * xt->dims[3]};
-    b = reshape_to(rw, op, x, 3, bdims);
+    b = gc_rw_reshape(rw, op, x, 3, bdims);
   } else {
-    gc_named_attr at[4];
-    int n = 0;
-    int64_t kern[2] = {KH, KW};
-    at[n++] = (gc_named_attr){"kernel", gc_rw_attr_ints(rw, kern, 2)};
-    static const char *const copied[] = {"stride", "padding", "dilation"};
-    for (int i = 0; i < 3; i++) {
-      const gc_attr *v = gc_op_attr(op, copied[i]);
-      if (v) at[n++] = (gc_named_attr){copied[i], *v};
-    }
+    gc_named_attr at[5];
+    int n = gc_conv_im2col_attrs(rw, op, NULL, at);
     gc_type bt = {.dtype = xt->dtype, .rank = 3, .dims = {N, CK, P}};
     gc_op *im = gc_rw_new_op(rw, GC_OP_IM2COL, op, 1, &x, n, at, &bt, NULL, op->loc);
     b = im ? im->results[0] : NULL;

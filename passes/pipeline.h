@@ -1,6 +1,6 @@
 /* pipeline.h - the pass manager: named graph passes run in a fixed order.
  *
- *   conv-gemm                 once (not for the interpreter backend), then
+ *   layout, conv-gemm         once each (not for the interpreter backend), then
  *   simplify -> fold -> cse   repeated until none changes anything (at most
  *                             GC_PIPELINE_MAX_ROUNDS rounds), then
  *   dce                       once
@@ -24,6 +24,9 @@
 
 typedef int (*gc_pass_fn)(gc_graph *g, gc_diags *d);
 
+/* passes/layout.c: conv2d (groups 1) as an NHWC implicit GEMM; transposes sunk
+ * below elementwise ops so that NHWC chains meet and cancel. */
+int gc_pass_layout(gc_graph *g, gc_diags *d);
 /* passes/conv_gemm.c: conv2d (groups 1) as reshape(matmul(reshape(w), im2col(x))). */
 int gc_pass_conv_gemm(gc_graph *g, gc_diags *d);
 /* passes/simplify.c: algebraic identities (x*1, neg(neg(x)), transpose and

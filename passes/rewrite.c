@@ -144,3 +144,53 @@ gc_attr gc_rw_attr_ints(gc_rewriter *rw, const int64_t *v, int n) {
   a.u.list.n = n;
   return a;
 }
+
+/* ---- conv2d as a GEMM ------------------------------------------------------------------- */
+/* Are all dims of t concrete? */
+static int concrete(const gc_type *t) {
+  for (int i = 0; i < t->rank; i++)
+    if (GC_DIM_IS_SYM(t->dims[i])) return 0;
+  return 1;
+}
+
+int gc_conv_gemm_ok(const gc_op *op) {
+  return gc_op_attr_int(op, "groups", 1) == 1 && concrete(&op->operands[0]->type) &&
+         concrete(&op->operands[1]->type) && concrete(&op->results[0]->type);
+}
+
+/* Is attribute `name` absent or all entries equal to v? */
+static int attr_all(const gc_op *op, const char *name, int64_t v) {
+  const gc_attr *a = gc_op_attr(op, name);
+  int64_t x[4];
+  int n = a ? gc_attr_ints(a, x, 4) : 0;
+  for (int i = 0; i < n; i++)
+    if (x[i] != v) return 0;
+  return n >= 0;
+}
+
+int gc_conv_is_pointwise(const gc_op *op) {
+  const gc_type *wt = &op->operands[1]->type;
+  return wt->dims[2] == 1 && wt->dims[3] == 1 && attr_all(op, "stride", 1) && attr_all(op, "padding", 0);
+}
+
+int gc_conv_im2col_attrs(gc_rewriter *rw, const gc_op *op, const char *layout, gc_named_attr *at) {
+  const gc_type *wt = &op->operands[1]->type;
+  int n = 0;
+  int64_t kern[2] = {wt->dims[2], wt->dims[3]};
+  at[n++] = (gc_named_attr){"kernel", gc_rw_attr_ints(rw, kern, 2)};
+  static const char *const copied[] = {"stride", "padding", "dilation"};
+  for (int i = 0; i < 3; i++) {
+    const gc_attr *v = gc_op_attr(op, copied[i]);
+    if (v) at[n++] = (gc_named_attr){copied[i], *v};
+  }
+  if (layout) at[n++] = (gc_named_attr){"layout", {.kind = GC_ATTR_STR, .u.s = layout}};
+  return n;
+}
+
+gc_value *gc_rw_reshape(gc_rewriter *rw, gc_op *before, gc_value *v, int rank, const int64_t *dims) {
+  gc_type t = {.dtype = v->type.dtype, .rank = rank};
+  for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
+  gc_named_attr shape = {"shape", gc_rw_attr_ints(rw, dims, rank)};
+  gc_op *op = gc_rw_new_op(rw, GC_OP_RESHAPE, before, 1, &v, 1, &shape, &t, NULL, before->loc);
+  return op ? op->results[0] : NULL;
+}

@@ -55,6 +55,17 @@ gc_op *gc_rw_replace_with_new(gc_rewriter *rw, gc_op *op, gc_opcode opc, int n_o
                               gc_value *const *operands, int n_attrs,
                               const gc_named_attr *attrs);
 
+/* ---- conv2d as a GEMM (conv_gemm.c, layout.c) ------------------------------------------ */
+/* Can conv2d `op` be a GEMM: groups 1 and every shape concrete? */
+int gc_conv_gemm_ok(const gc_op *op);
+/* Is its window 1x1 with stride 1 and no padding (x read through a reshape)? */
+int gc_conv_is_pointwise(const gc_op *op);
+/* The im2col attributes of conv2d `op` into at (kernel from its weights, then stride,
+ * padding and dilation when present; layout when not NULL). Returns how many (<= 5). */
+int gc_conv_im2col_attrs(gc_rewriter *rw, const gc_op *op, const char *layout, gc_named_attr *at);
+/* A one-result reshape of v to (rank, dims), before `before`. NULL on OOM (flagged). */
+gc_value *gc_rw_reshape(gc_rewriter *rw, gc_op *before, gc_value *v, int rank, const int64_t *dims);
+
 /* Attribute builders (arena of rw->g). */
 gc_attr gc_rw_attr_int(int64_t v);
 gc_attr gc_rw_attr_dtype(gc_dtype t);

@@ -324,6 +324,11 @@ static const gc_backend *backend_for(graphc_backend_t *kind) {
 
 graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t *opts_in,
                                graphc_executable_t **out, graphc_error_t *err) {
+  return gc_compile_for(m, opts_in, GRAPHC_BACKEND_DEFAULT, out, err);
+}
+
+graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t *opts_in,
+                               graphc_backend_t target, graphc_executable_t **out, graphc_error_t *err) {
   if (out) *out = NULL;
   if (!m || !out)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_compile: NULL model or out");
@@ -401,8 +406,16 @@ graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t
   if (opts.tuning && !(exe->tuning = gc_tuning_load(opts.tuning, &d))) goto fail;
   exe->opts.tuning = NULL;
 
-  /* Graph-level passes. */
-  if (gc_run_pipeline(exe->graph, &opts, &exe->stats, &d) != 0) goto fail;
+  /* Graph-level passes, for the backend that will run the graph (the default one
+   * resolved first: the passes' lowering choices depend on it). */
+  if (opts.backend == GRAPHC_BACKEND_DEFAULT) {
+    gc_cuda_prefetch_join(cuda_pre);
+    cuda_pre = NULL;
+    backend_for(&opts.backend);
+  }
+  graphc_compile_options_t popts = opts;
+  if (target != GRAPHC_BACKEND_DEFAULT) popts.backend = target;
+  if (gc_run_pipeline(exe->graph, &popts, &exe->stats, &d) != 0) goto fail;
 
   if (fill_infos(exe) != 0) {
     gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
@@ -619,8 +632,10 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
     gc_graph *g = mod->graphs[m->entry];
     if (g->n_syms)
       memcpy(g->sym_values, m->module->graphs[m->entry]->sym_values, (size_t)g->n_syms * sizeof(int64_t));
+    graphc_compile_options_t popts = opts;  /* passes as for the cuda backend */
+    popts.backend = GRAPHC_BACKEND_CUDA;
     if (gc_graph_specialize(g, &d) == 0 && gc_verify_graph(g, &d) == 0 &&
-        gc_run_pipeline(g, &opts, &stats, &d) == 0) {
+        gc_run_pipeline(g, &popts, &stats, &d) == 0) {
       kir_target t;
       kir_target_cuda(&t, sm);
       t.tf32 = opts.allow_tf32;

@@ -32,6 +32,13 @@ extern const gc_backend gc_backend_cuda;   /* runtime/cuda_backend.c */
 /* runtime/cpu_backend.c; its .prepare is NULL in builds without a CPU backend. */
 extern const gc_backend gc_backend_cpu;
 
+/* graphc_compile with the graph passes run as for backend `target` (DEFAULT: as for
+ * the backend compiled for). Ahead-of-time compiles take the interpreter's cheap
+ * executable (no device needed) of a graph optimized for cuda or cpu. */
+graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t *opts,
+                               graphc_backend_t target, graphc_executable_t **out,
+                               graphc_error_t *err);
+
 /* 1 when the CUDA backend can run here (driver loads and a device exists). */
 int gc_cuda_available(void);
 /* A reference to device 0's primary context (NULL when none could be taken: it

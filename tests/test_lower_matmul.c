@@ -138,6 +138,25 @@ START_TEST(test_matmul_tensor_core) {
       {"(%x: T[1, 8, 17, 32], %w: T[40, 72]) -> (T[1, 40, 144]) {\n"
        "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], stride=[2, 2], padding=[1, 1]);\n"
        "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+      /* NHWC convs as the layout pass writes them: A an im2col of x [N, H, W, C], a
+       * cp.async of 8 channels per chunk (tc_issue_nhwc) when x is materialized and C a
+       * multiple of 8: padding, stride + dilation + uneven padding, a bias epilogue;
+       * an inline producer and C 3 (K 147) take the element generator */
+      {"(%x: T[2, 9, 10, 8], %w: T[72, 64]) -> (T[180, 64]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\");\n  %y = matmul(%c, %w);\n"
+       "  return %y;\n}\n", 1},
+      {"(%x: T[1, 17, 19, 16], %w: T[144, 40]) -> (T[70, 40]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], stride=[2, 2], dilation=[2, 2], padding=[1, 2, 0, 3], layout=\"nhwc\");\n"
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1},
+      {"(%x: T[2, 8, 8, 16], %w: T[144, 64], %b: T[64]) -> (T[128, 64]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\");\n  %y = matmul(%c, %w);\n"
+       "  %z = add(%y, %b);\n  %r = relu(%z);\n  return %r;\n}\n", 1},
+      {"(%x: T[1, 10, 10, 8], %w: T[72, 64]) -> (T[100, 64]) {\n"
+       "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\");\n"
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1},
+      {"(%x: T[1, 20, 20, 3], %w: T[147, 64]) -> (T[100, 64]) {\n"
+       "  %c = im2col(%x, kernel=[7, 7], stride=[2, 2], padding=[3, 3], layout=\"nhwc\");\n"
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1},
   };
   for (int k = 0; k < COUNT(cases); k++) {
     gc_sbuf sb = {0};
@@ -151,10 +170,12 @@ START_TEST(test_matmul_tensor_core) {
     char *text = gc_sbuf_take(&sb);
     /* every output tile (the heuristic picks 64x64 for these small grids on 132 SMs) */
     static const int tiles[][2] = {{0, 0}, {128, 128}, {128, 64}, {64, 128}};
-    /* the im2col cases (the last seven): the heuristic's tile and 128x128 (each tile
+    /* the im2col cases (the last twelve): the heuristic's tile and 128x128 (each tile
      * costs a ptxas run per dtype) */
-    int conv = k >= COUNT(cases) - 7;
-    for (int ti = 0; ti < COUNT(tiles) && (ti == 0 || cases[k].tc) && (!conv || ti < 2); ti++) {
+    /* the NHWC cases after the first: only the heuristic's tile */
+    int conv = k >= COUNT(cases) - 12, nhwc = k > COUNT(cases) - 5;
+    for (int ti = 0; ti < COUNT(tiles) && (ti == 0 || cases[k].tc) && (!conv || ti < 2) && (!nhwc || ti < 1);
+         ti++) {
       g_tc_tile[0] = tiles[ti][0];
       g_tc_tile[1] = tiles[ti][1];
       gc_module *m = parse_ok(text);

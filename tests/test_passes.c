@@ -11,7 +11,8 @@
  *                 stop after a pass, ops before/after stats, fresh names
  *   dot           Graphviz output, clusters, `graphc dot`
  *
- * Golden file format: an input graph, optional `# passes: a,b` (run only these)
+ * Golden file format (the pipeline as for the cuda backend): an input graph,
+ * optional `# passes: a,b` (run only these)
  * and `# bind: B=2, S=3` lines, then `# ---- expected ----` and the printed
  * module, each line prefixed with "# " ("#" for an empty line).
  */
@@ -28,6 +29,7 @@
 #include "passes/pipeline.h"
 #include "passes/rewrite.h"
 #include "runtime/interp.h"
+#include "runtime/exec.h"
 #include "testutil.h"
 
 #define EXPECTED_MARK "# ---- expected ----\n"
@@ -191,6 +193,7 @@ static char *run_golden(const char *path, const char *src) {
   if (directive(src, "bind", binds, sizeof binds)) bind_graph(m->graphs[0], binds);
   graphc_compile_options_t o;
   graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_CUDA;  /* every pass runs as for the GPU (layout is cuda-only) */
   if (directive(src, "passes", passes, sizeof passes)) {
     complement_passes(passes, disable, sizeof disable);
     o.disable_passes = disable;
@@ -368,8 +371,9 @@ static void check_equivalence(const char *path, const char *binds_in) {
     graphc_compile_options_init(&o);
     o.backend = GRAPHC_BACKEND_INTERP;
     o.optimize = k;
-    ck_assert_msg(graphc_compile(m, &o, &exe[k], &err) == 0, "%s -O%d: %s\n%s", path, k,
-                  err.message, graphc_context_diagnostics(ctx));
+    /* optimized: the passes as for the GPU (layout and conv-gemm too), run on the interpreter */
+    ck_assert_msg(gc_compile_for(m, &o, k ? GRAPHC_BACKEND_CUDA : GRAPHC_BACKEND_DEFAULT, &exe[k], &err) == 0,
+                  "%s -O%d: %s\n%s", path, k, err.message, graphc_context_diagnostics(ctx));
   }
   size_t ni = graphc_executable_num_inputs(exe[0]), no = graphc_executable_num_outputs(exe[0]);
   ck_assert_uint_eq(no, graphc_executable_num_outputs(exe[1]));
@@ -696,7 +700,7 @@ START_TEST(unknown_pass) {
     char *out = pipeline_text(&o, stop, &diags, NULL);
     ck_assert_msg(out == NULL, "%s accepted an unknown pass", fields[i]);
     ck_assert_msg(strstr(diags, "unknown pass 'bogus'") &&
-                      strstr(diags, "(passes: conv-gemm, simplify, fold, cse, dce"),
+                      strstr(diags, "(passes: layout, conv-gemm, simplify, fold, cse, dce"),
                   "%s: %s", fields[i], diags);
     free(diags);
   }
@@ -759,7 +763,7 @@ START_TEST(stats_through_api) {
   o.time_passes = 1;
   ck_assert_int_eq(graphc_compile(m, &o, &exe, &err), 0);
   const char *st = graphc_executable_stats(exe);
-  ck_assert_msg(strstr(st, "pipeline: 4 ops before, 2 after (2 rounds; conv-gemm 0, simplify 1, fold 1, cse 0, dce 1 changes)"),
+  ck_assert_msg(strstr(st, "pipeline: 4 ops before, 2 after (2 rounds; layout 0, conv-gemm 0, simplify 1, fold 1, cse 0, dce 1 changes)"),
                 "%s", st);
   ck_assert_msg(strstr(st, "pass fold (round 1)") && strstr(st, "pass dce "), "%s", st);
   graphc_executable_destroy(exe);
@@ -885,13 +889,13 @@ START_TEST(cli_pass_errors) {
   snprintf(cmd, sizeof cmd, "%s run %s --backend interp --disable-pass=fold,bogus", GRAPHC_CLI,
            tu_src("tests/passes/27_pipeline_rounds.graph"));
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 1);
-  ck_assert_msg(strstr(out, "error: unknown pass 'bogus' in --disable-pass (passes: conv-gemm, simplify, fold, cse, dce, fusion)"),
+  ck_assert_msg(strstr(out, "error: unknown pass 'bogus' in --disable-pass (passes: layout, conv-gemm, simplify, fold, cse, dce, fusion)"),
                 "%s", out);
   free(out);
   snprintf(cmd, sizeof cmd, "%s run %s --backend interp --disable-pass=simplify,fold,cse,dce --stats",
            GRAPHC_CLI, tu_src("tests/passes/27_pipeline_rounds.graph"));
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 0);
-  ck_assert_msg(strstr(out, "pipeline: 8 ops before, 8 after (1 round; conv-gemm 0, simplify 0, fold 0, cse 0, dce 0 changes)"),
+  ck_assert_msg(strstr(out, "pipeline: 8 ops before, 8 after (1 round; layout 0, conv-gemm 0, simplify 0, fold 0, cse 0, dce 0 changes)"),
                 "%s", out);
   free(out);
 }
@@ -964,7 +968,7 @@ START_TEST(cli_dot) {
   free(out);
   snprintf(cmd, sizeof cmd, "%s dot %s --after nosuch", GRAPHC_CLI, file);
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 1);
-  ck_assert_msg(strstr(out, "unknown pass 'nosuch' in --after (passes: conv-gemm, simplify, fold, cse, dce)"), "%s", out);
+  ck_assert_msg(strstr(out, "unknown pass 'nosuch' in --after (passes: layout, conv-gemm, simplify, fold, cse, dce)"), "%s", out);
   free(out);
   /* Symbolic dims bound with --bind; -O0 keeps the graph as written. */
   snprintf(cmd, sizeof cmd, "%s dot %s --bind B=3 -O0", GRAPHC_CLI, tu_src("examples/mlp.graph"));

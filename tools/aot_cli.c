@@ -35,13 +35,6 @@
 #define GRAPHC_INCLUDE_DIR "/usr/local/include"
 #endif
 
-/* Monotonic milliseconds, for --stats. */
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Value of option `name` in argv ("--name V" or "--name=V"), else NULL. */
 static const char *opt_value(int argc, char **argv, const char *name, const char *alias) {
   size_t n = strlen(name);
@@ -516,22 +509,23 @@ int cli_cmd_compile_aot(int argc, char **argv, const char *usage_common, const c
   graphc_error_t err;
   graphc_model_t *m = NULL;
   graphc_executable_t *exe = NULL;
-  double t0 = now_ms();
+  double t0 = cli_now_ms();
   graphc_status_t st = cli_load(ctx, &o, &m, &err);
   graphc_compile_options_t copts = o.copts;
   copts.backend = GRAPHC_BACKEND_INTERP;  /* the graph after parsing, weights and passes */
   copts.arch = NULL;
-  if (st == GRAPHC_STATUS_OK) st = graphc_compile(m, &copts, &exe, &err);
+  if (st == GRAPHC_STATUS_OK)
+    st = gc_compile_for(m, &copts, host ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_CUDA, &exe, &err);
   int rc = cli_report(ctx, st, &err);
   if (rc == 0) {
     gc_aot_options ao = {sms, n_sms, o.copts.codegen, embed, no_ptx, o.copts.eager, !no_cache};
     gc_diags d;
     gc_diags_init(&d, o.file, NULL, 0);
     gc_sbuf stats = {0};
-    gc_sbuf_printf(&stats, "aot: parse, weights, passes %.2f ms\n", now_ms() - t0);
+    gc_sbuf_printf(&stats, "aot: parse, weights, passes %.2f ms\n", cli_now_ms() - t0);
     void *bytes = NULL;
     size_t len = 0;
-    double t1 = now_ms();
+    double t1 = cli_now_ms();
     char base[4096], pre[64];
     snprintf(base, sizeof base, "%s", o.output);
     if (ends_with(base, ".o") || ends_with(base, ".h")) base[strlen(base) - 2] = 0;
@@ -560,13 +554,13 @@ int cli_cmd_compile_aot(int argc, char **argv, const char *usage_common, const c
     if (rc == 0 && o.stats) {
       /* The total, and the bundle read back the way libgraphc_rt loads it (host part). */
       gc_sbuf_printf(&stats, "aot: total %.2f ms (parse to module images and bundle: %.2f ms)\n",
-                     now_ms() - t0, now_ms() - t1 + 0.0);
-      double t2 = now_ms();
+                     cli_now_ms() - t0, cli_now_ms() - t1 + 0.0);
+      double t2 = cli_now_ms();
       graphc_rt_bundle_t *rb = NULL;
       graphc_error_t rerr;
       graphc_status_t rst = graphc_rt_bundle_load_memory(bytes, len, &rb, &rerr);
       gc_sbuf_printf(&stats, "aot: bundle load (host: checksum, parse, checks) %.3f ms: %s\n",
-                     now_ms() - t2, rst == GRAPHC_STATUS_OK ? "ok" : rerr.message);
+                     cli_now_ms() - t2, rst == GRAPHC_STATUS_OK ? "ok" : rerr.message);
       graphc_rt_bundle_destroy(rb);
       if (rst != GRAPHC_STATUS_OK) rc = 2;
     }

@@ -3,6 +3,7 @@
 #define GC_CLI_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "graphc/graphc.h"
 
@@ -50,5 +51,12 @@ graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_ex
 int cli_make_tensors(graphc_executable_t *exe, uint64_t seed, graphc_tensor_t *in, graphc_tensor_t *out);
 /* tools/tune.c */
 int gc_cli_tune(int argc, char **argv);
+
+/* Monotonic milliseconds, for --stats. */
+static inline double cli_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 #endif

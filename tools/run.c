@@ -138,8 +138,11 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
   graphc_tensor_t *in = NULL, *out = NULL;
   gc_safetensors *file = NULL;
   size_t n_in = 0, n_out = 0;
+  double t0 = cli_now_ms();
   graphc_status_t st = cli_load(ctx, &o, &m, &err);
+  double t1 = cli_now_ms();
   if (st == GRAPHC_STATUS_OK) st = graphc_compile(m, &o.copts, &exe, &err);
+  double t2 = cli_now_ms(), t3 = t2, t4 = t2;
   if (st == GRAPHC_STATUS_OK) {
     n_in = graphc_executable_num_inputs(exe);
     n_out = graphc_executable_num_outputs(exe);
@@ -158,7 +161,9 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
     out[i].data = malloc(info.nbytes ? info.nbytes : 1);
     if (!out[i].data) st = GRAPHC_STATUS_OUT_OF_MEMORY;
   }
+  t3 = cli_now_ms();
   if (st == GRAPHC_STATUS_OK) st = graphc_executable_run(exe, in, n_in, out, n_out, &err);
+  t4 = cli_now_ms();
   if (st == GRAPHC_STATUS_OK) {
     printf("# %s on %s\n", o.file, graphc_backend_name(graphc_executable_backend(exe)));
     for (size_t i = 0; i < n_out; i++) {
@@ -166,7 +171,9 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
       graphc_executable_output_info(exe, i, &info);
       print_tensor(&info, out[i].data, o.full);
     }
-    if (o.stats) printf("# stats\n%s", graphc_executable_stats(exe));
+    if (o.stats)
+      printf("# stats\nrun: model %.2f ms (read, parse, verify), compile %.2f ms (to a loaded module), first run %.2f ms\n%s",
+             t1 - t0, t2 - t1, t4 - t3, graphc_executable_stats(exe));
     if (o.output && save_outputs(exe, out, o.output) != 0) st = GRAPHC_STATUS_IO_ERROR;
   }
   int rc = cli_report(ctx, st, &err);

@@ -1,0 +1,176 @@
+/* layout.c - layout selection: convolutions in NHWC, transposes sunk until they cancel.
+ *
+ * 1. Each conv2d that can be a GEMM (groups 1, concrete shapes) becomes an NHWC
+ *    implicit GEMM, whatever layout its input arrived in:
+ *
+ *      t = transpose(x, perm=[0, 2, 3, 1])                  [N, H, W, C]
+ *      a = im2col(t, kernel, stride, padding, dilation, layout="nhwc")
+ *                                                           [N*OH*OW, KH*KW*C]
+ *          (reshape(t, shape=[N*H*W, C]) for a 1x1 window, stride 1, no padding)
+ *      b = reshape(transpose(w, perm=[2, 3, 1, 0]), shape=[KH*KW*C, O])
+ *      m = matmul(a, b)                                     [N*OH*OW, O]
+ *      y = transpose(reshape(m, shape=[N, OH, OW, O]), perm=[0, 3, 1, 2])
+ *
+ *    One GEMM for the whole batch: M is every output pixel of every image (a
+ *    7x7 layer at batch 64 has M 3136, where the NCHW form has N 49 per image);
+ *    K runs along the channels, contiguous in memory, so an operand chunk of 8
+ *    K values is one 16-byte load; the output is NHWC, the bias (along O) is a
+ *    row vector of the epilogue.
+ *
+ * 2. A transpose that feeds an elementwise op sinks below it:
+ *
+ *      e(transpose(a, p), b) -> transpose(e(a, b'), p)
+ *
+ *    where b' is b permuted back: the input of a transpose by the same p, else
+ *    transpose(b, inverse(p)) (a lower-rank b, which broadcasts, first gets its
+ *    leading 1s through a reshape; a scalar stays as it is). One walk in program
+ *    order, so a transpose moves down chains of elementwise ops (bias, residual
+ *    add, activation, cast) until something else reads it. Between two convs it
+ *    then meets the next conv's transpose(.., perm=[0, 2, 3, 1]); simplify
+ *    composes the two into nothing, and the chain stays NHWC. What is left are
+ *    transposes at the graph's inputs and outputs and around ops without an NHWC
+ *    form (pools, reductions, reshapes): index maps that fusion reads in place
+ *    (strided), not copies.
+ *
+ * The choice is visible in the printed IR (--print-after=layout). Not run for the
+ * interpreter, the float64 reference, which keeps conv2d whole; with the pass
+ * disabled (--disable-pass=layout) conv-gemm writes the NCHW form.
+ */
+#include "rewrite.h"
+
+/* Are all dims of t concrete? */
+static int concrete(const gc_type *t) {
+  for (int i = 0; i < t->rank; i++)
+    if (GC_DIM_IS_SYM(t->dims[i])) return 0;
+  return 1;
+}
+
+/* A new one-result op of opcode opc on v with one ints attribute `name` = vals
+ * (n of them) and result type (v's dtype, rank, dims), before `before`. NULL on OOM. */
+static gc_value *new_move(gc_rewriter *rw, gc_op *before, gc_opcode opc, gc_value *v, const char *name,
+                          const int64_t *vals, int n, int rank, const int64_t *dims) {
+  gc_type t = {.dtype = v->type.dtype, .rank = rank};
+  for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
+  gc_named_attr a = {name, gc_rw_attr_ints(rw, vals, n)};
+  gc_op *op = gc_rw_new_op(rw, opc, before, 1, &v, 1, &a, &t, NULL, before->loc);
+  return op ? op->results[0] : NULL;
+}
+
+/* transpose(v, perm) before `before`. */
+static gc_value *transpose_of(gc_rewriter *rw, gc_op *before, gc_value *v, const int64_t *perm) {
+  int r = v->type.rank;
+  int64_t dims[GC_MAX_RANK];
+  for (int i = 0; i < r; i++) dims[i] = v->type.dims[perm[i]];
+  return new_move(rw, before, GC_OP_TRANSPOSE, v, "perm", perm, r, r, dims);
+}
+
+/* Step 1: conv2d -> the NHWC implicit GEMM (see the top). */
+static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
+  if (!gc_conv_gemm_ok(op)) return;
+  gc_value *x = op->operands[0], *w = op->operands[1];
+  const gc_type *xt = &x->type, *wt = &w->type, *yt = &op->results[0]->type;
+  int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
+  int64_t O = wt->dims[0], KH = wt->dims[2], KW = wt->dims[3], OH = yt->dims[2], OW = yt->dims[3];
+  static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2}, w_perm[4] = {2, 3, 1, 0};
+  gc_value *t = transpose_of(rw, op, x, to_nhwc);
+  if (!t) return;
+  gc_value *a;
+  if (gc_conv_is_pointwise(op)) {
+    int64_t adims[2] = {N * H * W, C};
+    a = gc_rw_reshape(rw, op, t, 2, adims);
+  } else {
+    gc_named_attr at[5];
+    int n = gc_conv_im2col_attrs(rw, op, "nhwc", at);
+    gc_type it = {.dtype = xt->dtype, .rank = 2, .dims = {N * OH * OW, KH * KW * C}};
+    gc_op *im = gc_rw_new_op(rw, GC_OP_IM2COL, op, 1, &t, n, at, &it, NULL, op->loc);
+    a = im ? im->results[0] : NULL;
+  }
+  gc_value *wtr = a ? transpose_of(rw, op, w, w_perm) : NULL;
+  int64_t bdims[2] = {KH * KW * C, O};
+  gc_value *b = wtr ? gc_rw_reshape(rw, op, wtr, 2, bdims) : NULL;
+  if (!b) return;
+  gc_type mt = {.dtype = yt->dtype, .rank = 2, .dims = {N * OH * OW, O}};
+  gc_value *ab[2] = {a, b};
+  gc_op *mm = gc_rw_new_op(rw, GC_OP_MATMUL, op, 2, ab, 0, NULL, &mt, NULL, op->loc);
+  int64_t ydims[4] = {N, OH, OW, O};
+  gc_value *y4 = mm ? gc_rw_reshape(rw, op, mm->results[0], 4, ydims) : NULL;
+  if (!y4) return;
+  gc_named_attr perm = {"perm", gc_rw_attr_ints(rw, to_nchw, 4)};
+  gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &y4, 1, &perm);
+}
+
+/* The perm of a transpose op into p (rank r). 1 ok. */
+static int perm_of(const gc_op *t, int64_t *p, int r) {
+  const gc_attr *a = gc_op_attr(t, "perm");
+  return a && gc_attr_ints(a, p, GC_MAX_RANK) == r;
+}
+
+/* Step 2: sink a transpose feeding elementwise op `op` below it (see the top). */
+static void sink(gc_rewriter *rw, gc_op *op) {
+  if (gc_op_infos[op->opcode].kind != GC_KIND_ELEMENTWISE || op->n_results != 1 || op->n_operands > 3)
+    return;
+  const gc_type *rt = &op->results[0]->type;
+  int r = rt->rank;
+  if (r < 2 || !concrete(rt)) return;
+  /* the first rank-r operand that is a transpose gives p */
+  int64_t p[GC_MAX_RANK], q[GC_MAX_RANK], pinv[GC_MAX_RANK];
+  int have = 0;
+  for (int i = 0; i < op->n_operands && !have; i++) {
+    const gc_op *d = op->operands[i]->def;
+    have = d && d->opcode == GC_OP_TRANSPOSE && op->operands[i]->type.rank == r && perm_of(d, p, r);
+  }
+  if (!have) return;
+  for (int i = 0; i < r; i++) pinv[p[i]] = i;
+  gc_value *ops[3];
+  for (int i = 0; i < op->n_operands; i++) {
+    gc_value *v = op->operands[i];
+    const gc_op *d = v->def;
+    int same = d && d->opcode == GC_OP_TRANSPOSE && v->type.rank == r && perm_of(d, q, r);
+    for (int j = 0; same && j < r; j++) same = q[j] == p[j];
+    if (same) {
+      ops[i] = d->operands[0];
+      continue;
+    }
+    if (v->type.rank == 0) {  /* a scalar broadcasts in any layout */
+      ops[i] = v;
+      continue;
+    }
+    if (!concrete(&v->type)) return;
+    if (v->type.rank < r) {  /* numpy broadcasting aligns the trailing dims */
+      int64_t dims[GC_MAX_RANK];
+      int lead = r - v->type.rank;
+      for (int j = 0; j < r; j++) dims[j] = j < lead ? 1 : v->type.dims[j - lead];
+      v = gc_rw_reshape(rw, op, v, r, dims);
+      if (!v) return;
+    }
+    ops[i] = transpose_of(rw, op, v, pinv);
+    if (!ops[i]) return;
+  }
+  gc_type et = {.dtype = rt->dtype, .rank = r};
+  for (int j = 0; j < r; j++) et.dims[j] = rt->dims[pinv[j]];
+  gc_op *e = gc_rw_new_op(rw, op->opcode, op, op->n_operands, ops, op->n_attrs, op->attrs, &et, NULL, op->loc);
+  if (!e) return;
+  gc_value *ev = e->results[0];
+  gc_named_attr perm = {"perm", gc_rw_attr_ints(rw, p, r)};
+  gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &ev, 1, &perm);
+}
+
+int gc_pass_layout(gc_graph *g, gc_diags *d) {
+  gc_rewriter rw;
+  if (gc_rw_init(&rw, g, d) != 0) return -1;
+  for (gc_op *op = g->first, *next; op && !rw.oom; op = next) {
+    next = op->next;
+    gc_rw_resolve_operands(&rw, op);
+    if (op->opcode == GC_OP_CONV2D) conv_nhwc(&rw, op);
+  }
+  int convs = gc_rw_finish(&rw);
+  if (convs <= 0) return convs;  /* no conv in NHWC: nothing to sink toward */
+  if (gc_rw_init(&rw, g, d) != 0) return -1;
+  for (gc_op *op = g->first, *next; op && !rw.oom; op = next) {
+    next = op->next;
+    gc_rw_resolve_operands(&rw, op);
+    sink(&rw, op);
+  }
+  int sunk = gc_rw_finish(&rw);
+  return sunk < 0 ? -1 : convs + sunk;
+}
