@@ -1,6 +1,7 @@
 /* layout.c - layout selection: convolutions in NHWC, transposes sunk until they cancel.
  *
- * 1. Each conv2d that can be a GEMM (groups 1, concrete shapes) becomes an NHWC
+ * 1. Each conv2d that can be a GEMM (groups 1, concrete shapes) and runs faster in
+ *    NHWC (nhwc_pays: f16 / bf16 with channel counts in 16-byte chunks) becomes an NHWC
  *    implicit GEMM, whatever layout its input arrived in:
  *
  *      t = transpose(x, perm=[0, 2, 3, 1])                  [N, H, W, C]
@@ -29,8 +30,9 @@
  *    then meets the next conv's transpose(.., perm=[0, 2, 3, 1]); simplify
  *    composes the two into nothing, and the chain stays NHWC. What is left are
  *    transposes at the graph's inputs and outputs and around ops without an NHWC
- *    form (pools, reductions, reshapes): index maps that fusion reads in place
- *    (strided), not copies.
+ *    form (pools, reshapes): index maps that fusion reads in place (strided), not
+ *    copies. A reduction reads through its transpose: reduce(transpose(a, p), axes)
+ *    becomes reduce(a, p(axes)) (a global average pool over NHWC's H and W).
  *
  * The choice is visible in the printed IR (--print-after=layout). Not run for the
  * interpreter, the float64 reference, which keeps conv2d whole; with the pass
@@ -64,6 +66,16 @@ static gc_value *transpose_of(gc_rewriter *rw, gc_op *before, gc_value *v, const
   return new_move(rw, before, GC_OP_TRANSPOSE, v, "perm", perm, r, r, dims);
 }
 
+/* Does the NHWC form pay for conv2d with C input and O output channels? Measured on the
+ * H200 (docs/performance.md, layout pass): on the tensor cores (f16, bf16) with whole
+ * 16-byte chunks of channels, its im2col loads are one cp.async per 8 channels, and
+ * ResNet's 3x3 layers ran 2.0-2.5x faster than in the NCHW form. Otherwise its operand is
+ * staged element by element: a 3-channel stem took 1.7x as long, and the f32 convs (no
+ * tensor cores) gained nothing while the pools after them read NCHW through a transpose. */
+static int nhwc_pays(gc_dtype dt, int64_t C, int64_t O) {
+  return (dt == GRAPHC_DTYPE_F16 || dt == GRAPHC_DTYPE_BF16) && C % 8 == 0 && O % 8 == 0;
+}
+
 /* Step 1: conv2d -> the NHWC implicit GEMM (see the top). */
 static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
   if (!gc_conv_gemm_ok(op)) return;
@@ -71,6 +83,7 @@ static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
   const gc_type *xt = &x->type, *wt = &w->type, *yt = &op->results[0]->type;
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
   int64_t O = wt->dims[0], KH = wt->dims[2], KW = wt->dims[3], OH = yt->dims[2], OW = yt->dims[3];
+  if (!nhwc_pays(xt->dtype, C, O)) return;
   static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2}, w_perm[4] = {2, 3, 1, 0};
   gc_value *t = transpose_of(rw, op, x, to_nhwc);
   if (!t) return;
@@ -155,6 +168,60 @@ static void sink(gc_rewriter *rw, gc_op *op) {
   gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &ev, 1, &perm);
 }
 
+/* A reduction of a transpose reads its input directly: reduce(transpose(a, p), axes A)
+ * = reduce(a, p(A)) with the kept dims put back in order by a transpose (none when
+ * they keep their order, as for a global pool over NHWC's H and W). */
+static void sink_reduce(gc_rewriter *rw, gc_op *op) {
+  if (gc_op_infos[op->opcode].kind != GC_KIND_REDUCE || op->opcode == GC_OP_ARGMAX) return;
+  const gc_op *t = op->operands[0]->def;
+  int r = op->operands[0]->type.rank;
+  int64_t p[GC_MAX_RANK], ax[GC_MAX_RANK];
+  if (!t || t->opcode != GC_OP_TRANSPOSE || !perm_of(t, p, r) || !concrete(&op->results[0]->type)) return;
+  const gc_attr *aa = gc_op_attr(op, "axes");
+  int na = aa ? gc_attr_ints(aa, ax, GC_MAX_RANK) : 0;
+  if (!aa || na <= 0) return;  /* all axes: a scalar either way (left to simplify) */
+  int red[GC_MAX_RANK] = {0};   /* axes of a reduced */
+  for (int i = 0; i < na; i++) {
+    int64_t x = ax[i] < 0 ? ax[i] + r : ax[i];
+    if (x < 0 || x >= r) return;
+    red[p[x]] = 1;
+  }
+  int64_t nax[GC_MAX_RANK], pos[GC_MAX_RANK];
+  int n = 0, kept = 0;
+  for (int j = 0; j < r; j++) {
+    if (red[j]) nax[n++] = j;
+    else pos[j] = kept++;
+  }
+  int keep = gc_op_attr_bool(op, "keepdims", 0);
+  /* the result's dims as positions in reduce(a)'s result: q */
+  int64_t q[GC_MAX_RANK];
+  int rr = 0, identity = 1;
+  for (int i = 0; i < r; i++) {
+    if (keep) q[rr] = p[i];
+    else if (!red[p[i]]) q[rr] = pos[p[i]];
+    else continue;
+    identity &= q[rr] == rr;
+    rr++;
+  }
+  gc_named_attr at[2];
+  int nat = 0;
+  at[nat++] = (gc_named_attr){"axes", gc_rw_attr_ints(rw, nax, n)};
+  if (keep) at[nat++] = (gc_named_attr){"keepdims", {.kind = GC_ATTR_BOOL, .u.b = 1}};
+  const gc_type *rt = &op->results[0]->type;
+  gc_type et = {.dtype = rt->dtype, .rank = rr};
+  for (int i = 0; i < rr; i++) et.dims[q[i]] = rt->dims[i];
+  gc_value *a = t->operands[0];
+  if (identity) {
+    gc_rw_replace_with_new(rw, op, op->opcode, 1, &a, nat, at);
+    return;
+  }
+  gc_op *e = gc_rw_new_op(rw, op->opcode, op, 1, &a, nat, at, &et, NULL, op->loc);
+  if (!e) return;
+  gc_value *ev = e->results[0];
+  gc_named_attr perm = {"perm", gc_rw_attr_ints(rw, q, rr)};
+  gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &ev, 1, &perm);
+}
+
 int gc_pass_layout(gc_graph *g, gc_diags *d) {
   gc_rewriter rw;
   if (gc_rw_init(&rw, g, d) != 0) return -1;
@@ -170,6 +237,7 @@ int gc_pass_layout(gc_graph *g, gc_diags *d) {
     next = op->next;
     gc_rw_resolve_operands(&rw, op);
     sink(&rw, op);
+    sink_reduce(&rw, op);
   }
   int sunk = gc_rw_finish(&rw);
   return sunk < 0 ? -1 : convs + sunk;
