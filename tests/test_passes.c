@@ -901,6 +901,29 @@ START_TEST(cli_pass_errors) {
 }
 END_TEST
 
+/* Ahead-of-time compiles run the passes for their target: a bundle's convs are GEMMs (NHWC
+ * where that pays: f16 with whole 16-byte chunks of channels), and so is the host bundle's
+ * (NCHW: no layout pass on the cpu). Before, bundles ran the interpreter's passes and kept
+ * direct convolutions. */
+START_TEST(aot_passes_for_target) {
+  char cmd[8192], *out = NULL;
+  snprintf(cmd, sizeof cmd, "%s weights %s --bind N=1 --random -o %s/rw.safetensors", GRAPHC_CLI,
+           tu_src("examples/resnet_f16.graph"), tu_tmpdir());
+  ck_assert_int_eq(tu_run_cmd(cmd, &out), 0);
+  free(out);
+  snprintf(cmd, sizeof cmd, "%s compile %s --bind N=1 --weights %s/rw.safetensors -o %s/r.gcx --print-after=dce 2>&1",
+           GRAPHC_CLI, tu_src("examples/resnet_f16.graph"), tu_tmpdir(), tu_tmpdir());
+  ck_assert_int_eq(tu_run_cmd(cmd, &out), 0);
+  ck_assert_msg(strstr(out, "layout=\"nhwc\"") && !strstr(out, "conv2d("), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "%s compile %s --bind N=1 --target host --emit c -o %s/cnn --print-after=dce 2>&1",
+           GRAPHC_CLI, tu_src("examples/cnn.graph"), tu_tmpdir());
+  ck_assert_int_eq(tu_run_cmd(cmd, &out), 0);
+  ck_assert_msg(strstr(out, "im2col(") && !strstr(out, "conv2d(") && !strstr(out, "nhwc"), "%s", out);
+  free(out);
+}
+END_TEST
+
 /* ---- Graphviz --------------------------------------------------------------------------------- */
 
 /* Stand-in fusion groups: exp in group 3, add in group 1, the rest in none. */
@@ -1001,6 +1024,7 @@ static Suite *passes_suite(void) {
   tcase_add_test(c, symbolic_graph);
   tcase_add_test(c, print_after_reparses);
   tcase_add_test(c, cli_pass_errors);
+  tcase_add_test(c, aot_passes_for_target);
   suite_add_tcase(s, c);
   TCase *d = tcase_create("dot");
   tcase_add_test(d, dot_graph);
