@@ -40,30 +40,13 @@
  */
 #include "rewrite.h"
 
-/* Are all dims of t concrete? */
-static int concrete(const gc_type *t) {
-  for (int i = 0; i < t->rank; i++)
-    if (GC_DIM_IS_SYM(t->dims[i])) return 0;
-  return 1;
-}
-
-/* A new one-result op of opcode opc on v with one ints attribute `name` = vals
- * (n of them) and result type (v's dtype, rank, dims), before `before`. NULL on OOM. */
-static gc_value *new_move(gc_rewriter *rw, gc_op *before, gc_opcode opc, gc_value *v, const char *name,
-                          const int64_t *vals, int n, int rank, const int64_t *dims) {
-  gc_type t = {.dtype = v->type.dtype, .rank = rank};
-  for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
-  gc_named_attr a = {name, gc_rw_attr_ints(rw, vals, n)};
-  gc_op *op = gc_rw_new_op(rw, opc, before, 1, &v, 1, &a, &t, NULL, before->loc);
-  return op ? op->results[0] : NULL;
-}
-
-/* transpose(v, perm) before `before`. */
+/* transpose(v, perm) before `before`. NULL on OOM (flagged). */
 static gc_value *transpose_of(gc_rewriter *rw, gc_op *before, gc_value *v, const int64_t *perm) {
-  int r = v->type.rank;
-  int64_t dims[GC_MAX_RANK];
-  for (int i = 0; i < r; i++) dims[i] = v->type.dims[perm[i]];
-  return new_move(rw, before, GC_OP_TRANSPOSE, v, "perm", perm, r, r, dims);
+  gc_type t = {.dtype = v->type.dtype, .rank = v->type.rank};
+  for (int i = 0; i < t.rank; i++) t.dims[i] = v->type.dims[perm[i]];
+  gc_named_attr a = {"perm", gc_rw_attr_ints(rw, perm, t.rank)};
+  gc_op *op = gc_rw_new_op(rw, GC_OP_TRANSPOSE, before, 1, &v, 1, &a, &t, NULL, before->loc);
+  return op ? op->results[0] : NULL;
 }
 
 /* Does the NHWC form pay for conv2d with C input and O output channels? Measured on the
@@ -124,7 +107,7 @@ static void sink(gc_rewriter *rw, gc_op *op) {
     return;
   const gc_type *rt = &op->results[0]->type;
   int r = rt->rank;
-  if (r < 2 || !concrete(rt)) return;
+  if (r < 2 || !gc_type_is_concrete(rt)) return;
   /* the first rank-r operand that is a transpose gives p */
   int64_t p[GC_MAX_RANK], q[GC_MAX_RANK], pinv[GC_MAX_RANK];
   int have = 0;
@@ -148,7 +131,7 @@ static void sink(gc_rewriter *rw, gc_op *op) {
       ops[i] = v;
       continue;
     }
-    if (!concrete(&v->type)) return;
+    if (!gc_type_is_concrete(&v->type)) return;
     if (v->type.rank < r) {  /* numpy broadcasting aligns the trailing dims */
       int64_t dims[GC_MAX_RANK];
       int lead = r - v->type.rank;
@@ -176,7 +159,8 @@ static void sink_reduce(gc_rewriter *rw, gc_op *op) {
   const gc_op *t = op->operands[0]->def;
   int r = op->operands[0]->type.rank;
   int64_t p[GC_MAX_RANK], ax[GC_MAX_RANK];
-  if (!t || t->opcode != GC_OP_TRANSPOSE || !perm_of(t, p, r) || !concrete(&op->results[0]->type)) return;
+  if (!t || t->opcode != GC_OP_TRANSPOSE || !perm_of(t, p, r) || !gc_type_is_concrete(&op->results[0]->type))
+    return;
   const gc_attr *aa = gc_op_attr(op, "axes");
   int na = aa ? gc_attr_ints(aa, ax, GC_MAX_RANK) : 0;
   if (!aa || na <= 0) return;  /* all axes: a scalar either way (left to simplify) */

@@ -146,16 +146,9 @@ gc_attr gc_rw_attr_ints(gc_rewriter *rw, const int64_t *v, int n) {
 }
 
 /* ---- conv2d as a GEMM ------------------------------------------------------------------- */
-/* Are all dims of t concrete? */
-static int concrete(const gc_type *t) {
-  for (int i = 0; i < t->rank; i++)
-    if (GC_DIM_IS_SYM(t->dims[i])) return 0;
-  return 1;
-}
-
 int gc_conv_gemm_ok(const gc_op *op) {
-  return gc_op_attr_int(op, "groups", 1) == 1 && concrete(&op->operands[0]->type) &&
-         concrete(&op->operands[1]->type) && concrete(&op->results[0]->type);
+  return gc_op_attr_int(op, "groups", 1) == 1 && gc_type_is_concrete(&op->operands[0]->type) &&
+         gc_type_is_concrete(&op->operands[1]->type) && gc_type_is_concrete(&op->results[0]->type);
 }
 
 /* Is attribute `name` absent or all entries equal to v? */
