@@ -142,7 +142,7 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
   graphc_status_t st = cli_load(ctx, &o, &m, &err);
   double t1 = cli_now_ms();
   if (st == GRAPHC_STATUS_OK) st = graphc_compile(m, &o.copts, &exe, &err);
-  double t2 = cli_now_ms(), t3 = t2, t4 = t2;
+  double t2 = cli_now_ms(), t3, t4;
   if (st == GRAPHC_STATUS_OK) {
     n_in = graphc_executable_num_inputs(exe);
     n_out = graphc_executable_num_outputs(exe);
@@ -172,7 +172,8 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
       print_tensor(&info, out[i].data, o.full);
     }
     if (o.stats)
-      printf("# stats\nrun: model %.2f ms (read, parse, verify), compile %.2f ms (to a loaded module), first run %.2f ms\n%s",
+      printf("# stats\nrun: model %.2f ms (read, parse, verify), compile %.2f ms (to a loaded module), "
+             "first run %.2f ms\n%s",
              t1 - t0, t2 - t1, t4 - t3, graphc_executable_stats(exe));
     if (o.output && save_outputs(exe, out, o.output) != 0) st = GRAPHC_STATUS_IO_ERROR;
   }
