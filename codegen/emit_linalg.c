@@ -20,10 +20,12 @@
  *   scale, cast) runs on the accumulator before the store.
  *   conv2d, pools: ITEMS over outputs with loops over C/groups, KH, KW and
  *       bounds tests for padding (direct convolution); pool inputs go through
- *       the generator (fused producers), both end with the epilogue.
+ *       the generator (fused producers), both end with the epilogue. An NHWC
+ *       pool (layout="nhwc") has the channels fastest: coalesced loads.
  * Accumulation: f32 (f64 for f64, i64 for ints, which wrap on the store).
  */
 #include <math.h>
+#include <string.h>
 
 #include "emit.h"
 
@@ -631,12 +633,14 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
 typedef struct window {
   int64_t sh, sw, dh, dw, top, left;
   int64_t kh, kw;
+  int ah;          /* axis of H in the input and output (W follows): 2, or 1 for layout="nhwc" */
 } window;
 
-/* stride/padding/dilation attributes; padding is [ph, pw] or [top, left, bottom, right]. */
+/* stride/padding/dilation/layout attributes; padding is [ph, pw] or [top, left, bottom, right]. */
 static void window_of(const gc_op *op, int64_t kh, int64_t kw, int64_t dflt_sh, int64_t dflt_sw,
                       window *w) {
   int64_t v[4];
+  w->ah = strcmp(gc_op_attr_str(op, "layout", ""), "nhwc") == 0 ? 1 : 2;
   w->kh = kh;
   w->kw = kw;
   w->sh = dflt_sh;
@@ -721,15 +725,19 @@ int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp) {
 }
 
 /* max_pool2d (padding reads -inf) and avg_pool2d (divides by in-bounds taps);
- * the input is read through the generator, the result goes through the epilogue. */
+ * the input is read through the generator, the result goes through the epilogue.
+ * layout="nhwc": x [N, H, W, C], out [N, OH, OW, C]; the item order is the output's,
+ * so consecutive items are consecutive channels and their loads are coalesced. */
 int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *op = grp->roots[0];
   const gc_value *xv = op->operands[0], *ov = op->results[0];
   const gc_type *xt = &xv->type, *ot = &ov->type;
-  int64_t H = xt->dims[2], W = xt->dims[3], ker[2];
+  int64_t ker[2];
   GC_ASSERT(gc_attr_ints(gc_op_attr(op, "kernel"), ker, 2) == 2);
   window w;
   window_of(op, ker[0], ker[1], ker[0], ker[1], &w);
+  int ah = w.ah;
+  int64_t H = xt->dims[ah], W = xt->dims[ah + 1];
   int is_max = op->opcode == GC_OP_MAX_POOL2D;
   gc_dtype at = gc_ec_compute_type(ot->dtype);
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, gc_type_numel(ot), 256);
@@ -742,16 +750,18 @@ int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp) {
   int cnt = is_max ? -1 : gc_ec_let(c, k, b, "cnt", gc_ec_num(c, at, 0.0));
   int kh = gc_ec_var(c, k, "kh", GRAPHC_DTYPE_I64);
   kir_block *hb = kir_emit_for(c->km, b, kh, ec_i64(c, 0), ec_i64(c, w.kh), ec_i64(c, 1));
-  int ih = tap_coord(c, k, hb, co[2], w.sh, w.top, kh, w.dh);
+  int ih = tap_coord(c, k, hb, co[ah], w.sh, w.top, kh, w.dh);
   kir_block *hin;
   kir_emit_if(c->km, hb, in_range(c, k, ih, H, 1), &hin, NULL);
   int kw = gc_ec_var(c, k, "kw", GRAPHC_DTYPE_I64);
   kir_block *wb = kir_emit_for(c->km, hin, kw, ec_i64(c, 0), ec_i64(c, w.kw), ec_i64(c, 1));
-  int iw = tap_coord(c, k, wb, co[3], w.sw, w.left, kw, w.dw);
+  int iw = tap_coord(c, k, wb, co[ah + 1], w.sw, w.left, kw, w.dw);
   kir_block *win;
   kir_emit_if(c->km, wb, in_range(c, k, iw, W, 1), &win, NULL);
   gc_gen_push(&G);
-  int xc[4] = {co[0], co[1], ih, iw};
+  int xc[4] = {co[0], co[1], co[2], co[3]};  /* x at the output's n and c */
+  xc[ah] = ih;
+  xc[ah + 1] = iw;
   int x = gc_gen_val(&G, win, xv, gc_gen_pt(&G, xt, -1, xc));
   if (is_max) {
     kir_emit_assign(c->km, win, acc, gc_ec_maxmin(c, k, 1, acc, x));

@@ -846,31 +846,6 @@ static int gc_infer_conv2d(const gc_graph *g, const gc_op *op, gc_type *out, gc_
   return 1;
 }
 
-/* max_pool2d avg_pool2d(x [N, C, H, W], kernel, stride=kernel, padding). */
-static int gc_infer_pool2d(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
-  CTX;
-  const gc_type *x = in(c, 0);
-  int64_t k[MAX_LIST], stride[MAX_LIST], pad[4];
-  if (!pair_attr(c, "kernel", 1, -1, -1, k) || !pair_attr(c, "stride", 1, k[0], k[1], stride) ||
-      !padding_attr(c, pad))
-    return 0;
-  for (int i = 0; i < 4; i++)
-    if (pad[i] >= k[i & 1])
-      return fail(c, aloc(c, gc_op_attr(op, "padding")),
-                  "padding %lld must be smaller than the kernel size %lld along axis %d",
-                  (long long)pad[i], (long long)k[i & 1], 2 + (i & 1));
-  if (!check_nchw(c, 0, "x", "[N, C, H, W]") || !want_dt(c, 0, DT_FLOAT)) return 0;
-  gc_type t = *x;
-  for (int s = 0; s < 2; s++) {
-    int64_t size = x->dims[2 + s];
-    if (GC_DIM_IS_SYM(size)) return need_concrete(c, 2 + s, size, "");
-    if (!window_out(c, 2 + s, size, pad[s], pad[2 + s], 1, k[s], stride[s], &t.dims[2 + s]))
-      return 0;
-  }
-  out[0] = t;
-  return 1;
-}
-
 /* layout attribute: absent or "nchw" -> 0, "nhwc" -> 1; -1 reported. */
 static int layout_attr(ictx *c) {
   const gc_attr *a = gc_op_attr(c->op, "layout");
@@ -880,6 +855,36 @@ static int layout_attr(ictx *c) {
   if (strcmp(a->u.s, "nchw") == 0) return 0;
   if (strcmp(a->u.s, "nhwc") == 0) return 1;
   return fail(c, aloc(c, a), "layout must be \"nchw\" or \"nhwc\", got \"%s\"", a->u.s) - 1;
+}
+
+/* max_pool2d avg_pool2d(x [N, C, H, W], kernel, stride=kernel, padding);
+ * layout="nhwc": x [N, H, W, C] -> [N, OH, OW, C]. */
+static int gc_infer_pool2d(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
+  CTX;
+  const gc_type *x = in(c, 0);
+  int64_t k[MAX_LIST], stride[MAX_LIST], pad[4];
+  if (!pair_attr(c, "kernel", 1, -1, -1, k) || !pair_attr(c, "stride", 1, k[0], k[1], stride) ||
+      !padding_attr(c, pad))
+    return 0;
+  int nhwc = layout_attr(c);
+  if (nhwc < 0) return 0;
+  int ah = nhwc ? 1 : 2;  /* axis of H (W follows) */
+  for (int i = 0; i < 4; i++)
+    if (pad[i] >= k[i & 1])
+      return fail(c, aloc(c, gc_op_attr(op, "padding")),
+                  "padding %lld must be smaller than the kernel size %lld along axis %d",
+                  (long long)pad[i], (long long)k[i & 1], ah + (i & 1));
+  if (!check_nchw(c, 0, "x", nhwc ? "[N, H, W, C]" : "[N, C, H, W]") || !want_dt(c, 0, DT_FLOAT))
+    return 0;
+  gc_type t = *x;
+  for (int s = 0; s < 2; s++) {
+    int64_t size = x->dims[ah + s];
+    if (GC_DIM_IS_SYM(size)) return need_concrete(c, ah + s, size, "");
+    if (!window_out(c, ah + s, size, pad[s], pad[2 + s], 1, k[s], stride[s], &t.dims[ah + s]))
+      return 0;
+  }
+  out[0] = t;
+  return 1;
 }
 
 /* im2col(x [N, C, H, W], kernel, stride, padding, dilation) -> [N, C*KH*KW, OH*OW];

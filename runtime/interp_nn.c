@@ -377,35 +377,43 @@ graphc_status_t interp_im2col(interp_ctx *cx, const gc_op *op, const itensor *in
 }
 
 /* max_pool2d (padding is -inf, NaN propagates) and avg_pool2d (divides by the
- * number of non-padding elements in the window). */
+ * number of non-padding elements in the window); layout="nhwc": x [N, H, W, C],
+ * out [N, OH, OW, C]. */
 graphc_status_t interp_pool2d(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
+  (void)cx;
   const gc_type *xt = in[0].type, *ot = out[0].type;
   int64_t kern[2], stride[2], pad[4];
   attr_pair(op, "kernel", 1, kern);
   attr_pair(op, "stride", 0, stride);
   if (!gc_op_attr(op, "stride")) stride[0] = kern[0], stride[1] = kern[1];
   attr_padding(op, pad);
+  int nhwc = strcmp(gc_op_attr_str(op, "layout", ""), "nhwc") == 0;
   int is_max = op->opcode == GC_OP_MAX_POOL2D;
-  int64_t NC = xt->dims[0] * xt->dims[1], H = xt->dims[2], W = xt->dims[3];
-  int64_t OH = ot->dims[2], OW = ot->dims[3], c_out = 0;
+  int64_t N = xt->dims[0], C = xt->dims[nhwc ? 3 : 1], H = xt->dims[nhwc ? 1 : 2], W = xt->dims[nhwc ? 2 : 3];
+  int64_t OH = ot->dims[nhwc ? 1 : 2], OW = ot->dims[nhwc ? 2 : 3];
+  /* element (n, c, h, w) of x, and of out, at n*sn + c*sc + h*sh + w*sw */
+  int64_t sn = C * H * W, sc = nhwc ? 1 : H * W, sh = nhwc ? W * C : W, sw = nhwc ? C : 1;
+  int64_t osn = C * OH * OW, osc = nhwc ? 1 : OH * OW, osh = nhwc ? OW * C : OW, osw = nhwc ? C : 1;
   gc_dtype t = xt->dtype;
-  for (int64_t p = 0; p < NC; p++)
-    for (int64_t oh = 0; oh < OH; oh++)
-      for (int64_t ow = 0; ow < OW; ow++, c_out++) {
-        double acc = is_max ? -INFINITY : 0.0;
-        int64_t count = 0;
-        for (int64_t kh = 0; kh < kern[0]; kh++) {
-          int64_t ih = oh * stride[0] - pad[0] + kh;
-          if (ih < 0 || ih >= H) continue;
-          for (int64_t kw = 0; kw < kern[1]; kw++) {
-            int64_t iw = ow * stride[1] - pad[1] + kw;
-            if (iw < 0 || iw >= W) continue;
-            double x = gc_load_f64(in[0].data, t, (p * H + ih) * W + iw);
-            acc = is_max ? interp_fmax(acc, x) : acc + x;
-            count++;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          double acc = is_max ? -INFINITY : 0.0;
+          int64_t count = 0;
+          for (int64_t kh = 0; kh < kern[0]; kh++) {
+            int64_t ih = oh * stride[0] - pad[0] + kh;
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t kw = 0; kw < kern[1]; kw++) {
+              int64_t iw = ow * stride[1] - pad[1] + kw;
+              if (iw < 0 || iw >= W) continue;
+              double x = gc_load_f64(in[0].data, t, n * sn + c * sc + ih * sh + iw * sw);
+              acc = is_max ? interp_fmax(acc, x) : acc + x;
+              count++;
+            }
           }
+          gc_store_f64(out[0].data, t, n * osn + c * osc + oh * osh + ow * osw,
+                       is_max ? acc : acc / (double)count);
         }
-        gc_store_f64(out[0].data, t, c_out, is_max ? acc : acc / (double)count);
-      }
   return GRAPHC_STATUS_OK;
 }

@@ -419,6 +419,13 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       gb_ret(b, "%s(%s, kernel=[3, 3], stride=[1, 2], padding=[1, 0, 1, 1])", name,
              gb_arg(b, 'x', 0, t, "1, 1, 5, 7"));
       gb_ret(b, "%s(%s, kernel=[1, 1])", name, gb_arg(b, 'x', 0, t, "1, 1, 1, 1"));
+      /* layout="nhwc": [N, H, W, C], odd sizes, padding, stride != kernel */
+      gb_ret(b, "%s(%s, kernel=[3, 3], stride=[2, 2], padding=[1, 1], layout=\"nhwc\")", name,
+             gb_arg(b, 'x', 0, t, "2, 17, 17, 3"));
+      gb_ret(b, "%s(%s, kernel=[2, 3], stride=[1, 2], padding=[0, 1, 1, 0], layout=\"nhwc\")", name,
+             gb_arg(b, 'x', 0, t, "1, 5, 9, 17"));
+      gb_ret(b, "%s(%s, kernel=[3, 3], stride=[2, 2], padding=[1, 1], layout=\"nhwc\")", name,
+             gb_arg(b, 'x', 0, t, "2, 11, 11, 64"));
       return 1;
     case GC_OP_RESHAPE:
       if (variant > 0) return 0;

@@ -510,6 +510,12 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       gb_ret(b, "%s(%s, kernel=[2, 3], stride=[1, 2], padding=[0, 1, 1, 0])", name,
              gb_arg(b, 'x', 0, t, "1, 2, 9, 9"));
       gb_ret(b, "%s(%s, kernel=[1, 1])", name, gb_arg(b, 'x', 0, t, "1, 1, 1, 1"));
+      /* layout="nhwc": [N, H, W, C], odd sizes, padding, stride != kernel */
+      gb_ret(b, "%s(%s, kernel=[3, 3], stride=[2, 2], padding=[1, 1], layout=\"nhwc\")", name,
+             gb_arg(b, 'x', 0, t, "2, 9, 7, 5"));
+      gb_ret(b, "%s(%s, kernel=[2, 3], stride=[1, 2], padding=[0, 1, 1, 0], layout=\"nhwc\")", name,
+             gb_arg(b, 'x', 0, t, "1, 5, 9, 17"));
+      gb_ret(b, "%s(%s, kernel=[2, 2], layout=\"nhwc\")", name, gb_arg(b, 'x', 0, t, "3, 8, 8, 16"));
       return 0;
     case GC_OP_RESHAPE:
       *mask = MA;

@@ -497,6 +497,25 @@ START_TEST(pool2d) {
                 "!x must have rank 4 [N, C, H, W], got f32[3, 8, 8]", NULL);
     check_named(n, x, "%%r = %s(%%x, kernel=[2, 0])", "!'kernel' entries must be >= 1, got 0",
                 "0]");
+    /* layout="nhwc": x [N, H, W, C] -> [N, OH, OW, C]; "nchw" is the default spelled out */
+    const char *xh = "%x: f16[2, 9, 7, 16]";
+    check_named(n, xh, "%%r = %s(%%x, kernel=[3, 3], stride=[2, 2], padding=[1, 1], layout=\"nhwc\")",
+                "f16[2, 5, 4, 16]", NULL);
+    check_named(n, xh, "%%r = %s(%%x, kernel=[3, 2], padding=[1, 0, 2, 1], layout=\"nhwc\")",
+                "f16[2, 4, 4, 16]", NULL);
+    check_named(n, x, "%%r = %s(%%x, kernel=[2, 2], layout=\"nchw\")", "f32[1, 3, 4, 4]", NULL);
+    check_named(n, "%x: f32[B, 8, 8, T]", "%%r = %s(%%x, kernel=[2, 2], layout=\"nhwc\")",
+                "f32[B, 4, 4, T]", NULL);
+    check_named(n, "%x: f32[1, B, 8, 3]", "%%r = %s(%%x, kernel=[2, 2], layout=\"nhwc\")",
+                "!needs a concrete size for axis 1; bind symbolic dim B", NULL);
+    check_named(n, xh, "%%r = %s(%%x, kernel=[2, 2], padding=[0, 2], layout=\"nhwc\")",
+                "!padding 2 must be smaller than the kernel size 2 along axis 2", "padding");
+    check_named(n, xh, "%%r = %s(%%x, kernel=[2, 2], layout=\"NHWC\")",
+                "!layout must be \"nchw\" or \"nhwc\", got \"NHWC\"", "layout");
+    check_named(n, xh, "%%r = %s(%%x, kernel=[2, 2], layout=[1])", "!attribute 'layout' expects str",
+                "layout");
+    check_named(n, "%x: f32[8, 8, 3]", "%%r = %s(%%x, kernel=[2, 2], layout=\"nhwc\")",
+                "!x must have rank 4 [N, H, W, C], got f32[8, 8, 3]", NULL);
   }
 }
 END_TEST

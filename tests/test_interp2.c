@@ -509,6 +509,22 @@ START_TEST(t_max_pool) {
   it_exec(&r);
   EXPECT_F(&r, 0, 0, 1, 2, 3, 4);
   it_end(&r);
+  /* layout="nhwc": channels innermost, each pooled alone (channel 1 = -channel 0) */
+  op_begin(&r, "%x: f32[1, 3, 3, 2]",
+           "max_pool2d(%x, kernel=[2, 2], stride=[2, 2], padding=[1, 1], layout=\"nhwc\")",
+           "f32[1, 2, 2, 2]");
+  IN_F(&r, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8, 9, -9);
+  it_exec(&r);
+  EXPECT_F(&r, 0, 0, 1, -1, 3, -2, 7, -4, 9, -5);
+  it_end(&r);
+  /* stride 1 over [2, 3, 2, 1] images: kernel [2, 1], padding bottom 1 */
+  op_begin(&r, "%x: f16[2, 3, 2, 1]",
+           "max_pool2d(%x, kernel=[2, 1], stride=[1, 1], padding=[0, 0, 1, 0], layout=\"nhwc\")",
+           "f16[2, 3, 2, 1]");
+  IN_F(&r, 1, 6, 5, 2, 3, 4, 0, 0, -1, -2, -3, -4);
+  it_exec(&r);
+  EXPECT_F(&r, 0, 0, 5, 6, 5, 4, 3, 4, 0, 0, -1, -2, -3, -4);
+  it_end(&r);
 }
 END_TEST
 
@@ -543,6 +559,14 @@ START_TEST(t_avg_pool) {
   IN_F(&r, 1, 2, 10, 20);
   it_exec(&r);
   EXPECT_F(&r, 0, 0, 1.5, 15);
+  it_end(&r);
+  /* layout="nhwc": the same padding count, per channel */
+  op_begin(&r, "%x: f32[1, 3, 3, 2]",
+           "avg_pool2d(%x, kernel=[2, 2], stride=[2, 2], padding=[1, 1], layout=\"nhwc\")",
+           "f32[1, 2, 2, 2]");
+  IN_F(&r, 1, -10, 2, -20, 3, -30, 4, -40, 5, -50, 6, -60, 7, -70, 8, -80, 9, -90);
+  it_exec(&r);
+  EXPECT_F(&r, 0, 0, 1, -10, 2.5, -25, 5.5, -55, 7, -70);
   it_end(&r);
 }
 END_TEST
