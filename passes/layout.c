@@ -28,16 +28,30 @@
  *    order, so a transpose moves down chains of elementwise ops (bias, residual
  *    add, activation, cast) until something else reads it. Between two convs it
  *    then meets the next conv's transpose(.., perm=[0, 2, 3, 1]); simplify
- *    composes the two into nothing, and the chain stays NHWC. What is left are
- *    transposes at the graph's inputs and outputs and around ops without an NHWC
- *    form (pools, reshapes): index maps that fusion reads in place (strided), not
- *    copies. A reduction reads through its transpose: reduce(transpose(a, p), axes)
- *    becomes reduce(a, p(axes)) (a global average pool over NHWC's H and W).
+ *    composes the two into nothing, and the chain stays NHWC. A reduction reads
+ *    through its transpose: reduce(transpose(a, p), axes) becomes
+ *    reduce(a, p(axes)) (a global average pool over NHWC's H and W).
+ *
+ * 3. A window pool of an NHWC tensor pools it in NHWC, in the same walk:
+ *
+ *      pool(transpose(a, perm=[0, 3, 1, 2])) -> transpose(pool(a, layout="nhwc"), perm=[0, 3, 1, 2])
+ *
+ *    so the transpose sinks on (residual add, relu) and cancels against the next
+ *    conv's: a conv -> pool -> conv chain stays NHWC, and the pool's consecutive
+ *    threads read consecutive channels (coalesced) instead of NHWC through an NCHW
+ *    index map. A pool of an NCHW tensor (after a conv that stays NCHW, such as a
+ *    3-channel stem) is left as it is.
+ *
+ *    What is left are transposes at the graph's inputs and outputs and around ops
+ *    without an NHWC form (reshapes, NCHW convs): index maps that fusion reads in
+ *    place (strided), not copies.
  *
  * The choice is visible in the printed IR (--print-after=layout). Not run for the
  * interpreter, the float64 reference, which keeps conv2d whole; with the pass
  * disabled (--disable-pass=layout) conv-gemm writes the NCHW form.
  */
+#include <string.h>
+
 #include "rewrite.h"
 
 /* transpose(v, perm) before `before`. NULL on OOM (flagged). */
@@ -48,6 +62,9 @@ static gc_value *transpose_of(gc_rewriter *rw, gc_op *before, gc_value *v, const
   gc_op *op = gc_rw_new_op(rw, GC_OP_TRANSPOSE, before, 1, &v, 1, &a, &t, NULL, before->loc);
   return op ? op->results[0] : NULL;
 }
+
+/* The perms between the layouts: NCHW -> NHWC and back. */
+static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
 
 /* Does the NHWC form pay for conv2d with C input and O output channels? Measured on the
  * H200 (docs/performance.md, layout pass): on the tensor cores (f16, bf16) with whole
@@ -67,7 +84,7 @@ static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
   int64_t O = wt->dims[0], KH = wt->dims[2], KW = wt->dims[3], OH = yt->dims[2], OW = yt->dims[3];
   if (!nhwc_pays(xt->dtype, C, O)) return;
-  static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2}, w_perm[4] = {2, 3, 1, 0};
+  static const int64_t w_perm[4] = {2, 3, 1, 0};
   gc_value *t = transpose_of(rw, op, x, to_nhwc);
   if (!t) return;
   gc_value *a;
@@ -206,6 +223,32 @@ static void sink_reduce(gc_rewriter *rw, gc_op *op) {
   gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &ev, 1, &perm);
 }
 
+/* Step 3: a pool of an NHWC tensor seen as NCHW pools it in NHWC (see the top):
+ * pool(transpose(a, [0, 3, 1, 2])) -> transpose(pool(a, layout="nhwc"), [0, 3, 1, 2]). */
+static void sink_pool(gc_rewriter *rw, gc_op *op) {
+  if (gc_op_infos[op->opcode].kind != GC_KIND_POOL) return;
+  if (strcmp(gc_op_attr_str(op, "layout", "nchw"), "nchw") != 0) return;
+  const gc_op *t = op->operands[0]->def;
+  int64_t p[4];
+  if (!t || t->opcode != GC_OP_TRANSPOSE || !perm_of(t, p, 4) || memcmp(p, to_nchw, sizeof p) != 0 ||
+      !gc_type_is_concrete(&op->results[0]->type))
+    return;
+  gc_named_attr at[8];
+  int n = 0;
+  for (int i = 0; i < op->n_attrs && n < 7; i++)
+    if (strcmp(op->attrs[i].name, "layout") != 0) at[n++] = op->attrs[i];
+  at[n++] = (gc_named_attr){"layout", {.kind = GC_ATTR_STR, .u.s = "nhwc"}};
+  const gc_type *rt = &op->results[0]->type;
+  gc_type et = {.dtype = rt->dtype, .rank = 4};
+  for (int j = 0; j < 4; j++) et.dims[j] = rt->dims[to_nhwc[j]];
+  gc_value *a = t->operands[0];
+  gc_op *e = gc_rw_new_op(rw, op->opcode, op, 1, &a, n, at, &et, NULL, op->loc);
+  if (!e) return;
+  gc_value *ev = e->results[0];
+  gc_named_attr perm = {"perm", gc_rw_attr_ints(rw, to_nchw, 4)};
+  gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &ev, 1, &perm);
+}
+
 int gc_pass_layout(gc_graph *g, gc_diags *d) {
   gc_rewriter rw;
   if (gc_rw_init(&rw, g, d) != 0) return -1;
@@ -222,6 +265,7 @@ int gc_pass_layout(gc_graph *g, gc_diags *d) {
     gc_rw_resolve_operands(&rw, op);
     sink(&rw, op);
     sink_reduce(&rw, op);
+    sink_pool(&rw, op);
   }
   int sunk = gc_rw_finish(&rw);
   return sunk < 0 ? -1 : convs + sunk;
