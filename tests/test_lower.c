@@ -383,22 +383,34 @@ START_TEST(test_conv) {
 }
 END_TEST
 
-/* max/avg pools: default stride, padding (max reads -inf, avg counts only real taps). */
+/* max/avg pools: default stride, padding (max reads -inf, avg counts only real taps);
+ * layout="nhwc" on odd sizes, of an input and of a fused transpose, with an epilogue. */
 START_TEST(test_pool) {
   const char *T = FLOATS[_i];
-  static const struct { const char *attrs, *out; } cases[] = {
-      {"kernel=[2, 2]", "1, 2, 4, 4"},
-      {"kernel=[3, 3], stride=[2, 2], padding=[1, 1]", "1, 2, 4, 4"},
-      {"kernel=[3, 2], stride=[1, 2], padding=[0, 1, 2, 0]", "1, 2, 8, 4"},
+  static const struct { const char *attrs, *out, *nhwc_out; } cases[] = {
+      {"kernel=[2, 2]", "1, 2, 4, 4", "2, 3, 4, 5"},
+      {"kernel=[3, 3], stride=[2, 2], padding=[1, 1]", "1, 2, 4, 4", "2, 4, 5, 5"},
+      {"kernel=[3, 2], stride=[1, 2], padding=[0, 1, 2, 0]", "1, 2, 8, 4", "2, 7, 5, 5"},
   };
   gb b = {0};
   gb_arg(&b, "x", ty(T, "1, 2, 8, 8"), 'n');
+  gb_arg(&b, "h", ty(T, "2, 7, 9, 5"), 'n');
+  gb_arg(&b, "c", ty(T, "2, 5, 7, 9"), 'n');
+  gb_op(&b, "%%t = transpose(%%c, perm=[0, 2, 3, 1])");
   for (int k = 0; k < COUNT(cases); k++)
     for (int m = 0; m < 2; m++) {
-      gb_op(&b, "%%%c%d = %s(%%x, %s)", m ? 'a' : 'm', k, m ? "avg_pool2d" : "max_pool2d", cases[k].attrs);
-      char n[16];
-      snprintf(n, sizeof n, "%c%d", m ? 'a' : 'm', k);
+      const char *op = m ? "avg_pool2d" : "max_pool2d";
+      char p = m ? 'a' : 'm', n[16];
+      gb_op(&b, "%%%c%d = %s(%%x, %s)", p, k, op, cases[k].attrs);
+      snprintf(n, sizeof n, "%c%d", p, k);
       gb_ret(&b, n, ty(T, cases[k].out));
+      gb_op(&b, "%%%ch%d = %s(%%h, %s, layout=\"nhwc\")", p, k, op, cases[k].attrs);
+      snprintf(n, sizeof n, "%ch%d", p, k);
+      gb_ret(&b, n, ty(T, cases[k].nhwc_out));
+      gb_op(&b, "%%%ct%d = %s(%%t, %s, layout=\"nhwc\")", p, k, op, cases[k].attrs);
+      gb_op(&b, "%%%cr%d = relu(%%%ct%d)", p, k, p, k);
+      snprintf(n, sizeof n, "%cr%d", p, k);
+      gb_ret(&b, n, ty(T, cases[k].nhwc_out));
     }
   run_gb(&b, 1, 0);
 }
