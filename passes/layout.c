@@ -43,8 +43,8 @@
  *    3-channel stem) is left as it is.
  *
  *    What is left are transposes at the graph's inputs and outputs and around ops
- *    without an NHWC form (reshapes, NCHW convs): index maps that fusion reads in
- *    place (strided), not copies.
+ *    without an NHWC form or left in NCHW (reshapes, NCHW convs and the pools after
+ *    them): index maps that fusion reads in place (strided) or copies once.
  *
  * The choice is visible in the printed IR (--print-after=layout). Not run for the
  * interpreter, the float64 reference, which keeps conv2d whole; with the pass
