@@ -453,6 +453,23 @@ static LLVMValueRef int_divrem(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLV
   return LLVMBuildSelect(B, bad, zero, r, "");
 }
 
+/* i32 min/max on NVPTX: setp + selp as inline PTX (LLVM would turn a compare-select back
+ * into smin/smax), never min.s32/max.s32: ptxas 13.0 folds a tree of those over negated
+ * operands into VIMNMX3 and drops a negation (docs/reliability.md, F29). */
+static LLVMValueRef minmax_i32_ptx(em *e, int is_max, LLVMValueRef a, LLVMValueRef b) {
+  const char *text = is_max ? "{ .reg .pred p; setp.gt.s32 p, $1, $2; selp.b32 $0, $1, $2, p; }"
+                            : "{ .reg .pred p; setp.lt.s32 p, $1, $2; selp.b32 $0, $1, $2, p; }";
+  LLVMTypeRef ats[2] = {e->t_i32, e->t_i32};
+  LLVMTypeRef fty = LLVMFunctionType(e->t_i32, ats, 2, 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)"=r,r,r", 6, 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef args[2] = {a, b};
+  LLVMValueRef call = LLVMBuildCall2(e->b, fty, asmv, args, 2, "");
+  unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6);  /* memory(none): a pure function */
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->ctx, mem, 0));
+  return call;
+}
+
 /* Binary op on integers or bool (u8 and bool unsigned). */
 static LLVMValueRef int_binary(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLVMValueRef b) {
   LLVMBuilderRef B = e->b;
@@ -464,9 +481,11 @@ static LLVMValueRef int_binary(em *e, kir_op op, gc_dtype t, LLVMValueRef a, LLV
   case KIR_DIV: case KIR_REM: return int_divrem(e, op, t, a, b);
   case KIR_MIN:
     if (t == DT(BOOL)) return LLVMBuildAnd(B, a, b, "");
+    if (t == DT(I32) && e->t->arch == GC_LLVM_NVPTX) return minmax_i32_ptx(e, 0, a, b);
     return intr2(e, sgn ? "llvm.smin" : "llvm.umin", a, b);
   case KIR_MAX:
     if (t == DT(BOOL)) return LLVMBuildOr(B, a, b, "");
+    if (t == DT(I32) && e->t->arch == GC_LLVM_NVPTX) return minmax_i32_ptx(e, 1, a, b);
     return intr2(e, sgn ? "llvm.smax" : "llvm.umax", a, b);
   case KIR_AND: return LLVMBuildAnd(B, a, b, "");
   case KIR_OR: return LLVMBuildOr(B, a, b, "");
