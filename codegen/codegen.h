@@ -19,6 +19,11 @@
  * kernel is `extern "C" __global__`, named kir_kernel.name. */
 void gc_cuda_c_print(gc_sbuf *b, const kir_module *m);
 
+/* OR'ed into the `sm` of gc_nvrtc_compile / gc_ptx_to_cubin: arch-specific code (sm_90a:
+ * the module has Hopper warpgroup MMAs, kir_module_uses_wgmma). gc_ptx_to_cubin also
+ * follows the PTX's own `.target sm_90a`. */
+#define GC_SM_ARCH_A 0x10000
+
 /* codegen/nvrtc.c: compile CUDA C for sm_<sm>. *ptx always (may be NULL to skip),
  * *cubin when cubin != NULL. Options fixed and deterministic. */
 int gc_nvrtc_compile(const char *src, int sm, char **ptx, void **cubin, size_t *cubin_len,

@@ -6,7 +6,9 @@
  * Conventions of the generated code:
  *   params     buffer: `T* __restrict__ p_<name>` (const when readonly); i64: `long long p_<name>`
  *   variables  `v_<name>`, all declared (zeroed) at the top of the kernel
- *   shared     `__shared__ __align__(16) T s_<i>[count]` (static; kir_verify caps it at 48 KiB)
+ *   shared     `__shared__ __align__(16) T s_<i>[count]` (static; kir_verify caps it at 48 KiB),
+ *              or with shared_dynamic `T *const s_<i>` into the block's dynamic shared
+ *              memory, 1024-byte aligned (the launch passes kir_shared_bytes)
  *   bool       `bool` in registers, `unsigned char` (0/1) in memory
  *   f16 / bf16 `__half` / `__nv_bfloat16` (cuda_fp16.h / cuda_bf16.h, included only when used)
  *   launch     ITEMS: grid-stride loop over items; BLOCKS: grid-stride loop over
@@ -481,6 +483,39 @@ static void print_block(cprint *c, const kir_block *blk, int depth);
 /* Name of variable v. */
 static const char *vn(const cprint *c, int v) { return c->k->vars[v].name; }
 
+/* WGMMA: the two matrix descriptors from the operands' shared addresses, then one
+ * wgmma.mma_async with the accumulators read and written in place ("+f"). */
+static void print_wgmma(cprint *c, const kir_stmt *s, int depth) {
+  gc_sbuf *b = c->b;
+  const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
+  int n = s->u.wg.n, nd = n / 2;
+  gc_sbuf_puts(b, "{\n");
+  for (int i = 0; i < 2; i++) {
+    indent(b, depth + 1);
+    gc_sbuf_printf(b, "const unsigned long long d%c_ = (unsigned long long)(((unsigned)__cvta_generic_to_shared(&",
+                   i ? 'b' : 'a');
+    print_buf_name(c, KIR_SHARED, ops[i]->buf);
+    gc_sbuf_putc(b, '[');
+    print_expr(c, ops[i]->index);
+    gc_sbuf_printf(b, "]) & 0x3FFFFu) >> 4) | 0x%llxULL;\n", (unsigned long long)kir_wg_desc_bits(ops[i]));
+  }
+  indent(b, depth + 1);
+  gc_sbuf_printf(b, "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nd + 2);
+  indent(b, depth + 1);
+  gc_sbuf_printf(b, "\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", n,
+                 s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16", s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16");
+  for (int i = 0; i < nd; i++) gc_sbuf_printf(b, "%s%%%d", i ? ", " : "", i);
+  gc_sbuf_printf(b, "}, %%%d, %%%d, p, 1, 1, 0, %d;\\n}\\n\"\n", nd, nd + 1, ops[1]->mn_major);
+  indent(b, depth + 1);
+  gc_sbuf_puts(b, ": ");
+  for (int i = 0; i < nd; i++) gc_sbuf_printf(b, "%s\"+f\"(v_%s)", i ? ", " : "", vn(c, s->u.wg.d[i]));
+  gc_sbuf_puts(b, "\n");
+  indent(b, depth + 1);
+  gc_sbuf_puts(b, ": \"l\"(da_), \"l\"(db_), \"r\"(1) : \"memory\");\n");
+  indent(b, depth);
+  gc_sbuf_puts(b, "}\n");
+}
+
 /* Tensor-core statements as inline PTX (the LLVM printer emits the same instructions). */
 static void print_tensor_core(cprint *c, const kir_stmt *s, int depth) {
   gc_sbuf *b = c->b;
@@ -541,6 +576,19 @@ static void print_tensor_core(cprint *c, const kir_stmt *s, int depth) {
       gc_sbuf_puts(b, ");\n");
       break;
     }
+    case KIR_S_FENCE_ASYNC:
+      gc_sbuf_puts(b, "asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");\n");
+      break;
+    case KIR_S_WG_FENCE:
+      gc_sbuf_puts(b, "asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n");
+      break;
+    case KIR_S_WG_COMMIT:
+      gc_sbuf_puts(b, "asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n");
+      break;
+    case KIR_S_WG_WAIT:
+      gc_sbuf_printf(b, "asm volatile(\"wgmma.wait_group.sync.aligned %d;\\n\" ::: \"memory\");\n", s->u.wait);
+      break;
+    case KIR_S_WGMMA: print_wgmma(c, s, depth); break;
     default: GC_ASSERT(!"not a tensor-core statement");
   }
 }
@@ -609,6 +657,11 @@ static void print_stmt(cprint *c, const kir_stmt *s, int depth) {
     case KIR_S_CP_WAIT:
     case KIR_S_LDMATRIX:
     case KIR_S_MMA:
+    case KIR_S_FENCE_ASYNC:
+    case KIR_S_WG_FENCE:
+    case KIR_S_WG_COMMIT:
+    case KIR_S_WG_WAIT:
+    case KIR_S_WGMMA:
       print_tensor_core(c, s, depth);
       break;
   }
@@ -668,7 +721,12 @@ static void block_types(const kir_block *blk, unsigned *mask) {
         expr_types(s->u.copy.pred, mask);
         break;
       case KIR_S_LDMATRIX: expr_types(s->u.ldm.index, mask); break;
-      case KIR_S_BARRIER: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_MMA: break;
+      case KIR_S_WGMMA:
+        expr_types(s->u.wg.a.index, mask);
+        expr_types(s->u.wg.b.index, mask);
+        break;
+      case KIR_S_BARRIER: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_MMA:
+      case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE: case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: break;
     }
   }
 }
@@ -702,7 +760,15 @@ static void print_kernel(gc_sbuf *b, const kir_kernel *k) {
                      p->name);
   }
   gc_sbuf_puts(b, ") {\n");
-  for (int i = 0; i < k->n_shared; i++)
+  if (k->shared_dynamic && k->n_shared > 0) {
+    gc_sbuf_puts(b, "  extern __shared__ __align__(1024) unsigned char gc_dsmem_[];\n"
+                    "  unsigned char *const gc_ds_ = gc_dsmem_ + ((1024u - ((unsigned)__cvta_generic_to_shared(gc_dsmem_)"
+                    " & 1023u)) & 1023u);\n");
+    for (int i = 0; i < k->n_shared; i++)
+      gc_sbuf_printf(b, "  %s *const s_%d = (%s *)(gc_ds_ + %lld);\n", mem_type(k->shared[i].dtype), i,
+                     mem_type(k->shared[i].dtype), (long long)kir_shared_offset(k, i));
+  }
+  for (int i = 0; i < k->n_shared && !k->shared_dynamic; i++)
     gc_sbuf_printf(b, "  __shared__ __align__(16) %s s_%d[%lld];\n", mem_type(k->shared[i].dtype), i,
                    (long long)k->shared[i].count);
   for (int i = 0; i < k->n_scratch; i++)  /* per thread (local memory); GPU emitters make none */

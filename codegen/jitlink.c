@@ -62,7 +62,13 @@ int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc
   *cubin = NULL;
   *cubin_len = 0;
   char arch[32];
-  snprintf(arch, sizeof arch, "-arch=sm_%d", sm);
+  int arch_a = (sm & GC_SM_ARCH_A) != 0;
+  sm &= ~GC_SM_ARCH_A;
+  /* PTX for sm_90a (wgmma) links only for sm_90a */
+  char tgt[32];
+  snprintf(tgt, sizeof tgt, ".target sm_%da", sm);
+  if (strstr(ptx, tgt)) arch_a = 1;
+  snprintf(arch, sizeof arch, "-arch=sm_%d%s", sm, arch_a ? "a" : "");
   /* ptxas compiles the kernels on up to GC_PTXAS_THREADS threads. The count is
    * fixed, not the host's cores: ptxas records its command line in the cubin
    * (.note.nv.tkinfo), so a count that followed the machine would change the

@@ -46,6 +46,9 @@ void kir_target_cuda(kir_target *t, int sm) {
   t->num_sms = 132;
   t->shared_bytes = 48 * 1024;
   t->vector_bytes = 16;
+  /* wgmma exists on sm_90 only (sm_90a code; Blackwell has other instructions) */
+  const char *wg = getenv("GRAPHC_WGMMA");
+  t->wgmma = t->sm == 90 && !(wg && strcmp(wg, "0") == 0);
 }
 
 /* Defaults for the host: one "thread" per group, `cores` workers. */
@@ -558,11 +561,81 @@ gc_dtype kir_mma_dtype(kir_mma_kind kind) {
   return kind == KIR_MMA_F16 ? GRAPHC_DTYPE_F16 : kind == KIR_MMA_BF16 ? GRAPHC_DTYPE_BF16 : GRAPHC_DTYPE_F32;
 }
 
+/* ---- Hopper warpgroup MMA ---------------------------------------------------------------- */
+
+void kir_emit_fence_async(kir_module *m, kir_block *b) { new_stmt(m, b, KIR_S_FENCE_ASYNC); }
+void kir_emit_wg_fence(kir_module *m, kir_block *b) { new_stmt(m, b, KIR_S_WG_FENCE); }
+void kir_emit_wg_commit(kir_module *m, kir_block *b) { new_stmt(m, b, KIR_S_WG_COMMIT); }
+
+void kir_emit_wg_wait(kir_module *m, kir_block *b, int pending) {
+  GC_ASSERT(pending >= 0 && pending < 8);
+  kir_stmt *s = new_stmt(m, b, KIR_S_WG_WAIT);
+  if (s) s->u.wait = pending;
+}
+
+void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const int *d,
+                    const kir_wg_opnd *a, const kir_wg_opnd *bop) {
+  GC_ASSERT(kind != KIR_MMA_TF32 && n >= 8 && n <= 256 && n % 8 == 0);
+  if (!a->index || !bop->index) return;
+  int *dv = gc_arena_alloc(&m->arena, (size_t)(n / 2) * sizeof *dv);
+  kir_stmt *s = dv ? new_stmt(m, b, KIR_S_WGMMA) : NULL;
+  if (!s) return;
+  memcpy(dv, d, (size_t)(n / 2) * sizeof *dv);
+  s->u.wg.kind = kind;
+  s->u.wg.n = n;
+  s->u.wg.d = dv;
+  s->u.wg.a = *a;
+  s->u.wg.b = *bop;
+}
+
+/* PTX ISA, "Matrix Descriptor Format": bits 16-29 lbo >> 4, 32-45 sbo >> 4, 62-63 the
+ * swizzle (1: 128 bytes); the start address (bits 0-13) comes at run time. */
+uint64_t kir_wg_desc_bits(const kir_wg_opnd *o) {
+  return ((uint64_t)((o->lbo & 0x3FFFF) >> 4) << 16) | ((uint64_t)((o->sbo & 0x3FFFF) >> 4) << 32) |
+         ((uint64_t)1 << 62);
+}
+
+static int block_uses_wgmma(const kir_block *b) {
+  for (const kir_stmt *s = b->head; s; s = s->next) {
+    if (s->kind == KIR_S_WGMMA) return 1;
+    if (s->kind == KIR_S_FOR && block_uses_wgmma(&s->u.loop.body)) return 1;
+    if (s->kind == KIR_S_IF && (block_uses_wgmma(&s->u.cond.then) || block_uses_wgmma(&s->u.cond.els)))
+      return 1;
+  }
+  return 0;
+}
+
+int kir_uses_wgmma(const kir_kernel *k) { return block_uses_wgmma(&k->body); }
+
+int kir_module_uses_wgmma(const kir_module *m) {
+  for (int i = 0; i < m->n_kernels; i++)
+    if (kir_uses_wgmma(m->kernels[i])) return 1;
+  return 0;
+}
+
+/* Static arrays are 16-byte aligned; dynamic ones 1024-byte (a swizzle atom of wgmma). */
+int64_t kir_shared_offset(const kir_kernel *k, int i) {
+  int64_t align = k->shared_dynamic ? 1024 : 16, off = 0;
+  for (int j = 0; j < i; j++) {
+    off += k->shared[j].count * (int64_t)graphc_dtype_size(k->shared[j].dtype);
+    off = (off + align - 1) & ~(align - 1);
+  }
+  return off;
+}
+
+int64_t kir_shared_bytes(const kir_kernel *k) {
+  if (k->n_shared == 0) return 0;
+  int64_t end = kir_shared_offset(k, k->n_shared - 1) +
+                k->shared[k->n_shared - 1].count * (int64_t)graphc_dtype_size(k->shared[k->n_shared - 1].dtype);
+  return k->shared_dynamic ? end + 1024 : end;
+}
+
 /* Any tensor-core statement in block b? */
 static int block_uses_tc(const kir_block *b) {
   for (const kir_stmt *s = b->head; s; s = s->next) {
     switch (s->kind) {
       case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_LDMATRIX: case KIR_S_MMA:
+      case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE: case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: case KIR_S_WGMMA:
         return 1;
       case KIR_S_FOR:
         if (block_uses_tc(&s->u.loop.body)) return 1;
@@ -786,6 +859,29 @@ static void verify_block(verify_ctx *c, const kir_block *b) {
         }
         c->uses_shfl = 1;
         break;
+      case KIR_S_FENCE_ASYNC:
+      case KIR_S_WG_FENCE:
+      case KIR_S_WG_COMMIT:
+      case KIR_S_WG_WAIT:
+        GC_ASSERT(c->blocks && k->shared_dynamic);
+        break;
+      case KIR_S_WGMMA: {
+        GC_ASSERT(c->blocks && k->shared_dynamic && k->launch.block % 128 == 0);
+        const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
+        for (int i = 0; i < 2; i++) {
+          GC_ASSERT(buf_dtype(k, KIR_SHARED, ops[i]->buf) == kir_mma_dtype(s->u.wg.kind));
+          verify_expr(c, ops[i]->index);
+          GC_ASSERT(ops[i]->index->type == GRAPHC_DTYPE_I64);
+          GC_ASSERT(ops[i]->lbo >= 0 && ops[i]->lbo % 16 == 0 && ops[i]->sbo > 0 && ops[i]->sbo % 16 == 0);
+        }
+        GC_ASSERT(!s->u.wg.a.mn_major);  /* A is K-major */
+        for (int i = 0; i < s->u.wg.n / 2; i++) {
+          int d = s->u.wg.d[i];
+          GC_ASSERT(d >= 0 && d < k->n_vars && k->vars[d].type == GRAPHC_DTYPE_F32 && c->assigned[d]);
+        }
+        c->uses_shfl = 1;
+        break;
+      }
       default:
         GC_ASSERT(!"unknown kir statement kind");
     }
@@ -803,13 +899,9 @@ void kir_verify(const kir_kernel *k) {
   GC_ASSERT(blocks || k->n_shared == 0);
   GC_ASSERT(!blocks || k->n_scratch == 0);
   for (int i = 0; i < k->n_scratch; i++) GC_ASSERT(k->scratch[i].count >= 1);
-  int64_t shared_bytes = 0;
-  for (int i = 0; i < k->n_shared; i++) {
-    GC_ASSERT(k->shared[i].count >= 1);
-    shared_bytes += k->shared[i].count * (int64_t)graphc_dtype_size(k->shared[i].dtype);
-    shared_bytes = (shared_bytes + 15) & ~(int64_t)15;
-  }
-  GC_ASSERT(shared_bytes <= 48 * 1024);  /* static shared memory limit */
+  for (int i = 0; i < k->n_shared; i++) GC_ASSERT(k->shared[i].count >= 1);
+  /* static shared memory limit; dynamic: the opt-in limit */
+  GC_ASSERT(kir_shared_bytes(k) <= (k->shared_dynamic ? KIR_MAX_DYNAMIC_SHARED : 48 * 1024));
   for (int i = 0; i < k->n_params; i++) {
     GC_ASSERT(is_c_ident(k->params[i].name));
     for (int j = 0; j < i; j++) GC_ASSERT(strcmp(k->params[i].name, k->params[j].name) != 0);
@@ -1008,6 +1100,32 @@ static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, i
         gc_sbuf_puts(b, "]\n");
         break;
       }
+      case KIR_S_FENCE_ASYNC:
+        gc_sbuf_puts(b, "fence.proxy.async\n");
+        break;
+      case KIR_S_WG_FENCE:
+        gc_sbuf_puts(b, "wgmma.fence\n");
+        break;
+      case KIR_S_WG_COMMIT:
+        gc_sbuf_puts(b, "wgmma.commit\n");
+        break;
+      case KIR_S_WG_WAIT:
+        gc_sbuf_printf(b, "wgmma.wait %d\n", s->u.wait);
+        break;
+      case KIR_S_WGMMA: {
+        int n = s->u.wg.n;
+        gc_sbuf_printf(b, "(%%%s .. %%%s) += wgmma.m64n%dk16.%s", k->vars[s->u.wg.d[0]].name,
+                       k->vars[s->u.wg.d[n / 2 - 1]].name, n, graphc_dtype_name(kir_mma_dtype(s->u.wg.kind)));
+        const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
+        for (int i = 0; i < 2; i++) {
+          gc_sbuf_printf(b, " smem%d[", ops[i]->buf);
+          print_expr(b, k, ops[i]->index);
+          gc_sbuf_printf(b, "]%s(lbo %d, sbo %d)", ops[i]->mn_major ? ".mn" : ".k", ops[i]->lbo, ops[i]->sbo);
+          if (!i) gc_sbuf_puts(b, " x");
+        }
+        gc_sbuf_puts(b, "\n");
+        break;
+      }
       case KIR_S_MMA: {
         const int *d = s->u.mma.d, *a = s->u.mma.a, *bf = s->u.mma.b;
         gc_sbuf_printf(b, "(%%%s, %%%s, %%%s, %%%s) += %s (%%%s, %%%s, %%%s, %%%s) x (%%%s, %%%s)\n",
@@ -1035,8 +1153,8 @@ void kir_print(gc_sbuf *b, const kir_kernel *k) {
                      p->readonly ? " readonly" : "", p->binding);
   }
   for (int i = 0; i < k->n_shared; i++)
-    gc_sbuf_printf(b, "  shared smem%d: %s[%lld]\n", i, graphc_dtype_name(k->shared[i].dtype),
-                   (long long)k->shared[i].count);
+    gc_sbuf_printf(b, "  shared smem%d: %s[%lld]%s\n", i, graphc_dtype_name(k->shared[i].dtype),
+                   (long long)k->shared[i].count, k->shared_dynamic ? " dynamic" : "");
   for (int i = 0; i < k->n_scratch; i++)
     gc_sbuf_printf(b, "  scratch scratch%d: %s[%lld]\n", i, graphc_dtype_name(k->scratch[i].dtype),
                    (long long)k->scratch[i].count);

@@ -41,6 +41,8 @@ typedef struct kir_target {
   int tf32;               /* f32 matmuls may round their operands to tf32 (tensor cores) */
   int tc_bm, tc_bn;       /* tensor-core matmul output tile, 64 or 128 each; 0: chosen per
                              matmul from its grid and num_sms (codegen/emit_mma.c) */
+  int wgmma;              /* Hopper warpgroup MMAs (sm_90 exactly: code for sm_90a); set by
+                             kir_target_cuda for sm 90 unless GRAPHC_WGMMA=0 (codegen/emit_wgmma.c) */
   const struct gc_tuning *tuning; /* measured choices (codegen/tuning.h), or NULL */
 } kir_target;
 
@@ -116,7 +118,15 @@ typedef enum kir_stmt_kind {
   KIR_S_CP_COMMIT,        /* close the group of async copies issued by this thread */
   KIR_S_CP_WAIT,          /* wait until at most u.wait of this thread's groups are pending */
   KIR_S_LDMATRIX,         /* warp: vars[0..4) (i32) = four 8x8 b16 matrices from shared memory */
-  KIR_S_MMA               /* warp: d[0..4) (f32) += A * B on the tensor cores, see kir_mma_kind */
+  KIR_S_MMA,              /* warp: d[0..4) (f32) += A * B on the tensor cores, see kir_mma_kind */
+  /* Hopper warpgroup MMA (sm_90a; kernels with shared_dynamic, blocks of whole warpgroups):
+   * the tensor cores read both operands from shared memory asynchronously. */
+  KIR_S_FENCE_ASYNC,      /* fence.proxy.async.shared::cta: this thread's shared writes (landed
+                             cp.async copies included) become visible to wgmma's reads */
+  KIR_S_WG_FENCE,         /* wgmma.fence: before the first WGMMA touching the accumulators */
+  KIR_S_WG_COMMIT,        /* close the group of WGMMAs issued by this warpgroup */
+  KIR_S_WG_WAIT,          /* wait until at most u.wait of the warpgroup's WGMMA groups are pending */
+  KIR_S_WGMMA             /* warpgroup: d[0..n/2) (f32) += A (64 x 16) * B (16 x n), see kir_wg_opnd */
 } kir_stmt_kind;
 
 /* Warp-level matrix multiply-accumulate shapes (PTX mma.sync, row.col, f32 accumulators).
@@ -134,6 +144,21 @@ typedef enum kir_stmt_kind {
  * vars[q] the elements (l / 4, 2 (l % 4) .. +1) of matrix q, or of its transpose when
  * u.ldm.trans. */
 typedef enum kir_mma_kind { KIR_MMA_F16, KIR_MMA_BF16, KIR_MMA_TF32 } kir_mma_kind;
+
+/* A WGMMA operand in shared memory (wgmma.mma_async m64nNk16, f16 / bf16, f32 accumulators):
+ * 128-byte swizzled rows (16-byte chunk c of row r stored at chunk c ^ (r % 8); the tile 1024-byte
+ * aligned), starting at element `index` of shared array `buf`. K-major (mn_major 0): rows are
+ * M (A) or N (B) with 64 K values each, `sbo` bytes from one 8-row group to the next. MN-major
+ * (B stored K x N): rows are K with 64 N values each, `sbo` bytes per 8 K rows, `lbo` bytes from
+ * one 64-wide N block to the next. The printers encode the PTX matrix descriptor from these.
+ * Accumulators: lane l of warp w (of the warpgroup), g = l / 4, t = l % 4:
+ *   d[4j + 2h + e] = C(16w + g + 8h, 8j + 2t + e). */
+typedef struct kir_wg_opnd {
+  int buf;
+  kir_expr *index;        /* i64, element of the tile's first row */
+  int lbo, sbo;           /* bytes */
+  int mn_major;
+} kir_wg_opnd;
 
 #define KIR_MAX_VEC 8
 
@@ -162,6 +187,7 @@ struct kir_stmt {
     int wait;                       /* CP_WAIT */
     struct { int buf; kir_expr *index; int trans; int vars[4]; } ldm;  /* LDMATRIX */
     struct { kir_mma_kind kind; int d[4], a[4], b[2]; } mma;            /* MMA */
+    struct { kir_mma_kind kind; int n; int *d; kir_wg_opnd a, b; } wg;  /* WGMMA: d[0..n/2) */
   } u;
 };
 
@@ -209,7 +235,12 @@ typedef struct kir_kernel {
   double bytes_moved;     /* modeled bytes read + written, for stats */
   double flops;           /* modeled arithmetic, for stats */
   char tune_key[160];     /* tunable kernels: their problem's tuning key (tuning.h); "" else */
+  int shared_dynamic;     /* shared arrays in dynamic shared memory, each 1024-byte aligned, up
+                             to KIR_MAX_DYNAMIC_SHARED bytes in all (the launch asks for
+                             kir_shared_bytes); 0: static arrays, 48 KiB in all */
 } kir_kernel;
+
+#define KIR_MAX_DYNAMIC_SHARED (227 * 1024)  /* per block with opt-in, sm_80 .. sm_90 */
 
 typedef struct kir_module {
   gc_arena arena;
@@ -268,6 +299,24 @@ int kir_mma_k(kir_mma_kind kind);
 gc_dtype kir_mma_dtype(kir_mma_kind kind);
 /* Does the kernel use any tensor-core statement (needs sm_80+)? */
 int kir_uses_tensor_cores(const kir_kernel *k);
+/* Hopper warpgroup MMAs: d[0..n/2) += A * B (n a multiple of 8, 8..256), and the fences
+ * and groups around them (see KIR_S_WGMMA). */
+void kir_emit_fence_async(kir_module *m, kir_block *b);
+void kir_emit_wg_fence(kir_module *m, kir_block *b);
+void kir_emit_wg_commit(kir_module *m, kir_block *b);
+void kir_emit_wg_wait(kir_module *m, kir_block *b, int pending);
+void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const int *d,
+                    const kir_wg_opnd *a, const kir_wg_opnd *bop);
+/* The PTX matrix descriptor's constant bits for an operand (swizzle, lbo, sbo); the
+ * printers OR in (shared address & 0x3FFFF) >> 4. */
+uint64_t kir_wg_desc_bits(const kir_wg_opnd *o);
+/* Does a kernel (any kernel of the module) use WGMMA statements (code for sm_90a only)? */
+int kir_uses_wgmma(const kir_kernel *k);
+int kir_module_uses_wgmma(const kir_module *m);
+/* Shared memory: byte offset of array i, and the bytes a block needs (dynamic: the
+ * arrays plus 1024 bytes to align their base; the launch passes it). */
+int64_t kir_shared_offset(const kir_kernel *k, int i);
+int64_t kir_shared_bytes(const kir_kernel *k);
 
 /* Check invariants (types agree, vars assigned before use, shared only in
  * BLOCKS launches, scratch only in ITEMS launches); GC_ASSERT on violation: a violation is an emitter bug. */

@@ -230,10 +230,33 @@ static LLVMTypeRef t_buffer_ptr(em *e) {
   return LLVMPointerTypeInContext(e->ctx, e->t->arch == GC_LLVM_NVPTX ? 1 : 0);
 }
 
+/* The kernel's dynamic shared memory (shared_dynamic, NVPTX), its base rounded up to
+ * 1024 bytes: `KERNEL_dsmem`, an extern addrspace(3) array. */
+static LLVMValueRef t_dynamic_shared_base(em *e) {
+  LLVMTypeRef aty = LLVMArrayType2(e->t_i8, 0);
+  char name[256];
+  snprintf(name, sizeof name, "%s_dsmem", e->k->name);  /* one per kernel: joined PTX parts declare each once */
+  LLVMValueRef g = LLVMGetNamedGlobal(e->mod, name);
+  if (!g) {
+    g = LLVMAddGlobalInAddressSpace(e->mod, aty, name, 3);
+    LLVMSetLinkage(g, LLVMExternalLinkage);
+    LLVMSetAlignment(g, 1024);
+  }
+  LLVMValueRef a = LLVMBuildPtrToInt(e->b, g, e->t_i64, "");
+  LLVMValueRef pad = LLVMBuildAnd(e->b, LLVMBuildSub(e->b, cint(e->t_i64, 1024), LLVMBuildAnd(e->b, a, cint(e->t_i64, 1023), ""), ""),
+                                  cint(e->t_i64, 1023), "");
+  return LLVMBuildInBoundsGEP2(e->b, e->t_i8, g, &pad, 1, "dsmem");
+}
+
 /* Base pointer of shared array i: an addrspace(3) global (NVPTX) or an alloca (host;
- * must be called with the builder in the entry block). */
-static LLVMValueRef t_shared_array(em *e, int i) {
+ * must be called with the builder in the entry block). With shared_dynamic, a place in
+ * the dynamic shared memory at `dyn` (NVPTX only). */
+static LLVMValueRef t_shared_array(em *e, int i, LLVMValueRef dyn) {
   const kir_shared *s = &e->k->shared[i];
+  if (dyn) {
+    LLVMValueRef off = cint(e->t_i64, (unsigned long long)kir_shared_offset(e->k, i));
+    return LLVMBuildInBoundsGEP2(e->b, e->t_i8, dyn, &off, 1, "smem");
+  }
   LLVMTypeRef aty = LLVMArrayType2(mem_ty(e, s->dtype), (uint64_t)s->count);
   LLVMValueRef v;
   if (e->t->arch == GC_LLVM_NVPTX) {
@@ -707,6 +730,47 @@ static LLVMValueRef var_val(em *e, int var) {
   return LLVMBuildLoad2(e->b, reg_ty(e, e->k->vars[var].type), e->vars[var], "");
 }
 
+/* WGMMA: the matrix descriptors ((shared address & 0x3FFFF) >> 4 | kir_wg_desc_bits), then
+ * wgmma.mma_async with the n/2 accumulators as outputs tied to their inputs. */
+static void emit_wgmma(em *e, const kir_stmt *s) {
+  int nd = s->u.wg.n / 2;
+  const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
+  LLVMValueRef args[3 + 128];
+  LLVMTypeRef ats[3 + 128], fts[128];
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef a = LLVMBuildZExt(e->b, shared_addr(e, ops[i]->buf, ops[i]->index), e->t_i64, "");
+    a = LLVMBuildLShr(e->b, LLVMBuildAnd(e->b, a, cint(e->t_i64, 0x3FFFF), ""), cint(e->t_i64, 4), "");
+    args[i] = LLVMBuildOr(e->b, a, cint(e->t_i64, (unsigned long long)kir_wg_desc_bits(ops[i])), "");
+  }
+  args[2] = cint(e->t_i32, 1);
+  for (int i = 0; i < nd; i++) {
+    args[3 + i] = var_val(e, s->u.wg.d[i]);
+    fts[i] = e->t_f32;
+  }
+  for (int i = 0; i < 3 + nd; i++) ats[i] = LLVMTypeOf(args[i]);
+  /* at most 128 accumulators: "$127, " and ",127" fit in 6 and 4 characters each */
+  char text[2048], cons[2048];
+  const char *ty = s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16";
+  int tl = snprintf(text, sizeof text,
+                    "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+                    nd + 2, s->u.wg.n, ty, ty);
+  int cl = 0;
+  for (int i = 0; i < nd; i++) {
+    tl += snprintf(text + tl, sizeof text - (size_t)tl, "%s$%d", i ? ", " : "", i);
+    cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "=f,");
+  }
+  tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nd, nd + 1, ops[1]->mn_major);
+  cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "l,l,r");
+  for (int i = 0; i < nd; i++) cl += snprintf(cons + cl, sizeof cons - (size_t)cl, ",%d", i);
+  cl += snprintf(cons + cl, sizeof cons - (size_t)cl, ",~{memory}");
+  GC_ASSERT(nd <= 128 && tl < (int)sizeof text && cl < (int)sizeof cons);
+  LLVMTypeRef ret = LLVMStructTypeInContext(e->ctx, fts, (unsigned)nd, 0);
+  LLVMTypeRef fty = LLVMFunctionType(ret, ats, (unsigned)(3 + nd), 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, (size_t)tl, cons, (size_t)cl, 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef r = LLVMBuildCall2(e->b, fty, asmv, args, (unsigned)(3 + nd), "");
+  for (int i = 0; i < nd; i++) store_field(e, r, (unsigned)i, s->u.wg.d[i]);
+}
+
 static void emit_tensor_core(em *e, const kir_stmt *s) {
   GC_ASSERT(e->t->arch == GC_LLVM_NVPTX);
   switch (s->kind) {
@@ -758,6 +822,22 @@ static void emit_tensor_core(em *e, const kir_stmt *s) {
     for (unsigned i = 0; i < 4; i++) store_field(e, r, i, s->u.mma.d[i]);
     return;
   }
+  case KIR_S_FENCE_ASYNC:
+    inline_ptx(e, "fence.proxy.async.shared::cta;", "~{memory}", e->t_void, NULL, 0);
+    return;
+  case KIR_S_WG_FENCE:
+    inline_ptx(e, "wgmma.fence.sync.aligned;", "~{memory}", e->t_void, NULL, 0);
+    return;
+  case KIR_S_WG_COMMIT:
+    inline_ptx(e, "wgmma.commit_group.sync.aligned;", "~{memory}", e->t_void, NULL, 0);
+    return;
+  case KIR_S_WG_WAIT: {
+    char text[64];
+    snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", s->u.wait);
+    inline_ptx(e, text, "~{memory}", e->t_void, NULL, 0);
+    return;
+  }
+  case KIR_S_WGMMA: emit_wgmma(e, s); return;
   default: GC_ASSERT(!"not a tensor-core statement");
   }
 }
@@ -786,6 +866,7 @@ static void emit_stmt(em *e, const kir_stmt *s) {
   case KIR_S_IF: emit_if(e, s); return;
   case KIR_S_BARRIER: t_barrier(e); return;
   case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_LDMATRIX: case KIR_S_MMA:
+  case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE: case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: case KIR_S_WGMMA:
     emit_tensor_core(e, s);
     return;
   }
@@ -944,7 +1025,9 @@ static int emit_kernel(em *e, const kir_kernel *k) {
   enter(e, entry);
   for (int i = 0; i < k->n_vars; i++)
     e->vars[i] = LLVMBuildAlloca(e->b, reg_ty(e, k->vars[i].type), k->vars[i].name);
-  for (int i = 0; i < k->n_shared; i++) e->shared[i] = t_shared_array(e, i);
+  GC_ASSERT(!k->shared_dynamic || !host);
+  LLVMValueRef dyn = k->shared_dynamic && k->n_shared > 0 ? t_dynamic_shared_base(e) : NULL;
+  for (int i = 0; i < k->n_shared; i++) e->shared[i] = t_shared_array(e, i, dyn);
   for (int i = 0; i < k->n_scratch; i++) {  /* per thread: the stack (host), local memory (NVPTX) */
     const kir_shared *s = &k->scratch[i];
     e->scratch[i] = LLVMBuildAlloca(e->b, LLVMArrayType2(mem_ty(e, s->dtype), (uint64_t)s->count), "scratch");

@@ -53,8 +53,10 @@
 #endif
 
 #define NVPTX_TRIPLE "nvptx64-nvidia-cuda"
-/* PTX ISA 7.8 (CUDA 11.8): covers sm_50..sm_90 and keeps old drivers able to JIT it. */
+/* PTX ISA 7.8 (CUDA 11.8): covers sm_50..sm_90 and keeps old drivers able to JIT it.
+ * A module with Hopper warpgroup MMAs (kir_module_uses_wgmma) is for sm_90a, PTX ISA 8.0. */
 #define NVPTX_FEATURES "+ptx78"
+#define NVPTX_FEATURES_A "+ptx80"
 
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
 
@@ -217,8 +219,8 @@ static double wall_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* The NVPTX target machine for sm_<target_sm> (reported on failure). */
-static LLVMTargetMachineRef make_tm(int target_sm, gc_diags *d) {
+/* The NVPTX target machine for sm_<target_sm> (sm_90a with arch_a; reported on failure). */
+static LLVMTargetMachineRef make_tm(int target_sm, int arch_a, gc_diags *d) {
   pthread_once(&nvptx_once, nvptx_init);
   LLVMTargetRef target = NULL;
   char *msg = NULL;
@@ -228,9 +230,10 @@ static LLVMTargetMachineRef make_tm(int target_sm, gc_diags *d) {
     return NULL;
   }
   char cpu[16];
-  snprintf(cpu, sizeof cpu, "sm_%d", target_sm);
+  snprintf(cpu, sizeof cpu, "sm_%d%s", target_sm, arch_a ? "a" : "");
   LLVMTargetMachineRef tm =
-      LLVMCreateTargetMachine(target, NVPTX_TRIPLE, cpu, NVPTX_FEATURES, LLVMCodeGenLevelAggressive,
+      LLVMCreateTargetMachine(target, NVPTX_TRIPLE, cpu, arch_a ? NVPTX_FEATURES_A : NVPTX_FEATURES,
+                              LLVMCodeGenLevelAggressive,
                               LLVMRelocDefault, LLVMCodeModelDefault);
   if (!tm) report(d, NULL, "cannot create the LLVM NVPTX target machine", cpu);
   return tm;
@@ -337,7 +340,7 @@ typedef struct nv_job {
 typedef struct nv_pool {
   nv_job *jobs;
   const int *order;        /* distinct kernels, biggest first */
-  int n, sm;
+  int n, sm, arch_a;
   atomic_int next;
 } nv_pool;
 
@@ -419,8 +422,8 @@ static void prefix_locals(LLVMModuleRef mod, const char *name) {
 }
 
 /* Emit, optimize and generate code for one distinct kernel (any thread). */
-static void run_job(nv_job *j, int sm) {
-  LLVMTargetMachineRef tm = make_tm(sm, &j->d);
+static void run_job(nv_job *j, int sm, int arch_a) {
+  LLVMTargetMachineRef tm = make_tm(sm, arch_a, &j->d);
   if (!tm) {
     j->rc = -1;
     return;
@@ -452,7 +455,7 @@ static void run_job(nv_job *j, int sm) {
  * balances the threads; the output is joined in kernel order. */
 static void *worker(void *arg) {
   nv_pool *p = arg;
-  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) run_job(&p->jobs[p->order[i]], p->sm);
+  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) run_job(&p->jobs[p->order[i]], p->sm, p->arch_a);
   return NULL;
 }
 
@@ -584,7 +587,7 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
   times->emit += thread_ms() - t0;
   /* Emit, optimize and generate code for the distinct kernels on the threads. */
   int nt = rc == 0 ? pick_threads(opts ? opts->threads : 0, distinct) : 0;
-  nv_pool pool = {jobs, order, distinct, target_sm, 0};
+  nv_pool pool = {jobs, order, distinct, target_sm, target_sm == 90 && kir_module_uses_wgmma(m), 0};
   pthread_t *th = nt > 1 ? calloc((size_t)nt, sizeof *th) : NULL;
   int started = 0;
   for (int t = 1; th && t < nt; t++, started++)  /* the calling thread is worker 0 */
@@ -640,7 +643,7 @@ int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, gc_diag
                 "LLVM NVPTX backend: sm_%d is not supported (needs sm_50 or newer)", sm);
     return -1;
   }
-  LLVMTargetMachineRef tm = make_tm(target_sm, d);
+  LLVMTargetMachineRef tm = make_tm(target_sm, target_sm == 90 && kir_module_uses_wgmma(m), d);
   if (!tm) return -1;
   LLVMContextRef ctx = LLVMContextCreate();
   gc_llvm_diag dg = {{0}, 0};

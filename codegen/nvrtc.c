@@ -98,7 +98,9 @@ int gc_nvrtc_compile(const char *src, int sm, char **ptx, void **cubin, size_t *
   if (cubin) *cubin = NULL;
   if (cubin_len) *cubin_len = 0;
   char arch[64], inc[4200];
-  snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
+  const char *sfx = sm & GC_SM_ARCH_A ? "a" : "";
+  sm &= ~GC_SM_ARCH_A;
+  snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%s", sm, sfx);
   char incdir[4096];
   include_dir(incdir, sizeof incdir);
   snprintf(inc, sizeof inc, "--include-path=%s", incdir);

@@ -677,7 +677,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
           gc_cuda_c_print(&b, plan->kir);
           char *src = gc_sbuf_take(&b);
           t0 = emit_now_ms();
-          rc = src ? gc_nvrtc_compile(src, sm, kind == 3 ? &text : NULL, kind == 4 ? out : NULL,
+          rc = src ? gc_nvrtc_compile(src, sm | (kir_module_uses_wgmma(plan->kir) ? GC_SM_ARCH_A : 0), kind == 3 ? &text : NULL, kind == 4 ? out : NULL,
                                       kind == 4 ? len : NULL, &d)
                    : -1;
           gc_sbuf_printf(&stats, "time: nvrtc %.2f ms\n", emit_now_ms() - t0);

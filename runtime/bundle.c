@@ -134,6 +134,7 @@ static void w_plan(wbuf *w, const gc_launch_plan *p, const uint32_t *blob) {
     w_u32(w, (uint32_t)k->kind);
     w_i64(w, k->n);
     w_u32(w, (uint32_t)k->block);
+    w_u32(w, (uint32_t)k->smem);
     w_u32(w, (uint32_t)k->n_params);
     for (int j = 0; j < k->n_params; j++) {
       w_u32(w, (uint32_t)k->params[j].kind);
@@ -456,6 +457,7 @@ static int read_plan(rd *r, gc_bundle *b, gc_launch_plan *p, uint32_t **blob) {
     k->kind = (gc_lp_launch_kind)r_u32(r);
     k->n = r_i64(r);
     k->block = (int)r_u32(r);
+    k->smem = (int)r_u32(r);
     k->n_params = r_count(r, 12, 4096);
     k->params = r_array(r, &b->arena, (size_t)k->n_params, sizeof *k->params);
     for (int j = 0; j < k->n_params && !r->err; j++) {

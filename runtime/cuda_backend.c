@@ -177,7 +177,8 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
     if (st) gc_sbuf_printf(st, "cuda: nvjitlink %.2f ms\n", now_ms() - t1);
     return 0;
   }
-  int rc = gc_nvrtc_compile(src, sm, &out->ptx, &out->cubin, &out->cubin_len, d);
+  int rc = gc_nvrtc_compile(src, sm | (kir_module_uses_wgmma(km) ? GC_SM_ARCH_A : 0), &out->ptx, &out->cubin,
+                            &out->cubin_len, d);
   if (st) gc_sbuf_printf(st, "cuda: nvrtc %s %.2f ms\n", gc_nvrtc_version(), now_ms() - t0);
   return rc;
 }
@@ -259,6 +260,7 @@ int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
     q->kind = k->launch.kind == KIR_LAUNCH_BLOCKS ? GC_LP_BLOCKS : GC_LP_ITEMS;
     q->n = k->launch.n;
     q->block = k->launch.block;
+    q->smem = k->shared_dynamic ? (int)kir_shared_bytes(k) : 0;
     q->n_params = k->n_params;
     q->params = gc_arena_alloc(a, (size_t)k->n_params * sizeof *q->params + 1);
     for (int j = 0; q->params && j < k->n_params; j++) {

@@ -60,6 +60,7 @@
   X(ModuleUnload, cuModuleUnload, NULL)                                   \
   X(ModuleGetFunction, cuModuleGetFunction, NULL)                         \
   X(FuncGetAttribute, cuFuncGetAttribute, NULL)                           \
+  X(FuncSetAttribute, cuFuncSetAttribute, NULL)                           \
   X(LaunchKernel, cuLaunchKernel, NULL)                                   \
   X(StreamCreate, cuStreamCreate, NULL)                                   \
   X(StreamDestroy, cuStreamDestroy_v2, NULL)                              \

@@ -206,7 +206,8 @@ int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char
     const gc_lp_kernel *k = &p->kernels[i];
     if (!is_c_ident(k->name)) return bad_plan(d, st, what, "kernel %d has an invalid name", i);
     if ((k->kind != GC_LP_ITEMS && k->kind != GC_LP_BLOCKS) || k->n < 0 ||
-        k->n > (INT64_C(1) << 50) || k->block < 0 || k->block > 65536)
+        k->n > (INT64_C(1) << 50) || k->block < 0 || k->block > 65536 || k->smem < 0 ||
+        k->smem > (1 << 20))
       return bad_plan(d, st, what, "kernel %s has an invalid launch shape", k->name);
     if (k->n_params < 0 || k->n_params > 4096 || (k->n_params && !k->params))
       return bad_plan(d, st, what, "kernel %s has an invalid parameter list", k->name);
@@ -285,6 +286,7 @@ static int query_device(gc_cu_exec *x, gc_diags *d) {
       {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &p->max_threads},
       {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &p->max_threads_sm},
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, &p->shared_bytes},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &p->shared_optin},
       {CU_DEVICE_ATTRIBUTE_WARP_SIZE, &p->warp},
   };
   for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
@@ -468,6 +470,18 @@ static int setup_kernels(gc_cu_exec *x, gc_diags *d) {
     if (GC_CU_WHAT(x->cu, d, k->name, FuncGetAttribute, &fn_max,
                    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ck->fn))
       return -1;
+    /* dynamic shared memory beyond 48 KiB needs the function's opt-in */
+    if (k->smem > 0) {
+      if (k->smem > pr->shared_optin) {
+        gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, (gc_loc){0, 0},
+                    "kernel %s needs %d bytes of shared memory per block, but %s allows at most %d",
+                    k->name, k->smem, pr->name, pr->shared_optin);
+        return -1;
+      }
+      if (GC_CU_WHAT(x->cu, d, k->name, FuncSetAttribute, ck->fn,
+                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->smem))
+        return -1;
+    }
     int64_t n = k->n;
     int64_t grid;
     int block = k->block;
@@ -653,7 +667,7 @@ static int launch_one(gc_cu_exec *x, int i, gc_diags *d) {
   cu_kernel *ck = &x->kernels[x->plan->launches[i]];
   if (ck->k->n <= 0) return 0;
   return GC_CU_WHAT(x->cu, d, ck->k->name, LaunchKernel, ck->fn, ck->grid, 1, 1, ck->block, 1, 1,
-                    0, x->stream, ck->argp, NULL);
+                    (unsigned)ck->k->smem, x->stream, ck->argp, NULL);
 }
 
 /* Every launch in order, directly on the stream; with GRAPHC_CUDA_SYNC=1 each

@@ -54,6 +54,7 @@ typedef struct gc_lp_kernel {
   gc_lp_launch_kind kind;  /* as kir_launch: independent items or cooperating groups */
   int64_t n;               /* items or groups */
   int block;               /* threads per group (BLOCKS) or preferred block (ITEMS) */
+  int smem;                /* bytes of dynamic shared memory per block (0: none) */
   int n_params;
   gc_lp_param *params;
 } gc_lp_kernel;

@@ -147,6 +147,8 @@ SHIM("module", CUDA_ERROR_NOT_FOUND, cuModuleGetFunction, (CUfunction *f, CUmodu
      (f, m, name), NOTHING)
 SHIM("module", CUDA_ERROR_INVALID_HANDLE, cuFuncGetAttribute,
      (int *v, CUfunction_attribute a, CUfunction f), (v, a, f), NOTHING)
+SHIM("module", CUDA_ERROR_INVALID_HANDLE, cuFuncSetAttribute,
+     (CUfunction f, CUfunction_attribute a, int v), (f, a, v), NOTHING)
 /* launch */
 SHIM("launch", CUDA_ERROR_LAUNCH_FAILED, cuLaunchKernel,
      (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,

@@ -19,7 +19,8 @@
  * graph it made before failing, as the driver does):
  *   alloc     cuMemAlloc [OUT_OF_MEMORY]
  *   module    cuModuleLoadData [INVALID_IMAGE], cuModuleLoadDataEx [INVALID_PTX],
- *             cuModuleGetFunction [NOT_FOUND], cuFuncGetAttribute [INVALID_HANDLE]
+ *             cuModuleGetFunction [NOT_FOUND], cuFuncGetAttribute, cuFuncSetAttribute
+ *             [INVALID_HANDLE]
  *   launch    cuLaunchKernel, cuGraphLaunch [LAUNCH_FAILED]
  *   graph     cuStreamBeginCapture [STREAM_CAPTURE_UNSUPPORTED], cuStreamEndCapture
  *             [STREAM_CAPTURE_INVALIDATED], cuGraphInstantiate [OUT_OF_MEMORY],

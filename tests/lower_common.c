@@ -113,7 +113,8 @@ static int block_gpu_only(const kir_block *b) {
   for (const kir_stmt *s = b->head; s; s = s->next) {
     switch (s->kind) {
       case KIR_S_BARRIER: case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT:
-      case KIR_S_LDMATRIX: case KIR_S_MMA: return 1;
+      case KIR_S_LDMATRIX: case KIR_S_MMA: case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE:
+      case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: case KIR_S_WGMMA: return 1;
       case KIR_S_ASSIGN: if (expr_gpu_only(s->u.assign.value)) return 1; break;
       case KIR_S_STORE:
         if (s->u.store.space == KIR_SHARED || expr_gpu_only(s->u.store.value) || expr_gpu_only(s->u.store.index)) return 1;
@@ -238,8 +239,10 @@ gc_module *parse_ok(const char *text) {
   return m;
 }
 
-/* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic). */
-int g_tc_tile[2];
+/* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic;
+ * a forced tile is the mma.sync kernel's), g_no_wgmma: sm_90 targets without wgmma, and
+ * g_tc_sms: kir_target.num_sms (0: the default 132; small counts pick big tiles on small grids). */
+int g_tc_tile[2], g_no_wgmma, g_tc_sms;
 /* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
  * plan only, which must use scratch arrays (the packed matmul). */
 int g_host_simd, g_host_packed;
@@ -251,6 +254,8 @@ gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind 
     kir_target_cuda(&t, 90);
     t.tc_bm = g_tc_tile[0];
     t.tc_bn = g_tc_tile[1];
+    if (g_no_wgmma) t.wgmma = 0;
+    if (g_tc_sms) t.num_sms = g_tc_sms;
   } else {
     kir_target_host(&t, 4);
     if (g_host_simd) t.simd_bytes = g_host_simd;

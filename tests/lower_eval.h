@@ -300,7 +300,7 @@ static int ev_block_sync(const kir_block *b);
 /* Statement-level version of ev_expr_sync. */
 static int ev_stmt_sync(const kir_stmt *s) {
   switch (s->kind) {
-    case KIR_S_BARRIER: case KIR_S_LDMATRIX: case KIR_S_MMA: return 1;
+    case KIR_S_BARRIER: case KIR_S_LDMATRIX: case KIR_S_MMA: case KIR_S_WGMMA: return 1;
     case KIR_S_ASSIGN: return ev_expr_sync(s->u.assign.value);
     case KIR_S_STORE: return ev_expr_sync(s->u.store.value) || ev_expr_sync(s->u.store.index);
     case KIR_S_FOR: return ev_block_sync(&s->u.loop.body);
@@ -377,7 +377,9 @@ static void ev_stmt(ev_kernel_ctx *c, int th, const kir_stmt *s) {
       break;
     }
     case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_BARRIER: break;
-    case KIR_S_LDMATRIX: case KIR_S_MMA: ev_fail(c, "%swarp-collective statement outside lockstep%lld%lld", "", 0, 0); break;
+    /* copies land at once and wgmmas complete at once: the fences and groups order nothing */
+    case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE: case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: break;
+    case KIR_S_LDMATRIX: case KIR_S_MMA: case KIR_S_WGMMA: ev_fail(c, "%swarp-collective statement outside lockstep%lld%lld", "", 0, 0); break;
   }
 }
 
@@ -476,6 +478,57 @@ static void ev_mma(ev_kernel_ctx *c, int w, const kir_stmt *s) {
   }
 }
 
+/* Byte offset in its shared array of element (mn, kk) of a WGMMA operand starting at byte
+ * `start` (kir_wg_opnd): K-major rows are M or N (128 bytes of K each, 8-row groups sbo
+ * apart); MN-major rows are K (128 bytes of N each, 8-row groups sbo apart, 64-wide N
+ * blocks lbo apart). Then the 128-byte swizzle: address bits 4-6 ^= bits 7-9 (arrays are
+ * 1024-byte aligned on the device, so offsets in the array swizzle alike). */
+static int64_t ev_wg_byte(const kir_wg_opnd *o, int64_t start, int mn, int kk) {
+  int64_t lin = o->mn_major ? start + (mn / 64) * o->lbo + (kk / 8) * o->sbo + (kk % 8) * 128 + (mn % 64) * 2
+                            : start + (mn / 8) * o->sbo + (mn % 8) * 128 + kk * 2;
+  return lin ^ (((lin >> 7) & 7) << 4);
+}
+
+/* wgmma.m64nNk16 for the 128 threads of warpgroup wgi (products exact, sum in double,
+ * rounded to f32), operands read from shared memory through the swizzled layout. */
+static void ev_wgmma(ev_kernel_ctx *c, int wgi, const kir_stmt *s) {
+  int nv = c->k->n_vars, N = s->u.wg.n, t0 = wgi * 128;
+  const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
+  gc_dtype dt = kir_mma_dtype(s->u.wg.kind);
+  static double A[64][16], B[16][256];
+  for (int o = 0; o < 2; o++) {
+    int64_t start = ev_expr(c, t0, ops[o]->index).i;
+    for (int t = 1; t < 128; t++)
+      if (ev_expr(c, t0 + t, ops[o]->index).i != start) {
+        ev_fail(c, "%swgmma operand address differs within a warpgroup%lld%lld", "", 0, 0);
+        return;
+      }
+    const ev_mem *m = &c->shared[ops[o]->buf];
+    int rows = o ? N : 64;
+    for (int mn = 0; mn < rows; mn++)
+      for (int kk = 0; kk < 16; kk++) {
+        int64_t at = ev_wg_byte(ops[o], start * 2, mn, kk);
+        if (at < 0 || at + 2 > m->n * 2) {
+          ev_fail(c, "%swgmma reads shared byte %lld of %lld", "", at, m->n * 2);
+          return;
+        }
+        double x = gc_load_f64(m->p + at, dt, 0);
+        if (o) B[kk][mn] = x;
+        else A[mn][kk] = x;
+      }
+  }
+  for (int l = 0; l < 128; l++) {
+    ev_val *v = c->vars + (size_t)(t0 + l) * nv;
+    int w = l / 32, g = (l % 32) / 4, tq = l % 4;
+    for (int i = 0; i < N / 2; i++) {
+      int row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * tq + i % 2;
+      double acc = v[s->u.wg.d[i]].f;
+      for (int kk = 0; kk < 16; kk++) acc += A[row][kk] * B[kk][col];
+      v[s->u.wg.d[i]].f = (double)(float)acc;
+    }
+  }
+}
+
 /* The statements of b in one thread. */
 static void ev_block(ev_kernel_ctx *c, int th, const kir_block *b) {
   for (const kir_stmt *s = b->head; s && !c->err[0]; s = s->next) ev_stmt(c, th, s);
@@ -539,6 +592,13 @@ static void ev_group_block(ev_kernel_ctx *c, const kir_block *b) {
           if (s->kind == KIR_S_LDMATRIX) ev_ldmatrix(c, w, s);
           else ev_mma(c, w, s);
         }
+        break;
+      case KIR_S_WGMMA:
+        if (c->nthreads % 128) {
+          ev_fail(c, "%swgmma in a group of %lld threads%lld", "", c->nthreads, 0);
+          break;
+        }
+        for (int wgi = 0; wgi < c->nthreads / 128 && !c->err[0]; wgi++) ev_wgmma(c, wgi, s);
         break;
       default: ev_fail(c, "%sunexpected statement %lld%lld", "", s->kind, 0); break;
     }

@@ -12,7 +12,8 @@
 #include "codegen/lower.h"
 #include "tests/testutil.h"
 
-/* ptxas on PTX text for sm_90 (tag names the temporary file). */
+/* ptxas on PTX text for sm_90, or sm_90a for PTX that targets it (Hopper warpgroup MMAs;
+ * tag names the temporary file). */
 static void pc_ptxas_ok(const char *ptx, const char *tag) {
   static int n;
   char path[512], cmd[1200];
@@ -21,7 +22,8 @@ static void pc_ptxas_ok(const char *ptx, const char *tag) {
   ck_assert_ptr_nonnull(f);
   fputs(ptx, f);
   fclose(f);
-  snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null", GRAPHC_PTXAS, path);
+  snprintf(cmd, sizeof cmd, "%s -arch=sm_90%s %s -o /dev/null", GRAPHC_PTXAS,
+           strstr(ptx, ".target sm_90a") ? "a" : "", path);
   char *out = NULL;
   int st = tu_run_cmd(cmd, &out);
   ck_assert_msg(st == 0, "ptxas rejected %s: %s", path, out ? out : "");
@@ -39,7 +41,7 @@ static void pc_compile_plan(const gc_plan *p, const char *label) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
   char *ptx = NULL;
-  int rc = gc_nvrtc_compile(src, 90, &ptx, NULL, NULL, &d);
+  int rc = gc_nvrtc_compile(src, 90 | (kir_module_uses_wgmma(p->kir) ? GC_SM_ARCH_A : 0), &ptx, NULL, NULL, &d);
   if (rc != 0) {
     char *r = gc_diags_render(&d);
     fprintf(stderr, "%s: %s\n--- source ---\n%s\n", label, r ? r : "?", src);

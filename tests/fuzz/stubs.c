@@ -72,6 +72,7 @@ void kir_target_cuda(kir_target *t, int sm) {
 
 /* Unreachable without a plan. */
 void kir_print(gc_sbuf *b, const kir_kernel *k) {}
+int kir_module_uses_wgmma(const kir_module *m) { return 0; }
 void gc_cuda_c_print(gc_sbuf *b, const kir_module *m) {}
 
 /* NVRTC: unsupported. */
