@@ -88,18 +88,27 @@ static int parse_entry(const char *name, int line, const tok *t, int nt, gc_tuni
     return -1;
   }
   const tok *tl = &t[7];
-  int bm = 0, bn = 0;
+  int bm = 0, bn = 0, wg = 0;
   char tiles[16] = "";
   if (tl->len > 5 && tl->len < 15 && memcmp(tl->s, "tile=", 5) == 0) snprintf(tiles, sizeof tiles, "%.*s", tl->len - 5, tl->s + 5);
-  char *x = strchr(tiles, 'x');
+  char *tp = tiles;
+  if (memcmp(tp, "wg", 2) == 0) {  /* the warpgroup-MMA kernel (sm_90): 128x128 or 128x256 */
+    wg = 1;
+    tp += 2;
+  }
+  char *x = strchr(tp, 'x');
   if (x) {
     *x = 0;
-    bm = atoi(tiles);
+    bm = atoi(tp);
     bn = atoi(x + 1);
-    if ((strcmp(tiles, "64") && strcmp(tiles, "128")) || (strcmp(x + 1, "64") && strcmp(x + 1, "128"))) bm = 0;
+    if (wg ? strcmp(tp, "128") || (strcmp(x + 1, "64") && strcmp(x + 1, "128") && strcmp(x + 1, "256"))
+           : (strcmp(tp, "64") && strcmp(tp, "128")) || (strcmp(x + 1, "64") && strcmp(x + 1, "128")))
+      bm = 0;
   }
   if (!bm || !bn) {
-    fail(d, name, line, tl->col, "expected tile=BMxBN with BM and BN 64 or 128, got '%.*s'", tl->len, tl->s);
+    fail(d, name, line, tl->col,
+         "expected tile=BMxBN with BM and BN 64 or 128, or tile=wg128xBN with BN 64, 128 or 256, got '%.*s'", tl->len,
+         tl->s);
     return -1;
   }
   char key[GC_TUNING_KEY_MAX];
@@ -107,6 +116,7 @@ static int parse_entry(const char *name, int line, const tok *t, int nt, gc_tuni
   e->key = strdup(key);
   e->bm = bm;
   e->bn = bn;
+  e->wgmma = wg;
   return e->key ? 0 : -2;
 }
 

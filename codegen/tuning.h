@@ -12,7 +12,9 @@
  *
  * The first line names the format and its version. An entry is a key (kernel
  * family and problem: dtype, batch, M, N, K, A/B layouts n|t) and `tile=BMxBN`
- * (64 or 128 each) for the tensor-core matmul. Keys are compared as text, so the
+ * (64 or 128 each) for the mma.sync tensor-core matmul, or `tile=wg128xBN` (BN 64, 128 or 256)
+ * for the warpgroup-MMA kernel (sm_90; where that kernel cannot take the problem, the
+ * mma.sync kernel's heuristic). Keys are compared as text, so the
  * generator's key (gc_tuning_key_mm) and the file's must match exactly.
  */
 #ifndef GC_TUNING_H
@@ -23,6 +25,7 @@
 typedef struct gc_tuning_entry {
   char *key;             /* "matmul f16 b=1 m=127 n=4096 k=4096 ab=nn" */
   int bm, bn;
+  int wgmma;             /* tile=wg...: the warpgroup-MMA kernel */
 } gc_tuning_entry;
 
 typedef struct gc_tuning {
