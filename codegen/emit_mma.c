@@ -27,7 +27,7 @@
  * per chunk, one 16-byte shared store. Other dtypes, sm < 80 or small outputs
  * (M or N below 32) return NULL and the caller uses the CUDA-core kernel.
  */
-#include "emit.h"
+#include "emit_tc.h"
 #include "tuning.h"
 
 enum {
@@ -35,14 +35,6 @@ enum {
   TC_MAXMI = 4, TC_MAXNI = 8,           /* MMAs per warp per k16 step, at most (128x128 tiles) */
   TC_MAXCPT = 4                         /* 16-byte chunks per thread per operand tile, at most */
 };
-
-/* An operand as a strided window of a materialized buffer:
- * element co of the operand = base[off + sum co[i] * st[i]]. */
-typedef struct tc_view_t {
-  const gc_value *base;
-  int64_t off;
-  int64_t st[GC_MAX_RANK];
-} tc_view_t;
 
 /* Strides of a reshape of a strided view, or 0 when the reshape is not a view
  * (the dims it merges are not contiguous with each other). Unit dims carry no
@@ -148,17 +140,9 @@ static int tc_view(const gc_lowerer *c, const gc_value *v, tc_view_t *o) {
   }
 }
 
-/* One operand's addressing for the kernel. */
-typedef struct tc_opnd {
-  tc_view_t v;
-  int rank;
-  int64_t s_outer, s_k;     /* strides of the operand's row (M or N) and K coordinates */
-  int param;
-} tc_opnd;
-
 /* Fill o for operand x whose logical (row, k) are its (last-2, last-1) dims, or
  * swapped when `swap`; checks 16-byte alignment of every chunk. */
-static int tc_operand(const gc_lowerer *c, const gc_value *x, int swap, tc_opnd *o) {
+int gc_tc_operand(const gc_lowerer *c, const gc_value *x, int swap, tc_opnd *o) {
   if (!tc_view(c, x, &o->v)) return 0;
   if (c->val_buf[o->v.base->id] < 0) return 0;
   o->rank = x->type.rank;
@@ -170,7 +154,7 @@ static int tc_operand(const gc_lowerer *c, const gc_value *x, int swap, tc_opnd 
 
 /* Every 8-element chunk along dim `chunk` (stride 1) of operand x starts 16-byte aligned:
  * the offset and every other stride are multiples of 8 elements. */
-static int tc_aligned(const gc_value *x, const tc_opnd *o, int chunk, int epc) {
+int gc_tc_aligned(const gc_value *x, const tc_opnd *o, int chunk, int epc) {
   if (o->v.off % epc || o->v.st[chunk] != 1) return 0;
   for (int i = 0; i < o->rank; i++)
     if (i != chunk && x->type.dims[i] > 1 && o->v.st[i] % epc) return 0;
@@ -178,7 +162,7 @@ static int tc_aligned(const gc_value *x, const tc_opnd *o, int chunk, int epc) {
 }
 
 /* Element offset of an operand's batch for output batch coordinates bco. */
-static kir_expr *tc_batch_off(gc_lowerer *c, kir_kernel *k, const gc_value *x, const tc_opnd *o,
+kir_expr *gc_tc_batch_off(gc_lowerer *c, kir_kernel *k, const gc_value *x, const tc_opnd *o,
                               const gc_mm_shape *s, const int *bco) {
   kir_expr *e = ec_i64(c, o->v.off);
   int bx = o->rank - 2;
@@ -515,7 +499,7 @@ static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, const c
     return;
   }
   const gc_tuning_entry *e = gc_tuning_find(c->t->tuning, key);
-  if (e) {
+  if (e && !e->wgmma) {  /* a wg tile, for a problem this kernel takes: the heuristic */
     *bm = e->bm;
     *bn = e->bn;
     return;
@@ -528,6 +512,42 @@ static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, const c
     /* a 128 tile over at most 64 rows or columns would compute half of it for nothing */
     if ((*bm == 128 && s->M <= 64) || (*bn == 128 && s->N <= 64)) continue;
     if (s->batch * ((s->M + *bm - 1) / *bm) * ((s->N + *bn - 1) / *bn) >= sms) return;
+  }
+}
+
+void gc_tc_store_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const gc_mm_shape *s,
+                      const int *bco, int nr, const int *rows, int nq, const int (*cols)[2], const int *acc) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const gc_op *op = grp->roots[0];
+  for (int r = 0; r < nr; r++) {
+    kir_block *rb;
+    kir_emit_if(c->km, b, lt(c, vx(c, k, rows[r]), cx(c, s->M)), &rb, NULL);
+    for (int q = 0; q < nq && s->N % 2 == 0; q++) {
+      /* N even: both columns of a pair are in range together, and their outputs go
+       * out as one 2-element vector store (gc_gen_store_outs_vec) */
+      kir_block *tb;
+      kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[q][0]), cx(c, s->N)), &tb, NULL);
+      gc_gen_push(G);
+      const gc_value *rv = op->results[0];
+      int pts[2];
+      for (int e = 0; e < 2; e++) {
+        pts[e] = gc_mm_out_point(G, rv, s, bco, rows[r], cols[q][e], -1);
+        kir_expr *y = gc_ec_round(c, rv->type.dtype, vx(c, k, acc[(r * nq + q) * 2 + e]));
+        gc_gen_bind(G, rv, pts[e], gc_ec_let(c, k, tb, rv->name, y));
+      }
+      gc_gen_store_outs_vec(G, tb, grp, pts, 2);
+      gc_gen_pop(G);
+    }
+    for (int q = 0; q < nq && s->N % 2; q++)
+      for (int e = 0; e < 2; e++) {
+        kir_block *tb;
+        kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[q][e]), cx(c, s->N)), &tb, NULL);
+        gc_gen_push(G);
+        int pt = gc_mm_out_point(G, op->results[0], s, bco, rows[r], cols[q][e], -1);
+        gc_mm_epilogue(G, tb, grp, pt, vx(c, k, acc[(r * nq + q) * 2 + e]));
+        gc_gen_pop(G);
+      }
   }
 }
 
@@ -549,13 +569,13 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   int odd_k = s->K % epc != 0;
   /* A: K contiguous. B ("outer" is N): N contiguous (stored K x N) or K contiguous.
    * Otherwise the operand is staged element by element (a_gen / b_gen). */
-  tc_opnd oa, ob;
+  tc_opnd oa = {0}, ob = {0};
   int ra = A->type.rank, rb = B->type.rank;
-  int a_gen = odd_k || !tc_operand(c, A, s->ta, &oa) || !tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1, epc);
-  int b_gen = odd_k || !tc_operand(c, B, !s->tb, &ob), b_nmajor;
-  if (!b_gen && s->N % epc == 0 && tc_aligned(B, &ob, s->tb ? rb - 2 : rb - 1, epc))
+  int a_gen = odd_k || !gc_tc_operand(c, A, s->ta, &oa) || !gc_tc_aligned(A, &oa, s->ta ? ra - 2 : ra - 1, epc);
+  int b_gen = odd_k || !gc_tc_operand(c, B, !s->tb, &ob), b_nmajor;
+  if (!b_gen && s->N % epc == 0 && gc_tc_aligned(B, &ob, s->tb ? rb - 2 : rb - 1, epc))
     b_nmajor = 1;
-  else if (!b_gen && tc_aligned(B, &ob, s->tb ? rb - 1 : rb - 2, epc))
+  else if (!b_gen && gc_tc_aligned(B, &ob, s->tb ? rb - 1 : rb - 2, epc))
     b_nmajor = 0;
   else {
     b_gen = 1;
@@ -582,6 +602,13 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   int BM, BN;
   char key[GC_TUNING_KEY_MAX];
   gc_tuning_key_mm(key, dt, s->batch, s->M, s->N, s->K, s->ta, s->tb);
+  /* Hopper: warpgroup MMAs when both operands load by cp.async as they are (emit_wgmma.c),
+   * unless a tuning entry names one of this kernel's tiles or a tile is forced
+   * (kir_target.tc_bm / tc_bn) */
+  const gc_tuning_entry *te = tf32 ? NULL : gc_tuning_find(c->t->tuning, key);
+  if (c->t->wgmma && !tf32 && (!a_gen || a_nhwc) && !b_gen && s->M >= 64 && s->N >= 64 && !c->t->tc_bm &&
+      !c->t->tc_bn && (!te || te->wgmma))
+    return gc_mm_wgmma(c, grp, s, G, &oa, a_nhwc ? aic : NULL, &ob, b_nmajor, te ? te->bn : 0, key);
   tc_tile(c, s, tf32, key, &BM, &BN);
   const int WM = BM / 2, WN = BN / 2, MI = WM / 16, NI = WN / 8;
   const int64_t a_stage = BM * bk, b_stage = bk * BN;
@@ -605,8 +632,8 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   gc_mm_batch_coords(c, k, b, s, co[0], bco);
   int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, vx(c, k, co[1]), cx(c, BM)));
   int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, vx(c, k, co[2]), cx(c, BN)));
-  int abase = a_gen ? -1 : gc_ec_let(c, k, b, "abase", tc_batch_off(c, k, A, &oa, s, bco));
-  int bbase = b_gen ? -1 : gc_ec_let(c, k, b, "bbase", tc_batch_off(c, k, B, &ob, s, bco));
+  int abase = a_gen ? -1 : gc_ec_let(c, k, b, "abase", gc_tc_batch_off(c, k, A, &oa, s, bco));
+  int bbase = b_gen ? -1 : gc_ec_let(c, k, b, "bbase", gc_tc_batch_off(c, k, B, &ob, s, bco));
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int lane = gc_ec_let(c, k, b, "lane", rem(c, vx(c, k, tid), 32));
   int warp = gc_ec_let(c, k, b, "warp", quo(c, vx(c, k, tid), 32));
@@ -768,35 +795,13 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
       kir_expr *cn = ec_add(c, ec_add(c, vx(c, k, n0), vx(c, k, wn)), ec_add(c, vx(c, k, t2), cx(c, ni * 8 + e)));
       cols[ni][e] = gc_ec_let(c, k, b, "gn", cn);
     }
+  int rv[2 * TC_MAXMI], accv[2 * TC_MAXMI * TC_MAXNI * 2];
   for (int mi = 0; mi < MI; mi++)
     for (int h = 0; h < 2; h++) {
-      kir_block *rb;
-      kir_emit_if(c->km, b, lt(c, vx(c, k, rows[mi][h]), cx(c, s->M)), &rb, NULL);
-      for (int ni = 0; ni < NI && s->N % 2 == 0; ni++) {
-        /* N even: both columns of a pair are in range together, and their outputs go
-         * out as one 2-element vector store (gc_gen_store_outs_vec) */
-        kir_block *tb;
-        kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[ni][0]), cx(c, s->N)), &tb, NULL);
-        gc_gen_push(G);
-        const gc_value *rv = op->results[0];
-        int pts[2];
-        for (int e = 0; e < 2; e++) {
-          pts[e] = gc_mm_out_point(G, rv, s, bco, rows[mi][h], cols[ni][e], -1);
-          kir_expr *y = gc_ec_round(c, rv->type.dtype, vx(c, k, acc[mi][ni][2 * h + e]));
-          gc_gen_bind(G, rv, pts[e], gc_ec_let(c, k, tb, rv->name, y));
-        }
-        gc_gen_store_outs_vec(G, tb, grp, pts, 2);
-        gc_gen_pop(G);
-      }
-      for (int ni = 0; ni < NI && s->N % 2; ni++)
-        for (int e = 0; e < 2; e++) {
-          kir_block *tb;
-          kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[ni][e]), cx(c, s->N)), &tb, NULL);
-          gc_gen_push(G);
-          int pt = gc_mm_out_point(G, op->results[0], s, bco, rows[mi][h], cols[ni][e], -1);
-          gc_mm_epilogue(G, tb, grp, pt, vx(c, k, acc[mi][ni][2 * h + e]));
-          gc_gen_pop(G);
-        }
+      rv[2 * mi + h] = rows[mi][h];
+      for (int ni = 0; ni < NI; ni++)
+        for (int e = 0; e < 2; e++) accv[((2 * mi + h) * NI + ni) * 2 + e] = acc[mi][ni][2 * h + e];
     }
+  gc_tc_store_tile(G, b, grp, s, bco, 2 * MI, rv, NI, (const int(*)[2])cols, accv);
   return k;
 }

@@ -191,7 +191,9 @@ START_TEST(test_matmul_tensor_core) {
     g_tc_tile[0] = g_tc_tile[1] = 0;
     free(text);
   }
-  /* the heuristic: 128x128 while that grid covers the 132 SMs, smaller tiles below */
+  /* the mma.sync kernel's heuristic (without wgmma): 128x128 while that grid covers the
+   * 132 SMs, smaller tiles below */
+  g_no_wgmma = 1;
   static const struct { const char *sig; int64_t blocks; } grids[] = {
       {"(%a: T[127, 4096], %b: T[4096, 4096]) -> (T[127, 4096])", 2 * 64},      /* 64x64 */
       {"(%a: T[2048, 512], %b: T[512, 2048]) -> (T[2048, 2048])", 16 * 16},     /* 128x128 */
@@ -218,6 +220,62 @@ START_TEST(test_matmul_tensor_core) {
     gc_module_free(m);
     free(text);
   }
+  g_no_wgmma = 0;
+}
+END_TEST
+
+/* The Hopper warpgroup-MMA kernel (emit_wgmma.c) on the evaluator (its shared-memory
+ * swizzle and descriptors read as the PTX ISA defines them) and through NVRTC / LLVM and
+ * ptxas for sm_90a: B stored K x N (MN-major) and N x K (K-major), tails in M, N and K
+ * (K 200 = 3 x 64 + 8), a broadcast batch, a fused bias + relu and residual epilogue, an
+ * odd N (scalar stores), with 2 SMs the 128 x 256 tiles, and NHWC im2col A operands (the
+ * layout pass's convs: padding, stride 2, K 72 = 64 + 8). */
+START_TEST(test_matmul_wgmma) {
+  const char *T = _i ? "bf16" : "f16";
+  static const struct { const char *body; int sms; } cases[] = {
+      {"(%a: T[200, 200], %b: T[200, 136], %c: T[136]) -> (T[200, 136]) {\n"
+       "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 0},
+      {"(%a: T[130, 64], %b: T[72, 64]) -> (T[130, 72]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 0},
+      {"(%a: T[2, 1, 70, 48], %b: T[3, 48, 264], %r: T[2, 3, 70, 264]) -> (T[2, 3, 70, 264]) {\n"
+       "  %y = matmul(%a, %b);\n  %z = add(%y, %r);\n  return %z;\n}\n", 2},
+      {"(%a: T[128, 96], %b: T[264, 96]) -> (T[128, 264]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 2},
+      {"(%a: T[64, 64], %b: T[65, 64]) -> (T[64, 65]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 0},
+      {"(%x: T[2, 8, 8, 16], %w: T[144, 64], %b: T[64]) -> (T[128, 64]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\");\n  %y = matmul(%c, %w);\n"
+       "  %z = add(%y, %b);\n  %r = relu(%z);\n  return %r;\n}\n", 0},
+      {"(%x: T[1, 20, 19, 8], %w: T[72, 72]) -> (T[100, 72]) {\n"
+       "  %c = im2col(%x, kernel=[3, 3], stride=[2, 2], padding=[1, 1], layout=\"nhwc\");\n"
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 0},
+  };
+  for (int k = 0; k < COUNT(cases); k++) {
+    gc_sbuf sb = {0};
+    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+    for (const char *q = cases[k].body; *q; q++) {
+      if (*q == 'T' && q[1] == '[')
+        gc_sbuf_puts(&sb, T);
+      else
+        gc_sbuf_putc(&sb, *q);
+    }
+    char *text = gc_sbuf_take(&sb);
+    g_tc_sms = cases[k].sms;
+    gc_module *m = parse_ok(text);
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    ck_assert_msg(kir_module_uses_wgmma(p->kir), "case %d (%s): no wgmma\n%s", k, T, text);
+    if (cases[k].sms) {  /* 128 x 256 tiles: 64 accumulators per thread x 2 */
+      const kir_kernel *kk = p->kir->kernels[0];
+      ck_assert_msg(kk->shared_dynamic && kir_shared_bytes(kk) == 4 * (128 * 64 + 64 * 256) * 2 + 1024,
+                    "case %d: %lld bytes of shared memory", k, (long long)kir_shared_bytes(kk));
+    }
+    gc_plan_free(p);
+    gc_module_free(m);
+    gb kinds = {0};
+    for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
+    run_case_w(text, 1, 0, NULL, &kinds);  /* takes its text */
+  }
+  g_tc_sms = 0;
 }
 END_TEST
 
@@ -297,15 +355,22 @@ END_TEST
 
 /* ---- suite ------------------------------------------------------------------------------------------ */
 
-/* One test per dtype, all in tcase "matmul" (CK_RUN_CASE=matmul). */
+/* One test per dtype, all in tcase "matmul" (CK_RUN_CASE=matmul); GRAPHC_TEST_ONLY=NAME
+ * runs only the test named test_matmul_NAME (or test_matmul for "matmul"). */
+static int only(const char *name) {
+  const char *o = getenv("GRAPHC_TEST_ONLY");
+  return !o || !*o || strcmp(o, name) == 0;
+}
+
 static Suite *lower_matmul_suite(void) {
   Suite *s = suite_create("lower_matmul");
   TCase *tc = tcase_create("matmul");
   tcase_set_timeout(tc, 600);
-  tcase_add_loop_test(tc, test_matmul, 0, COUNT(NUMERIC));
-  tcase_add_loop_test(tc, test_matmul_tensor_core, 0, 2);
-  tcase_add_loop_test(tc, test_matmul_tf32, 0, 1);
-  tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
+  if (only("matmul")) tcase_add_loop_test(tc, test_matmul, 0, COUNT(NUMERIC));
+  if (only("tensor_core")) tcase_add_loop_test(tc, test_matmul_tensor_core, 0, 2);
+  if (only("wgmma")) tcase_add_loop_test(tc, test_matmul_wgmma, 0, 2);
+  if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 1);
+  if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }

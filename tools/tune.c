@@ -23,7 +23,8 @@
 
 static const char *const usage_tune =
     "usage: graphc tune FILE -o TUNING [options]\n"
-    "Time each configuration of FILE's tunable kernels (tensor-core matmul tiles) on the\n"
+    "Time each configuration of FILE's tunable kernels (tensor-core matmul tiles: the mma.sync\n"
+    "kernel's, and on sm_90 the warpgroup-MMA kernel's wg128x256, wg128x128, wg128x64) on the\n"
     "GPU and write the fastest per problem to TUNING, which compile, run and bench read\n"
     "with --tuning TUNING.\n\noptions:\n"
     "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
@@ -34,10 +35,18 @@ static const char *const usage_tune =
     "  --weights W       weights file (default: the file's; random weights when missing)\n"
     "  -o TUNING         the tuning file to write\n";
 
-enum { N_TILES = 4, MAX_KEYS = 256 };
-static const int k_tiles[N_TILES][2] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}};
+enum { N_TILES = 7, MAX_KEYS = 256 };
+/* BM, BN, and 1 for the warpgroup-MMA kernel's tiles (sm_90 only) */
+static const int k_tiles[N_TILES][3] = {{128, 128, 0}, {128, 64, 0}, {64, 128, 0}, {64, 64, 0}, {128, 256, 1}, {128, 128, 1}, {128, 64, 1}};
+
+/* "128x64" or "wg128x256" */
+static const char *tile_name(int t, char *buf, size_t len) {
+  snprintf(buf, len, "%s%dx%d", k_tiles[t][2] ? "wg" : "", k_tiles[t][0], k_tiles[t][1]);
+  return buf;
+}
 
 typedef struct tune_state {
+  int sm;                        /* the device's; the wg tiles only on sm_90 */
   int n_keys;
   char keys[MAX_KEYS][GC_TUNING_KEY_MAX];
   double ms[MAX_KEYS][N_TILES];  /* summed median kernel time per key; < 0: not measured */
@@ -71,7 +80,8 @@ static int write_tuning(const char *path, const tune_state *st, int ti, const ch
       for (int j = 1; j < N_TILES; j++)
         if (st->ms[i][j] >= 0 && (st->ms[i][t] < 0 || st->ms[i][j] < st->ms[i][t])) t = j;
     }
-    fprintf(f, "%s tile=%dx%d\n", st->keys[i], k_tiles[t][0], k_tiles[t][1]);
+    char tn[32];
+    fprintf(f, "%s tile=%s\n", st->keys[i], tile_name(t, tn, sizeof tn));
   }
   return fclose(f) == 0 ? 0 : -1;
 }
@@ -91,6 +101,7 @@ static graphc_status_t measure(graphc_model_t *m, cli_opts *o, tune_state *st, i
   gc_cuda_info info;
   if ((rc = gc_cuda_exec_info(exe, &info)) != GRAPHC_STATUS_OK) goto out;
   snprintf(device, device_len, "%s (sm_%d, %d SMs)", info.device, info.device_sm, info.num_sms);
+  st->sm = info.device_sm;
   const gc_plan *p = info.plan;
   int nl = p->n_launches;
   if (ti < 0) {
@@ -173,6 +184,7 @@ int gc_cli_tune(int argc, char **argv) {
   if (rc == GRAPHC_STATUS_OK)
     rc = measure(m, &o, st, -1, device, sizeof device, tmp_weights, sizeof tmp_weights, &err);
   for (int t = 0; rc == GRAPHC_STATUS_OK && st->n_keys && t < N_TILES; t++) {
+    if (k_tiles[t][2] && st->sm != 90) continue;
     if (write_tuning(tmp_tuning, st, t, device) != 0) {
       rc = gc_set_error(&err, GRAPHC_STATUS_IO_ERROR, "cannot write %s", tmp_tuning);
       break;
@@ -189,8 +201,9 @@ int gc_cli_tune(int argc, char **argv) {
            st->n_keys == 1 ? "" : "s", o.output);
     for (int i = 0; i < st->n_keys; i++) {
       printf("  %s:", st->keys[i]);
+      char tn[32];
       for (int t = 0; t < N_TILES; t++)
-        printf("  %dx%d %.4f ms", k_tiles[t][0], k_tiles[t][1], st->ms[i][t]);
+        if (st->ms[i][t] >= 0) printf("  %s %.4f ms", tile_name(t, tn, sizeof tn), st->ms[i][t]);
       printf("\n");
     }
   }

@@ -1,0 +1,298 @@
+/* emit_wgmma.c - Hopper (sm_90a) tensor-core matmul groups: warpgroup MMAs that read both
+ * operands from shared memory asynchronously.
+ *
+ * Used by gc_mm_tensor_core (emit_mma.c) when the target has wgmma (kir_target.wgmma: sm_90
+ * exactly) and both operands are 16-byte aligned strided windows of their buffers (A with K
+ * contiguous, B with N or K contiguous), or A an NHWC im2col of a materialized input whose
+ * channels come in whole 16-byte chunks (the layout pass's convs: wg_issue_nhwc), f16 / bf16
+ * with f32 accumulators, M and N at least 64; anything else keeps the mma.sync kernel. The epilogue is the mma.sync kernel's
+ * (gc_tc_store_tile): bias, activation, residual, scale, cast, whatever the group fuses.
+ *
+ * Schedule: one BLOCKS group of 256 threads (two warpgroups) per 128 x BN output tile (BN 256
+ * while that grid still covers the SMs, 64 for N up to 64, else 128; tiles in groups of 8
+ * tile rows for L2 reuse); warpgroup w computes rows 64w .. 64w+63
+ * with wgmma.m64nBNk16, its accumulators in registers (BN / 2 f32 per thread).
+ *   - K advances 64 at a time through a ring of 4 shared-memory stages (dynamic shared
+ *     memory: 4 x (128 x 64 + 64 x BN) halves, 192 KiB at BN 256), filled by 16-byte
+ *     cp.async copies of all 256 threads, zero-filled outside the matrix;
+ *   - the stages are laid out as wgmma reads them: 128-byte rows, 16-byte chunk c of row r
+ *     at chunk c ^ (r % 8) (the 128-byte swizzle), every stage 1024-byte aligned. A rows are
+ *     M (K-major); B rows are N (K-major, B stored N x K) or K (MN-major, B stored K x N, in
+ *     blocks of 64 N values: kir_wg_opnd);
+ *   - step kt: wait for tile kt's copies, fence them into the async proxy, barrier; issue
+ *     the 4 wgmmas of tile kt (one commit group) and wait until at most that group is
+ *     pending, so tile kt-1's wgmmas are done in this warpgroup (and tile kt-2's in both,
+ *     by the barrier); then refill tile kt-2's stage with tile kt+2. Two tiles load while
+ *     the tensor cores work.
+ * Measured on the H200 (docs/performance.md): 4096^3 f16 at 0.70x cuBLASLt, where the
+ * mma.sync kernel reaches 0.47x.
+ */
+#include "emit_tc.h"
+
+enum {
+  WG_BM = 128, WG_BK = 64, WG_STAGES = 4, WG_THREADS = 256,
+  WG_EPC = 8,            /* f16 / bf16 elements per 16-byte chunk */
+  WG_ROW = 64,           /* elements per 128-byte shared row */
+  WG_GROUP = 8           /* tile rows per raster group */
+};
+
+static kir_expr *vx(gc_lowerer *c, kir_kernel *k, int v) { return ec_v(c, k, v); }
+static kir_expr *cx(gc_lowerer *c, int64_t v) { return ec_i64(c, v); }
+static kir_expr *rem(gc_lowerer *c, kir_expr *a, int64_t m) { return ec_bin(c, KIR_REM, a, cx(c, m)); }
+static kir_expr *quo(gc_lowerer *c, kir_expr *a, int64_t m) { return ec_bin(c, KIR_DIV, a, cx(c, m)); }
+static kir_expr *lt(gc_lowerer *c, kir_expr *a, kir_expr *b) { return ec_bin(c, KIR_LT, a, b); }
+
+/* One operand's copies: this thread's chunks i = 0 .. n-1 of a stage land at shared element
+ * sidx + i * sstep and come from global element gidx + i * gstep + kt * kstep; chunk i is in
+ * the matrix when row_ok(i) (outer coordinate o0 + i * ostep < outer extent) and its K
+ * coordinate k0 + i * k_istep + kt * 64 < K. */
+typedef struct wg_copy {
+  int n;
+  int sidx, gidx, o0, k0;        /* i64 vars */
+  int64_t sstep, gstep, ostep, k_istep, kstep, outer;
+} wg_copy;
+
+/* Issue the copies of K tile `kt` (i64 var) into stage `slot` (i64 var). */
+static void wg_issue(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_copy *cp, int sh, int param,
+                     int64_t stage, int kt, int slot, int64_t K) {
+  int sbase = gc_ec_let(c, k, b, "sbase", ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage)), vx(c, k, cp->sidx)));
+  int gbase = gc_ec_let(c, k, b, "gbase", ec_add(c, vx(c, k, cp->gidx), ec_mul(c, vx(c, k, kt), cx(c, cp->kstep))));
+  int kb = gc_ec_let(c, k, b, "kb", ec_add(c, vx(c, k, cp->k0), ec_mul(c, vx(c, k, kt), cx(c, WG_BK))));
+  for (int i = 0; i < cp->n; i++) {
+    kir_expr *ok = ec_bin(c, KIR_AND, lt(c, ec_add(c, vx(c, k, cp->o0), cx(c, i * cp->ostep)), cx(c, cp->outer)),
+                          lt(c, ec_add(c, vx(c, k, kb), cx(c, i * cp->k_istep)), cx(c, K)));
+    kir_emit_cp_async(c->km, b, sh, ec_add(c, vx(c, k, sbase), cx(c, i * cp->sstep)), param,
+                      ec_add(c, vx(c, k, gbase), cx(c, i * cp->gstep)), ok);
+  }
+}
+
+/* Copies of a K-major tile of `rows` rows x 64 K (A, or B stored N x K): chunk column
+ * tid % 8, rows tid / 8 + 32 i; the swizzle key (row % 8) is the same for all of them. */
+static void wg_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
+                           int r0, int64_t extent, int rows, wg_copy *cp) {
+  int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 8));
+  int row = gc_ec_let(c, k, b, "row", quo(c, vx(c, k, tid), 8));
+  kir_expr *key = rem(c, vx(c, k, row), 8);
+  cp->n = rows * 8 / WG_THREADS;
+  cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, ec_mul(c, vx(c, k, row), cx(c, WG_ROW)),
+                                              ec_mul(c, ec_bin(c, KIR_XOR, vx(c, k, ch), key), cx(c, WG_EPC))));
+  cp->sstep = (WG_THREADS / 8) * WG_ROW;
+  cp->o0 = gc_ec_let(c, k, b, "orow", ec_add(c, vx(c, k, r0), vx(c, k, row)));
+  cp->ostep = WG_THREADS / 8;
+  cp->outer = extent;
+  cp->k0 = gc_ec_let(c, k, b, "kpos", ec_mul(c, vx(c, k, ch), cx(c, WG_EPC)));
+  cp->k_istep = 0;
+  cp->kstep = WG_BK;  /* K is contiguous */
+  if (!o) return;     /* an NHWC im2col: addresses per tile (wg_issue_nhwc) */
+  cp->gidx = gc_ec_let(c, k, b, "gidx", ec_add(c, ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, cp->o0), cx(c, o->s_outer))),
+                                              vx(c, k, cp->k0)));
+  cp->gstep = cp->ostep * o->s_outer;
+}
+
+/* A an NHWC im2col of a materialized x [N, H, W, C] with C a multiple of 8 (the layout pass's
+ * convs): row m of A is output pixel m (image m / (OH OW)), K index kk = (kh KW + kw) C + c;
+ * a chunk is 8 channels of one input pixel, one cp.async. Per row the image's offset and the
+ * window's top-left corner (i64 vars, im[i]); per K tile the tap (kh, kw) of the thread's
+ * chunk column. Padding reads zeros. */
+typedef struct wg_nhwc {
+  const gc_op *op;
+  gc_im2col_geom ge;
+  int nb[8], ih0[8], iw0[8];
+} wg_nhwc;
+
+static void wg_plan_nhwc(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_copy *cp, wg_nhwc *nh) {
+  gc_im2col_geom *ge = &nh->ge;
+  gc_im2col_geom_of(nh->op, ge);
+  for (int i = 0; i < cp->n; i++) {
+    kir_expr *m = ec_add(c, vx(c, k, cp->o0), cx(c, i * cp->ostep));
+    int p = gc_ec_let(c, k, b, "p", rem(c, m, ge->OH * ge->OW));
+    nh->nb[i] = gc_ec_let(c, k, b, "nb", ec_mul(c, quo(c, m, ge->OH * ge->OW), cx(c, ge->H * ge->W * ge->C)));
+    nh->ih0[i] = gc_ec_let(c, k, b, "ih0", ec_bin(c, KIR_SUB, ec_mul(c, quo(c, vx(c, k, p), ge->OW), cx(c, ge->st[0])),
+                                                 cx(c, ge->pad[0])));
+    nh->iw0[i] = gc_ec_let(c, k, b, "iw0", ec_bin(c, KIR_SUB, ec_mul(c, rem(c, vx(c, k, p), ge->OW), cx(c, ge->st[1])),
+                                                 cx(c, ge->pad[1])));
+  }
+}
+
+static void wg_issue_nhwc(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_copy *cp, const wg_nhwc *nh, int sh,
+                          int param, int64_t stage, int kt, int slot, int64_t K) {
+  const gc_im2col_geom *ge = &nh->ge;
+  int sbase = gc_ec_let(c, k, b, "sbase", ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage)), vx(c, k, cp->sidx)));
+  int kk = gc_ec_let(c, k, b, "kk", ec_add(c, vx(c, k, cp->k0), ec_mul(c, vx(c, k, kt), cx(c, WG_BK))));
+  int r = gc_ec_let(c, k, b, "tap", quo(c, vx(c, k, kk), ge->C));
+  int dh = gc_ec_let(c, k, b, "dh", ec_mul(c, quo(c, vx(c, k, r), ge->kern[1]), cx(c, ge->dil[0])));
+  int dw = gc_ec_let(c, k, b, "dw", ec_mul(c, rem(c, vx(c, k, r), ge->kern[1]), cx(c, ge->dil[1])));
+  int ch = gc_ec_let(c, k, b, "cin", rem(c, vx(c, k, kk), ge->C));
+  int kin = gc_ec_let(c, k, b, "kin", lt(c, vx(c, k, kk), cx(c, K)));
+  for (int i = 0; i < cp->n; i++) {
+    int ih = gc_ec_let(c, k, b, "ih", ec_add(c, vx(c, k, nh->ih0[i]), vx(c, k, dh)));
+    int iw = gc_ec_let(c, k, b, "iw", ec_add(c, vx(c, k, nh->iw0[i]), vx(c, k, dw)));
+    kir_expr *in = ec_bin(c, KIR_AND, ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, vx(c, k, ih), cx(c, 0)), lt(c, vx(c, k, ih), cx(c, ge->H))),
+                          ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, vx(c, k, iw), cx(c, 0)), lt(c, vx(c, k, iw), cx(c, ge->W))));
+    kir_expr *rok = lt(c, ec_add(c, vx(c, k, cp->o0), cx(c, i * cp->ostep)), cx(c, cp->outer));
+    int pred = gc_ec_let(c, k, b, "ok", ec_bin(c, KIR_AND, ec_bin(c, KIR_AND, rok, vx(c, k, kin)), in));
+    kir_expr *off = ec_add(c, vx(c, k, nh->nb[i]),
+                           ec_add(c, ec_mul(c, ec_add(c, ec_mul(c, vx(c, k, ih), cx(c, ge->W)), vx(c, k, iw)), cx(c, ge->C)),
+                                  vx(c, k, ch)));
+    /* no address outside x, even for a copy that reads nothing */
+    kir_expr *gi = kir_select(c->km, vx(c, k, pred), off, cx(c, 0));
+    kir_emit_cp_async(c->km, b, sh, ec_add(c, vx(c, k, sbase), cx(c, i * cp->sstep)), param, gi, vx(c, k, pred));
+  }
+}
+
+/* Copies of an MN-major B tile (64 K x bn N, N contiguous) stored as bn / 64 blocks of
+ * 64 K rows x 64 N: chunk column tid % (bn / 8) (block cn / 8, chunk cn % 8 in it), K rows
+ * tid / (bn / 8) + (256 / (bn / 8)) i, a multiple of 8 apart: one swizzle key per thread. */
+static void wg_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
+                           int n0, int64_t N, int bn, wg_copy *cp) {
+  int cpr = bn / WG_EPC;
+  int cn = gc_ec_let(c, k, b, "cn", rem(c, vx(c, k, tid), cpr));
+  int kr = gc_ec_let(c, k, b, "krow", quo(c, vx(c, k, tid), cpr));
+  kir_expr *key = rem(c, vx(c, k, kr), 8);
+  kir_expr *blk = ec_mul(c, quo(c, vx(c, k, cn), 8), cx(c, WG_BK * WG_ROW));
+  kir_expr *chunk = ec_mul(c, ec_bin(c, KIR_XOR, rem(c, vx(c, k, cn), 8), key), cx(c, WG_EPC));
+  cp->n = WG_BK * cpr / WG_THREADS;
+  cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, blk, ec_add(c, ec_mul(c, vx(c, k, kr), cx(c, WG_ROW)), chunk)));
+  cp->sstep = (WG_THREADS / cpr) * WG_ROW;
+  cp->o0 = gc_ec_let(c, k, b, "ncol", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, cn), cx(c, WG_EPC))));
+  cp->ostep = 0;
+  cp->outer = N;
+  cp->k0 = kr;
+  cp->k_istep = WG_THREADS / cpr;
+  cp->gidx = gc_ec_let(c, k, b, "gidx", ec_add(c, ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, kr), cx(c, o->s_k))),
+                                              vx(c, k, cp->o0)));
+  cp->gstep = cp->k_istep * o->s_k;
+  cp->kstep = WG_BK * o->s_k;
+}
+
+/* Both operands' copies of K tile kt into stage slot (A through nh when it is an NHWC im2col). */
+static void wg_issue_tile(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_copy *ca, const wg_nhwc *nh,
+                          const wg_copy *cb, int sa, int sb, int pa, int pb, int bn, int kt, int slot, int64_t K) {
+  if (nh)
+    wg_issue_nhwc(c, k, b, ca, nh, sa, pa, WG_BM * WG_BK, kt, slot, K);
+  else
+    wg_issue(c, k, b, ca, sa, pa, WG_BM * WG_BK, kt, slot, K);
+  wg_issue(c, k, b, cb, sb, pb, (int64_t)WG_BK * bn, kt, slot, K);
+}
+
+/* BN: 256 while the grid of 128 x 256 tiles covers the SMs (and N needs more than 128),
+ * 64 for N up to 64 (convs of 64 channels), else 128 (a tuning file's `tile=wg128xBN`
+ * overrides it). */
+static int wg_tile_n(const gc_lowerer *c, const gc_mm_shape *s) {
+  int64_t sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
+  int64_t tm = (s->M + WG_BM - 1) / WG_BM;
+  if (s->N > 128 && s->batch * tm * ((s->N + 255) / 256) >= sms) return 256;
+  return s->N <= 64 ? 64 : 128;
+}
+
+kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
+                        const tc_opnd *oa_in, const gc_op *a_nhwc, const tc_opnd *ob_in, int b_nmajor, int bn,
+                        const char *key) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *A = op->operands[0], *B = op->operands[1];
+  gc_dtype dt = A->type.dtype;
+  tc_opnd oa = *oa_in, ob = *ob_in;
+  const int BN = bn == 64 || bn == 128 || bn == 256 ? bn : wg_tile_n(c, s);
+  const int64_t a_stage = WG_BM * WG_BK, b_stage = (int64_t)WG_BK * BN;
+  int64_t TM = (s->M + WG_BM - 1) / WG_BM, TN = (s->N + BN - 1) / BN;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, WG_THREADS);
+  k->shared_dynamic = 1;
+  snprintf(k->tune_key, sizeof k->tune_key, "%s", key);
+  gc_gen_init(G, c, k);
+  kir_mma_kind kind = dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
+  oa.param = gc_gen_rparam(G, c->val_buf[a_nhwc ? a_nhwc->operands[0]->id : oa.v.base->id], dt);
+  ob.param = gc_gen_rparam(G, c->val_buf[ob.v.base->id], dt);
+  int sa = kir_add_shared(c->km, k, dt, WG_STAGES * a_stage);
+  int sb = kir_add_shared(c->km, k, dt, WG_STAGES * b_stage);
+  kir_block *b = &k->body;
+
+  /* which tile: (batch, tile row, tile column), columns fastest */
+  int64_t dims2[2] = {s->batch, TM * TN};
+  int co[2], bco[GC_MAX_RANK];
+  gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
+  gc_mm_batch_coords(c, k, b, s, co[0], bco);
+  /* tiles in groups of WG_GROUP tile rows, columns outer within a group: the blocks running
+   * at once share rows of A and columns of B in L2 (8 measured best on the H200, 3-4% over
+   * plain row order on 8192^3 and 4096 x 4096 x 1000) */
+  int64_t per = (int64_t)WG_GROUP * TN;
+  int t = co[1];
+  int gi = gc_ec_let(c, k, b, "grp", quo(c, vx(c, k, t), per));
+  int gs = gc_ec_let(c, k, b, "gsz", ec_bin(c, KIR_MIN, ec_bin(c, KIR_SUB, cx(c, TM), ec_mul(c, vx(c, k, gi), cx(c, WG_GROUP))),
+                                            cx(c, WG_GROUP)));
+  int gr = gc_ec_let(c, k, b, "gr", rem(c, vx(c, k, t), per));
+  kir_expr *tm = ec_add(c, ec_mul(c, vx(c, k, gi), cx(c, WG_GROUP)), ec_bin(c, KIR_REM, vx(c, k, gr), vx(c, k, gs)));
+  kir_expr *tn = ec_bin(c, KIR_DIV, vx(c, k, gr), vx(c, k, gs));
+  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, tm, cx(c, WG_BM)));
+  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, tn, cx(c, BN)));
+  int abase = a_nhwc ? -1 : gc_ec_let(c, k, b, "abase", gc_tc_batch_off(c, k, A, &oa, s, bco));
+  int bbase = gc_ec_let(c, k, b, "bbase", gc_tc_batch_off(c, k, B, &ob, s, bco));
+  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  int wg = gc_ec_let(c, k, b, "wg", quo(c, vx(c, k, tid), 128));
+
+  wg_copy ca, cb;
+  wg_nhwc nh = {.op = a_nhwc};
+  wg_plan_kmajor(c, k, b, tid, a_nhwc ? NULL : &oa, abase, m0, s->M, WG_BM, &ca);
+  if (a_nhwc) wg_plan_nhwc(c, k, b, &ca, &nh);
+  if (b_nmajor)
+    wg_plan_nmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
+  else
+    wg_plan_kmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
+
+  int nd = BN / 2, acc[128];  /* BN 64, 128 or 256 */
+  for (int i = 0; i < nd; i++) acc[i] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, GRAPHC_DTYPE_F32, 0.0));
+
+  /* prologue: K tiles 0 .. STAGES-3 into stages 0 .. STAGES-3 (a commit group each) */
+  int64_t ktiles = (s->K + WG_BK - 1) / WG_BK;
+  for (int st = 0; st < WG_STAGES - 2; st++) {
+    int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
+    if (st < ktiles) wg_issue_tile(c, k, b, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BN, kt, kt, s->K);
+    kir_emit_cp_commit(c->km, b);
+  }
+  /* this warpgroup's 64 rows of A in a stage */
+  int arow = gc_ec_let(c, k, b, "arow", ec_mul(c, vx(c, k, wg), cx(c, 64 * WG_ROW)));
+
+  int kt = gc_ec_var(c, k, "kt", GRAPHC_DTYPE_I64);
+  kir_block *lb = kir_emit_for(c->km, b, kt, cx(c, 0), cx(c, ktiles), cx(c, 1));
+  kir_emit_cp_wait(c->km, lb, WG_STAGES - 3);
+  kir_emit_fence_async(c->km, lb);
+  kir_emit_barrier(c->km, lb);
+  int cs = gc_ec_let(c, k, lb, "cs", rem(c, vx(c, k, kt), WG_STAGES));
+  int as = gc_ec_let(c, k, lb, "as", ec_add(c, ec_mul(c, vx(c, k, cs), cx(c, a_stage)), vx(c, k, arow)));
+  int bs = gc_ec_let(c, k, lb, "bs", ec_mul(c, vx(c, k, cs), cx(c, b_stage)));
+  kir_emit_wg_fence(c->km, lb);
+  for (int j = 0; j < WG_BK / 16; j++) {
+    /* K step j: 16 K values = 32 bytes into each K-major row; 16 rows = 2 KiB of an MN-major B */
+    kir_wg_opnd a = {sa, ec_add(c, vx(c, k, as), cx(c, j * 16)), 16, 8 * WG_ROW * 2, 0};
+    kir_wg_opnd bo = {sb, ec_add(c, vx(c, k, bs), cx(c, b_nmajor ? j * 16 * WG_ROW : j * 16)),
+                      b_nmajor ? WG_BK * WG_ROW * 2 : 16, 8 * WG_ROW * 2, b_nmajor};
+    kir_emit_wgmma(c->km, lb, kind, BN, acc, &a, &bo);
+  }
+  kir_emit_wg_commit(c->km, lb);
+  kir_emit_wg_wait(c->km, lb, 1);
+  /* refill tile kt-2's stage (done in both warpgroups) with tile kt+2 */
+  int nk = gc_ec_let(c, k, lb, "nk", ec_add(c, vx(c, k, kt), cx(c, WG_STAGES - 2)));
+  int ns = gc_ec_let(c, k, lb, "ns", rem(c, vx(c, k, nk), WG_STAGES));
+  wg_issue_tile(c, k, lb, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BN, nk, ns, s->K);
+  kir_emit_cp_commit(c->km, lb);
+  kir_emit_wg_wait(c->km, b, 0);
+  /* the zero fills past K still in flight must land before shared memory is reused */
+  kir_emit_cp_wait(c->km, b, 0);
+
+  /* epilogue: thread (warp w of the warpgroup, lane l = 4 g + t): accumulator 4j + 2h + e is
+   * output (m0 + 64 wg + 16 w + g + 8h, n0 + 8j + 2t + e) */
+  int lt_ = gc_ec_let(c, k, b, "lt", rem(c, vx(c, k, tid), 128));
+  int lane = gc_ec_let(c, k, b, "lane", rem(c, vx(c, k, lt_), 32));
+  kir_expr *r0 = ec_add(c, ec_add(c, vx(c, k, m0), ec_mul(c, vx(c, k, wg), cx(c, 64))),
+                        ec_add(c, ec_mul(c, quo(c, vx(c, k, lt_), 32), cx(c, 16)), quo(c, vx(c, k, lane), 4)));
+  int rbase = gc_ec_let(c, k, b, "gm0", r0);
+  int t2 = gc_ec_let(c, k, b, "t2", ec_mul(c, rem(c, vx(c, k, lane), 4), cx(c, 2)));
+  int rows[2], cols[32][2], accv[2 * 32 * 2];
+  for (int h = 0; h < 2; h++) rows[h] = gc_ec_let(c, k, b, "gm", ec_add(c, vx(c, k, rbase), cx(c, 8 * h)));
+  for (int j = 0; j < BN / 8; j++)
+    for (int e = 0; e < 2; e++) {
+      cols[j][e] = gc_ec_let(c, k, b, "gn", ec_add(c, ec_add(c, vx(c, k, n0), vx(c, k, t2)), cx(c, 8 * j + e)));
+      for (int h = 0; h < 2; h++) accv[(h * (BN / 8) + j) * 2 + e] = acc[4 * j + 2 * h + e];
+    }
+  gc_tc_store_tile(G, b, grp, s, bco, 2, rows, BN / 8, (const int(*)[2])cols, accv);
+  return k;
+}
