@@ -13,6 +13,13 @@
  *                                       of x and the outer sees the same value
  *   select(c, a, b), c a splat const   -> a or b (broadcast to the result if needed)
  *   select(c, a, a) -> a
+ *   matmul(transpose(x), y, transpose_a=t) -> matmul(x, y, transpose_a=!t)
+ *                                       layout selection: a transpose that swaps
+ *                                       exactly the last two dims (batch dims in
+ *                                       place) is the operand's majorness flag, so
+ *                                       the printed IR says which layout the matmul
+ *                                       reads; the same for b with transpose_b. The
+ *                                       transpose stays while it has other users.
  *
  * New ops keep the replaced op's location and result name. Operands that become
  * dead are left for dce.
@@ -168,6 +175,40 @@ static void simplify_select(gc_rewriter *rw, gc_op *op) {
   gc_rw_replace_with_new(rw, op, GC_OP_BROADCAST, 1, &pick, 1, &shape);
 }
 
+/* Is transpose op a matrix transpose: perm swaps the last two dims, keeps the rest? */
+static int is_matrix_transpose(const gc_op *op) {
+  int64_t p[GC_MAX_RANK];
+  const gc_attr *a = gc_op_attr(op, "perm");
+  int r = op->results[0]->type.rank;
+  if (r < 2 || !a || gc_attr_ints(a, p, GC_MAX_RANK) != r) return 0;
+  for (int i = 0; i < r - 2; i++)
+    if (p[i] != i) return 0;
+  return p[r - 2] == r - 1 && p[r - 1] == r - 2;
+}
+
+/* matmul with a matrix-transposed operand reads the transpose's input with its
+ * transpose flag flipped (exact: the same products, summed in the same order).
+ * Flags left false are dropped (the default); unchanged operands keep theirs. */
+static void simplify_matmul(gc_rewriter *rw, gc_op *op) {
+  static const char *const flag[2] = {"transpose_a", "transpose_b"};
+  gc_value *in[2] = {op->operands[0], op->operands[1]};
+  gc_named_attr at[2];
+  int n = 0, changed = 0;
+  for (int i = 0; i < 2; i++) {
+    gc_op *t = def_of(in[i], GC_OP_TRANSPOSE);
+    const gc_attr *a = gc_op_attr(op, flag[i]);
+    if (t && is_matrix_transpose(t)) {
+      in[i] = t->operands[0];
+      changed = 1;
+      if (!gc_op_attr_bool(op, flag[i], 0))
+        at[n++] = (gc_named_attr){flag[i], {.kind = GC_ATTR_BOOL, .u.b = 1}};
+    } else if (a) {
+      at[n++] = (gc_named_attr){flag[i], *a};
+    }
+  }
+  if (changed) gc_rw_replace_with_new(rw, op, GC_OP_MATMUL, 2, in, n, at);
+}
+
 /* Apply the rewrite for op's opcode, if any matches. */
 static void simplify_op(gc_rewriter *rw, gc_op *op) {
   switch (op->opcode) {
@@ -185,6 +226,7 @@ static void simplify_op(gc_rewriter *rw, gc_op *op) {
     case GC_OP_BROADCAST: simplify_move(rw, op); break;
     case GC_OP_CAST: simplify_cast(rw, op); break;
     case GC_OP_SELECT: simplify_select(rw, op); break;
+    case GC_OP_MATMUL: simplify_matmul(rw, op); break;
     default: break;
   }
 }

@@ -326,10 +326,11 @@ static void random_fill(void *data, gc_dtype t, int64_t n, uint64_t *s) {
   if (n > 0 && t != GRAPHC_DTYPE_BOOL) gc_store_f64(data, t, 0, 1.0);
 }
 
-/* Compile `path` with optimize = 0 and 1 (interp), run both on the same random
- * inputs and weights, and compare every output. binds: "B=2, S=3" or NULL (then
- * every symbolic dim is bound to 2). */
-static void check_equivalence(const char *path, const char *binds_in) {
+/* Compile `path` with optimize = 0 (interp) and 1 (on backend `run_on`), run both
+ * on the same random inputs and weights, and compare every output. binds: "B=2, S=3"
+ * or NULL (then every symbolic dim is bound to 2). Optimized for the interpreter,
+ * the passes run as for the GPU; for cpu, as for the cpu. */
+static void check_equivalence(const char *path, const char *binds_in, graphc_backend_t run_on) {
   uint64_t seed = fresh_seed(), s = seed;
   char *src = tu_read_file(path, NULL);
   ck_assert_ptr_nonnull(src);
@@ -369,10 +370,11 @@ static void check_equivalence(const char *path, const char *binds_in) {
   for (int k = 0; k < 2; k++) {
     graphc_compile_options_t o;
     graphc_compile_options_init(&o);
-    o.backend = GRAPHC_BACKEND_INTERP;
+    o.backend = k ? run_on : GRAPHC_BACKEND_INTERP;
     o.optimize = k;
     /* optimized: the passes as for the GPU (layout and conv-gemm too), run on the interpreter */
-    ck_assert_msg(gc_compile_for(m, &o, k ? GRAPHC_BACKEND_CUDA : GRAPHC_BACKEND_DEFAULT, &exe[k], &err) == 0,
+    graphc_backend_t passes_for = k && run_on == GRAPHC_BACKEND_INTERP ? GRAPHC_BACKEND_CUDA : GRAPHC_BACKEND_DEFAULT;
+    ck_assert_msg(gc_compile_for(m, &o, passes_for, &exe[k], &err) == 0,
                   "%s -O%d: %s\n%s", path, k, err.message, graphc_context_diagnostics(ctx));
   }
   size_t ni = graphc_executable_num_inputs(exe[0]), no = graphc_executable_num_outputs(exe[0]);
@@ -426,7 +428,7 @@ static void check_equivalence(const char *path, const char *binds_in) {
 START_TEST(equivalence_examples) {
   pathlist pl = list_graphs("examples");
   ck_assert_int_ge(pl.n, 3);
-  for (int i = 0; i < pl.n; i++) check_equivalence(pl.v[i], NULL);
+  for (int i = 0; i < pl.n; i++) check_equivalence(pl.v[i], NULL, GRAPHC_BACKEND_INTERP);
   pathlist_free(&pl);
 }
 END_TEST
@@ -439,9 +441,42 @@ START_TEST(equivalence_golden) {
     char binds[256];
     int has = directive(src, "bind", binds, sizeof binds);
     free(src);
-    check_equivalence(pl.v[i], has ? binds : NULL);
+    check_equivalence(pl.v[i], has ? binds : NULL, GRAPHC_BACKEND_INTERP);
   }
   pathlist_free(&pl);
+}
+END_TEST
+
+/* Layout selection (simplify: matmul(transpose(x)) -> matmul(x, transpose_a=true))
+ * runs in the pipeline of every backend: as for interp, cpu and cuda, the matmul
+ * golden file gives its expected IR (no convs, so no backend-only pass changes it),
+ * and the cpu backend's optimized results equal the unoptimized interpreter's. */
+START_TEST(matmul_layout_backends) {
+  const char *path = tu_src("tests/passes/37_simplify_matmul_transpose.graph");
+  char *src = tu_read_file(path, NULL);
+  ck_assert_ptr_nonnull(src);
+  char *expected = golden_expected(src);
+  ck_assert_ptr_nonnull(expected);
+  static const graphc_backend_t backends[] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU, GRAPHC_BACKEND_CUDA};
+  for (int i = 0; i < 3; i++) {
+    gc_module *m = parse_verified(path, src);
+    graphc_compile_options_t o;
+    graphc_compile_options_init(&o);
+    o.backend = backends[i];
+    gc_diags d;
+    gc_diags_init(&d, path, src, strlen(src));
+    gc_sbuf stats = {0};
+    ck_assert_int_eq(gc_run_pipeline(m->graphs[0], &o, &stats, &d), 0);
+    char *actual = print_module(m);
+    ck_assert_msg(strcmp(actual, expected) == 0, "backend %d:\n%s", (int)backends[i], actual);
+    free(actual);
+    gc_sbuf_free(&stats);
+    gc_diags_free(&d);
+    gc_module_free(m);
+  }
+  free(expected);
+  free(src);
+  if (gc_backend_cpu.prepare) check_equivalence(path, NULL, GRAPHC_BACKEND_CPU);
 }
 END_TEST
 
@@ -1016,6 +1051,7 @@ static Suite *passes_suite(void) {
   tcase_set_timeout(e, 600);
   tcase_add_test(e, equivalence_examples);
   tcase_add_test(e, equivalence_golden);
+  tcase_add_test(e, matmul_layout_backends);
   tcase_add_test(e, fold_oracle);
   tcase_add_test(e, fold_limit);
   suite_add_tcase(s, e);
