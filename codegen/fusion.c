@@ -493,13 +493,12 @@ static int merge_sites(fz *f, fz_site *sites, int ns) {
   return 1;
 }
 
-/* A transpose (or the channel padding after one: a 3-channel stem padded to 8) that an
- * NHWC im2col reads, with whole 16-byte chunks of channels (an NCHW tensor entering the
- * layout pass's NHWC convs, after a pool or at the input):
+/* A transpose that an NHWC im2col reads, with whole 16-byte chunks of channels (an
+ * NCHW tensor entering the layout pass's NHWC convs, after a pool or at the input):
  * materialized by one coalesced copy, the conv's operand loads are a cp.async per
  * chunk (emit_mma.c) instead of strided elements on every K tile. */
 static int feeds_nhwc_im2col(fz *f, const gc_op *P) {
-  if (P->opcode != GC_OP_TRANSPOSE && P->opcode != GC_OP_PAD) return 0;  /* pad: channels padded to 8 */
+  if (P->opcode != GC_OP_TRANSPOSE) return 0;
   const gc_type *t = &P->results[0]->type;
   size_t es = graphc_dtype_size(t->dtype);
   if (t->rank != 4 || !es || t->dims[3] % (int64_t)(16 / es)) return 0;

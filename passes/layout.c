@@ -1,9 +1,8 @@
 /* layout.c - layout selection: convolutions in NHWC, transposes sunk until they cancel.
  *
  * 1. Each conv2d that can be a GEMM (groups 1, concrete shapes) and runs faster in
- *    NHWC (nhwc_pays: f16 / bf16 with channel counts in 16-byte chunks, or fewer than 8
- *    channels, zero-padded to 8 in t and b: an image stem) becomes an NHWC implicit GEMM,
- *    whatever layout its input arrived in:
+ *    NHWC (nhwc_pays: f16 / bf16 with channel counts in 16-byte chunks) becomes an NHWC
+ *    implicit GEMM, whatever layout its input arrived in:
  *
  *      t = transpose(x, perm=[0, 2, 3, 1])                  [N, H, W, C]
  *      a = im2col(t, kernel, stride, padding, dilation, layout="nhwc")
@@ -70,27 +69,11 @@ static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
 /* Does the NHWC form pay for conv2d with C input and O output channels? Measured on the
  * H200 (docs/performance.md, layout pass): on the tensor cores (f16, bf16) with whole
  * 16-byte chunks of channels, its im2col loads are one cp.async per 8 channels, and
- * ResNet's 3x3 layers ran 2.0-2.5x faster than in the NCHW form. Fewer than 8 channels (an
- * image stem's 3) are zero-padded to 8 (padded_channels): staged element by element a
- * 3-channel stem took 1.7x as long as in NCHW. The f32 convs (no tensor cores) gained
- * nothing while the pools after them read NCHW through a transpose. */
+ * ResNet's 3x3 layers ran 2.0-2.5x faster than in the NCHW form. Otherwise its operand is
+ * staged element by element: a 3-channel stem took 1.7x as long, and the f32 convs (no
+ * tensor cores) gained nothing while the pools after them read NCHW through a transpose. */
 static int nhwc_pays(gc_dtype dt, int64_t C, int64_t O) {
-  return (dt == GRAPHC_DTYPE_F16 || dt == GRAPHC_DTYPE_BF16) && (C % 8 == 0 || C < 8) && O % 8 == 0;
-}
-
-/* C rounded up to whole 16-byte chunks of f16 / bf16 channels. */
-static int64_t padded_channels(int64_t C) { return (C + 7) / 8 * 8; }
-
-/* v with its dim `axis` zero-padded at the end from its size to `to`, before `before`. */
-static gc_value *pad_dim(gc_rewriter *rw, gc_op *before, gc_value *v, int axis, int64_t to) {
-  int r = v->type.rank;
-  int64_t pads[2 * GC_MAX_RANK] = {0};
-  pads[r + axis] = to - v->type.dims[axis];
-  gc_type t = v->type;
-  t.dims[axis] = to;
-  gc_named_attr a = {"pads", gc_rw_attr_ints(rw, pads, 2 * r)};
-  gc_op *op = gc_rw_new_op(rw, GC_OP_PAD, before, 1, &v, 1, &a, &t, NULL, before->loc);
-  return op ? op->results[0] : NULL;
+  return (dt == GRAPHC_DTYPE_F16 || dt == GRAPHC_DTYPE_BF16) && C % 8 == 0 && O % 8 == 0;
 }
 
 /* Step 1: conv2d -> the NHWC implicit GEMM (see the top). */
@@ -101,25 +84,22 @@ static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
   int64_t O = wt->dims[0], KH = wt->dims[2], KW = wt->dims[3], OH = yt->dims[2], OW = yt->dims[3];
   if (!nhwc_pays(xt->dtype, C, O)) return;
-  int64_t Cp = padded_channels(C);  /* C, or C < 8 padded with zero channels */
   static const int64_t w_perm[4] = {2, 3, 1, 0};
   gc_value *t = transpose_of(rw, op, x, to_nhwc);
-  if (t && Cp != C) t = pad_dim(rw, op, t, 3, Cp);
   if (!t) return;
   gc_value *a;
   if (gc_conv_is_pointwise(op)) {
-    int64_t adims[2] = {N * H * W, Cp};
+    int64_t adims[2] = {N * H * W, C};
     a = gc_rw_reshape(rw, op, t, 2, adims);
   } else {
     gc_named_attr at[5];
     int n = gc_conv_im2col_attrs(rw, op, "nhwc", at);
-    gc_type it = {.dtype = xt->dtype, .rank = 2, .dims = {N * OH * OW, KH * KW * Cp}};
+    gc_type it = {.dtype = xt->dtype, .rank = 2, .dims = {N * OH * OW, KH * KW * C}};
     gc_op *im = gc_rw_new_op(rw, GC_OP_IM2COL, op, 1, &t, n, at, &it, NULL, op->loc);
     a = im ? im->results[0] : NULL;
   }
-  gc_value *wtr = a ? transpose_of(rw, op, w, w_perm) : NULL;  /* [KH, KW, C, O] */
-  if (wtr && Cp != C) wtr = pad_dim(rw, op, wtr, 2, Cp);
-  int64_t bdims[2] = {KH * KW * Cp, O};
+  gc_value *wtr = a ? transpose_of(rw, op, w, w_perm) : NULL;
+  int64_t bdims[2] = {KH * KW * C, O};
   gc_value *b = wtr ? gc_rw_reshape(rw, op, wtr, 2, bdims) : NULL;
   if (!b) return;
   gc_type mt = {.dtype = yt->dtype, .rank = 2, .dims = {N * OH * OW, O}};
