@@ -1056,6 +1056,8 @@ static Suite *passes_suite(void) {
   tcase_add_test(e, fold_limit);
   suite_add_tcase(s, e);
   TCase *c = tcase_create("controls");
+  /* aot_passes_for_target compiles a resnet bundle cold (~2 s alone, more on a loaded machine) */
+  tcase_set_timeout(c, 120);
   tcase_add_test(c, disable_pass);
   tcase_add_test(c, unknown_pass);
   tcase_add_test(c, stop_after);
