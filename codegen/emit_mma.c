@@ -608,7 +608,8 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   const gc_tuning_entry *te = tf32 ? NULL : gc_tuning_find(c->t->tuning, key);
   if (c->t->wgmma && !tf32 && (!a_gen || a_nhwc) && !b_gen && s->M >= 64 && s->N >= 64 && !c->t->tc_bm &&
       !c->t->tc_bn && (!te || te->wgmma))
-    return gc_mm_wgmma(c, grp, s, G, &oa, a_nhwc ? aic : NULL, &ob, b_nmajor, te ? te->bn : 0, key);
+    return gc_mm_wgmma(c, grp, s, G, &oa, a_nhwc ? aic : NULL, &ob, b_nmajor, te ? te->bm : 0, te ? te->bn : 0,
+                       key);
   tc_tile(c, s, tf32, key, &BM, &BN);
   const int WM = BM / 2, WN = BN / 2, MI = WM / 16, NI = WN / 8;
   const int64_t a_stage = BM * bk, b_stage = bk * BN;

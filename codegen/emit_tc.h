@@ -41,10 +41,10 @@ void gc_tc_store_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const
                       const int *bco, int nr, const int *rows, int nq, const int (*cols)[2], const int *acc);
 /* emit_wgmma.c: the warpgroup-MMA kernel for operands oa (K contiguous; or, when a_nhwc is
  * not NULL, that NHWC im2col of its materialized input, channels in whole chunks) and ob (N
- * contiguous when b_nmajor, else K contiguous), 16-byte aligned windows; tile 128 x bn (0:
+ * contiguous when b_nmajor, else K contiguous), 16-byte aligned windows; tile bm x bn (0 x 0:
  * the heuristic); `key` the problem's tuning key. */
 kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
-                        const tc_opnd *oa, const gc_op *a_nhwc, const tc_opnd *ob, int b_nmajor, int bn,
-                        const char *key);
+                        const tc_opnd *oa, const gc_op *a_nhwc, const tc_opnd *ob, int b_nmajor, int bm,
+                        int bn, const char *key);
 
 #endif /* GC_EMIT_TC_H */

@@ -8,10 +8,11 @@
  * with f32 accumulators, M and N at least 64; anything else keeps the mma.sync kernel. The epilogue is the mma.sync kernel's
  * (gc_tc_store_tile): bias, activation, residual, scale, cast, whatever the group fuses.
  *
- * Schedule: one BLOCKS group of 256 threads (two warpgroups) per 128 x BN output tile (BN 256
- * while that grid still covers the SMs, 64 for N up to 64, else 128; tiles in groups of 8
- * tile rows for L2 reuse); warpgroup w computes rows 64w .. 64w+63
- * with wgmma.m64nBNk16, its accumulators in registers (BN / 2 f32 per thread).
+ * Schedule: one BLOCKS group of 2 BM threads (a warpgroup per 64 rows) per BM x BN output
+ * tile (wg_tile: 128x256 while that grid still covers the SMs, 128x128, 128x64 for N up to
+ * 64, and 64-row tiles when the grid of 128-row tiles would leave SMs idle; tiles in groups
+ * of 8 tile rows for L2 reuse); warpgroup w computes rows 64w .. 64w+63 with wgmma.m64nBNk16,
+ * its accumulators in registers (BN / 2 f32 per thread).
  *   - K advances 64 at a time through a ring of 4 shared-memory stages (dynamic shared
  *     memory: 4 x (128 x 64 + 64 x BN) halves, 192 KiB at BN 256), filled by 16-byte
  *     cp.async copies of all 256 threads, zero-filled outside the matrix;
@@ -30,7 +31,7 @@
 #include "emit_tc.h"
 
 enum {
-  WG_BM = 128, WG_BK = 64, WG_STAGES = 4, WG_THREADS = 256,
+  WG_BK = 64, WG_STAGES = 4,
   WG_EPC = 8,            /* f16 / bf16 elements per 16-byte chunk */
   WG_ROW = 64,           /* elements per 128-byte shared row */
   WG_GROUP = 8           /* tile rows per raster group */
@@ -47,7 +48,7 @@ static kir_expr *lt(gc_lowerer *c, kir_expr *a, kir_expr *b) { return ec_bin(c, 
  * the matrix when row_ok(i) (outer coordinate o0 + i * ostep < outer extent) and its K
  * coordinate k0 + i * k_istep + kt * 64 < K. */
 typedef struct wg_copy {
-  int n;
+  int n, nt;                     /* chunks per thread, threads (64 per 32 tile rows of A) */
   int sidx, gidx, o0, k0;        /* i64 vars */
   int64_t sstep, gstep, ostep, k_istep, kstep, outer;
 } wg_copy;
@@ -73,12 +74,12 @@ static void wg_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
   int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 8));
   int row = gc_ec_let(c, k, b, "row", quo(c, vx(c, k, tid), 8));
   kir_expr *key = rem(c, vx(c, k, row), 8);
-  cp->n = rows * 8 / WG_THREADS;
+  cp->n = rows * 8 / cp->nt;
   cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, ec_mul(c, vx(c, k, row), cx(c, WG_ROW)),
                                               ec_mul(c, ec_bin(c, KIR_XOR, vx(c, k, ch), key), cx(c, WG_EPC))));
-  cp->sstep = (WG_THREADS / 8) * WG_ROW;
+  cp->sstep = (cp->nt / 8) * WG_ROW;
   cp->o0 = gc_ec_let(c, k, b, "orow", ec_add(c, vx(c, k, r0), vx(c, k, row)));
-  cp->ostep = WG_THREADS / 8;
+  cp->ostep = cp->nt / 8;
   cp->outer = extent;
   cp->k0 = gc_ec_let(c, k, b, "kpos", ec_mul(c, vx(c, k, ch), cx(c, WG_EPC)));
   cp->k_istep = 0;
@@ -151,14 +152,14 @@ static void wg_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
   kir_expr *key = rem(c, vx(c, k, kr), 8);
   kir_expr *blk = ec_mul(c, quo(c, vx(c, k, cn), 8), cx(c, WG_BK * WG_ROW));
   kir_expr *chunk = ec_mul(c, ec_bin(c, KIR_XOR, rem(c, vx(c, k, cn), 8), key), cx(c, WG_EPC));
-  cp->n = WG_BK * cpr / WG_THREADS;
+  cp->n = WG_BK * cpr / cp->nt;
   cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, blk, ec_add(c, ec_mul(c, vx(c, k, kr), cx(c, WG_ROW)), chunk)));
-  cp->sstep = (WG_THREADS / cpr) * WG_ROW;
+  cp->sstep = (cp->nt / cpr) * WG_ROW;
   cp->o0 = gc_ec_let(c, k, b, "ncol", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, cn), cx(c, WG_EPC))));
   cp->ostep = 0;
   cp->outer = N;
   cp->k0 = kr;
-  cp->k_istep = WG_THREADS / cpr;
+  cp->k_istep = cp->nt / cpr;  /* a multiple of 8 (wg_tile: no 64 x 256 tiles) */
   cp->gidx = gc_ec_let(c, k, b, "gidx", ec_add(c, ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, kr), cx(c, o->s_k))),
                                               vx(c, k, cp->o0)));
   cp->gstep = cp->k_istep * o->s_k;
@@ -167,35 +168,45 @@ static void wg_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
 
 /* Both operands' copies of K tile kt into stage slot (A through nh when it is an NHWC im2col). */
 static void wg_issue_tile(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_copy *ca, const wg_nhwc *nh,
-                          const wg_copy *cb, int sa, int sb, int pa, int pb, int bn, int kt, int slot, int64_t K) {
+                          const wg_copy *cb, int sa, int sb, int pa, int pb, int bm, int bn, int kt, int slot,
+                          int64_t K) {
   if (nh)
-    wg_issue_nhwc(c, k, b, ca, nh, sa, pa, WG_BM * WG_BK, kt, slot, K);
+    wg_issue_nhwc(c, k, b, ca, nh, sa, pa, (int64_t)bm * WG_BK, kt, slot, K);
   else
-    wg_issue(c, k, b, ca, sa, pa, WG_BM * WG_BK, kt, slot, K);
+    wg_issue(c, k, b, ca, sa, pa, (int64_t)bm * WG_BK, kt, slot, K);
   wg_issue(c, k, b, cb, sb, pb, (int64_t)WG_BK * bn, kt, slot, K);
 }
 
-/* BN: 256 while the grid of 128 x 256 tiles covers the SMs (and N needs more than 128),
- * 64 for N up to 64 (convs of 64 channels), else 128 (a tuning file's `tile=wg128xBN`
- * overrides it). */
-static int wg_tile_n(const gc_lowerer *c, const gc_mm_shape *s) {
+/* The tile BM x BN: the first of 128x256 (N above 128), 128x128, 64x128, 64x64 whose grid
+ * covers the SMs, else the last (64-wide N tiles only, for N up to 64: 128x64, 64x64; 64-row
+ * tiles only when the 128-row grid falls short: M = 127 gets twice the blocks). A tuning
+ * file's `tile=wgBMxBN` overrides it. */
+static void wg_tile(const gc_lowerer *c, const gc_mm_shape *s, int *bm, int *bn) {
+  static const int cand[][2] = {{128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
   int64_t sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
-  int64_t tm = (s->M + WG_BM - 1) / WG_BM;
-  if (s->N > 128 && s->batch * tm * ((s->N + 255) / 256) >= sms) return 256;
-  return s->N <= 64 ? 64 : 128;
+  for (int i = 0; i < 5; i++) {
+    int m = cand[i][0], n = cand[i][1];
+    if ((n == 256 && s->N <= 128) || (n >= 128 && s->N <= 64) || (n == 64 && s->N > 64)) continue;
+    *bm = m;
+    *bn = n;
+    if (s->batch * ((s->M + m - 1) / m) * ((s->N + n - 1) / n) >= sms) return;
+  }
 }
 
 kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
-                        const tc_opnd *oa_in, const gc_op *a_nhwc, const tc_opnd *ob_in, int b_nmajor, int bn,
-                        const char *key) {
+                        const tc_opnd *oa_in, const gc_op *a_nhwc, const tc_opnd *ob_in, int b_nmajor, int bm,
+                        int bn, const char *key) {
   const gc_op *op = grp->roots[0];
   const gc_value *A = op->operands[0], *B = op->operands[1];
   gc_dtype dt = A->type.dtype;
   tc_opnd oa = *oa_in, ob = *ob_in;
-  const int BN = bn == 64 || bn == 128 || bn == 256 ? bn : wg_tile_n(c, s);
-  const int64_t a_stage = WG_BM * WG_BK, b_stage = (int64_t)WG_BK * BN;
-  int64_t TM = (s->M + WG_BM - 1) / WG_BM, TN = (s->N + BN - 1) / BN;
-  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, WG_THREADS);
+  int BM = bm, BN = bn;
+  if (!((BM == 128 && (BN == 64 || BN == 128 || BN == 256)) || (BM == 64 && (BN == 64 || BN == 128))))
+    wg_tile(c, s, &BM, &BN);
+  const int NT = 2 * BM;  /* a warpgroup (128 threads) per 64 rows */
+  const int64_t a_stage = (int64_t)BM * WG_BK, b_stage = (int64_t)WG_BK * BN;
+  int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, NT);
   k->shared_dynamic = 1;
   snprintf(k->tune_key, sizeof k->tune_key, "%s", key);
   gc_gen_init(G, c, k);
@@ -222,16 +233,16 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   int gr = gc_ec_let(c, k, b, "gr", rem(c, vx(c, k, t), per));
   kir_expr *tm = ec_add(c, ec_mul(c, vx(c, k, gi), cx(c, WG_GROUP)), ec_bin(c, KIR_REM, vx(c, k, gr), vx(c, k, gs)));
   kir_expr *tn = ec_bin(c, KIR_DIV, vx(c, k, gr), vx(c, k, gs));
-  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, tm, cx(c, WG_BM)));
+  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, tm, cx(c, BM)));
   int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, tn, cx(c, BN)));
   int abase = a_nhwc ? -1 : gc_ec_let(c, k, b, "abase", gc_tc_batch_off(c, k, A, &oa, s, bco));
   int bbase = gc_ec_let(c, k, b, "bbase", gc_tc_batch_off(c, k, B, &ob, s, bco));
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int wg = gc_ec_let(c, k, b, "wg", quo(c, vx(c, k, tid), 128));
 
-  wg_copy ca, cb;
+  wg_copy ca = {.nt = NT}, cb = {.nt = NT};
   wg_nhwc nh = {.op = a_nhwc};
-  wg_plan_kmajor(c, k, b, tid, a_nhwc ? NULL : &oa, abase, m0, s->M, WG_BM, &ca);
+  wg_plan_kmajor(c, k, b, tid, a_nhwc ? NULL : &oa, abase, m0, s->M, BM, &ca);
   if (a_nhwc) wg_plan_nhwc(c, k, b, &ca, &nh);
   if (b_nmajor)
     wg_plan_nmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
@@ -245,7 +256,7 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   int64_t ktiles = (s->K + WG_BK - 1) / WG_BK;
   for (int st = 0; st < WG_STAGES - 2; st++) {
     int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
-    if (st < ktiles) wg_issue_tile(c, k, b, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BN, kt, kt, s->K);
+    if (st < ktiles) wg_issue_tile(c, k, b, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BM, BN, kt, kt, s->K);
     kir_emit_cp_commit(c->km, b);
   }
   /* this warpgroup's 64 rows of A in a stage */
@@ -272,7 +283,7 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   /* refill tile kt-2's stage (done in both warpgroups) with tile kt+2 */
   int nk = gc_ec_let(c, k, lb, "nk", ec_add(c, vx(c, k, kt), cx(c, WG_STAGES - 2)));
   int ns = gc_ec_let(c, k, lb, "ns", rem(c, vx(c, k, nk), WG_STAGES));
-  wg_issue_tile(c, k, lb, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BN, nk, ns, s->K);
+  wg_issue_tile(c, k, lb, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BM, BN, nk, ns, s->K);
   kir_emit_cp_commit(c->km, lb);
   kir_emit_wg_wait(c->km, b, 0);
   /* the zero fills past K still in flight must land before shared memory is reused */

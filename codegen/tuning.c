@@ -101,13 +101,14 @@ static int parse_entry(const char *name, int line, const tok *t, int nt, gc_tuni
     *x = 0;
     bm = atoi(tp);
     bn = atoi(x + 1);
-    if (wg ? strcmp(tp, "128") || (strcmp(x + 1, "64") && strcmp(x + 1, "128") && strcmp(x + 1, "256"))
+    if (wg ? !((!strcmp(tp, "128") && (!strcmp(x + 1, "64") || !strcmp(x + 1, "128") || !strcmp(x + 1, "256"))) ||
+               (!strcmp(tp, "64") && (!strcmp(x + 1, "64") || !strcmp(x + 1, "128"))))
            : (strcmp(tp, "64") && strcmp(tp, "128")) || (strcmp(x + 1, "64") && strcmp(x + 1, "128")))
       bm = 0;
   }
   if (!bm || !bn) {
     fail(d, name, line, tl->col,
-         "expected tile=BMxBN with BM and BN 64 or 128, or tile=wg128xBN with BN 64, 128 or 256, got '%.*s'", tl->len,
+         "expected tile=BMxBN with BM and BN 64 or 128, or tile=wgBMxBN (128x64, 128x128, 128x256, 64x64, 64x128), got '%.*s'", tl->len,
          tl->s);
     return -1;
   }

@@ -12,7 +12,7 @@
  *
  * The first line names the format and its version. An entry is a key (kernel
  * family and problem: dtype, batch, M, N, K, A/B layouts n|t) and `tile=BMxBN`
- * (64 or 128 each) for the mma.sync tensor-core matmul, or `tile=wg128xBN` (BN 64, 128 or 256)
+ * (64 or 128 each) for the mma.sync tensor-core matmul, or `tile=wgBMxBN` (128x256, 128x128, 128x64, 64x128, 64x64)
  * for the warpgroup-MMA kernel (sm_90; where that kernel cannot take the problem, the
  * mma.sync kernel's heuristic). Keys are compared as text, so the
  * generator's key (gc_tuning_key_mm) and the file's must match exactly.

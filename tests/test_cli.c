@@ -173,11 +173,12 @@ START_TEST(tuning_files) {
   tu_write_text(tu_tmpdir(), "mm.graph", "version 1;\ngraph @g(%a: f16[127, 4096], %b: f16[4096, 4096]) -> (f16[127, 4096]) {\n"
                    "  %y = matmul(%a, %b);\n  return %y;\n}\n");
   snprintf(t, sizeof t, "%s/t.tuning", tu_tmpdir());
-  /* the heuristic on sm_90: the warpgroup-MMA kernel, 128x128 tiles (32 blocks of 256
-   * threads: 128x256 would leave more SMs idle); on sm_80 the mma.sync kernel's 64x64
+  /* the heuristic on sm_90: the warpgroup-MMA kernel, 64x128 tiles (64 blocks of 128
+   * threads: 128-row tiles would leave more SMs idle); on sm_80 the mma.sync kernel's 64x64
    * (128 blocks on 132 SMs) */
   snprintf(a, sizeof a, "compile %s --emit kir --arch sm_90", g);
-  EXPECT(a, 0, "kernel matmul_0 blocks(n=32, block=256)");
+  EXPECT(a, 0, "kernel matmul_0 blocks(n=64, block=128)");
+  EXPECT(a, 0, "wgmma.m64n128k16");
   EXPECT(a, 0, "tune \"matmul f16 b=1 m=127 n=4096 k=4096 ab=nn\"");
   snprintf(a, sizeof a, "compile %s --emit kir --arch sm_80", g);
   EXPECT(a, 0, "kernel matmul_0 blocks(n=128, block=128)");
@@ -207,7 +208,7 @@ START_TEST(tuning_files) {
       {"graphc-tuning 1\nmatmul f16 b=1 m=0 n=1 k=1 ab=nn tile=64x64\n", ":2:16: expected m=N (N >= 1)"},
       {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nx tile=64x64\n", ":2:28: expected ab=nn, nt, tn or tt"},
       {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=96x64\n", ":2:34: expected tile=BMxBN"},
-      {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=wg64x64\n", ":2:34: expected tile=BMxBN"},
+      {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=wg64x256\n", ":2:34: expected tile=BMxBN"},
       {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=64x64\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=64x128\n",
        ":3:1: a second entry for the same problem"},
       {"", ":1:1: not a graphc tuning file"}};

@@ -228,27 +228,28 @@ END_TEST
  * swizzle and descriptors read as the PTX ISA defines them) and through NVRTC / LLVM and
  * ptxas for sm_90a: B stored K x N (MN-major) and N x K (K-major), tails in M, N and K
  * (K 200 = 3 x 64 + 8), a broadcast batch, a fused bias + relu and residual epilogue, an
- * odd N (scalar stores), with 2 SMs the 128 x 256 tiles, and NHWC im2col A operands (the
- * layout pass's convs: padding, stride 2, K 72 = 64 + 8). */
+ * odd N (scalar stores), and NHWC im2col A operands (the layout pass's convs: padding,
+ * stride 2, K 72 = 64 + 8); every tile: 64x128 and 64x64 (the small grids on 132 SMs), with
+ * 1 SM 128x128 and 128x64, with 2 SMs 128x256. */
 START_TEST(test_matmul_wgmma) {
   const char *T = _i ? "bf16" : "f16";
-  static const struct { const char *body; int sms; } cases[] = {
+  static const struct { const char *body; int sms; int64_t blocks; int threads; } cases[] = {
       {"(%a: T[200, 200], %b: T[200, 136], %c: T[136]) -> (T[200, 136]) {\n"
-       "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 0},
+       "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 0, 8, 128},
       {"(%a: T[130, 64], %b: T[72, 64]) -> (T[130, 72]) {\n"
-       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 0},
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1, 2, 256},
       {"(%a: T[2, 1, 70, 48], %b: T[3, 48, 264], %r: T[2, 3, 70, 264]) -> (T[2, 3, 70, 264]) {\n"
-       "  %y = matmul(%a, %b);\n  %z = add(%y, %r);\n  return %z;\n}\n", 2},
+       "  %y = matmul(%a, %b);\n  %z = add(%y, %r);\n  return %z;\n}\n", 2, 12, 256},
       {"(%a: T[128, 96], %b: T[264, 96]) -> (T[128, 264]) {\n"
-       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 2},
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 2, 2, 256},
       {"(%a: T[64, 64], %b: T[65, 64]) -> (T[64, 65]) {\n"
-       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 0},
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 0, 1, 128},
       {"(%x: T[2, 8, 8, 16], %w: T[144, 64], %b: T[64]) -> (T[128, 64]) {\n"
        "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\");\n  %y = matmul(%c, %w);\n"
-       "  %z = add(%y, %b);\n  %r = relu(%z);\n  return %r;\n}\n", 0},
+       "  %z = add(%y, %b);\n  %r = relu(%z);\n  return %r;\n}\n", 1, 1, 256},
       {"(%x: T[1, 20, 19, 8], %w: T[72, 72]) -> (T[100, 72]) {\n"
        "  %c = im2col(%x, kernel=[3, 3], stride=[2, 2], padding=[1, 1], layout=\"nhwc\");\n"
-       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 0},
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 0, 2, 128},
   };
   for (int k = 0; k < COUNT(cases); k++) {
     gc_sbuf sb = {0};
@@ -264,7 +265,11 @@ START_TEST(test_matmul_wgmma) {
     gc_module *m = parse_ok(text);
     gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
     ck_assert_msg(kir_module_uses_wgmma(p->kir), "case %d (%s): no wgmma\n%s", k, T, text);
-    if (cases[k].sms) {  /* 128 x 256 tiles: 64 accumulators per thread x 2 */
+    const kir_kernel *k0 = p->kir->kernels[0];
+    ck_assert_msg(k0->launch.n == cases[k].blocks && k0->launch.block == cases[k].threads,
+                  "case %d: %lld blocks of %d threads, expected %lld of %d", k, (long long)k0->launch.n,
+                  k0->launch.block, (long long)cases[k].blocks, cases[k].threads);
+    if (cases[k].sms == 2) {  /* 128 x 256 tiles: 128 accumulators per thread */
       const kir_kernel *kk = p->kir->kernels[0];
       ck_assert_msg(kk->shared_dynamic && kir_shared_bytes(kk) == 4 * (128 * 64 + 64 * 256) * 2 + 1024,
                     "case %d: %lld bytes of shared memory", k, (long long)kir_shared_bytes(kk));

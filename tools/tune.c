@@ -24,7 +24,7 @@
 static const char *const usage_tune =
     "usage: graphc tune FILE -o TUNING [options]\n"
     "Time each configuration of FILE's tunable kernels (tensor-core matmul tiles: the mma.sync\n"
-    "kernel's, and on sm_90 the warpgroup-MMA kernel's wg128x256, wg128x128, wg128x64) on the\n"
+    "kernel's, and on sm_90 the warpgroup-MMA kernel's wg128x256 .. wg64x64) on the\n"
     "GPU and write the fastest per problem to TUNING, which compile, run and bench read\n"
     "with --tuning TUNING.\n\noptions:\n"
     "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
@@ -35,9 +35,10 @@ static const char *const usage_tune =
     "  --weights W       weights file (default: the file's; random weights when missing)\n"
     "  -o TUNING         the tuning file to write\n";
 
-enum { N_TILES = 7, MAX_KEYS = 256 };
+enum { N_TILES = 9, MAX_KEYS = 256 };
 /* BM, BN, and 1 for the warpgroup-MMA kernel's tiles (sm_90 only) */
-static const int k_tiles[N_TILES][3] = {{128, 128, 0}, {128, 64, 0}, {64, 128, 0}, {64, 64, 0}, {128, 256, 1}, {128, 128, 1}, {128, 64, 1}};
+static const int k_tiles[N_TILES][3] = {{128, 128, 0}, {128, 64, 0}, {64, 128, 0}, {64, 64, 0}, {128, 256, 1},
+                                        {128, 128, 1}, {128, 64, 1}, {64, 128, 1}, {64, 64, 1}};
 
 /* "128x64" or "wg128x256" */
 static const char *tile_name(int t, char *buf, size_t len) {
