@@ -48,12 +48,12 @@ static void make_plan(gc_launch_plan *p, int variant) {
   static gc_lp_param p0[3] = {{GC_LP_PARAM_BUFFER, 0}, {GC_LP_PARAM_BUFFER, 3}, {GC_LP_PARAM_I64, 6}};
   static gc_lp_param p1[3] = {{GC_LP_PARAM_BUFFER, 3}, {GC_LP_PARAM_BUFFER, 2}, {GC_LP_PARAM_BUFFER, 1}};
   static gc_lp_kernel ks[2][2] = {
-      {{"k0", GC_LP_ITEMS, 6, 256, 3, p0}, {"k1", GC_LP_BLOCKS, 2, 32, 3, p1}},
-      {{"k0", GC_LP_ITEMS, 6, 128, 3, p0}, {"k1", GC_LP_BLOCKS, 2, 64, 3, p1}}};
+      {{"k0", GC_LP_ITEMS, 6, 256, 0, 3, p0}, {"k1", GC_LP_BLOCKS, 2, 32, 0, 3, p1}},
+      {{"k0", GC_LP_ITEMS, 6, 128, 0, 3, p0}, {"k1", GC_LP_BLOCKS, 2, 64, 1024, 3, p1}}};
   static gc_lp_buffer bufs_nc[3] = {{GC_LP_INPUT, 0, 24, 0}, {GC_LP_OUTPUT, 0, 24, 0},
                                     {GC_LP_TEMP, 0, 24, 0}};
   static gc_lp_param q0[2] = {{GC_LP_PARAM_BUFFER, 0}, {GC_LP_PARAM_BUFFER, 1}};
-  static gc_lp_kernel k_nc = {"copy", GC_LP_ITEMS, 6, 0, 2, q0};
+  static gc_lp_kernel k_nc = {"copy", GC_LP_ITEMS, 6, 0, 0, 2, q0};
   static int launches[3] = {0, 1, 1};
   gc_launch_plan_init(p);
   p->n_inputs = p->n_outputs = 1;
