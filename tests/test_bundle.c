@@ -507,6 +507,14 @@ START_TEST(crafted_invalid_plans) {
   expect_rejected(&b, "is bound to nothing");
   p->kernels[bufparam_k].params[bufparam_j].value = v;
 
+  /* dynamic shared memory (bundle format 2): negative or beyond any device */
+  int smem = p->kernels[0].smem;
+  p->kernels[0].smem = -1;
+  expect_rejected(&b, "invalid launch shape");
+  p->kernels[0].smem = 1 << 21;
+  expect_rejected(&b, "invalid launch shape");
+  p->kernels[0].smem = smem;
+
   const char *name = p->kernels[0].name;
   p->kernels[0].name = "bad name";
   expect_rejected(&b, "invalid name");
