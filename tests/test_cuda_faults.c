@@ -2,7 +2,8 @@
  * shim (tests/cuda_fault_shim.c, loaded with GRAPHC_CUDA_DRIVER).
  *
  * For each model (examples/mlp.graph with B=2, examples/transformer_block.graph
- * with B=1, S=4) and each class of driver call (alloc, module, launch, graph,
+ * with B=1, S=4, and tests/cuda_faults_f16.graph, an f16 matmul whose kernel asks
+ * for dynamic shared memory on sm_90) and each class of driver call (alloc, module, launch, graph,
  * copy, sync, stream, device, and ctx on request: see tests/cuda_fault_shim.h), for N = 1, 2, ...
  * until the Nth call of the class is never reached: compile for the cuda
  * backend and run, with the Nth call of the class failing. Each time:
@@ -53,6 +54,7 @@ static const struct {
 } k_models[] = {
     {"examples/mlp.graph", {"B", NULL}, {2, 0}},
     {"examples/transformer_block.graph", {"B", "S"}, {1, 4}},
+    {"tests/cuda_faults_f16.graph", {NULL, NULL}, {0, 0}},  /* wgmma on sm_90: cuFuncSetAttribute */
 };
 #define N_MODELS (int)(sizeof k_models / sizeof k_models[0])
 
