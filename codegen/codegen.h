@@ -21,8 +21,12 @@ void gc_cuda_c_print(gc_sbuf *b, const kir_module *m);
 
 /* OR'ed into the `sm` of gc_nvrtc_compile / gc_ptx_to_cubin: arch-specific code (sm_90a:
  * the module has Hopper warpgroup MMAs, kir_module_uses_wgmma). gc_ptx_to_cubin also
- * follows the PTX's own `.target sm_90a`. */
+ * follows the PTX's own `.target sm_90a` (PTX given without its module). */
 #define GC_SM_ARCH_A 0x10000
+/* The `sm` argument for module m's code: sm, with GC_SM_ARCH_A when m has wgmma. */
+static inline int gc_module_sm(const kir_module *m, int sm) {
+  return sm | (kir_module_uses_wgmma(m) ? GC_SM_ARCH_A : 0);
+}
 
 /* codegen/nvrtc.c: compile CUDA C for sm_<sm>. *ptx always (may be NULL to skip),
  * *cubin when cubin != NULL. Options fixed and deterministic. */

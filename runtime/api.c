@@ -668,7 +668,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
                          lt.codegen);
           if (rc == 0 && kind == 4) {
             t0 = emit_now_ms();
-            rc = gc_ptx_to_cubin(text, sm, out, len, &d);
+            rc = gc_ptx_to_cubin(text, gc_module_sm(plan->kir, sm), out, len, &d);
             gc_sbuf_printf(&stats, "time: nvjitlink %.2f ms\n", emit_now_ms() - t0);
             free(text);
             text = NULL;
@@ -677,8 +677,8 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
           gc_cuda_c_print(&b, plan->kir);
           char *src = gc_sbuf_take(&b);
           t0 = emit_now_ms();
-          rc = src ? gc_nvrtc_compile(src, sm | (kir_module_uses_wgmma(plan->kir) ? GC_SM_ARCH_A : 0), kind == 3 ? &text : NULL, kind == 4 ? out : NULL,
-                                      kind == 4 ? len : NULL, &d)
+          rc = src ? gc_nvrtc_compile(src, gc_module_sm(plan->kir, sm), kind == 3 ? &text : NULL,
+                                      kind == 4 ? out : NULL, kind == 4 ? len : NULL, &d)
                    : -1;
           gc_sbuf_printf(&stats, "time: nvrtc %.2f ms\n", emit_now_ms() - t0);
           free(src);

@@ -166,7 +166,7 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
                      lt.optimize, lt.codegen);
     gc_diags jd;   /* a failed nvJitLink is not fatal: the driver JITs the PTX */
     gc_diags_init(&jd, "", NULL, 0);
-    if (gc_ptx_to_cubin(out->ptx, sm, &out->cubin, &out->cubin_len, &jd) != 0) {
+    if (gc_ptx_to_cubin(out->ptx, gc_module_sm(km, sm), &out->cubin, &out->cubin_len, &jd) != 0) {
       out->why_no_cubin = strdup(jd.n && jd.items[0].msg ? jd.items[0].msg : "nvJitLink failed");
       free(out->cubin);
       out->cubin = NULL;
@@ -177,8 +177,7 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
     if (st) gc_sbuf_printf(st, "cuda: nvjitlink %.2f ms\n", now_ms() - t1);
     return 0;
   }
-  int rc = gc_nvrtc_compile(src, sm | (kir_module_uses_wgmma(km) ? GC_SM_ARCH_A : 0), &out->ptx, &out->cubin,
-                            &out->cubin_len, d);
+  int rc = gc_nvrtc_compile(src, gc_module_sm(km, sm), &out->ptx, &out->cubin, &out->cubin_len, d);
   if (st) gc_sbuf_printf(st, "cuda: nvrtc %s %.2f ms\n", gc_nvrtc_version(), now_ms() - t0);
   return rc;
 }
