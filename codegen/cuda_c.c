@@ -254,6 +254,7 @@ static void print_unary(cprint *c, const kir_expr *e) {
     case KIR_ABS: wrap(c, fl ? (f32 ? "fabsf(" : "fabs(") : "gc::abs(", a, ")"); return;
     case KIR_NOT: wrap(c, a->type == GRAPHC_DTYPE_BOOL ? "(!" : "(~", a, ")"); return;
     case KIR_EXP: fn = f32 ? "expf(" : "exp("; break;
+    case KIR_EXP2: fn = f32 ? "exp2f(" : "exp2("; break;
     case KIR_LOG: fn = f32 ? "logf(" : "log("; break;
     case KIR_SQRT: fn = f32 ? "sqrtf(" : "sqrt("; break;
     case KIR_RSQRT: fn = f32 ? "rsqrtf(" : "rsqrt("; break;
@@ -414,6 +415,18 @@ static void print_expr(cprint *c, const kir_expr *e) {
         print_expr(c, e->u.shfl.a);
         gc_sbuf_printf(b, ", %d)", e->u.shfl.mask);
       }
+      break;
+    }
+    case KIR_E_PACK2: {
+      /* each half rounded like a cast to f16/bf16 (__float2half_rn / __float2bfloat16_rn) */
+      int h = e->u.pack.dtype == GRAPHC_DTYPE_F16;
+      const char *half = h ? "(unsigned)__half_as_ushort(__float2half_rn("
+                           : "(unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(";
+      gc_sbuf_printf(b, "((int)(%s", half);
+      print_expr(c, e->u.pack.lo);
+      gc_sbuf_printf(b, ")) | (%s", half);
+      print_expr(c, e->u.pack.hi);
+      gc_sbuf_puts(b, ")) << 16)))");
       break;
     }
   }
@@ -686,6 +699,11 @@ static void expr_types(const kir_expr *e, unsigned *mask) {
       break;
     case KIR_E_LOAD: expr_types(e->u.mem.index, mask); break;
     case KIR_E_SHFL_XOR: expr_types(e->u.shfl.a, mask); break;
+    case KIR_E_PACK2:  /* needs the 16-bit type's header */
+      *mask |= 1u << e->u.pack.dtype;
+      expr_types(e->u.pack.lo, mask);
+      expr_types(e->u.pack.hi, mask);
+      break;
     default: break;
   }
 }

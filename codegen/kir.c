@@ -97,8 +97,8 @@ static int op_accepts(kir_op op, gc_dtype t) {
     case KIR_NEG: case KIR_ABS: case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
     case KIR_REM: case KIR_MIN: case KIR_MAX:
       return is_numeric(t);
-    case KIR_EXP: case KIR_LOG: case KIR_SQRT: case KIR_RSQRT: case KIR_TANH: case KIR_ERF:
-    case KIR_SIN: case KIR_COS: case KIR_FLOOR: case KIR_CEIL: case KIR_POW:
+    case KIR_EXP: case KIR_EXP2: case KIR_LOG: case KIR_SQRT: case KIR_RSQRT: case KIR_TANH:
+    case KIR_ERF: case KIR_SIN: case KIR_COS: case KIR_FLOOR: case KIR_CEIL: case KIR_POW:
       return is_arith_float(t);
     case KIR_NOT: case KIR_AND: case KIR_OR: case KIR_XOR:
       return is_logical(t);
@@ -381,6 +381,20 @@ kir_expr *kir_shfl_xor(kir_module *m, kir_expr *a, int mask) {
   if (e) {
     e->u.shfl.a = a;
     e->u.shfl.mask = mask;
+  }
+  return e;
+}
+
+/* lo, hi (f32) rounded to t (f16 / bf16) and packed into an i32, lo in bits 0..15. */
+kir_expr *kir_pack2(kir_module *m, gc_dtype t, kir_expr *lo, kir_expr *hi) {
+  GC_ASSERT(t == GRAPHC_DTYPE_F16 || t == GRAPHC_DTYPE_BF16);
+  if (!lo || !hi) return NULL;
+  GC_ASSERT(lo->type == GRAPHC_DTYPE_F32 && hi->type == GRAPHC_DTYPE_F32);
+  kir_expr *e = new_expr(m, KIR_E_PACK2, GRAPHC_DTYPE_I32);
+  if (e) {
+    e->u.pack.dtype = t;
+    e->u.pack.lo = lo;
+    e->u.pack.hi = hi;
   }
   return e;
 }
@@ -736,6 +750,13 @@ static void verify_expr(verify_ctx *c, const kir_expr *e) {
       GC_ASSERT(e->type == e->u.shfl.a->type);
       c->uses_shfl = 1;
       break;
+    case KIR_E_PACK2:
+      GC_ASSERT(e->u.pack.dtype == GRAPHC_DTYPE_F16 || e->u.pack.dtype == GRAPHC_DTYPE_BF16);
+      GC_ASSERT(e->type == GRAPHC_DTYPE_I32);
+      verify_expr(c, e->u.pack.lo);
+      verify_expr(c, e->u.pack.hi);
+      GC_ASSERT(e->u.pack.lo->type == GRAPHC_DTYPE_F32 && e->u.pack.hi->type == GRAPHC_DTYPE_F32);
+      break;
     default:
       GC_ASSERT(!"unknown kir expression kind");
   }
@@ -922,8 +943,8 @@ void kir_verify(const kir_kernel *k) {
 /* ---- readable dump ---------------------------------------------------------------------- */
 
 static const char *const op_names[KIR_OP_COUNT_] = {
-    "neg", "abs", "not", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "floor",
-    "ceil", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
+    "neg", "abs", "not", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos",
+    "floor", "ceil", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
     ">", ">="};
 
 static const char *const special_names[] = {"thread", "block_dim", "lane", "warp"};
@@ -998,6 +1019,13 @@ static void print_expr(gc_sbuf *b, const kir_kernel *k, const kir_expr *e) {
       gc_sbuf_puts(b, "shfl_xor(");
       print_expr(b, k, e->u.shfl.a);
       gc_sbuf_printf(b, ", %d)", e->u.shfl.mask);
+      break;
+    case KIR_E_PACK2:
+      gc_sbuf_printf(b, "pack2.%s(", graphc_dtype_name(e->u.pack.dtype));
+      print_expr(b, k, e->u.pack.lo);
+      gc_sbuf_puts(b, ", ");
+      print_expr(b, k, e->u.pack.hi);
+      gc_sbuf_putc(b, ')');
       break;
   }
 }

@@ -52,8 +52,8 @@ void kir_target_host(kir_target *t, int cores);
 
 typedef enum kir_op {
   /* unary */
-  KIR_NEG, KIR_ABS, KIR_NOT, KIR_EXP, KIR_LOG, KIR_SQRT, KIR_RSQRT, KIR_TANH, KIR_ERF,
-  KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL,
+  KIR_NEG, KIR_ABS, KIR_NOT, KIR_EXP, KIR_EXP2 /* 2^x */, KIR_LOG, KIR_SQRT, KIR_RSQRT, KIR_TANH,
+  KIR_ERF, KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL,
   /* binary */
   KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX, KIR_POW,
   KIR_AND, KIR_OR, KIR_XOR,  /* bool or integer */
@@ -78,7 +78,10 @@ typedef enum kir_expr_kind {
   KIR_E_SELECT,           /* a ? b : c  (a bool) */
   KIR_E_CAST,             /* a converted to `type` (float->int truncates, ->bool is != 0) */
   KIR_E_LOAD,             /* element u.mem.index of buffer/shared u.mem.buf */
-  KIR_E_SHFL_XOR          /* warp shuffle: a from lane (lane ^ u.shfl_mask) */
+  KIR_E_SHFL_XOR,         /* warp shuffle: a from lane (lane ^ u.shfl_mask) */
+  KIR_E_PACK2             /* i32: u.pack.lo (f32) rounded to u.pack.dtype (f16 or bf16, nearest
+                             even, like a cast) in bits 0..15, u.pack.hi likewise in bits 16..31:
+                             one mma.sync A/B fragment register (see kir_mma_kind) */
 } kir_expr_kind;
 
 /* Memory spaces: buffer parameters, shared arrays (BLOCKS launches), and scratch arrays:
@@ -101,6 +104,7 @@ struct kir_expr {
     struct { kir_op op; kir_expr *a, *b, *c; } op;  /* UNARY, BINARY, SELECT, CAST(a) */
     struct { kir_space space; int buf; kir_expr *index; } mem;  /* LOAD; index i64 */
     struct { kir_expr *a; int mask; } shfl;
+    struct { gc_dtype dtype; kir_expr *lo, *hi; } pack;  /* PACK2 */
   } u;
 };
 
@@ -269,6 +273,9 @@ kir_expr *kir_select(kir_module *m, kir_expr *c, kir_expr *a, kir_expr *b);
 kir_expr *kir_cast(kir_module *m, gc_dtype t, kir_expr *a);
 kir_expr *kir_load(kir_module *m, const kir_kernel *k, kir_space sp, int buf, kir_expr *index);
 kir_expr *kir_shfl_xor(kir_module *m, kir_expr *a, int mask);
+/* Two f32 values rounded to t (F16 or BF16) and packed into an i32, lo in the low half:
+ * an MMA fragment register built from values in registers (KIR_E_PACK2). */
+kir_expr *kir_pack2(kir_module *m, gc_dtype t, kir_expr *lo, kir_expr *hi);
 
 void kir_emit_assign(kir_module *m, kir_block *b, int var, kir_expr *value);
 void kir_emit_store(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,

@@ -204,6 +204,7 @@ static void t_math_name(em *e, kir_op op, gc_dtype t, char *buf, size_t n) {
   const char *base = NULL;
   switch (op) {
   case KIR_EXP: base = "exp"; break;
+  case KIR_EXP2: base = "exp2"; break;
   case KIR_LOG: base = "log"; break;
   case KIR_TANH: base = "tanh"; break;
   case KIR_ERF: base = "erf"; break;
@@ -399,7 +400,8 @@ static LLVMValueRef float_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
     return LLVMBuildFDiv(e->b, LLVMConstReal(reg_ty(e, t), 1.0), intr1(e, "llvm.sqrt", a), "");
   case KIR_FLOOR: return intr1(e, "llvm.floor", a);
   case KIR_CEIL: return intr1(e, "llvm.ceil", a);
-  case KIR_EXP: case KIR_LOG: case KIR_TANH: case KIR_ERF: case KIR_SIN: case KIR_COS:
+  case KIR_EXP: case KIR_EXP2: case KIR_LOG: case KIR_TANH: case KIR_ERF: case KIR_SIN:
+  case KIR_COS:
     return math_call(e, op, t, a, NULL);
   default: GC_ASSERT(!"bad float unary op"); return NULL;
   }
@@ -571,6 +573,16 @@ static LLVMValueRef emit_load(em *e, const kir_expr *x) {
   return from_mem(e, v, dt);
 }
 
+/* KIR_E_PACK2: lo and hi (f32) rounded to t like a cast (cvt), as i16 bits, lo in bits 0..15. */
+static LLVMValueRef emit_pack2(em *e, gc_dtype t, LLVMValueRef lo, LLVMValueRef hi) {
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef l = LLVMBuildBitCast(b, cvt(e, lo, DT(F32), t), e->t_i16, "");
+  LLVMValueRef h = LLVMBuildBitCast(b, cvt(e, hi, DT(F32), t), e->t_i16, "");
+  l = LLVMBuildZExt(b, l, e->t_i32, "");
+  h = LLVMBuildShl(b, LLVMBuildZExt(b, h, e->t_i32, ""), cint(e->t_i32, 16), "");
+  return LLVMBuildOr(b, l, h, "pack2");
+}
+
 /* Emit expression x; the result has the register type of x->type. */
 static LLVMValueRef ex(em *e, const kir_expr *x) {
   switch (x->kind) {
@@ -605,6 +617,10 @@ static LLVMValueRef ex(em *e, const kir_expr *x) {
     return emit_load(e, x);
   case KIR_E_SHFL_XOR:
     return t_shfl_xor(e, ex(e, x->u.shfl.a), x->type, x->u.shfl.mask);
+  case KIR_E_PACK2: {
+    LLVMValueRef lo = ex(e, x->u.pack.lo), hi = ex(e, x->u.pack.hi);
+    return emit_pack2(e, x->u.pack.dtype, lo, hi);
+  }
   }
   GC_ASSERT(!"bad expression kind");
   return NULL;
@@ -983,7 +999,7 @@ static void item_bounds(em *e, LLVMValueRef *lo, LLVMValueRef *step, LLVMValueRe
 /* Nonzero when a kernel called `name` would clash with a function the emitter
  * declares (math library, intrinsics): the call would resolve to the kernel. */
 static int reserved_name(const char *name) {
-  static const char *const math[] = {"exp", "log", "tanh", "erf", "sin", "cos", "pow", "fmod"};
+  static const char *const math[] = {"exp", "exp2", "log", "tanh", "erf", "sin", "cos", "pow", "fmod"};
   if (strncmp(name, "llvm.", 5) == 0 || strncmp(name, "__nv_", 5) == 0) return 1;
   for (size_t i = 0; i < sizeof math / sizeof math[0]; i++) {
     size_t n = strlen(math[i]);

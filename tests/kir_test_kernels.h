@@ -270,6 +270,58 @@ static kir_kernel *build_consts_kernel(kir_module *m) {
   return k;
 }
 
+/* ---- pack2: two f32 values to one f16x2 / bf16x2 fragment register ------------------------ */
+
+/* Values needing rounding in one format or both: ties to even (1 + 2^-11 and 1 + 3 * 2^-11
+ * for f16, 1 + 2^-8 and 1 + 3 * 2^-8 for bf16), overflow (65520 in f16, 3.4e38 in bf16),
+ * subnormal results, negative, large, inf and NaN. */
+static const float pack_vals[] = {1.0f,          -2.5f,        0.1f,         1.0f / 3.0f, -0.0f,
+                                  0.0f,          65504.0f,     65519.0f,     65520.0f,    -1e5f,
+                                  1.00048828125f, 1.00146484375f, 1.00390625f, 1.01171875f, 5.9604645e-8f,
+                                  2.98e-8f,      -1e-8f,       3e38f,        3.4e38f,     -1e-40f,
+                                  INFINITY,      -INFINITY,    NAN,          1234.5678f,  -0.000123f,
+                                  448.0f,        6.1035156e-05f, -65535.0f};
+#define NPACK ((int)(sizeof pack_vals / sizeof pack_vals[0]))
+#define PACK2_N 256
+
+/* Inputs of "pack2": pack_vals paired with themselves reversed, then values of random
+ * magnitude 2^-30 .. 2^20 and sign (an LCG seeded with `seed`). */
+static void make_pack2_inputs(float *x, float *y, int n, unsigned seed) {
+  uint32_t r = seed * 2654435761u + 1u;
+  for (int i = 0; i < n; i++) {
+    if (i < NPACK) {
+      x[i] = pack_vals[i];
+      y[i] = pack_vals[NPACK - 1 - i];
+      continue;
+    }
+    float v[2];
+    for (int j = 0; j < 2; j++) {
+      r = r * 1664525u + 1013904223u;
+      float mant = 1.0f + (float)(r >> 9) / 8388608.0f;  /* 23 random fraction bits */
+      r = r * 1664525u + 1013904223u;
+      v[j] = ldexpf(mant, (int)(r >> 27) % 51 - 30) * ((r >> 8) & 1 ? -1.0f : 1.0f);
+    }
+    x[i] = v[0];
+    y[i] = v[1];
+  }
+}
+
+/* Kernel "pack2": x, y (f32, readonly), out (i32): out[2 item] = pack2.f16(x, y),
+ * out[2 item + 1] = pack2.bf16(x, y) (x = x[item], y = y[item], read into variables). */
+static kir_kernel *build_pack2_kernel(kir_module *m, int64_t n) {
+  kir_kernel *k = kir_kernel_new(m, "pack2", (kir_launch){KIR_LAUNCH_ITEMS, n, 64});
+  int px = kir_add_param(m, k, "x", KIR_PARAM_BUFFER, F32, 1, 0);
+  int py = kir_add_param(m, k, "y", KIR_PARAM_BUFFER, F32, 1, 1);
+  int po = kir_add_param(m, k, "out", KIR_PARAM_BUFFER, I32, 0, 2);
+  int vx = kir_add_var(m, k, "x", F32), vy = kir_add_var(m, k, "y", F32);
+  kir_emit_assign(m, &k->body, vx, kir_load(m, k, KIR_GLOBAL, px, item_ref(m, k)));
+  kir_emit_assign(m, &k->body, vy, kir_load(m, k, KIR_GLOBAL, py, item_ref(m, k)));
+  for (int h = 0; h < 2; h++)
+    kir_emit_store(m, &k->body, KIR_GLOBAL, po, add(m, mul(m, item_ref(m, k), c64(m, 2)), c64(m, h)),
+                   kir_pack2(m, h ? BF16 : F16, kir_var_ref(m, k, vx), kir_var_ref(m, k, vy)));
+  return k;
+}
+
 /* The full test module (every kernel above). Sizes are small; the device
  * part uses the same sizes. */
 #define OPS_N 300
@@ -292,6 +344,7 @@ static kir_module *build_all(void) {
   build_shfl_kernel(m, SHFL_G);
   build_loops_kernel(m, LOOPS_N);
   build_consts_kernel(m);
+  build_pack2_kernel(m, PACK2_N);
   ck_assert(!m->arena.failed);
   return m;
 }
@@ -360,6 +413,25 @@ static unsigned nearest16(double x, int mant, int bias) {
     }
   }
   return sign | best;
+}
+
+/* Check one packed register: each half is nearest16's exhaustive nearest-even rounding
+ * of its f32 input; a NaN input needs only a NaN half (payloads differ between targets).
+ * Returns 1 when right, else 0 with a description in msg. */
+static int check_pack2(uint32_t got, gc_dtype t, float lo, float hi, char *msg, size_t n) {
+  int mant = t == F16 ? 10 : 7, bias = t == F16 ? 15 : 127;
+  float in[2] = {lo, hi};
+  for (int h = 0; h < 2; h++) {
+    unsigned bits = (got >> (16 * h)) & 0xffffu;
+    int ok = isnan(in[h]) ? isnan(decode16(bits, mant, bias)) : bits == nearest16(in[h], mant, bias);
+    if (!ok) {
+      snprintf(msg, n, "pack2.%s(%.9g, %.9g) = 0x%08x: %s half 0x%04x, want 0x%04x",
+               graphc_dtype_name(t), (double)lo, (double)hi, got, h ? "high" : "low", bits,
+               isnan(in[h]) ? 0x7fffu : nearest16(in[h], mant, bias));
+      return 0;
+    }
+  }
+  return 1;
 }
 
 #endif

@@ -104,6 +104,7 @@ static int expr_gpu_only(const kir_expr *e) {
     case KIR_E_BINARY: return expr_gpu_only(e->u.op.a) || expr_gpu_only(e->u.op.b);
     case KIR_E_SELECT: return expr_gpu_only(e->u.op.a) || expr_gpu_only(e->u.op.b) || expr_gpu_only(e->u.op.c);
     case KIR_E_LOAD: return e->u.mem.space == KIR_SHARED || expr_gpu_only(e->u.mem.index);
+    case KIR_E_PACK2: return expr_gpu_only(e->u.pack.lo) || expr_gpu_only(e->u.pack.hi);
     default: return 0;
   }
 }

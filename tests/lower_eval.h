@@ -148,6 +148,7 @@ static ev_val ev_unary(kir_op op, gc_dtype t, ev_val a) {
       case KIR_NEG: y = -x; break;
       case KIR_ABS: y = fabs(x); break;
       case KIR_EXP: y = f32 ? expf((float)x) : exp(x); break;
+      case KIR_EXP2: y = f32 ? exp2f((float)x) : exp2(x); break;
       case KIR_LOG: y = f32 ? logf((float)x) : log(x); break;
       case KIR_SQRT: y = f32 ? sqrtf((float)x) : sqrt(x); break;
       case KIR_RSQRT: y = f32 ? 1.0f / sqrtf((float)x) : 1.0 / sqrt(x); break;
@@ -277,6 +278,15 @@ static ev_val ev_expr(ev_kernel_ctx *c, int th, const kir_expr *e) {
       c->vars = saved;
       return r;
     }
+    case KIR_E_PACK2: {
+      /* f32 operands rounded to nearest even, as a cast or store to f16/bf16 would */
+      int h = e->u.pack.dtype == GRAPHC_DTYPE_F16;
+      float lo = (float)ev_expr(c, th, e->u.pack.lo).f, hi = (float)ev_expr(c, th, e->u.pack.hi).f;
+      uint32_t l = h ? gc_float_to_half(lo) : gc_float_to_bf16(lo);
+      uint32_t u = h ? gc_float_to_half(hi) : gc_float_to_bf16(hi);
+      r.i = (int32_t)(l | u << 16);
+      return r;
+    }
   }
   return r;
 }
@@ -291,6 +301,7 @@ static int ev_expr_sync(const kir_expr *e) {
     case KIR_E_BINARY: return ev_expr_sync(e->u.op.a) || ev_expr_sync(e->u.op.b);
     case KIR_E_SELECT: return ev_expr_sync(e->u.op.a) || ev_expr_sync(e->u.op.b) || ev_expr_sync(e->u.op.c);
     case KIR_E_LOAD: return ev_expr_sync(e->u.mem.index);
+    case KIR_E_PACK2: return ev_expr_sync(e->u.pack.lo) || ev_expr_sync(e->u.pack.hi);
     default: return 0;
   }
 }

@@ -5,6 +5,7 @@
  * kernels, loops and ifs, and exact literals. They are printed to CUDA C,
  * compiled by NVRTC for sm_90 and sm_80, and the PTX is re-assembled by ptxas.
  * (test_kir_device.c runs the same kernels on a GPU against host references.)
+ * The test evaluator of the lowering suites (lower_eval.h) runs pack2 and exp2.
  */
 #include <math.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include "testutil.h"
 
 #include "kir_test_kernels.h"
+#include "tests/lower_eval.h"
 
 /* ---- targets and builder ---------------------------------------------------------------- */
 
@@ -98,6 +100,12 @@ START_TEST(test_builder) {
   ck_assert_int_eq(kir_const_i(m, BOOL, 7)->u.i, 1);
   ck_assert_int_eq(kir_select(m, kir_const_i(m, BOOL, 1), ld, ld)->type, F16);
   ck_assert_int_eq(kir_shfl_xor(m, ld, 3)->type, F16);
+  ck_assert_int_eq(kir_unary(m, KIR_EXP2, x)->type, F32);
+  kir_expr *pk = kir_pack2(m, BF16, x, kir_unary(m, KIR_EXP2, x));
+  ck_assert_int_eq(pk->kind, KIR_E_PACK2);
+  ck_assert_int_eq(pk->type, I32);
+  ck_assert_int_eq(pk->u.pack.dtype, BF16);
+  ck_assert_ptr_eq(pk->u.pack.lo, x);
   ck_assert(!m->arena.failed);
   kir_module_free(m);
 }
@@ -214,6 +222,36 @@ START_TEST(test_exp_on_int) {
 }
 END_TEST
 
+START_TEST(test_exp2_on_int) {
+  kir_module *m = kir_module_new();
+  kir_unary(m, KIR_EXP2, kir_const_i(m, I64, 1));
+}
+END_TEST
+
+START_TEST(test_pack2_f64_operand) {
+  kir_module *m = kir_module_new();
+  kir_pack2(m, F16, kir_const_f(m, F32, 1), kir_const_f(m, F64, 1));  /* operands are f32 */
+}
+END_TEST
+
+START_TEST(test_pack2_to_f32) {
+  kir_module *m = kir_module_new();
+  kir_pack2(m, F32, kir_const_f(m, F32, 1), kir_const_f(m, F32, 1));  /* f16 or bf16 only */
+}
+END_TEST
+
+/* kir_verify checks a PACK2 built by hand too (an emitter writing the union directly). */
+START_TEST(test_verify_pack2_type) {
+  kir_module *m = kir_module_new();
+  kir_kernel *k = kir_kernel_new(m, "bad", (kir_launch){KIR_LAUNCH_ITEMS, 8, 64});
+  int o = kir_add_param(m, k, "o", KIR_PARAM_BUFFER, I32, 0, 0);
+  kir_expr *e = kir_pack2(m, F16, kir_const_f(m, F32, 1), kir_const_f(m, F32, 2));
+  e->u.pack.dtype = I8;
+  kir_emit_store(m, &k->body, KIR_GLOBAL, o, item_ref(m, k), e);
+  kir_verify(k);
+}
+END_TEST
+
 START_TEST(test_bad_kernel_name) {
   kir_module *m = kir_module_new();
   kir_kernel_new(m, "not-an-ident", (kir_launch){KIR_LAUNCH_ITEMS, 1, 32});
@@ -304,6 +342,108 @@ START_TEST(test_print_dump) {
 }
 END_TEST
 
+/* pack2 and exp2 in the dump; the pack2 test kernel verifies. */
+START_TEST(test_print_pack2_exp2) {
+  kir_module *m = kir_module_new();
+  kir_kernel *k = kir_kernel_new(m, "frag", (kir_launch){KIR_LAUNCH_ITEMS, 4, 32});
+  int px = kir_add_param(m, k, "x", KIR_PARAM_BUFFER, F32, 1, 0);
+  int po = kir_add_param(m, k, "o", KIR_PARAM_BUFFER, I32, 0, 1);
+  int pd = kir_add_param(m, k, "d", KIR_PARAM_BUFFER, F64, 0, 2);
+  int a = kir_add_var(m, k, "a", F32), r = kir_add_var(m, k, "r", I32);
+  kir_emit_assign(m, &k->body, a, kir_unary(m, KIR_EXP2, kir_load(m, k, KIR_GLOBAL, px, item_ref(m, k))));
+  kir_emit_assign(m, &k->body, r, kir_pack2(m, F16, kir_var_ref(m, k, a), kir_const_f(m, F32, -1.5)));
+  kir_emit_store(m, &k->body, KIR_GLOBAL, po, item_ref(m, k),
+                 kir_binary(m, KIR_XOR, kir_var_ref(m, k, r),
+                            kir_pack2(m, BF16, kir_const_f(m, F32, INFINITY), kir_var_ref(m, k, a))));
+  kir_emit_store(m, &k->body, KIR_GLOBAL, pd, item_ref(m, k), kir_unary(m, KIR_EXP2, kir_const_f(m, F64, 0.5)));
+  kir_verify(k);
+  gc_sbuf b = {0};
+  kir_print(&b, k);
+  static const char *const want[] = {
+      "  %a_1 = exp2(x[%item_0])\n",
+      "  %r_2 = pack2.f16(%a_1, -1.5:f32)\n",
+      "  o[%item_0] = (%r_2 ^ pack2.bf16(inf:f32, %a_1))\n",
+      "  d[%item_0] = exp2(0.5:f64)\n",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    ck_assert_msg(strstr(b.data, want[i]) != NULL, "dump lacks %s in:\n%s", want[i], b.data);
+  gc_sbuf_free(&b);
+  kir_module_free(m);
+  m = kir_module_new();
+  kir_verify(build_pack2_kernel(m, PACK2_N));
+  kir_module_free(m);
+}
+END_TEST
+
+/* ---- the test evaluator (lower_eval.h) ----------------------------------------------------- */
+
+/* Run ITEMS kernel k on the evaluator; bufs[i] holds n[i] elements of buffer param i. */
+static void eval_items(const kir_kernel *k, void *const *bufs, const int64_t *n) {
+  ev_kernel_ctx c;
+  memset(&c, 0, sizeof c);
+  c.k = k;
+  c.params = calloc((size_t)k->n_params, sizeof *c.params);
+  for (int i = 0; i < k->n_params; i++) c.params[i] = (ev_mem){bufs[i], n[i], k->params[i].dtype};
+  c.nthreads = 1;
+  c.vars = calloc((size_t)k->n_vars, sizeof *c.vars);
+  c.snap = calloc((size_t)k->n_vars, sizeof *c.snap);
+  for (int64_t it = 0; it < k->launch.n && !c.err[0]; it++) {
+    c.vars[k->item_var].i = it;
+    ev_block(&c, 0, &k->body);
+  }
+  ck_assert_msg(!c.err[0], "evaluator: %s", c.err);
+  free(c.params);
+  free(c.vars);
+  free(c.snap);
+}
+
+/* The evaluator's pack2 gives the bits of nearest-even rounding (exhaustive reference). */
+START_TEST(test_eval_pack2) {
+  kir_module *m = kir_module_new();
+  kir_kernel *k = build_pack2_kernel(m, PACK2_N);
+  unsigned seed = (unsigned)time(NULL);
+  float x[PACK2_N], y[PACK2_N];
+  uint32_t out[2 * PACK2_N];
+  make_pack2_inputs(x, y, PACK2_N, seed);
+  void *bufs[3] = {x, y, out};
+  int64_t n[3] = {PACK2_N, PACK2_N, 2 * PACK2_N};
+  eval_items(k, bufs, n);
+  /* item 0: (1.0, -65535): f16 0x3c00 and -inf; bf16 0x3f80 and -65536 */
+  ck_assert_uint_eq(out[0], 0xfc003c00u);
+  ck_assert_uint_eq(out[1], 0xc7803f80u);
+  char msg[256];
+  for (int i = 0; i < PACK2_N; i++)
+    for (int h = 0; h < 2; h++)
+      ck_assert_msg(check_pack2(out[2 * i + h], h ? BF16 : F16, x[i], y[i], msg, sizeof msg), "seed %u item %d: %s",
+                    seed, i, msg);
+  kir_module_free(m);
+}
+END_TEST
+
+/* exp2 on the evaluator: exact powers of two in f32 and f64, and a rounded f32 result. */
+START_TEST(test_eval_exp2) {
+  kir_module *m = kir_module_new();
+  kir_kernel *k = kir_kernel_new(m, "e2", (kir_launch){KIR_LAUNCH_ITEMS, 6, 32});
+  int pf = kir_add_param(m, k, "f", KIR_PARAM_BUFFER, F32, 0, 0);
+  int pd = kir_add_param(m, k, "d", KIR_PARAM_BUFFER, F64, 0, 1);
+  kir_emit_store(m, &k->body, KIR_GLOBAL, pf, item_ref(m, k),
+                 kir_unary(m, KIR_EXP2, kir_load(m, k, KIR_GLOBAL, pf, item_ref(m, k))));
+  kir_emit_store(m, &k->body, KIR_GLOBAL, pd, item_ref(m, k),
+                 kir_unary(m, KIR_EXP2, kir_load(m, k, KIR_GLOBAL, pd, item_ref(m, k))));
+  kir_verify(k);
+  float f[6] = {3.0f, -1.0f, 0.5f, -INFINITY, 200.0f, -150.0f};
+  double d[6] = {3.0, -1.0, 0.5, -INFINITY, 2000.0, -1074.0};
+  void *bufs[2] = {f, d};
+  int64_t n[2] = {6, 6};
+  eval_items(k, bufs, n);
+  ck_assert(f[0] == 8.0f && f[1] == 0.5f && f[2] == (float)sqrt(2.0) && f[3] == 0.0f);
+  ck_assert(isinf(f[4]) && f[5] == ldexpf(1.0f, -150) && f[5] == 0.0f);  /* below the smallest subnormal: 0 */
+  ck_assert(d[0] == 8.0 && d[1] == 0.5 && fabs(d[2] - sqrt(2.0)) <= 2.3e-16 && d[3] == 0.0);
+  ck_assert(isinf(d[4]) && d[5] == ldexp(1.0, -1074));
+  kir_module_free(m);
+}
+END_TEST
+
 /* ---- CUDA C printer + NVRTC + ptxas ------------------------------------------------------- */
 
 /* Every snippet must occur in s. */
@@ -345,6 +485,12 @@ START_TEST(test_cuda_c_text) {
       "__int_as_float((int)0xff800000u)",
       "0x1.99999ap-4f",
       "0x1.999999999999ap-4",
+      "exp2f(v_a_1)",
+      "exp2(v_a_1)",
+      "((int)((unsigned)__half_as_ushort(__float2half_rn(v_x_1)) | "
+      "((unsigned)__half_as_ushort(__float2half_rn(v_y_2)) << 16)))",
+      "((int)((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v_x_1)) | "
+      "((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v_y_2)) << 16)))",
   };
   expect_contains(src, snips, (int)(sizeof snips / sizeof snips[0]));
   /* deterministic */
@@ -565,6 +711,9 @@ int main(void) {
   tcase_add_test(tc, test_statements);
   tcase_add_test(tc, test_verify_all_ok);
   tcase_add_test(tc, test_print_dump);
+  tcase_add_test(tc, test_print_pack2_exp2);
+  tcase_add_test(tc, test_eval_pack2);
+  tcase_add_test(tc, test_eval_exp2);
   suite_add_tcase(s, tc);
 
   TCase *tv = tcase_create("verify_aborts");
@@ -577,6 +726,10 @@ int main(void) {
   tcase_add_test_raise_signal(tv, test_binary_type_mismatch, SIGABRT);
   tcase_add_test_raise_signal(tv, test_arith_on_f16, SIGABRT);
   tcase_add_test_raise_signal(tv, test_exp_on_int, SIGABRT);
+  tcase_add_test_raise_signal(tv, test_exp2_on_int, SIGABRT);
+  tcase_add_test_raise_signal(tv, test_pack2_f64_operand, SIGABRT);
+  tcase_add_test_raise_signal(tv, test_pack2_to_f32, SIGABRT);
+  tcase_add_test_raise_signal(tv, test_verify_pack2_type, SIGABRT);
   tcase_add_test_raise_signal(tv, test_bad_kernel_name, SIGABRT);
   tcase_add_test_raise_signal(tv, test_index_must_be_i64, SIGABRT);
   suite_add_tcase(s, tv);

@@ -2,7 +2,8 @@
  * host references of the op semantics (BRIEF "Op semantics"): every op on
  * every type it accepts (special values included: NaN, inf, -0, INT_MIN, /0),
  * every cast pair, vector loads/stores, shared memory + barriers + shuffles,
- * loops/ifs and exact literals. Kernels come from kir_test_kernels.h, go
+ * loops/ifs, exact literals and pack2 fragment registers (bits against an exhaustive
+ * nearest-even reference). Kernels come from kir_test_kernels.h, go
  * through gc_cuda_c_print + gc_nvrtc_compile (cubin; PTX is JIT-loaded too)
  * and run through the driver API opened with dlopen. Without libcuda.so.1 or
  * a device: "SKIPPED: no CUDA device", exit 77.
@@ -214,6 +215,7 @@ static double ref_float(kir_op op, double a, double b, int f32) {
     case KIR_NEG: return -a;
     case KIR_ABS: return fabs(a);
     case KIR_EXP: return f32 ? expf((float)a) : exp(a);
+    case KIR_EXP2: return f32 ? exp2f((float)a) : exp2(a);
     case KIR_LOG: return f32 ? logf((float)a) : log(a);
     case KIR_SQRT: return f32 ? sqrtf((float)a) : sqrt(a);
     case KIR_RSQRT: return 1.0 / sqrt(a);
@@ -699,6 +701,30 @@ START_TEST(test_dev_consts) {
 }
 END_TEST
 
+/* pack2 on the GPU: known bit patterns, then every register against nearest16's rounding. */
+START_TEST(test_dev_pack2) {
+  loaded L = load_all();
+  float x[PACK2_N], y[PACK2_N];
+  make_pack2_inputs(x, y, PACK2_N, SEED);
+  CUdeviceptr dx = up(x, sizeof x), dy = up(y, sizeof y), dout = zeros(2 * PACK2_N * sizeof(uint32_t));
+  void *args[] = {&dx, &dy, &dout};
+  run(L.mod, L.m, "pack2", 2, args);
+  uint32_t out[2 * PACK2_N];
+  down(out, dout, sizeof out);
+  /* item 0: (1.0, -65535): f16 1.0 = 0x3c00, -65535 overflows to -inf; bf16 1.0 = 0x3f80,
+   * -65535 rounds to -65536 = 0xc780 */
+  ck_assert_uint_eq(out[0], 0xfc003c00u);
+  ck_assert_uint_eq(out[1], 0xc7803f80u);
+  char msg[256];
+  for (int i = 0; i < PACK2_N; i++)
+    for (int h = 0; h < 2; h++)
+      ck_assert_msg(check_pack2(out[2 * i + h], h ? BF16 : F16, x[i], y[i], msg, sizeof msg), "seed %u item %d: %s",
+                    SEED, i, msg);
+  CK_CU(D.mem_free(dx)); CK_CU(D.mem_free(dy)); CK_CU(D.mem_free(dout));
+  unload(&L);
+}
+END_TEST
+
 /* NVRTC's PTX (not only its cubin) loads through the driver's JIT and runs. */
 START_TEST(test_dev_ptx_jit) {
   dev_begin();
@@ -744,6 +770,7 @@ int main(void) {
   tcase_add_test(tc, test_dev_shfl);
   tcase_add_test(tc, test_dev_loops);
   tcase_add_test(tc, test_dev_consts);
+  tcase_add_test(tc, test_dev_pack2);
   tcase_add_test(tc, test_dev_ptx_jit);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);

@@ -5,7 +5,8 @@
  *
  * Kernels are built by hand with the kir.h builders and cover every kir_op,
  * every cast (9 x 9 dtypes), vector loads/stores of every dtype, a BLOCKS
- * kernel with shared memory + barrier + shuffles, loops and ifs.
+ * kernel with shared memory + barrier + shuffles, loops and ifs, and pack2 (f16x2 / bf16x2
+ * fragment registers), which also runs through the host JIT against known bit patterns.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "runtime/cpu_backend.h"
+#include "runtime/interp.h"
 #include "testutil.h"
 
 /* LeakSanitizer: nvJitLink 13.0 leaks ~100 KB inside nvJitLinkAddData on every
@@ -58,8 +61,8 @@ static kir_expr *ld(kir_module *m, kir_kernel *k, int b) {
 
 /* Every float op on f32 and f64: unary, binary, comparisons (to a bool buffer). */
 static void k_float_ops(kir_module *m) {
-  static const kir_op un[] = {KIR_NEG, KIR_ABS, KIR_EXP, KIR_LOG, KIR_SQRT, KIR_RSQRT, KIR_TANH,
-                              KIR_ERF, KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL};
+  static const kir_op un[] = {KIR_NEG, KIR_ABS, KIR_EXP, KIR_EXP2, KIR_LOG, KIR_SQRT, KIR_RSQRT,
+                              KIR_TANH, KIR_ERF, KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL};
   static const kir_op bin[] = {KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX, KIR_POW};
   static const kir_op cmp[] = {KIR_EQ, KIR_NE, KIR_LT, KIR_LE, KIR_GT, KIR_GE};
   gc_dtype ts[2] = {DT(F32), DT(F64)};
@@ -220,6 +223,18 @@ static void k_loops(kir_module *m) {
   kir_emit_store(m, &k->body, KIR_GLOBAL, out, item(m, k), kir_var_ref(m, k, s));
 }
 
+/* ITEMS kernel "pack2" over n items: out[2i] = pack2.f16(x[i], y[i]),
+ * out[2i + 1] = pack2.bf16(x[i], y[i]), e2[i] = exp2(x[i]) (f32). */
+static void k_pack2(kir_module *m, int64_t n) {
+  kir_kernel *k = kir_kernel_new(m, "pack2", (kir_launch){KIR_LAUNCH_ITEMS, n, 128});
+  int x = buf(m, k, "x", DT(F32), 1), y = buf(m, k, "y", DT(F32), 1);
+  int o = buf(m, k, "out", DT(I32), 0), e2 = buf(m, k, "e2", DT(F32), 0);
+  for (int h = 0; h < 2; h++)
+    kir_emit_store(m, &k->body, KIR_GLOBAL, o, at(m, k, 2, h),
+                   kir_pack2(m, h ? DT(BF16) : DT(F16), ld(m, k, x), ld(m, k, y)));
+  kir_emit_store(m, &k->body, KIR_GLOBAL, e2, item(m, k), kir_unary(m, KIR_EXP2, ld(m, k, x)));
+}
+
 /* The whole test module: every kernel above. */
 static kir_module *build_all(void) {
   kir_module *m = kir_module_new();
@@ -231,6 +246,7 @@ static kir_module *build_all(void) {
   k_rowsum(m);
   k_shuffles(m);
   k_loops(m);
+  k_pack2(m, 100);
   return m;
 }
 
@@ -428,6 +444,13 @@ START_TEST(test_ptx_content) {
   ck_assert_ptr_nonnull(strstr(f, "cvt.rn.bf16.s32"));  /* sm_90: int -> bf16 in one rounding */
   free(f);
 
+  f = ptx_function(ptx, "pack2");           /* pack2: both conversions, exp2 from libdevice */
+  ck_assert_ptr_nonnull(strstr(f, "cvt.rn.f16.f32"));
+  ck_assert_ptr_nonnull(strstr(f, "cvt.rn.bf16.f32"));
+  ck_assert_ptr_nonnull(strstr(f, "ex2.approx"));
+  ck_assert_ptr_null(strstr(f, "call"));
+  free(f);
+
   f = ptx_function(ptx, "vectors");
   ck_assert_ptr_nonnull(strstr(f, "ld.global.nc.v4.f32"));
   ck_assert_ptr_nonnull(strstr(f, "st.global.v4.f32"));
@@ -496,6 +519,16 @@ START_TEST(test_llvm_errors) {
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "kernel name expf clashes"));
   gc_diags_free(&d);
   kir_module_free(m3);
+  m3 = kir_module_new();
+  k = kir_kernel_new(m3, "exp2f", (kir_launch){KIR_LAUNCH_ITEMS, 10, 32});
+  o = buf(m3, k, "o", DT(F32), 0);
+  kir_emit_store(m3, &k->body, KIR_GLOBAL, o, item(m3, k),
+                 kir_unary(m3, KIR_EXP2, kir_const_f(m3, DT(F32), 1.0)));
+  gc_diags_init(&d, "test", NULL, 0);
+  ck_assert_int_eq(gc_llvm_ptx(m3, 90, &ptx, NULL, &d), -1);
+  ck_assert_ptr_nonnull(strstr(d.items[0].msg, "kernel name exp2f clashes"));
+  gc_diags_free(&d);
+  kir_module_free(m3);
 
   /* a kernel without math needs no libdevice */
   kir_module *m2 = kir_module_new();
@@ -517,6 +550,7 @@ START_TEST(test_host_ir) {
   k_casts(m);
   k_vectors(m);
   k_loops(m);
+  k_pack2(m, 10);
   gc_diags d;
   gc_diags_init(&d, "test", NULL, 0);
   for (int opt = 0; opt < 2; opt++) {
@@ -531,6 +565,8 @@ START_TEST(test_host_ir) {
     ck_assert_ptr_nonnull(strstr(ir, "define void @loops(ptr"));
     ck_assert_ptr_nonnull(strstr(ir, "@expf("));
     ck_assert_ptr_nonnull(strstr(ir, "@erf("));
+    ck_assert_ptr_nonnull(strstr(ir, "@exp2f("));
+    ck_assert_ptr_nonnull(strstr(ir, "@exp2("));
     ck_assert_ptr_null(strstr(ir, "nvvm"));
     ck_assert_ptr_null(strstr(ir, "__nv_"));
     free(ir);
@@ -640,6 +676,77 @@ START_TEST(test_parallel_dedup) {
 }
 END_TEST
 
+/* pack2 and exp2 run through the host JIT: known bit patterns (ties to even, overflow,
+ * subnormal, inf, -0, NaN), then random values against the interpreter's conversions. */
+START_TEST(test_host_pack2) {
+  enum { N = 64, NK = 6 };
+  /* lo, hi, want f16x2, want bf16x2 (NaN halves: any NaN) */
+  static const struct { float lo, hi; uint32_t h, b; } known[NK] = {
+      {1.0f, -2.5f, 0xc1003c00u, 0xc0203f80u},
+      {65520.0f, 1.00048828125f, 0x3c007c00u, 0x3f804780u},         /* f16 inf; ties to even */
+      {1.00146484375f, 1.00390625f, 0x3c043c02u, 0x3f803f80u},     /* f16 tie up; bf16 tie down */
+      {1.01171875f, INFINITY, 0x7c003c0cu, 0x7f803f82u},           /* bf16 tie up */
+      {-INFINITY, -0.0f, 0x8000fc00u, 0x8000ff80u},
+      {5.9604645e-8f, NAN, 0x00000001u, 0x00003380u},              /* 2^-24: f16 subnormal */
+  };
+  float x[N], y[N], e2[N];
+  int32_t out[2 * N];
+  uint32_t r = 12345;
+  for (int i = 0; i < N; i++) {
+    if (i < NK) {
+      x[i] = known[i].lo;
+      y[i] = known[i].hi;
+      continue;
+    }
+    float v[2];
+    for (int j = 0; j < 2; j++) {
+      r = r * 1664525u + 1013904223u;
+      float mant = 1.0f + (float)(r >> 9) / 8388608.0f;
+      r = r * 1664525u + 1013904223u;
+      v[j] = ldexpf(mant, (int)(r >> 27) % 51 - 30) * ((r >> 8) & 1 ? -1.0f : 1.0f);
+    }
+    x[i] = v[0];
+    y[i] = v[1];
+  }
+  kir_module *m = kir_module_new();
+  k_pack2(m, N);
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  gc_cpu_jit *j = gc_cpu_jit_compile(m, NULL, NULL, &d);
+  ck_assert_msg(j != NULL, "%s", d.n ? d.items[0].msg : "?");
+  void *args[4] = {x, y, out, e2};
+  gc_cpu_jit_kernel(j, 0)(args, 0, N);
+  for (int i = 0; i < NK; i++) {
+    uint32_t h = (uint32_t)out[2 * i], b = (uint32_t)out[2 * i + 1];
+    if (isnan(known[i].hi)) {  /* a NaN half: exponent all ones, fraction nonzero */
+      ck_assert_uint_eq(h & 0xffffu, known[i].h);
+      ck_assert_uint_eq(b & 0xffffu, known[i].b);
+      ck_assert((h >> 16 & 0x7c00u) == 0x7c00u && (h >> 16 & 0x03ffu) != 0);
+      ck_assert((b >> 16 & 0x7f80u) == 0x7f80u && (b >> 16 & 0x007fu) != 0);
+    } else {
+      ck_assert_msg(h == known[i].h, "f16 item %d: 0x%08x want 0x%08x", i, h, known[i].h);
+      ck_assert_msg(b == known[i].b, "bf16 item %d: 0x%08x want 0x%08x", i, b, known[i].b);
+    }
+  }
+  for (int i = NK; i < N; i++) {
+    uint32_t h = (uint32_t)gc_float_to_half(x[i]) | (uint32_t)gc_float_to_half(y[i]) << 16;
+    uint32_t b = (uint32_t)gc_float_to_bf16(x[i]) | (uint32_t)gc_float_to_bf16(y[i]) << 16;
+    ck_assert_msg((uint32_t)out[2 * i] == h, "f16 (%.9g, %.9g): 0x%08x want 0x%08x", x[i], y[i], out[2 * i], h);
+    ck_assert_msg((uint32_t)out[2 * i + 1] == b, "bf16 (%.9g, %.9g): 0x%08x want 0x%08x", x[i], y[i],
+                  out[2 * i + 1], b);
+  }
+  for (int i = 0; i < N; i++) {
+    float want = exp2f(x[i]);
+    ck_assert_msg(e2[i] == want || (isnan(e2[i]) && isnan(want)) || fabsf(e2[i] - want) <= 2e-7f * fabsf(want),
+                  "exp2(%.9g) = %.9g, want %.9g", x[i], e2[i], want);
+  }
+  ck_assert(e2[0] == 2.0f && isinf(e2[1]) && e2[4] == 0.0f);  /* 2^1, 2^65520, 2^-inf */
+  gc_cpu_jit_free(j);
+  gc_diags_free(&d);
+  kir_module_free(m);
+}
+END_TEST
+
 /* Suite: everything above. */
 static Suite *llvm_suite(void) {
   Suite *s = suite_create("llvm");
@@ -653,6 +760,7 @@ static Suite *llvm_suite(void) {
   tcase_add_test(tc, test_jitlink_error);
   tcase_add_test(tc, test_llvm_errors);
   tcase_add_test(tc, test_host_ir);
+  tcase_add_test(tc, test_host_pack2);
   suite_add_tcase(s, tc);
   return s;
 }
