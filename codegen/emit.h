@@ -8,7 +8,8 @@
  *                    point of its index space, computed inline through the ops
  *                    of the current group (loop fusion) or loaded from a buffer.
  *   emit_elementwise.c  loop groups;  emit_reduce.c  reduce and norm groups;
- *   emit_linalg.c    matmul, conv, pool groups;  emit_move.c  const sources, split.
+ *   emit_linalg.c    matmul, conv, pool groups;  emit_move.c  const sources, split;
+ *   emit_attn.c      attention groups (flash attention on the tensor cores).
  *   emit_util.c      shared pieces: params, loads/stores with dtype casts, index
  *                    decomposition, block reductions.
  *   buffers.c        liveness-based placement of TEMP buffers in one arena.
@@ -60,6 +61,7 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp); /* emit_linalg.c 
 int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_linalg.c */
 int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_linalg.c */
 int gc_emit_split(gc_lowerer *c, const gc_fusion_group *grp);  /* emit_move.c */
+int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp); /* emit_attn.c (CUDA, sm_80+) */
 /* emit_move.c: params and list consts become CONST buffers (no kernel). */
 int gc_emit_const_source(gc_lowerer *c, const gc_op *op);
 /* emit_move.c: scalar attribute as a literal of t's compute type, rounded like a store to t. */
@@ -158,6 +160,8 @@ typedef struct gc_mm_shape {
   int ob;                    /* output batch rank */
   int64_t obdims[GC_MAX_RANK];
 } gc_mm_shape;
+/* Sizes, transpose flags and batch dims of matmul op. */
+void gc_mm_shape_of(const gc_op *op, gc_mm_shape *s);
 /* Output batch coordinates of batch index var `bi` (unit dims: GC_PT_ZERO). */
 void gc_mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_shape *s, int bi, int *bco);
 /* Output point (batch coords, m, n) of the result o. */

@@ -598,6 +598,7 @@ static kir_kernel *mm_packed(gc_lowerer *c, const gc_fusion_group *grp, const mm
   return k;
 }
 
+void gc_mm_shape_of(const gc_op *op, gc_mm_shape *s) { mm_shape_of(op, s); }
 void gc_mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_shape *s, int bi, int *bco) {
   mm_batch_coords(c, k, b, s, bi, bco);
 }

@@ -390,10 +390,126 @@ static void grow_epilogue(fz *f, int gi, const gc_op *R) {
   free(cand);
 }
 
+/* ---- phase 0: attention ------------------------------------------------------------------------ */
+
+/* TEMPORARY until kir_target has the flag */
+static int attention_on(const kir_target *t) {
+  const char *e = getenv("GRAPHC_FLASH");
+  return t->sm >= 80 && !(e && strcmp(e, "0") == 0);
+}
+
+/* The op reading v when v has exactly one use and is not returned, else NULL. */
+static const gc_op *only_user(const fz *f, const gc_value *v) {
+  int x = f->use_head[v->id];
+  if (x < 0 || f->uses[x].next >= 0 || f->is_out[v->id]) return NULL;
+  return f->op[f->uses[x].op];
+}
+
+/* A const with one scalar value (a splat): attention's scale. */
+static int scalar_const(const gc_value *v) {
+  const gc_op *d = v->def;
+  if (!d || d->opcode != GC_OP_CONST) return 0;
+  const gc_attr *a = gc_op_attr(d, "value");
+  return a && (a->kind == GC_ATTR_FLOAT || a->kind == GC_ATTR_INT);
+}
+
+/* Is M2 the second matmul of an attention chain (see fusion.h, step 0)? Fills the
+ * scores matmul S, the scale op X (NULL: none) and the softmax P. */
+static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const gc_op **X, const gc_op **P) {
+  if (M2->opcode != GC_OP_MATMUL || gc_op_attr_bool(M2, "transpose_a", 0)) return 0;
+  const gc_op *p = M2->operands[0]->def;
+  if (!p || p->opcode != GC_OP_SOFTMAX || only_user(f, p->results[0]) != M2) return 0;
+  int r = p->results[0]->type.rank;
+  int64_t ax = gc_op_attr_int(p, "axis", -1);
+  if (r < 2 || (ax < 0 ? ax + r : ax) != r - 1) return 0;
+  const gc_op *x = p->operands[0]->def, *s = x;
+  *X = NULL;
+  if (x && (x->opcode == GC_OP_MUL || x->opcode == GC_OP_DIV)) {
+    if (only_user(f, x->results[0]) != p) return 0;
+    int si = scalar_const(x->operands[1]) ? 0 : (x->opcode == GC_OP_MUL && scalar_const(x->operands[0])) ? 1 : -1;
+    if (si < 0) return 0;
+    s = x->operands[si]->def;
+    *X = x;
+  }
+  if (!s || s->opcode != GC_OP_MATMUL || gc_op_attr_bool(s, "transpose_a", 0) ||
+      only_user(f, s->results[0]) != (*X ? *X : p))
+    return 0;
+  /* one dtype (f16 / bf16) throughout; the scores' batch dims are the output's */
+  gc_dtype dt = M2->results[0]->type.dtype;
+  if (dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) return 0;
+  const gc_value *vals[] = {s->operands[0], s->operands[1], s->results[0], p->results[0], M2->operands[1]};
+  for (int i = 0; i < 5; i++)
+    if (vals[i]->type.dtype != dt) return 0;
+  if (*X && ((*X)->results[0]->type.dtype != dt || !same_dims(&(*X)->results[0]->type, &s->results[0]->type)))
+    return 0;
+  const gc_type *st = &s->results[0]->type, *ot = &M2->results[0]->type;
+  if (st->rank != ot->rank || st->rank < 2) return 0;
+  for (int i = 0; i < st->rank - 2; i++)
+    if (st->dims[i] != ot->dims[i]) return 0;
+  const gc_type *qt = &s->operands[0]->type;
+  int64_t D = qt->dims[qt->rank - 1], Dv = ot->dims[ot->rank - 1];
+  /* 16, 32, 64 or 128: tile rows of 2 .. 16 whole 16-byte chunks (the swizzle's period) */
+  if (D < 16 || D > 128 || (D & (D - 1)) || Dv < 16 || Dv > 128 || (Dv & (Dv - 1))) return 0;
+  *S = s;
+  *P = p;
+  return 1;
+}
+
+/* Strides of chain[0]'s operand in the buffer of chain[n-1]'s result (row-major), through
+ * the transposes and reshapes of the chain, each reading the one before; 0 when a reshape
+ * is not a view of it. */
+int gc_fusion_view_strides(const gc_op *const *chain, int n, int64_t *st) {
+  const gc_type *ft = &chain[n - 1]->results[0]->type;
+  int64_t cur[GC_MAX_RANK], prev[GC_MAX_RANK], p[GC_MAX_RANK];
+  int64_t s = 1;
+  for (int i = ft->rank - 1; i >= 0; i--) {
+    cur[i] = s;
+    s *= ft->dims[i];
+  }
+  for (int k = n - 1; k >= 0; k--) {
+    const gc_op *op = chain[k];
+    const gc_type *rt = &op->results[0]->type, *it = &op->operands[0]->type;
+    if (op->opcode == GC_OP_TRANSPOSE) {
+      if (gc_attr_ints(gc_op_attr(op, "perm"), p, GC_MAX_RANK) != rt->rank) return 0;
+      for (int i = 0; i < rt->rank; i++) prev[p[i]] = cur[i];
+    } else if (op->opcode != GC_OP_RESHAPE || !gc_reshape_strides(rt, cur, it, prev)) {
+      return 0;
+    }
+    memcpy(cur, prev, sizeof cur);
+  }
+  memcpy(st, cur, sizeof cur);
+  return 1;
+}
+
+/* Step 0: every attention chain becomes one group; the head merge after it (transposes
+ * and reshapes, each the only use of the one before) joins as output views. */
+static void plan_attention(fz *f) {
+  for (const gc_op *op = f->g->first; op && !f->oom; op = op->next) {
+    const gc_op *S, *X, *P;
+    if (f->memb_head[op->id] >= 0 || !attention_chain(f, op, &S, &X, &P)) continue;
+    int gi = fz_new_group(f, GC_FUSION_ATTENTION);
+    if (gi < 0) return;
+    fz_add(f, gi, S->id, GC_FROLE_ELEM);
+    if (X) fz_add(f, gi, X->id, GC_FROLE_ELEM);
+    fz_add(f, gi, P->id, GC_FROLE_ELEM);
+    fz_add(f, gi, op->id, GC_FROLE_ROOT | GC_FROLE_WRITE);
+    const gc_op *chain[GC_MAX_VIEW_CHAIN], *u, *last = op;
+    int n = 0;
+    int64_t st[GC_MAX_RANK];
+    while (n < GC_MAX_VIEW_CHAIN && (u = only_user(f, last->results[0])) &&
+           (u->opcode == GC_OP_TRANSPOSE || u->opcode == GC_OP_RESHAPE))
+      chain[n++] = last = u;
+    while (n > 0 && !gc_fusion_view_strides(chain, n, st)) n--;  /* the longest that is a view */
+    for (int i = 0; i < n; i++) fz_add(f, gi, chain[i]->id, GC_FROLE_EPILOGUE | (i == n - 1 ? GC_FROLE_WRITE : 0));
+    if (n == 0) grow_epilogue(f, gi, op);
+  }
+}
+
 /* ---- phase 2: producers --------------------------------------------------------------------------- */
 
 /* The role a group of kind k asks of operand producers of a member with role rw. */
 static int operand_role(gc_fusion_kind k, int rw) {
+  if (k == GC_FUSION_ATTENTION) return (rw & GC_FROLE_EPILOGUE) && !(rw & GC_FROLE_VIEW) ? GC_FROLE_ELEM : GC_FROLE_VIEW;
   if (rw & GC_FROLE_ROOT) {
     if (k == GC_FUSION_MATMUL) return GC_FROLE_VIEW;
     if (k == GC_FUSION_CONV) return 0;
@@ -856,15 +972,15 @@ static void fz_free(fz *f) {
 
 /* All three phases, then the result (see the file comment). */
 gc_fusion *gc_fusion_plan(const gc_graph *g, const kir_target *t, int fuse) {
-  (void)t;  /* the decisions are the same for every target today */
   fz f;
   memset(&f, 0, sizeof f);
   f.g = g;
   f.fuse = fuse != 0;
   gc_fusion *r = NULL;
   if (fz_index(&f) == 0) {
+    if (f.fuse && t && t->kind == KIR_TARGET_CUDA && attention_on(t)) plan_attention(&f);
     for (const gc_op *op = g->first; op && !f.oom; op = op->next) {
-      if (is_const_source(op) || is_loop_op(op)) continue;
+      if (is_const_source(op) || is_loop_op(op) || f.memb_head[op->id] >= 0) continue;
       int gi = fz_new_group(&f, root_kind(op));
       if (gi < 0) break;
       fz_add(&f, gi, op->id, GC_FROLE_ROOT | GC_FROLE_WRITE);
@@ -914,7 +1030,8 @@ int gc_fusion_groups(const gc_graph *g, const kir_target *t, int *group_of_op_id
 
 /* Kind names for listings. */
 const char *gc_fusion_kind_name(gc_fusion_kind k) {
-  static const char *const names[] = {"view", "loop", "reduce", "norm", "matmul", "conv", "pool", "split"};
+  static const char *const names[] = {"view",  "loop", "reduce", "norm",     "matmul",
+                                      "conv", "pool", "split",  "attention"};
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 

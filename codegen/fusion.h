@@ -26,6 +26,14 @@
  *                 reductions over the same input shape and axes reading a common
  *                 buffer, merge into one kernel with several outputs (already in
  *                 step 2 when they share a costly producer: it then stays inline).
+ * 0. attention  (CUDA targets with tensor cores, before step 1) the chain
+ *                ctx = matmul(softmax(matmul(q, k) [* or / a scalar const]), v)
+ *                in f16 / bf16, head dims 16, 32, 64 or 128, each value
+ *                used only by the next: one group (roots[0] the second matmul),
+ *                its operands read through index maps; the scores never reach
+ *                memory (codegen/emit_attn.c). When ctx's only use is a chain of
+ *                transposes / reshapes (the head merge), they join as its output
+ *                views: the kernel writes their result directly.
  * No merge may create a cycle between groups (checked on the group graph).
  * Softmax, log_softmax, layernorm and rmsnorm stay whole row kernels (input and
  * output fusion around them, never decomposed into reductions + elementwise
@@ -49,7 +57,8 @@ typedef enum gc_fusion_kind {
   GC_FUSION_MATMUL,  /* matmul with absorbed operand index maps and an epilogue */
   GC_FUSION_CONV,    /* conv2d with an epilogue */
   GC_FUSION_POOL,    /* max/avg pool with fused input producers and an epilogue */
-  GC_FUSION_SPLIT    /* split writing all its results */
+  GC_FUSION_SPLIT,   /* split writing all its results */
+  GC_FUSION_ATTENTION /* matmul -> [scale] -> softmax -> matmul: one flash-attention kernel */
 } gc_fusion_kind;
 
 /* Role bits of an op inside a group. */
@@ -104,6 +113,12 @@ int gc_fusion_groups(const gc_graph *g, const kir_target *t, int *group_of_op_id
  * Members are listed in program order; '*' marks a duplicated op, '^' an
  * absorbed index map (matmul operand). */
 void gc_fusion_print(gc_sbuf *b, const gc_graph *g, const gc_fusion *f);
+
+/* An attention group's output views (codegen/emit_attn.c): strides of chain[0]'s operand
+ * in the row-major buffer of chain[n-1]'s result, through the chain's transposes and
+ * reshapes (each reading the one before). 0 when a reshape is no view of it. */
+#define GC_MAX_VIEW_CHAIN 8
+int gc_fusion_view_strides(const gc_op *const *chain, int n, int64_t *st);
 
 /* Name of a group kind ("loop", "reduce", ...). */
 const char *gc_fusion_kind_name(gc_fusion_kind k);

@@ -21,6 +21,7 @@ static const gc_emit_fn emit_table[] = {
     [GC_FUSION_REDUCE] = gc_emit_reduce, [GC_FUSION_NORM] = gc_emit_norm,
     [GC_FUSION_MATMUL] = gc_emit_matmul, [GC_FUSION_CONV] = gc_emit_conv,
     [GC_FUSION_POOL] = gc_emit_pool,   [GC_FUSION_SPLIT] = gc_emit_split,
+    [GC_FUSION_ATTENTION] = gc_emit_attention,
 };
 
 /* ---- buffers and consts ------------------------------------------------------------------ */

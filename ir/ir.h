@@ -121,6 +121,9 @@ int gc_type_equal(const gc_type *a, const gc_type *b);
 int gc_type_is_concrete(const gc_type *t);   /* no symbolic dims */
 /* Element count of a concrete type; -1 on overflow past 2^62 or symbolic dims. */
 int64_t gc_type_numel(const gc_type *t);
+/* Strides ost (element units) of a reshape to ot of a strided view of a value of type it
+ * with strides ist; 0 when that reshape is no strided view (merged dims not contiguous). */
+int gc_reshape_strides(const gc_type *it, const int64_t *ist, const gc_type *ot, int64_t *ost);
 /* Print "f32[B, 128]" (symbol names from `syms`, may be NULL -> "?i"). */
 void gc_type_print(gc_sbuf *b, const gc_type *t, const char *const *syms);
 

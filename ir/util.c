@@ -484,3 +484,49 @@ void gc_type_print(gc_sbuf *b, const gc_type *t, const char *const *syms) {
   }
   gc_sbuf_putc(b, ']');
 }
+
+/* Strides ost of a reshape to ot of a strided view of type it with strides ist, or 0
+ * when the reshape is not a view (the dims it merges are not contiguous with each
+ * other). Unit dims carry no stride; the remaining dims are matched group by group
+ * (as numpy does). */
+int gc_reshape_strides(const gc_type *it, const int64_t *ist, const gc_type *ot, int64_t *ost) {
+  int64_t od[GC_MAX_RANK], os[GC_MAX_RANK], nd[GC_MAX_RANK];
+  int on = 0, nn = 0, nidx[GC_MAX_RANK];
+  for (int i = 0; i < it->rank; i++) {
+    if (it->dims[i] == 0) return 0;
+    if (it->dims[i] != 1) {
+      od[on] = it->dims[i];
+      os[on++] = ist[i];
+    }
+  }
+  for (int i = 0; i < ot->rank; i++) {
+    ost[i] = 0;
+    if (ot->dims[i] != 1) {
+      nidx[nn] = i;
+      nd[nn++] = ot->dims[i];
+    }
+  }
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nn && oi < on) {
+    int64_t np = nd[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= nn) return 0;
+        np *= nd[nj++];
+      } else {
+        if (oj >= on) return 0;
+        op *= od[oj++];
+      }
+    }
+    for (int ok = oi; ok < oj - 1; ok++)
+      if (os[ok] != od[ok + 1] * os[ok + 1]) return 0;
+    int64_t s = os[oj - 1];
+    for (int nk = nj - 1; nk >= ni; nk--) {
+      ost[nidx[nk]] = s;
+      s *= nd[nk];
+    }
+    ni = nj++;
+    oi = oj++;
+  }
+  return ni >= nn && oi >= on;
+}

@@ -284,6 +284,63 @@ START_TEST(test_matmul_wgmma) {
 }
 END_TEST
 
+/* Attention groups (emit_attn.c: flash attention on mma.sync) on the evaluator and through
+ * NVRTC / LLVM and ptxas: the transformer's head split and merge (the kernel writes the
+ * merged [B, S, H*D] buffer), query and key counts that are no multiple of the tiles (70,
+ * 150 x 90: masked keys, zero-filled rows), K stored D x Sk (transpose_b false: staged, not
+ * cp.async), a division by the scale, a broadcast K / V batch (one K/V head for 4 query
+ * heads), no scale with D = Dv = 128 (dynamic shared memory), D = 16 and a fused residual
+ * epilogue; f16 and bf16. The kernel keeps the scores in f32 where the graph rounds them to
+ * f16 / bf16 (as every flash attention does): q and k are small integers, so that rounding
+ * is exact and the comparison is with the reference's tolerances. */
+START_TEST(test_matmul_attention) {
+  const char *T = _i ? "bf16" : "f16";
+  static const char *const cases[] = {
+      "(%q: T[2, 70, 128], %k: T[2, 70, 128], %v: T[2, 70, 128]) -> (T[2, 70, 128]) {\n"
+      "  %q4 = reshape(%q, shape=[2, 70, 2, 64]);\n  %qh = transpose(%q4, perm=[0, 2, 1, 3]);\n"
+      "  %k4 = reshape(%k, shape=[2, 70, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
+      "  %v4 = reshape(%v, shape=[2, 70, 2, 64]);\n  %vh = transpose(%v4, perm=[0, 2, 1, 3]);\n"
+      "  %s = matmul(%qh, %kh, transpose_b=true);\n  %c = const(value=0.125, dtype=T);\n"
+      "  %x = mul(%s, %c);\n  %p = softmax(%x, axis=-1);\n  %o = matmul(%p, %vh);\n"
+      "  %ot = transpose(%o, perm=[0, 2, 1, 3]);\n  %om = reshape(%ot, shape=[2, 70, 128]);\n  return %om;\n}\n",
+      "(%q: T[3, 150, 32], %kt: T[3, 32, 90], %v: T[3, 90, 64], %r: T[3, 150, 64]) -> (T[3, 150, 64]) {\n"
+      "  %s = matmul(%q, %kt);\n  %c = const(value=4.0, dtype=T);\n  %x = div(%s, %c);\n"
+      "  %p = softmax(%x);\n  %o = matmul(%p, %v);\n  %y = add(%o, %r);\n  return %y;\n}\n",
+      "(%q: T[2, 4, 40, 16], %k: T[2, 1, 40, 16], %v: T[2, 1, 40, 16]) -> (T[2, 4, 40, 16]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %c = const(value=0.25, dtype=T);\n"
+      "  %x = mul(%c, %s);\n  %p = softmax(%x, axis=3);\n  %o = matmul(%p, %v);\n  return %o;\n}\n",
+      "(%q: T[1, 65, 128], %k: T[1, 129, 128], %v: T[1, 129, 128]) -> (T[1, 65, 128]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %p = softmax(%s);\n  %o = matmul(%p, %v);\n  return %o;\n}\n",
+  };
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    gc_sbuf sb = {0};
+    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+    for (const char *q = cases[ci]; *q; q++) {
+      if (*q == 'T' && (q[1] == '[' || q[1] == ')'))
+        gc_sbuf_puts(&sb, T);
+      else
+        gc_sbuf_putc(&sb, *q);
+    }
+    char *text = gc_sbuf_take(&sb);
+    gc_module *m = parse_ok(text);
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    int found = 0;
+    for (int i = 0; i < p->kir->n_kernels; i++)
+      found += strstr(p->kernel_ops[i], "softmax") && strstr(p->kernel_ops[i], "matmul");
+    ck_assert_msg(found == 1 && p->kir->n_kernels == 1, "case %d (%s): %d kernels, attention %d\n%s", ci, T,
+                  p->kir->n_kernels, found, text);
+    if (ci == 3) ck_assert(p->kir->kernels[0]->shared_dynamic);
+    gc_plan_free(p);
+    gc_module_free(m);
+    /* q and k small integers: the scores are exact in f16 / bf16 (|s| <= 256), so the kernel's
+     * f32 scores match the reference's rounded ones; v (and the residual) any values */
+    gb kinds = {0};
+    for (int i = 0; i < 8; i++) kinds.kinds[i] = i < 2 ? 'i' : 'x';
+    run_case_w(text, 4, ci == 3 ? 1 : 2, NULL, &kinds);  /* takes its text */
+  }
+}
+END_TEST
+
 /* tf32 tensor cores for f32 matmuls (kir_target.tf32, opt-in): the same layouts as
  * above; the results carry tf32's 10-bit mantissa, so they are compared by relative
  * L2 error and by the largest error relative to the largest output. */
@@ -374,6 +431,7 @@ static Suite *lower_matmul_suite(void) {
   if (only("matmul")) tcase_add_loop_test(tc, test_matmul, 0, COUNT(NUMERIC));
   if (only("tensor_core")) tcase_add_loop_test(tc, test_matmul_tensor_core, 0, 2);
   if (only("wgmma")) tcase_add_loop_test(tc, test_matmul_wgmma, 0, 2);
+  if (only("attention")) tcase_add_loop_test(tc, test_matmul_attention, 0, 2);
   if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 1);
   if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
   suite_add_tcase(s, tc);
