@@ -392,11 +392,6 @@ static void grow_epilogue(fz *f, int gi, const gc_op *R) {
 
 /* ---- phase 0: attention ------------------------------------------------------------------------ */
 
-/* TEMPORARY until kir_target has the flag */
-static int attention_on(const kir_target *t) {
-  const char *e = getenv("GRAPHC_FLASH");
-  return t->sm >= 80 && !(e && strcmp(e, "0") == 0);
-}
 
 /* The op reading v when v has exactly one use and is not returned, else NULL. */
 static const gc_op *only_user(const fz *f, const gc_value *v) {
@@ -978,7 +973,7 @@ gc_fusion *gc_fusion_plan(const gc_graph *g, const kir_target *t, int fuse) {
   f.fuse = fuse != 0;
   gc_fusion *r = NULL;
   if (fz_index(&f) == 0) {
-    if (f.fuse && t && t->kind == KIR_TARGET_CUDA && attention_on(t)) plan_attention(&f);
+    if (f.fuse && t && t->kind == KIR_TARGET_CUDA && t->attention) plan_attention(&f);
     for (const gc_op *op = g->first; op && !f.oom; op = op->next) {
       if (is_const_source(op) || is_loop_op(op) || f.memb_head[op->id] >= 0) continue;
       int gi = fz_new_group(&f, root_kind(op));

@@ -49,6 +49,8 @@ void kir_target_cuda(kir_target *t, int sm) {
   /* wgmma exists on sm_90 only (sm_90a code; Blackwell has other instructions) */
   const char *wg = getenv("GRAPHC_WGMMA");
   t->wgmma = t->sm == 90 && !(wg && strcmp(wg, "0") == 0);
+  const char *fl = getenv("GRAPHC_FLASH");
+  t->attention = t->sm >= 80 && !(fl && strcmp(fl, "0") == 0);
 }
 
 /* Defaults for the host: one "thread" per group, `cores` workers. */
