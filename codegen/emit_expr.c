@@ -90,24 +90,22 @@ static kir_expr *sigmoid(gc_lowerer *c, kir_kernel *k, int x) {
   return ec_bin(c, KIR_DIV, gc_ec_num(c, t, 1.0), ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), e));
 }
 
-/* gelu: 0.5x(1+erf(x/sqrt2)), or with approximate="tanh" 0.5x(1+tanh(u)), u = sqrt(2/pi)
- * (x+0.044715x^3), computed as x / (1 + 2^(-2 u log2(e))) (the same function: 0.5(1+tanh(u))
- * is sigmoid(2u)): one exp2 and a division instead of tanh, without cancellation for
- * negative x (x -> -inf gives -0 as tanh's form does; NaN and +-inf as tanh's form). */
+/* gelu: 0.5x(1+erf(x/sqrt2)) or 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))). */
 static kir_expr *gelu(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_op *op, int x) {
   gc_dtype t = k->vars[x].type;
   const char *approx = gc_op_attr_str(op, "approximate", "none");
+  kir_expr *inner;
   if (strcmp(approx, "tanh") == 0) {
     int x3 = gc_ec_let(c, k, b, "x3",
                        ec_bin(c, KIR_MUL, ec_v(c, k, x), ec_bin(c, KIR_MUL, ec_v(c, k, x), ec_v(c, k, x))));
     kir_expr *poly = ec_bin(c, KIR_ADD, ec_v(c, k, x),
                             ec_bin(c, KIR_MUL, gc_ec_num(c, t, 0.044715), ec_v(c, k, x3)));
-    /* -2 sqrt(2/pi) log2(e) */
-    kir_expr *e = kir_unary(c->km, KIR_EXP2, ec_bin(c, KIR_MUL, gc_ec_num(c, t, -2.302208198144325), poly));
-    return ec_bin(c, KIR_DIV, ec_v(c, k, x), ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), e));
+    inner = kir_unary(c->km, KIR_TANH,
+                      ec_bin(c, KIR_MUL, gc_ec_num(c, t, 0.7978845608028654), poly));
+  } else {
+    inner = kir_unary(c->km, KIR_ERF,
+                      ec_bin(c, KIR_DIV, ec_v(c, k, x), gc_ec_num(c, t, 1.4142135623730951)));
   }
-  kir_expr *inner = kir_unary(c->km, KIR_ERF,
-                              ec_bin(c, KIR_DIV, ec_v(c, k, x), gc_ec_num(c, t, 1.4142135623730951)));
   kir_expr *half_x = ec_bin(c, KIR_MUL, gc_ec_num(c, t, 0.5), ec_v(c, k, x));
   return ec_bin(c, KIR_MUL, half_x, ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), inner));
 }
