@@ -1,8 +1,8 @@
 /* emit_attn.c - attention groups: ctx = softmax(q k^T * scale) v in one kernel (flash
  * attention, FlashAttention-2's schedule on mma.sync tensor cores, sm_80 and later).
  *
- *   fusion.c (step 0) groups matmul -> [mul / div by a scalar const] -> softmax(last axis)
- *   -> matmul in f16 / bf16 with head dims D, Dv of 16, 32, 64 or 128; the scores and
+ *   fusion.c (step 0) groups matmul -> [mul / div by a scalar const] -> [add a mask] ->
+ *   softmax(last axis) -> matmul in f16 / bf16 with head dims D, Dv of 16, 32, 64 or 128; the scores and
  *   probabilities never reach memory.
  *
  * Schedule: one BLOCKS group of AT_WARPS warps per 16 * MT query rows per warp (MT = 2 for
@@ -143,18 +143,31 @@ static void at_load(gc_gen *G, kir_block *b, at_opnd *a, const gc_mm_shape *s, c
   }
 }
 
-/* The scale the scores are multiplied by before the softmax (1 without a scale op). */
-static double at_scale(gc_lowerer *c, const gc_op *X, const gc_op **S) {
-  if (X->opcode == GC_OP_MATMUL) {
-    *S = X;
-    return 1.0;
+/* The chain between the scores matmul S and the softmax P (fusion.c): S's scale (1 without a
+ * scale op) and the additive mask value (NULL: none). */
+static double at_chain(gc_lowerer *c, const gc_fusion_group *grp, const gc_op *P, const gc_op **S,
+                       const gc_value **mask) {
+  *S = NULL;
+  for (int i = 0; i < grp->n_ops; i++)
+    if (grp->ops[i]->opcode == GC_OP_MATMUL && grp->ops[i] != grp->roots[0]) *S = grp->ops[i];
+  const gc_op *x = P->operands[0]->def;
+  *mask = NULL;
+  if (x->opcode == GC_OP_ADD) {
+    /* the chain operand is S's result or its scale op's */
+    int ci = 1;
+    const gc_op *d0 = x->operands[0]->def;
+    if (d0 == *S || (d0 && (d0->opcode == GC_OP_MUL || d0->opcode == GC_OP_DIV) &&
+                     (d0->operands[0]->def == *S || d0->operands[1]->def == *S)))
+      ci = 0;
+    *mask = x->operands[1 - ci];
+    x = x->operands[ci]->def;
   }
-  int ci = X->operands[1]->def && X->operands[1]->def->opcode == GC_OP_CONST ? 1 : 0;
-  *S = X->operands[1 - ci]->def;
-  const gc_value *cv = X->operands[ci];
+  if (x == *S) return 1.0;
+  int ci = x->operands[1]->def && x->operands[1]->def->opcode == GC_OP_CONST ? 1 : 0;
+  const gc_value *cv = x->operands[ci];
   kir_expr *e = gc_ec_scalar_const(c, gc_op_attr(cv->def, "value"), cv->type.dtype);
   double v = e->kind == KIR_E_CONST ? (gc_dtype_is_float(e->type) ? e->u.f : (double)e->u.i) : 1.0;
-  return X->opcode == GC_OP_DIV ? 1.0 / v : v;
+  return x->opcode == GC_OP_DIV ? 1.0 / v : v;
 }
 
 /* The group's output views (fusion.c): strides of the result's coordinates in the buffer of
@@ -173,7 +186,8 @@ static const gc_value *at_view_out(const gc_fusion_group *grp, int64_t *st) {
 
 int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *M2 = grp->roots[0], *P = M2->operands[0]->def, *S = NULL;
-  double scale = at_scale(c, P->operands[0]->def, &S);
+  const gc_value *mask;
+  double scale = at_chain(c, grp, P, &S, &mask);
   gc_mm_shape s, s1;
   gc_mm_shape_of(M2, &s);
   gc_mm_shape_of(S, &s1);
@@ -268,6 +282,13 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
   }
   int t2 = gc_ec_let(c, k, b, "t2", ec_mul(c, rem(c, vx(c, k, lane), 4), cx(c, 2)));
   const double c2 = scale * AT_LOG2E;
+  /* the mask's query coordinates of this thread's rows (clamped into the matrix) */
+  int mrow[2][2];
+  for (int mt = 0; mt < MT && mask; mt++)
+    for (int h = 0; h < 2; h++)
+      mrow[mt][h] = gc_ec_let(c, k, b, "mq", ec_bin(c, KIR_MIN, ec_add(c, ec_add(c, vx(c, k, q0), ec_mul(c, vx(c, k, warp), cx(c, 16 * MT))),
+                                                                        ec_add(c, quo(c, vx(c, k, lane), 4), cx(c, 16 * mt + 8 * h))),
+                                                     cx(c, Sq - 1)));
 
   int kb = gc_ec_var(c, k, "kb", GRAPHC_DTYPE_I64);
   kir_block *lb = kir_emit_for(c->km, b, kb, cx(c, 0), cx(c, nkb), cx(c, 1));
@@ -310,20 +331,42 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
       }
     }
 
-  /* online softmax: y = s * scale * log2(e) (-inf past Sk) */
+  /* online softmax: y = (s * scale [+ mask]) * log2(e) (-inf past Sk) */
   int kbase = gc_ec_let(c, k, lb, "kbase", ec_add(c, ec_mul(c, vx(c, k, kb), cx(c, AT_BKV)), vx(c, k, t2)));
+  int mkey[AT_BKV / 8][2];  /* the mask's key coordinates, clamped into the matrix */
+  for (int j = 0; j < AT_BKV / 8 && mask; j++)
+    for (int e = 0; e < 2; e++)
+      mkey[j][e] = gc_ec_let(c, k, lb, "mk", ec_bin(c, KIR_MIN, ec_add(c, vx(c, k, kbase), cx(c, 8 * j + e)), cx(c, Sk - 1)));
   int pa[2][AT_BKV / 16][4];
   for (int mt = 0; mt < MT; mt++) {
     int y[AT_BKV / 8][4];
     for (int j = 0; j < AT_BKV / 8; j++)
       for (int r = 0; r < 4; r++) {
-        kir_expr *e = ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, c2));
+        kir_expr *e;
+        if (mask) {
+          /* the mask element (computed inline or loaded) at (batch, row, key), in the graph's
+           * order: x = s * scale + m, then * log2(e) */
+          const gc_type *mt_ = &mask->type;
+          int rs = S->results[0]->type.rank, co[GC_MAX_RANK];
+          for (int i = 0; i < mt_->rank; i++) {
+            int jd = i + rs - mt_->rank;
+            co[i] = mt_->dims[i] == 1 ? GC_PT_ZERO
+                    : jd == rs - 1   ? mkey[j][r & 1]
+                    : jd == rs - 2   ? mrow[mt][r / 2]
+                                     : bco[jd];
+          }
+          int mv = gc_gen_val(&G, lb, mask, gc_gen_pt(&G, mt_, -1, co));
+          e = ec_mul(c, ec_add(c, ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, scale)), ec_cast(c, GRAPHC_DTYPE_F32, vx(c, k, mv))),
+                     f32c(c, AT_LOG2E));
+        } else {
+          e = ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, c2));
+        }
         if (Sk % AT_BKV)
           e = kir_select(c->km, lt(c, ec_add(c, vx(c, k, kbase), cx(c, 8 * j + (r & 1))), cx(c, Sk)), e,
                          f32c(c, -INFINITY));
         y[j][r] = gc_ec_let(c, k, lb, "y", e);
       }
-    int alpha[2];
+    int alpha[2], msub[2];
     for (int h = 0; h < 2; h++) {
       int mx = y[0][2 * h];
       for (int j = 0; j < AT_BKV / 8; j++)
@@ -332,8 +375,13 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
       for (int sh = 1; sh <= 2; sh *= 2)
         mx = gc_ec_let(c, k, lb, "mx", ec_bin(c, KIR_MAX, vx(c, k, mx), kir_shfl_xor(c->km, vx(c, k, mx), sh)));
       int mn = gc_ec_let(c, k, lb, "mn", ec_bin(c, KIR_MAX, vx(c, k, m[mt][h]), vx(c, k, mx)));
+      /* a mask may leave every key so far at -inf: subtract 0 then (exp2(-inf) = 0, no NaN);
+       * the running max itself stays -inf */
+      msub[h] = !mask ? mn
+                      : gc_ec_let(c, k, lb, "ms", kir_select(c->km, ec_bin(c, KIR_EQ, vx(c, k, mn), f32c(c, -INFINITY)),
+                                                             f32c(c, 0.0), vx(c, k, mn)));
       alpha[h] = gc_ec_let(c, k, lb, "alpha",
-                           kir_unary(c->km, KIR_EXP2, ec_bin(c, KIR_SUB, vx(c, k, m[mt][h]), vx(c, k, mn))));
+                           kir_unary(c->km, KIR_EXP2, ec_bin(c, KIR_SUB, vx(c, k, m[mt][h]), vx(c, k, msub[h]))));
       kir_emit_assign(c->km, lb, m[mt][h], vx(c, k, mn));
     }
     int pv[AT_BKV / 8][4], rs[2] = {-1, -1};
@@ -341,7 +389,7 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
       for (int r = 0; r < 4; r++) {
         int h = r / 2;
         pv[j][r] = gc_ec_let(c, k, lb, "p",
-                             kir_unary(c->km, KIR_EXP2, ec_bin(c, KIR_SUB, vx(c, k, y[j][r]), vx(c, k, m[mt][h]))));
+                             kir_unary(c->km, KIR_EXP2, ec_bin(c, KIR_SUB, vx(c, k, y[j][r]), vx(c, k, msub[h]))));
         rs[h] = rs[h] < 0 ? pv[j][r] : gc_ec_let(c, k, lb, "rs", ec_add(c, vx(c, k, rs[h]), vx(c, k, pv[j][r])));
       }
     for (int h = 0; h < 2; h++)

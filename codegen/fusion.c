@@ -409,26 +409,41 @@ static int scalar_const(const gc_value *v) {
 }
 
 /* Is M2 the second matmul of an attention chain (see fusion.h, step 0)? Fills the
- * scores matmul S, the scale op X (NULL: none) and the softmax P. */
-static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const gc_op **X, const gc_op **P) {
+ * scores matmul S, the scale op X and the mask add A (NULL: none) and the softmax P. */
+static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const gc_op **X, const gc_op **A,
+                           const gc_op **P) {
   if (M2->opcode != GC_OP_MATMUL || gc_op_attr_bool(M2, "transpose_a", 0)) return 0;
   const gc_op *p = M2->operands[0]->def;
   if (!p || p->opcode != GC_OP_SOFTMAX || only_user(f, p->results[0]) != M2) return 0;
   int r = p->results[0]->type.rank;
   int64_t ax = gc_op_attr_int(p, "axis", -1);
   if (r < 2 || (ax < 0 ? ax + r : ax) != r - 1) return 0;
-  const gc_op *x = p->operands[0]->def, *s = x;
-  *X = NULL;
+  const gc_op *x = p->operands[0]->def, *next = p;
+  *X = *A = NULL;
+  /* an additive mask: add(chain, m), m any value broadcasting to the scores (not their result) */
+  if (x && x->opcode == GC_OP_ADD && only_user(f, x->results[0]) == next) {
+    const gc_op *d0 = x->operands[0]->def, *d1 = x->operands[1]->def;
+    int ci = d0 && (d0->opcode == GC_OP_MATMUL || d0->opcode == GC_OP_MUL || d0->opcode == GC_OP_DIV) &&
+                     only_user(f, x->operands[0]) == x ? 0
+             : d1 && (d1->opcode == GC_OP_MATMUL || d1->opcode == GC_OP_MUL || d1->opcode == GC_OP_DIV) &&
+                     only_user(f, x->operands[1]) == x ? 1 : -1;
+    if (ci < 0 || !same_dims(&x->results[0]->type, &x->operands[ci]->type)) return 0;
+    *A = x;
+    next = x;
+    x = x->operands[ci]->def;
+  }
+  const gc_op *s = x;
   if (x && (x->opcode == GC_OP_MUL || x->opcode == GC_OP_DIV)) {
-    if (only_user(f, x->results[0]) != p) return 0;
+    if (only_user(f, x->results[0]) != next) return 0;
     int si = scalar_const(x->operands[1]) ? 0 : (x->opcode == GC_OP_MUL && scalar_const(x->operands[0])) ? 1 : -1;
     if (si < 0) return 0;
     s = x->operands[si]->def;
     *X = x;
+    next = x;
   }
-  if (!s || s->opcode != GC_OP_MATMUL || gc_op_attr_bool(s, "transpose_a", 0) ||
-      only_user(f, s->results[0]) != (*X ? *X : p))
+  if (!s || s->opcode != GC_OP_MATMUL || gc_op_attr_bool(s, "transpose_a", 0) || only_user(f, s->results[0]) != next)
     return 0;
+  if (*A && (*A)->results[0]->type.dtype != M2->results[0]->type.dtype) return 0;
   /* one dtype (f16 / bf16) throughout; the scores' batch dims are the output's */
   gc_dtype dt = M2->results[0]->type.dtype;
   if (dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) return 0;
@@ -480,12 +495,14 @@ int gc_fusion_view_strides(const gc_op *const *chain, int n, int64_t *st) {
  * and reshapes, each the only use of the one before) joins as output views. */
 static void plan_attention(fz *f) {
   for (const gc_op *op = f->g->first; op && !f->oom; op = op->next) {
-    const gc_op *S, *X, *P;
-    if (f->memb_head[op->id] >= 0 || !attention_chain(f, op, &S, &X, &P)) continue;
+    const gc_op *S, *X, *A, *P;
+    if (f->memb_head[op->id] >= 0 || !attention_chain(f, op, &S, &X, &A, &P)) continue;
     int gi = fz_new_group(f, GC_FUSION_ATTENTION);
     if (gi < 0) return;
-    fz_add(f, gi, S->id, GC_FROLE_ELEM);
+    fz_add(f, gi, S->id, GC_FROLE_ELEM | GC_FROLE_MMA);
     if (X) fz_add(f, gi, X->id, GC_FROLE_ELEM);
+    /* the mask is computed per score element: its producers join as elementwise ops */
+    if (A) fz_add(f, gi, A->id, GC_FROLE_ELEM);
     fz_add(f, gi, P->id, GC_FROLE_ELEM);
     fz_add(f, gi, op->id, GC_FROLE_ROOT | GC_FROLE_WRITE);
     const gc_op *chain[GC_MAX_VIEW_CHAIN], *u, *last = op;
@@ -504,7 +521,8 @@ static void plan_attention(fz *f) {
 
 /* The role a group of kind k asks of operand producers of a member with role rw. */
 static int operand_role(gc_fusion_kind k, int rw) {
-  if (k == GC_FUSION_ATTENTION) return (rw & GC_FROLE_EPILOGUE) && !(rw & GC_FROLE_VIEW) ? GC_FROLE_ELEM : GC_FROLE_VIEW;
+  /* attention: both matmuls read index maps; the mask (and the scale) computes inline */
+  if (k == GC_FUSION_ATTENTION) return rw & (GC_FROLE_ROOT | GC_FROLE_MMA | GC_FROLE_VIEW) ? GC_FROLE_VIEW : GC_FROLE_ELEM;
   if (rw & GC_FROLE_ROOT) {
     if (k == GC_FUSION_MATMUL) return GC_FROLE_VIEW;
     if (k == GC_FUSION_CONV) return 0;

@@ -27,7 +27,7 @@
  *                 buffer, merge into one kernel with several outputs (already in
  *                 step 2 when they share a costly producer: it then stays inline).
  * 0. attention  (CUDA targets with tensor cores, before step 1) the chain
- *                ctx = matmul(softmax(matmul(q, k) [* or / a scalar const]), v)
+ *                ctx = matmul(softmax(matmul(q, k) [* or / a scalar const] [+ mask]), v)
  *                in f16 / bf16, head dims 16, 32, 64 or 128, each value
  *                used only by the next: one group (roots[0] the second matmul),
  *                its operands read through index maps; the scores never reach
@@ -58,7 +58,7 @@ typedef enum gc_fusion_kind {
   GC_FUSION_CONV,    /* conv2d with an epilogue */
   GC_FUSION_POOL,    /* max/avg pool with fused input producers and an epilogue */
   GC_FUSION_SPLIT,   /* split writing all its results */
-  GC_FUSION_ATTENTION /* matmul -> [scale] -> softmax -> matmul: one flash-attention kernel */
+  GC_FUSION_ATTENTION /* matmul -> [scale] -> [+ mask] -> softmax -> matmul: one flash-attention kernel */
 } gc_fusion_kind;
 
 /* Role bits of an op inside a group. */
@@ -67,7 +67,8 @@ enum {
   GC_FROLE_EPILOGUE = 2, /* output fusion: computed at the root's output index */
   GC_FROLE_WRITE = 4,    /* its result is written by this group (when materialized) */
   GC_FROLE_ELEM = 8,     /* producer computed inline per element */
-  GC_FROLE_VIEW = 16     /* producer absorbed as an index map (matmul operands) */
+  GC_FROLE_VIEW = 16,    /* producer absorbed as an index map (matmul operands) */
+  GC_FROLE_MMA = 32      /* attention's scores matmul: its operands are index maps too */
 };
 
 typedef struct gc_fusion_group {

@@ -290,7 +290,8 @@ END_TEST
  * 150 x 90: masked keys, zero-filled rows), K stored D x Sk (transpose_b false: staged, not
  * cp.async), a division by the scale, a broadcast K / V batch (one K/V head for 4 query
  * heads), no scale with D = Dv = 128 (dynamic shared memory), D = 16 and a fused residual
- * epilogue; f16 and bf16. The kernel keeps the scores in f32 where the graph rounds them to
+ * epilogue, additive masks (a causal one computed inline, a loaded one with whole key blocks
+ * at -inf); f16 and bf16. The kernel keeps the scores in f32 where the graph rounds them to
  * f16 / bf16 (as every flash attention does): q and k are small integers, so that rounding
  * is exact and the comparison is with the reference's tolerances. */
 START_TEST(test_matmul_attention) {
@@ -311,6 +312,20 @@ START_TEST(test_matmul_attention) {
       "  %x = mul(%c, %s);\n  %p = softmax(%x, axis=3);\n  %o = matmul(%p, %v);\n  return %o;\n}\n",
       "(%q: T[1, 65, 128], %k: T[1, 129, 128], %v: T[1, 129, 128]) -> (T[1, 65, 128]) {\n"
       "  %s = matmul(%q, %k, transpose_b=true);\n  %p = softmax(%s);\n  %o = matmul(%p, %v);\n  return %o;\n}\n",
+      /* a causal mask computed inline from iotas (MT = 2: 100 queries) */
+      "(%q: T[2, 2, 100, 32], %k: T[2, 2, 100, 32], %v: T[2, 2, 100, 32]) -> (T[2, 2, 100, 32]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %c = const(value=0.125, dtype=T);\n  %x = mul(%s, %c);\n"
+      "  %qi = iota(shape=[100, 100], axis=0, dtype=i32);\n  %ki = iota(shape=[100, 100], axis=1, dtype=i32);\n"
+      "  %fut = gt(%ki, %qi);\n  %ninf = const(value=-inf, dtype=T);\n  %zero = const(value=0.0, dtype=T);\n"
+      "  %m = select(%fut, %ninf, %zero);\n  %xm = add(%x, %m);\n  %p = softmax(%xm, axis=-1);\n"
+      "  %o = matmul(%p, %v);\n  return %o;\n}\n",
+      /* a loaded bias (broadcast over heads and queries) with the first 70 keys at -inf: the
+       * whole first key block is -inf for every row */
+      "(%q: T[2, 2, 40, 16], %k: T[2, 2, 130, 16], %v: T[2, 2, 130, 16], %mb: T[2, 1, 1, 130]) -> (T[2, 2, 40, 16]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %ki = iota(shape=[40, 130], axis=1, dtype=i32);\n"
+      "  %lim = const(value=70, dtype=i32);\n  %pad = lt(%ki, %lim);\n  %ninf = const(value=-inf, dtype=T);\n"
+      "  %m1 = select(%pad, %ninf, %mb);\n  %xm = add(%m1, %s);\n  %p = softmax(%xm);\n  %o = matmul(%p, %v);\n"
+      "  return %o;\n}\n",
   };
   for (int ci = 0; ci < COUNT(cases); ci++) {
     gc_sbuf sb = {0};
@@ -332,10 +347,10 @@ START_TEST(test_matmul_attention) {
     if (ci == 3) ck_assert(p->kir->kernels[0]->shared_dynamic);
     gc_plan_free(p);
     gc_module_free(m);
-    /* q and k small integers: the scores are exact in f16 / bf16 (|s| <= 256), so the kernel's
-     * f32 scores match the reference's rounded ones; v (and the residual) any values */
+    /* q, k (and a mask or residual) small integers: the scores are exact in f16 / bf16
+     * (|s| <= 256), so the kernel's f32 scores match the reference's rounded ones; v any values */
     gb kinds = {0};
-    for (int i = 0; i < 8; i++) kinds.kinds[i] = i < 2 ? 'i' : 'x';
+    for (int i = 0; i < 8; i++) kinds.kinds[i] = i == 2 ? 'x' : 'i';  /* v any values; masks exact too */
     run_case_w(text, 4, ci == 3 ? 1 : 2, NULL, &kinds);  /* takes its text */
   }
 }
