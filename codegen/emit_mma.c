@@ -24,8 +24,13 @@
  * N contiguous, and every 8-element chunk is 16-byte aligned. Any other operand
  * (a head merge that is no strided window, a transposed A, a cast or other
  * prologue the group fuses) is staged through the element generator: 8 values
- * per chunk, one 16-byte shared store. Other dtypes, sm < 80 or small outputs
- * (M or N below 32) return NULL and the caller uses the CUDA-core kernel.
+ * per chunk, one 16-byte shared store, except an NHWC im2col A of a materialized
+ * input (the layout pass's convs), read by cp.async with a bounds test per chunk:
+ * 8 channels of one pixel, or, in the pair form of a stem (4 channels, even window
+ * width, stride and left padding along W), 4 channels of two adjacent pixels that
+ * are both inside the image or both in its padding (tc_issue_nhwc). Other dtypes,
+ * sm < 80 or small outputs (M or N below 32) return NULL and the caller uses the
+ * CUDA-core kernel.
  */
 #include "emit_tc.h"
 #include "tuning.h"
@@ -177,8 +182,9 @@ typedef struct tc_copy {
    * of each chunk's first element, (oh0, ow0) as i32 vars (tc_stage_im2col) */
   const gc_op *im2col;
   int oh0, ow0;
-  /* A an NHWC im2col of a materialized x [N, H, W, C] (C a multiple of the chunk):
-   * each chunk is 8 channels of one pixel, one cp.async (tc_issue_nhwc); per chunk row
+  /* A an NHWC im2col of a materialized x [N, H, W, C] (C a multiple of the chunk, or
+   * half a chunk with paired pixels: tc_nhwc_pairs): each chunk is 8 channels of one
+   * pixel (4 of two), one cp.async (tc_issue_nhwc); per chunk row
    * the image's element offset and the window's top-left corner (i64 vars) */
   const gc_op *nhwc;
   int nb[TC_MAXCPT], ih0[TC_MAXCPT], iw0[TC_MAXCPT];
@@ -377,6 +383,18 @@ static void tc_store_regs(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_c
   }
 }
 
+/* Does an NHWC im2col with half a chunk of channels (C = epc / 2: the layout pass's pair
+ * form of a stem) load a chunk at a time? A chunk, 8 K values from a multiple of 8, is
+ * taps kw, kw + 1 of one window row (kw even: KW even) at pixels iw, iw + 1 (dilation 1)
+ * with iw = ow*stride - pad_left + kw even (stride and left padding even): with W even
+ * both pixels are inside x or both outside, one bounds test, and the chunk's offset
+ * ((n*H + ih)*W + iw)*C is a multiple of 8 elements (16 bytes). The formulas of the
+ * whole-chunk case give its first element unchanged: tap kk / C, channel kk % C = 0. */
+static int tc_nhwc_pairs(const gc_im2col_geom *g, int epc) {
+  return g->nhwc && g->C * 2 == epc && g->kern[1] % 2 == 0 && g->dil[1] == 1 && g->st[1] % 2 == 0 &&
+         g->pad[1] % 2 == 0 && g->W % 2 == 0;
+}
+
 /* The per-row part of an NHWC im2col A operand's chunks: row m = (n*OH + oh)*OW + ow. */
 static void tc_plan_nhwc(gc_lowerer *c, kir_kernel *k, kir_block *b, tc_copy *cp) {
   gc_im2col_geom ge;
@@ -393,7 +411,8 @@ static void tc_plan_nhwc(gc_lowerer *c, kir_kernel *k, kir_block *b, tc_copy *cp
 }
 
 /* tc_issue for an NHWC im2col A operand: chunk i of K tile kt is x[n, ih, iw, c0 .. c0 + 7]
- * with k = (kh*KW + kw)*C + c0, one 16-byte cp.async; zeros in the padding and past M or K. */
+ * with k = (kh*KW + kw)*C + c0, one 16-byte cp.async; zeros in the padding and past M or K.
+ * With 4 channels (tc_nhwc_pairs) the same copy is x[n, ih, iw .. iw + 1, 0 .. 3]. */
 static void tc_issue_nhwc(gc_lowerer *c, kir_kernel *k, kir_block *b, const tc_copy *cp, const gc_mm_shape *s,
                           int sh, int param, int64_t stage_elems, int kt, int slot) {
   gc_im2col_geom ge;
@@ -551,13 +570,15 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
                  s->N < INT32_MAX / 2 && bic->operands[0]->type.dims[2] * bic->operands[0]->type.dims[3] < INT32_MAX / 2;
   if (b_im2col) b_nmajor = 1;
   /* A an NHWC im2col (the layout pass's convs) of a materialized x whose channels come
-   * in whole 16-byte chunks: a cp.async per chunk (tc_issue_nhwc) */
+   * in whole 16-byte chunks, or in half chunks whose pixels pair up (tc_nhwc_pairs): a
+   * cp.async per chunk (tc_issue_nhwc) */
   const gc_op *aic = A->def;
   const gc_value *ax = aic && aic->opcode == GC_OP_IM2COL ? aic->operands[0] : NULL;
   gc_im2col_geom age;
   if (ax) gc_im2col_geom_of(aic, &age);
   int a_nhwc = a_gen && !s->ta && ra == 2 && ax && age.nhwc && c->inl[aic->id] && ax->type.dtype == dt &&
-               age.C % epc == 0 && c->val_buf[ax->id] >= 0 && !(ax->def && c->inl[ax->def->id]);
+               (age.C % epc == 0 || tc_nhwc_pairs(&age, epc)) && c->val_buf[ax->id] >= 0 &&
+               !(ax->def && c->inl[ax->def->id]);
 
   int BM, BN;
   char key[GC_TUNING_KEY_MAX];

@@ -4,7 +4,9 @@
  * Used by gc_mm_tensor_core (emit_mma.c) when the target has wgmma (kir_target.wgmma: sm_90
  * exactly) and both operands are 16-byte aligned strided windows of their buffers (A with K
  * contiguous, B with N or K contiguous), or A an NHWC im2col of a materialized input whose
- * channels come in whole 16-byte chunks (the layout pass's convs: wg_issue_nhwc), f16 / bf16
+ * channels come in whole 16-byte chunks, or in half chunks of two pixels that are inside or
+ * outside the image together (the layout pass's convs and its pair form of a stem, decided
+ * by emit_mma.c's tc_nhwc_pairs: wg_issue_nhwc), f16 / bf16
  * with f32 accumulators, M and N at least 64; anything else keeps the mma.sync kernel. The epilogue is the mma.sync kernel's
  * (gc_tc_store_tile): bias, activation, residual, scale, cast, whatever the group fuses.
  *
@@ -92,7 +94,10 @@ static void wg_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
 
 /* A an NHWC im2col of a materialized x [N, H, W, C] with C a multiple of 8 (the layout pass's
  * convs): row m of A is output pixel m (image m / (OH OW)), K index kk = (kh KW + kw) C + c;
- * a chunk is 8 channels of one input pixel, one cp.async. Per row the image's offset and the
+ * a chunk is 8 channels of one input pixel, one cp.async. With C = 4 (the pair form: KW, the
+ * stride and left padding along W and W even, dilation 1) the same formulas give the first
+ * of two adjacent pixels, iw even, both in or out of x: one copy and one bounds test for
+ * both, the 16 bytes at ((n H + ih) W + iw) 4, aligned. Per row the image's offset and the
  * window's top-left corner (i64 vars, im[i]); per K tile the tap (kh, kw) of the thread's
  * chunk column. Padding reads zeros. */
 typedef struct wg_nhwc {

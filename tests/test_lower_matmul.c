@@ -79,6 +79,20 @@ static int plan_uses_tc(const gc_plan *p) {
   return 0;
 }
 
+/* Does a kernel of the plan load an NHWC im2col A operand by cp.async (tc_plan_nhwc /
+ * wg_plan_nhwc's per-row window corners) rather than staging it element by element? */
+static int plan_loads_nhwc(const gc_plan *p) {
+  int found = 0;
+  for (int i = 0; i < p->kir->n_kernels && !found; i++) {
+    gc_sbuf b = {0};
+    kir_print(&b, p->kir->kernels[i]);
+    char *t = gc_sbuf_take(&b);
+    found = t && strstr(t, "ih0") != NULL;
+    free(t);
+  }
+  return found;
+}
+
 /* Tensor-core matmuls (f16, bf16 on sm_90): tails in M, N and K, both B layouts,
  * broadcast batches, operands that are inline views (a head split), fused
  * epilogues; each case also checks that it took (or, for a transposed A, did
@@ -86,77 +100,88 @@ static int plan_uses_tc(const gc_plan *p) {
  * cp.async with their PTX semantics. */
 START_TEST(test_matmul_tensor_core) {
   const char *T = _i == 0 ? "f16" : "bf16";
-  static const struct { const char *body; int tc; } cases[] = {
+  /* nhwc: 1 A loads by cp.async (tc_issue_nhwc), -1 staged, 0 not checked */
+  static const struct { const char *body; int tc, nhwc; } cases[] = {
       {"(%a: T[2, 200, 72], %b: T[72, 136], %c: T[136]) -> (T[2, 200, 136]) {\n"
-       "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 1},
+       "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 1, 0},
       {"(%a: T[130, 64], %b: T[96, 64]) -> (T[130, 96]) {\n"
-       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1, 0},
       {"(%a: T[2, 1, 70, 40], %b: T[3, 40, 72]) -> (T[2, 3, 70, 72]) {\n"
-       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1, 0},
       {"(%x: T[1, 80, 128], %k: T[1, 80, 128]) -> (T[1, 2, 80, 80]) {\n"
        "  %x4 = reshape(%x, shape=[1, 80, 2, 64]);\n  %xh = transpose(%x4, perm=[0, 2, 1, 3]);\n"
        "  %k4 = reshape(%k, shape=[1, 80, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
-       "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n", 1},
+       "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n", 1, 0},
       /* staged through the element generator: transposed A, a head merge, a cast prologue */
       {"(%a: T[72, 96], %b: T[72, 64]) -> (T[96, 64]) {\n"
-       "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n", 1, 0},
       {"(%c: T[2, 2, 72, 64], %w: T[128, 64]) -> (T[2, 72, 64]) {\n"
        "  %t = transpose(%c, perm=[0, 2, 1, 3]);\n  %m = reshape(%t, shape=[2, 72, 128]);\n"
-       "  %y = matmul(%m, %w);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%m, %w);\n  return %y;\n}\n", 1, 0},
       {"(%a: f32[80, 48], %b: T[64, 48]) -> (T[80, 64]) {\n"
-       "  %h = cast(%a, to=T);\n  %y = matmul(%h, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+       "  %h = cast(%a, to=T);\n  %y = matmul(%h, %b, transpose_b=true);\n  return %y;\n}\n", 1, 0},
       {"(%a: T[72, 40], %b: T[40, 24]) -> (T[72, 24]) {\n"
-       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 0},
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 0, 0},
       /* N below a 64-wide tile (a conv over 7x7 pixels: N 49), M 40 */
       {"(%a: T[40, 72], %b: T[2, 72, 49]) -> (T[2, 40, 49]) {\n"
-       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1, 0},
       /* K not a multiple of 8 (a 7x7 conv over 3 channels): both operands staged, tails zero */
       {"(%a: T[80, 147], %b: T[147, 72]) -> (T[80, 72]) {\n"
-       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 1, 0},
       {"(%a: T[72, 21], %b: T[66, 21]) -> (T[72, 66]) {\n"
-       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1, 0},
       /* convs as the conv-gemm pass writes them: B an im2col staged along the output
        * pixels (tc_stage_im2col): a pixel count that is no multiple of 8, rows shorter
        * than a chunk (OW 6), stride + dilation + uneven padding, an inline producer of
        * the image, a 7x7 stride-2 stem (K 147) */
       {"(%x: T[2, 8, 9, 10], %w: T[64, 72]) -> (T[2, 64, 90]) {\n"
-       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1, 0},
       {"(%x: T[2, 8, 12, 6], %w: T[40, 72]) -> (T[2, 40, 72]) {\n"
-       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1, 0},
       {"(%x: T[1, 8, 17, 19], %w: T[64, 72]) -> (T[1, 64, 70]) {\n"
        "  %c = im2col(%x, kernel=[3, 3], stride=[2, 2], dilation=[2, 2], padding=[1, 2, 0, 3]);\n"
-       "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1, 0},
       {"(%x: T[1, 8, 10, 10], %w: T[64, 72], %b: T[64, 1]) -> (T[1, 64, 100]) {\n"
        "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n"
-       "  %z = add(%y, %b);\n  return %z;\n}\n", 1},
+       "  %z = add(%y, %b);\n  return %z;\n}\n", 1, 0},
       {"(%x: T[1, 3, 20, 20], %w: T[64, 147]) -> (T[1, 64, 100]) {\n"
-       "  %c = im2col(%x, kernel=[7, 7], stride=[2, 2], padding=[3, 3]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+       "  %c = im2col(%x, kernel=[7, 7], stride=[2, 2], padding=[3, 3]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1, 0},
       /* OW a multiple of 8: every chunk inside one output row, no row-wrap selects
        * (stride 1 and 2, a materialized and an inline image) */
       {"(%x: T[2, 8, 8, 16], %w: T[64, 72]) -> (T[2, 64, 128]) {\n"
-       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+       "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1]);\n  %y = matmul(%w, %c);\n  return %y;\n}\n", 1, 0},
       {"(%x: T[1, 8, 17, 32], %w: T[40, 72]) -> (T[1, 40, 144]) {\n"
        "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], stride=[2, 2], padding=[1, 1]);\n"
-       "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%w, %c);\n  return %y;\n}\n", 1, 0},
       /* NHWC convs as the layout pass writes them: A an im2col of x [N, H, W, C], a
        * cp.async of 8 channels per chunk (tc_issue_nhwc) when x is materialized and C a
        * multiple of 8: padding, stride + dilation + uneven padding, a bias epilogue;
        * an inline producer and C 3 (K 147) take the element generator */
       {"(%x: T[2, 9, 10, 8], %w: T[72, 64]) -> (T[180, 64]) {\n"
        "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\");\n  %y = matmul(%c, %w);\n"
-       "  return %y;\n}\n", 1},
+       "  return %y;\n}\n", 1, 1},
       {"(%x: T[1, 17, 19, 16], %w: T[144, 40]) -> (T[70, 40]) {\n"
        "  %c = im2col(%x, kernel=[3, 3], stride=[2, 2], dilation=[2, 2], padding=[1, 2, 0, 3], layout=\"nhwc\");\n"
-       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1, 1},
       {"(%x: T[2, 8, 8, 16], %w: T[144, 64], %b: T[64]) -> (T[128, 64]) {\n"
        "  %c = im2col(%x, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\");\n  %y = matmul(%c, %w);\n"
-       "  %z = add(%y, %b);\n  %r = relu(%z);\n  return %r;\n}\n", 1},
+       "  %z = add(%y, %b);\n  %r = relu(%z);\n  return %r;\n}\n", 1, 1},
       {"(%x: T[1, 10, 10, 8], %w: T[72, 64]) -> (T[100, 64]) {\n"
        "  %r = relu(%x);\n  %c = im2col(%r, kernel=[3, 3], padding=[1, 1], layout=\"nhwc\");\n"
-       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1, 0},
       {"(%x: T[1, 20, 20, 3], %w: T[147, 64]) -> (T[100, 64]) {\n"
        "  %c = im2col(%x, kernel=[7, 7], stride=[2, 2], padding=[3, 3], layout=\"nhwc\");\n"
-       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1},
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1, -1},
+      /* 4 channels, the layout pass's pair form of a stem (N 40: the mma.sync kernel): a
+       * chunk is two adjacent pixels, both inside or both in the padding (even window
+       * width, stride, left padding and W), one cp.async; with an odd left padding the
+       * pixels of a chunk straddle the border: staged */
+      {"(%x: T[2, 10, 12, 4], %w: T[48, 40]) -> (T[70, 40]) {\n"
+       "  %c = im2col(%x, kernel=[3, 4], stride=[2, 2], padding=[1, 2, 1, 2], layout=\"nhwc\");\n"
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1, 1},
+      {"(%x: T[1, 11, 12, 4], %w: T[48, 40]) -> (T[36, 40]) {\n"
+       "  %c = im2col(%x, kernel=[3, 4], stride=[2, 2], padding=[1, 1, 1, 1], layout=\"nhwc\");\n"
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1, -1},
   };
   for (int k = 0; k < COUNT(cases); k++) {
     gc_sbuf sb = {0};
@@ -170,10 +195,10 @@ START_TEST(test_matmul_tensor_core) {
     char *text = gc_sbuf_take(&sb);
     /* every output tile (the heuristic picks 64x64 for these small grids on 132 SMs) */
     static const int tiles[][2] = {{0, 0}, {128, 128}, {128, 64}, {64, 128}};
-    /* the im2col cases (the last twelve): the heuristic's tile and 128x128 (each tile
+    /* the im2col cases (the last fourteen): the heuristic's tile and 128x128 (each tile
      * costs a ptxas run per dtype) */
     /* the NHWC cases after the first: only the heuristic's tile */
-    int conv = k >= COUNT(cases) - 12, nhwc = k > COUNT(cases) - 5;
+    int conv = k >= COUNT(cases) - 14, nhwc = k > COUNT(cases) - 7;
     for (int ti = 0; ti < COUNT(tiles) && (ti == 0 || cases[k].tc) && (!conv || ti < 2) && (!nhwc || ti < 1);
          ti++) {
       g_tc_tile[0] = tiles[ti][0];
@@ -182,6 +207,8 @@ START_TEST(test_matmul_tensor_core) {
       gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
       ck_assert_msg(plan_uses_tc(p) == cases[k].tc, "case %d (%s, tile %dx%d): tensor cores %s expected\n%s", k,
                     T, tiles[ti][0], tiles[ti][1], cases[k].tc ? "" : "not", text);
+      ck_assert_msg(!cases[k].nhwc || plan_loads_nhwc(p) == (cases[k].nhwc > 0),
+                    "case %d (%s): A %s expected\n%s", k, T, cases[k].nhwc > 0 ? "by cp.async" : "staged", text);
       gc_plan_free(p);
       gc_module_free(m);
       gb kinds = {0};
@@ -229,8 +256,10 @@ END_TEST
  * ptxas for sm_90a: B stored K x N (MN-major) and N x K (K-major), tails in M, N and K
  * (K 200 = 3 x 64 + 8), a broadcast batch, a fused bias + relu and residual epilogue, an
  * odd N (scalar stores), and NHWC im2col A operands (the layout pass's convs: padding,
- * stride 2, K 72 = 64 + 8); every tile: 64x128 and 64x64 (the small grids on 132 SMs), with
- * 1 SM 128x128 and 128x64, with 2 SMs 128x256. */
+ * stride 2, K 72 = 64 + 8; the pair form of a stem, 4 channels of two pixels per chunk:
+ * a 7x8 window with padding [3, 4, 3, 2], K 224 = 3 x 64 + 32, and a 3x4 one); every
+ * tile: 64x128 and 64x64 (the small grids on 132 SMs), with 1 SM 128x128 and 128x64,
+ * with 2 SMs 128x256. */
 START_TEST(test_matmul_wgmma) {
   const char *T = _i ? "bf16" : "f16";
   static const struct { const char *body; int sms; int64_t blocks; int threads; } cases[] = {
@@ -249,6 +278,12 @@ START_TEST(test_matmul_wgmma) {
        "  %z = add(%y, %b);\n  %r = relu(%z);\n  return %r;\n}\n", 1, 1, 256},
       {"(%x: T[1, 20, 19, 8], %w: T[72, 72]) -> (T[100, 72]) {\n"
        "  %c = im2col(%x, kernel=[3, 3], stride=[2, 2], padding=[1, 1], layout=\"nhwc\");\n"
+       "  %y = matmul(%c, %w);\n  return %y;\n}\n", 0, 2, 128},
+      {"(%x: T[1, 20, 20, 4], %w: T[224, 64], %b: T[64]) -> (T[100, 64]) {\n"
+       "  %c = im2col(%x, kernel=[7, 8], stride=[2, 2], padding=[3, 4, 3, 2], layout=\"nhwc\");\n"
+       "  %y = matmul(%c, %w);\n  %z = add(%y, %b);\n  %r = relu(%z);\n  return %r;\n}\n", 0, 2, 128},
+      {"(%x: T[2, 10, 12, 4], %w: T[48, 72]) -> (T[70, 72]) {\n"
+       "  %c = im2col(%x, kernel=[3, 4], stride=[2, 2], padding=[1, 2, 1, 2], layout=\"nhwc\");\n"
        "  %y = matmul(%c, %w);\n  return %y;\n}\n", 0, 2, 128},
   };
   for (int k = 0; k < COUNT(cases); k++) {
