@@ -1,8 +1,8 @@
 /* layout.c - layout selection: convolutions in NHWC, transposes sunk until they cancel.
  *
  * 1. Each conv2d that can be a GEMM (groups 1, concrete shapes) and runs faster in
- *    NHWC (nhwc_pays: f16 / bf16 with channel counts in 16-byte chunks) becomes an NHWC
- *    implicit GEMM, whatever layout its input arrived in:
+ *    NHWC (nhwc_pays: f16 / bf16 with channel counts in 16-byte chunks; or the pair
+ *    form, 1b) becomes an NHWC implicit GEMM, whatever layout its input arrived in:
  *
  *      t = transpose(x, perm=[0, 2, 3, 1])                  [N, H, W, C]
  *      a = im2col(t, kernel, stride, padding, dilation, layout="nhwc")
@@ -17,6 +17,33 @@
  *    K runs along the channels, contiguous in memory, so an operand chunk of 8
  *    K values is one 16-byte load; the output is NHWC, the bias (along O) is a
  *    row vector of the epilogue.
+ *
+ * 1b. The pair form, for a stem: fewer than 4 channels (f16 / bf16, O in whole
+ *    chunks), dilation 1, an even stride along W and an even W. The channels are
+ *    padded to 4 and the window to an even width KW2 (zero taps: e = pad_left % 2 in
+ *    front, so that the left padding becomes even, and one at the back if needed; the
+ *    right padding the least that keeps OW), so that a chunk of 8 K values,
+ *    kk = (kh*KW2 + kw)*4 + c, is the 4 channels of two horizontally adjacent pixels
+ *    iw, iw + 1 with iw = ow*stride - pad_left + kw even: both inside the even W or
+ *    both outside, one 16-byte load (emit_mma.c / emit_wgmma.c) instead of elements:
+ *
+ *      t4 = pad(transpose(x, perm=[0, 2, 3, 1]), pads=[0, 0, 0, 0, 0, 0, 0, 4 - C])
+ *      a  = im2col(t4, kernel=[KH, KW2], stride, padding=[t, l + e, b, r'], layout="nhwc")
+ *                                                           [N*OH*OW, KH*KW2*4]
+ *      b  = reshape(pad(transpose(w, perm=[2, 3, 1, 0]), pads=[0, e, 0, 0, 0, KW2 - KW - e, 4 - C, 0]),
+ *                   shape=[KH*KW2*4, O])
+ *
+ *    (the 7x7 stride-2 stem with padding 3 on 3 channels: KW2 = 8, padding [3, 4, 3, 2],
+ *    K = 224 instead of 147 elements, where padding the channels to 8 made K 392 and
+ *    ran slower). Measured on the H200, resnet_f16 at N=64 with the LLVM path: the stem
+ *    0.162 ms on the wgmma kernel plus 0.044 ms for t4, where the NCHW stem took 0.294 ms
+ *    and the copy of its pool's output to NHWC 0.059; the model 0.680 -> 0.556 ms (NVRTC
+ *    0.747 -> 0.726: its code for the stem kernel takes 0.29 ms). The zero taps and
+ *    channels add exact zeros. Fusion materializes t4
+ *    (one small loop kernel with the transpose: a pad is no view) and the padded
+ *    weight; the matmul reads both in 16-byte chunks. With exactly 4 channels x
+ *    itself would be the im2col's input, a transpose that fusion reads in place
+ *    (feeds_nhwc_im2col copies only whole chunks of channels): left in NCHW.
  *
  * 2. A transpose that feeds an elementwise op sinks below it:
  *
@@ -39,8 +66,8 @@
  *    so the transpose sinks on (residual add, relu) and cancels against the next
  *    conv's: a conv -> pool -> conv chain stays NHWC, and the pool's consecutive
  *    threads read consecutive channels (coalesced) instead of NHWC through an NCHW
- *    index map. A pool of an NCHW tensor (after a conv that stays NCHW, such as a
- *    3-channel stem) is left as it is.
+ *    index map. A pool of an NCHW tensor (after a conv that stays NCHW, such as an
+ *    f32 stem) is left as it is.
  *
  *    What is left are transposes at the graph's inputs and outputs and around ops
  *    without an NHWC form or left in NCHW (reshapes, NCHW convs and the pools after
@@ -70,25 +97,90 @@ static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
  * H200 (docs/performance.md, layout pass): on the tensor cores (f16, bf16) with whole
  * 16-byte chunks of channels, its im2col loads are one cp.async per 8 channels, and
  * ResNet's 3x3 layers ran 2.0-2.5x faster than in the NCHW form. Otherwise its operand is
- * staged element by element: a 3-channel stem took 1.7x as long, and the f32 convs (no
- * tensor cores) gained nothing while the pools after them read NCHW through a transpose. */
+ * staged element by element: a 3-channel stem took 1.7x as long (its own form, conv_pairs,
+ * loads two pixels per chunk), and the f32 convs (no tensor cores) gained nothing while
+ * the pools after them read NCHW through a transpose. */
 static int nhwc_pays(gc_dtype dt, int64_t C, int64_t O) {
   return (dt == GRAPHC_DTYPE_F16 || dt == GRAPHC_DTYPE_BF16) && C % 8 == 0 && O % 8 == 0;
 }
 
-/* Step 1: conv2d -> the NHWC implicit GEMM (see the top). */
+/* A stride / dilation attribute of conv2d `op` (absent: 1, 1) into v[2]. */
+static void conv_attr2(const gc_op *op, const char *name, int64_t *v) {
+  const gc_attr *a = gc_op_attr(op, name);
+  if (!a || gc_attr_ints(a, v, 2) != 2) v[0] = v[1] = 1;
+}
+
+/* The pair form (1b at the top) for conv2d `op` of x [N, C, H, W], w [O, C, KH, KW]:
+ * f16 / bf16, C below 4, O in whole chunks, dilation 1, an even stride along W and an
+ * even W. Returns 1 with the window's new padding pad[4] (t, l, b, r), its width *kw2
+ * and the zero taps in front of it *e; 0 when the form does not apply. */
+static int conv_pairs(const gc_op *op, int64_t *pad, int64_t *kw2, int64_t *e) {
+  const gc_type *xt = &op->operands[0]->type, *wt = &op->operands[1]->type;
+  int64_t C = xt->dims[1], W = xt->dims[3], O = wt->dims[0], KW = wt->dims[3];
+  int64_t OW = op->results[0]->type.dims[3];
+  int64_t st[2], dil[2];
+  conv_attr2(op, "stride", st);
+  conv_attr2(op, "dilation", dil);
+  if ((xt->dtype != GRAPHC_DTYPE_F16 && xt->dtype != GRAPHC_DTYPE_BF16) || C >= 4 || O % 8 != 0 ||
+      dil[0] != 1 || dil[1] != 1 || st[1] % 2 != 0 || W % 2 != 0)
+    return 0;
+  pad[0] = pad[1] = pad[2] = pad[3] = 0;
+  const gc_attr *pa = gc_op_attr(op, "padding");
+  if (pa && gc_attr_ints(pa, pad, 4) == 2) pad[2] = pad[0], pad[3] = pad[1];
+  *e = pad[1] % 2;                 /* a zero tap in front makes the left padding even */
+  pad[1] += *e;
+  *kw2 = (KW + *e + 1) / 2 * 2;    /* and one at the back, if needed, an even width */
+  /* the least right padding that keeps OW (the last window starts at (OW-1)*stride) */
+  int64_t pr = (OW - 1) * st[1] + *kw2 - W - pad[1];
+  pad[3] = pr > 0 ? pr : 0;
+  return 1;
+}
+
+/* pad(v, pads) before `before` (zeros; pads = begin..., end... as the op takes them),
+ * or v when every entry is 0. NULL on OOM (flagged). */
+static gc_value *pad_of(gc_rewriter *rw, gc_op *before, gc_value *v, const int64_t *pads) {
+  int r = v->type.rank, any = 0;
+  gc_type t = v->type;
+  for (int i = 0; i < r; i++) {
+    t.dims[i] += pads[i] + pads[r + i];
+    any |= pads[i] || pads[r + i];
+  }
+  if (!any) return v;
+  gc_named_attr a = {"pads", gc_rw_attr_ints(rw, pads, 2 * r)};
+  gc_op *op = gc_rw_new_op(rw, GC_OP_PAD, before, 1, &v, 1, &a, &t, NULL, before->loc);
+  return op ? op->results[0] : NULL;
+}
+
+/* Step 1: conv2d -> the NHWC implicit GEMM (see the top; 1b: the pair form). */
 static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
   if (!gc_conv_gemm_ok(op)) return;
   gc_value *x = op->operands[0], *w = op->operands[1];
   const gc_type *xt = &x->type, *wt = &w->type, *yt = &op->results[0]->type;
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
   int64_t O = wt->dims[0], KH = wt->dims[2], KW = wt->dims[3], OH = yt->dims[2], OW = yt->dims[3];
-  if (!nhwc_pays(xt->dtype, C, O)) return;
+  int64_t pad[4], KW2 = KW, e = 0;
+  int pairs = !nhwc_pays(xt->dtype, C, O);
+  if (pairs && !conv_pairs(op, pad, &KW2, &e)) return;
   static const int64_t w_perm[4] = {2, 3, 1, 0};
   gc_value *t = transpose_of(rw, op, x, to_nhwc);
   if (!t) return;
   gc_value *a;
-  if (gc_conv_is_pointwise(op)) {
+  if (pairs) {  /* channels padded to 4, the window to KW2 taps (zeros) */
+    int64_t xpads[8] = {0, 0, 0, 0, 0, 0, 0, 4 - C};
+    t = pad_of(rw, op, t, xpads);
+    if (!t) return;
+    gc_named_attr at[4];
+    int n = 0;
+    int64_t kern[2] = {KH, KW2};
+    at[n++] = (gc_named_attr){"kernel", gc_rw_attr_ints(rw, kern, 2)};
+    const gc_attr *sa = gc_op_attr(op, "stride");
+    if (sa) at[n++] = (gc_named_attr){"stride", *sa};
+    at[n++] = (gc_named_attr){"padding", gc_rw_attr_ints(rw, pad, 4)};
+    at[n++] = (gc_named_attr){"layout", {.kind = GC_ATTR_STR, .u.s = "nhwc"}};
+    gc_type it = {.dtype = xt->dtype, .rank = 2, .dims = {N * OH * OW, KH * KW2 * 4}};
+    gc_op *im = gc_rw_new_op(rw, GC_OP_IM2COL, op, 1, &t, n, at, &it, NULL, op->loc);
+    a = im ? im->results[0] : NULL;
+  } else if (gc_conv_is_pointwise(op)) {
     int64_t adims[2] = {N * H * W, C};
     a = gc_rw_reshape(rw, op, t, 2, adims);
   } else {
@@ -99,7 +191,11 @@ static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
     a = im ? im->results[0] : NULL;
   }
   gc_value *wtr = a ? transpose_of(rw, op, w, w_perm) : NULL;
-  int64_t bdims[2] = {KH * KW * C, O};
+  if (wtr && pairs) {  /* [KH, KW, C, O] -> [KH, KW2, 4, O]: after the transpose, one small kernel */
+    int64_t wpads[8] = {0, e, 0, 0, 0, KW2 - KW - e, 4 - C, 0};
+    wtr = pad_of(rw, op, wtr, wpads);
+  }
+  int64_t bdims[2] = {KH * KW2 * (pairs ? 4 : C), O};
   gc_value *b = wtr ? gc_rw_reshape(rw, op, wtr, 2, bdims) : NULL;
   if (!b) return;
   gc_type mt = {.dtype = yt->dtype, .rank = 2, .dims = {N * OH * OW, O}};
