@@ -8,6 +8,12 @@
  * domain-sensitive operands (log, sqrt, rsqrt, pow's base, float division's
  * divisor) are fresh positive inputs, so a mismatch means a bug, not rounding
  * noise. Everything is deterministic from a seed.
+ *
+ * Beside one op at a time, builders draw what later stages look for: attention
+ * chains that codegen/fusion.c fuses into one flash-attention kernel (see
+ * build_attention), matmul operands that are a transpose of another value's last
+ * two dims (passes/simplify.c folds them into transpose_a / transpose_b) and
+ * NHWC pools (layout="nhwc").
  */
 #include <math.h>
 #include <stdarg.h>
@@ -184,7 +190,7 @@ typedef struct want {
 
 /* Does value v satisfy w? */
 static int fits(const rg_val *v, const want *w) {
-  if (v->dead || !(w->dtypes & M(v->t.dtype)) || numel_of(&v->t) > RG_MAX_NUMEL) return 0;
+  if (v->dead || v->hidden || !(w->dtypes & M(v->t.dtype)) || numel_of(&v->t) > RG_MAX_NUMEL) return 0;
   if (v->t.rank < w->min_rank || v->t.rank > w->max_rank) return 0;
   if (w->exact && !v->exact) return 0;
   if (gc_dtype_is_float(v->t.dtype) && v->mag > (w->max_mag > 0 ? w->max_mag : 1e4)) return 0;
@@ -212,7 +218,7 @@ static int pick_partner(rg_graph *g, rng *r, gc_dtype dt, const gc_type *t, int 
     for (int i = 0; i < g->n_vals; i++) {
       const rg_val *v = &g->vals[i];
       gc_type o;
-      if (v->dead || v->t.dtype != dt || (exact && !v->exact) || v->kind == 'i' || v->mag > 1e4 ||
+      if (v->dead || v->hidden || v->t.dtype != dt || (exact && !v->exact) || v->kind == 'i' || v->mag > 1e4 ||
           !bcast(&v->t, t, &o) || o.rank > 5)
         continue;
       cands[n++] = i;
@@ -244,6 +250,167 @@ static const char *lit(rng *r, gc_dtype t, char *buf, size_t n) {
 
 /* Larger of two doubles. */
 static double dmax(double a, double b) { return a > b ? a : b; }
+
+/* transpose(x) swapping its last two dims, batch dims in place (rank >= 2). */
+static int swap_last2(rg_graph *g, int x) {
+  gc_type t = g->vals[x].t;
+  int64_t perm[GC_MAX_RANK];
+  char b1[64];
+  for (int i = 0; i < t.rank; i++) perm[i] = i;
+  perm[t.rank - 2] = t.rank - 1, perm[t.rank - 1] = t.rank - 2;
+  t.dims[t.rank - 2] = g->vals[x].t.dims[t.rank - 1], t.dims[t.rank - 1] = g->vals[x].t.dims[t.rank - 2];
+  rg_op *op = new_op(g, GC_OP_TRANSPOSE);
+  op_in(op, x);
+  attr(op, "perm=%s", ints_str(b1, sizeof b1, perm, t.rank));
+  return op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
+}
+
+/* ---- attention chains ----------------------------------------------------------------------- */
+/* The chain codegen/fusion.c (step 0) turns into one flash-attention kernel on CUDA targets
+ * (codegen/emit_attn.c):
+ *   s = matmul(q, k, transpose_b=true|false) [x = mul(s, c) | mul(c, s) | div(s, c)]
+ *   p = softmax(x, axis=-1)  o = matmul(p, v)  [head merge | elementwise epilogue]
+ * in f16 / bf16, head dims D, Dv in {16, 32, 64}, query and key counts 1..130 (mostly not
+ * multiples of the kernel's 64-key blocks), batch dims with K / V broadcasting over some.
+ * Numerics: the kernel keeps the scores in f32 where the graph rounds them to f16 / bf16,
+ * so q and k hold small integers ('i' data in [-range, range)) with |s| <= 256 in bf16
+ * (2048 in f16) and c is a power of two: s and x are exact on every backend, and the
+ * chain's result needs only its dtype's tolerance (the probabilities' rounding, 2^-9
+ * relative in bf16 either way, moves |o| <= max|v| = 2 by less than 2e-2). A kernel that
+ * mixes up key columns, masks keys past Sk wrongly or loses the running rescale is off by
+ * O(1). Every value of the chain is hidden: no other op reads s, x or p (the chain would
+ * not fuse), nor the result, whose error (up to about two ulps of max|v|) would grow past
+ * the tolerance of a later op that amplifies absolute errors (cos of a product). */
+
+/* A query or key count: mostly short, sometimes past one or two 64-key blocks. */
+static int64_t rseq(rng *r) { return rchance(r, 70) ? rint_in(r, 1, 20) : rint_in(r, 21, 130); }
+
+/* An attention operand of type t ([batch..., rows, D], or [batch..., D, rows] when swap):
+ * a fresh argument, or for rank 4 (B, H) the head split of a [B, S, H*D] argument,
+ * transpose(reshape(a, [B, S, H, D]), perm=[0, 2, 1, 3]) (perm=[0, 2, 3, 1] when swap).
+ * range > 0: integer data in [-range, range). */
+static int attn_operand(rg_graph *g, rng *r, const gc_type *t, int swap, int64_t range) {
+  char kind = range > 0 ? 'i' : 'n';
+  if (t->rank != 4 || !rchance(r, 40)) return new_arg(g, t, kind, range);
+  int64_t B = t->dims[0], H = t->dims[1], S = t->dims[swap ? 3 : 2], D = t->dims[swap ? 2 : 3];
+  gc_type at = {.dtype = t->dtype, .rank = 3, .dims = {B, S, H * D}};
+  int a = new_arg(g, &at, kind, range);
+  char b1[128];
+  rg_op *op = new_op(g, GC_OP_RESHAPE);
+  op_in(op, a);
+  gc_type rt = {.dtype = t->dtype, .rank = 4, .dims = {B, S, H, D}};
+  attr(op, "shape=%s", ints_str(b1, sizeof b1, rt.dims, 4));
+  int x = op_result(g, op, &rt, 1, g->vals[a].mag);
+  op = new_op(g, GC_OP_TRANSPOSE);
+  op_in(op, x);
+  attr(op, "perm=%s", swap ? "[0, 2, 3, 1]" : "[0, 2, 1, 3]");
+  int y = op_result(g, op, t, 1, g->vals[a].mag);
+  g->vals[x].hidden = g->vals[y].hidden = 1;
+  return y;
+}
+
+/* Append an attention chain (see above). */
+static void build_attention(rg_graph *g, rng *r) {
+  static const int64_t heads[] = {16, 32, 64};
+  gc_dtype dt = rchance(r, 50) ? GRAPHC_DTYPE_F16 : GRAPHC_DTYPE_BF16;
+  int64_t D = heads[rint_in(r, 0, 2)], Dv = heads[rint_in(r, 0, 2)];
+  int64_t Sq = rseq(r), Sk = rseq(r);
+  int rank = (int)rint_in(r, 2, 4), nb = rank - 2;
+  int64_t batch[2] = {1, 1}, nbatch = 1;
+  for (int i = 0; i < nb; i++) batch[i] = rint_in(r, 1, 3), nbatch *= batch[i];
+  while (nbatch * Sq * (Sk > D ? Sk : D) > RG_MAX_ATTN_NUMEL || nbatch * Sk * (D > Dv ? D : Dv) > RG_MAX_ATTN_NUMEL) {
+    if (Sq > 1 && (Sq >= Sk || Sk == 1)) Sq = (Sq + 1) / 2;
+    else Sk = (Sk + 1) / 2;
+  }
+  /* integer q, k: |s| <= D * range^2 exact in dt (ints up to 256 in bf16, 2048 in f16) */
+  int64_t range = 1;
+  while ((range + 1) * (range + 1) * D <= (dt == GRAPHC_DTYPE_BF16 ? 256 : 2048)) range++;
+  range = rint_in(r, range > 2 ? 2 : range, range > 4 ? 4 : range);
+  int tb = rchance(r, 60);
+  gc_type qt = {.dtype = dt, .rank = rank}, kt = qt, vt = qt;
+  for (int i = 0; i < nb; i++) {
+    qt.dims[i] = batch[i];
+    kt.dims[i] = rchance(r, 25) ? 1 : batch[i];  /* K / V broadcast over this batch dim */
+    vt.dims[i] = rchance(r, 50) ? kt.dims[i] : rchance(r, 25) ? 1 : batch[i];
+  }
+  qt.dims[nb] = Sq, qt.dims[nb + 1] = D;
+  kt.dims[nb] = tb ? Sk : D, kt.dims[nb + 1] = tb ? D : Sk;
+  vt.dims[nb] = Sk, vt.dims[nb + 1] = Dv;
+  int q = attn_operand(g, r, &qt, 0, range);
+  int k = attn_operand(g, r, &kt, !tb, range);
+  int v = attn_operand(g, r, &vt, 0, 0);
+  char b1[64];
+  gc_type st = qt;
+  st.dims[nb + 1] = Sk;
+  rg_op *op = new_op(g, GC_OP_MATMUL);
+  op_in(op, q);
+  op_in(op, k);
+  if (tb || rchance(r, 20)) attr(op, "transpose_b=%s", tb ? "true" : "false");
+  double smag = (double)(D * range * range);
+  int s = op_result(g, op, &st, 1, smag), x = s;
+  if (rchance(r, 75)) { /* scale by a power of two: x stays exact */
+    static const char *const scales[] = {"0.125", "0.25", "0.5", "2.0"};
+    int si = (int)rint_in(r, 0, 3);
+    op = new_op(g, GC_OP_CONST);
+    attr(op, "value=%s", scales[si]);
+    attr(op, "dtype=%s", graphc_dtype_name(dt));
+    gc_type ct = {.dtype = dt};
+    int c = op_result(g, op, &ct, 1, 2);
+    g->vals[c].hidden = 1;
+    int how = (int)rint_in(r, 0, 2);  /* mul(s, c), mul(c, s), div(s, c) */
+    op = new_op(g, how == 2 ? GC_OP_DIV : GC_OP_MUL);
+    op_in(op, how == 1 ? c : s);
+    op_in(op, how == 1 ? s : c);
+    x = op_result(g, op, &st, 1, smag * 8);
+  }
+  op = new_op(g, GC_OP_SOFTMAX);
+  op_in(op, x);
+  if (rchance(r, 60)) attr(op, "axis=%d", rchance(r, 50) ? -1 : rank - 1);
+  int pv = op_result(g, op, &st, 0, 1);
+  g->vals[s].hidden = g->vals[x].hidden = g->vals[pv].hidden = 1;
+  gc_type ot = qt;
+  for (int i = 0; i < nb; i++) ot.dims[i] = batch[i];
+  ot.dims[nb + 1] = Dv;
+  op = new_op(g, GC_OP_MATMUL);
+  op_in(op, pv);
+  op_in(op, v);
+  int o = op_result(g, op, &ot, 0, 2);
+  g->vals[o].hidden = 1;
+  int epi = (int)rint_in(r, 0, 4);
+  if (epi == 0 && rank == 4) { /* head merge: [B, H, Sq, Dv] -> [B, Sq, H * Dv] */
+    op = new_op(g, GC_OP_TRANSPOSE);
+    op_in(op, o);
+    attr(op, "perm=[0, 2, 1, 3]");
+    gc_type tt = {.dtype = dt, .rank = 4, .dims = {ot.dims[0], Sq, ot.dims[1], Dv}};
+    int t = op_result(g, op, &tt, 0, 2);
+    g->vals[t].hidden = 1;
+    op = new_op(g, GC_OP_RESHAPE);
+    op_in(op, t);
+    gc_type mt = {.dtype = dt, .rank = 3, .dims = {ot.dims[0], Sq, ot.dims[1] * Dv}};
+    attr(op, "shape=%s", ints_str(b1, sizeof b1, mt.dims, 3));
+    g->vals[op_result(g, op, &mt, 0, 2)].hidden = 1;
+  } else if (epi == 1) { /* residual */
+    gc_type rt = rchance(r, 70) ? ot : compat_shape(r, &ot);
+    rt.dtype = dt;
+    int res = new_arg(g, &rt, 'n', 0);
+    op = new_op(g, GC_OP_ADD);
+    int sw = rchance(r, 50);
+    op_in(op, sw ? res : o);
+    op_in(op, sw ? o : res);
+    g->vals[op_result(g, op, &ot, 0, 4)].hidden = 1;
+  } else if (epi == 2) {
+    op = new_op(g, GC_OP_RELU);
+    op_in(op, o);
+    g->vals[op_result(g, op, &ot, 0, 2)].hidden = 1;
+  } else if (epi == 3) {
+    gc_type ct = ot;
+    ct.dtype = rchance(r, 70) ? GRAPHC_DTYPE_F32 : dt == GRAPHC_DTYPE_F16 ? GRAPHC_DTYPE_BF16 : GRAPHC_DTYPE_F16;
+    op = new_op(g, GC_OP_CAST);
+    op_in(op, o);
+    attr(op, "to=%s", graphc_dtype_name(ct.dtype));
+    g->vals[op_result(g, op, &ct, 0, 2)].hidden = 1;
+  }
+}
 
 /* ---- builders: one per op family, driven by ir/ops.def ------------------------------------------ */
 /* Append one op of opcode opc to g; returns 0, or -1 when opc has no builder. */
@@ -497,6 +664,10 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_SOFTMAX: case GC_OP_LOG_SOFTMAX: {
+      if (opc == GC_OP_SOFTMAX && rchance(r, 12)) {
+        build_attention(g, r);
+        return 0;
+      }
       want w = {MF, 1, 4, 0, 1000};
       int x = pick(g, r, &w);
       int rank = g->vals[x].t.rank;
@@ -527,8 +698,13 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_MATMUL: {
+      if (rchance(r, 6)) {
+        build_attention(g, r);
+        return 0;
+      }
       want w = {MF | MI, 2, 4, 0, 100};
       int a = pick(g, r, &w);
+      if (rchance(r, 15)) a = swap_last2(g, a);  /* simplify folds it into transpose_a */
       const gc_type *at = &g->vals[a].t;
       int ta = rchance(r, 30), tb = rchance(r, 30);
       int64_t m = at->dims[at->rank - (ta ? 1 : 2)], k = at->dims[at->rank - (ta ? 2 : 1)];
@@ -545,7 +721,21 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
         n = n / 2;
         bt.dims[nb + (tb ? 0 : 1)] = n;
       }
-      int b = new_arg(g, &bt, 'n', 0);
+      int b;
+      if (rchance(r, 35)) { /* B a transpose of the last two dims of another value, which
+                             * simplify folds into transpose_b (flipped) */
+        gc_type ut = bt;
+        ut.dims[nb] = bt.dims[nb + 1], ut.dims[nb + 1] = bt.dims[nb];
+        int cands[RG_MAX_VALS], nc = 0;
+        for (int i = 0; i < g->n_vals; i++) {
+          const rg_val *v = &g->vals[i];
+          if (!v->dead && !v->hidden && v->kind != 'i' && v->mag <= 100 && gc_type_equal(&v->t, &ut))
+            cands[nc++] = i;
+        }
+        b = swap_last2(g, nc && rchance(r, 70) ? cands[rint_in(r, 0, nc - 1)] : new_arg(g, &ut, 'n', 0));
+      } else {
+        b = new_arg(g, &bt, 'n', 0);
+      }
       rg_op *op = new_op(g, opc);
       op_in(op, a);
       op_in(op, b);
@@ -554,19 +744,24 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       gc_type t = *at;
       t.dims[t.rank - 2] = m;
       t.dims[t.rank - 1] = n;
-      op_result(g, op, &t, !gc_dtype_is_float(at->dtype), g->vals[a].mag * 2 * (double)k);
+      op_result(g, op, &t, !gc_dtype_is_float(at->dtype), g->vals[a].mag * g->vals[b].mag * (double)k);
       return 0;
     }
     case GC_OP_CONV2D: case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D: case GC_OP_IM2COL: {
       want w = {opc == GC_OP_IM2COL ? MA : MF, 4, 4, 0, 1000};
       int x = pick(g, r, &w);
+      /* pools: NHWC ([N, H, W, C], layout="nhwc") a third of the time */
+      int nhwc = (opc == GC_OP_MAX_POOL2D || opc == GC_OP_AVG_POOL2D) && rchance(r, 35);
       if (rchance(r, 40)) { /* a fresh image with room for windows */
+        static const int64_t chans[] = {1, 2, 3, 4, 8, 16};
+        int64_t c = nhwc ? chans[rint_in(r, 0, 5)] : rint_in(r, 1, 4);
         gc_type t = {.dtype = rdtype(r, opc == GC_OP_IM2COL ? MA : MF), .rank = 4,
-                     .dims = {rint_in(r, 1, 2), rint_in(r, 1, 4), rint_in(r, 1, 9), rint_in(r, 1, 9)}};
+                     .dims = {rint_in(r, 1, 2), c, rint_in(r, 1, 9), rint_in(r, 1, 9)}};
+        if (nhwc) t.dims[1] = t.dims[2], t.dims[2] = t.dims[3], t.dims[3] = c;
         x = new_arg(g, &t, 'n', 0);
       }
       const gc_type *xt = &g->vals[x].t;
-      int64_t H = xt->dims[2], W = xt->dims[3], C = xt->dims[1];
+      int64_t H = xt->dims[nhwc ? 1 : 2], W = xt->dims[nhwc ? 2 : 3], C = xt->dims[nhwc ? 3 : 1];
       int64_t kh = rint_in(r, 1, 3), kw = rint_in(r, 1, 3), sh = rint_in(r, 1, 2), sw = rint_in(r, 1, 2);
       int64_t dh = 1, dw = 1, pad[4] = {0, 0, 0, 0}, groups = 1, O = 0;
       int conv = opc == GC_OP_CONV2D || opc == GC_OP_IM2COL;  /* im2col: conv2d's windows */
@@ -620,12 +815,15 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       else if (pad[0] || pad[1] || rchance(r, 20)) attr(op, "padding=[%lld, %lld]", (long long)pad[0], (long long)pad[1]);
       if (conv && (dh != 1 || dw != 1)) attr(op, "dilation=[%lld, %lld]", (long long)dh, (long long)dw);
       if (opc == GC_OP_CONV2D && (groups != 1 || rchance(r, 10))) attr(op, "groups=%lld", (long long)groups);
+      if (nhwc) attr(op, "layout=\"nhwc\"");
+      else if (!conv && rchance(r, 10)) attr(op, "layout=\"nchw\"");
       if (opc == GC_OP_IM2COL) {
         gc_type t = {.dtype = xt->dtype, .rank = 3, .dims = {xt->dims[0], C * kh * kw, OH * OW}};
         op_result(g, op, &t, g->vals[x].exact, g->vals[x].mag);
         return 0;
       }
       gc_type t = {.dtype = xt->dtype, .rank = 4, .dims = {xt->dims[0], conv ? O : C, OH, OW}};
+      if (nhwc) t.dims[1] = OH, t.dims[2] = OW, t.dims[3] = C;
       double mag = conv ? g->vals[x].mag * 2 * (double)(C / groups * kh * kw) : g->vals[x].mag;
       op_result(g, op, &t, opc == GC_OP_MAX_POOL2D && g->vals[x].exact, mag);
       return 0;

@@ -14,6 +14,10 @@
 #define RG_MAX_IN 4
 #define RG_MAX_OUT 6
 #define RG_MAX_NUMEL 2048
+/* Attention chains (random_graph_gen.c, build_attention) go past RG_MAX_NUMEL up to
+ * this many elements per value (query and key counts up to 130, head dims up to
+ * 64); such values are never picked as operands of other ops. */
+#define RG_MAX_ATTN_NUMEL 16384
 
 /* ---- random numbers (splitmix64) ------------------------------------------------------- */
 typedef struct rng {
@@ -56,6 +60,8 @@ typedef struct rg_val {
   double mag;            /* rough bound on |element| */
   double tol;            /* tolerance: the loosest of its dtype and its inexact operands' */
   int dead;
+  int hidden;            /* never picked as an operand (an attention chain's intermediates
+                            stay single-use, so the chain is what fusion sees) */
 } rg_val;
 
 typedef struct rg_op {

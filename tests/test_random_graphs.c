@@ -8,8 +8,10 @@
  *
  * Each graph runs on the interpreter with optimize=0 (the oracle) and then on
  * every other configuration that is available: the interpreter with
- * optimize=1, "cpu" when graphc_compile with GRAPHC_BACKEND_CPU succeeds and
- * "cuda" when a device is present. Outputs are compared with the brief's
+ * optimize=1, "cpu" when graphc_compile with GRAPHC_BACKEND_CPU succeeds,
+ * "cuda plan" (the cuda backend's passes and sm_90 plan, fusion included, run on
+ * the host evaluator of tests/lower_eval.h: the CUDA kernels' numerics without a
+ * GPU) and "cuda" when a device is present. Outputs are compared with the brief's
  * tolerance for each dtype (see rg_close). Float values that depend on
  * rounding ("inexact") never feed a discontinuous op (comparisons, argmax,
  * floor/ceil, float->int casts), and domain-sensitive operands (log, sqrt,
@@ -35,7 +37,9 @@
  *   GRAPHC_RANDOM_GRAPHS_MAX_OPS ops per graph (default 30)
  *   GRAPHC_RANDOM_GRAPHS_VERBOSE=1  print every graph
  *   GRAPHC_RANDOM_GRAPHS_CONFIGS=cuda  compare only these configurations (comma list of
- *                                "interp", "cpu", "cuda"; default all that are available)
+ *                                "interp", "cpu", "cuda-plan", "cuda"; default all that are
+ *                                available)
+ *   GRAPHC_RANDOM_GRAPHS_KERNELS=1  print each cuda plan's kernels (the ops each computes)
  */
 #include <math.h>
 #include <stdarg.h>
@@ -48,7 +52,9 @@
 #include "testutil.h"
 #include "ir/ir.h"
 #include "random_graph_gen.h"
+#include "passes/pipeline.h"
 #include "runtime/interp.h"
+#include "tests/lower_eval.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RG_DEFAULT_GRAPHS 100
@@ -92,20 +98,24 @@ static void fill_input(const rg_graph *g, const rg_val *v, void *data) {
   }
 }
 
-typedef enum rg_cfg { CFG_ORACLE, CFG_INTERP_O1, CFG_CPU, CFG_CUDA, CFG_COUNT_ } rg_cfg;
-static const char *const k_cfg_names[CFG_COUNT_] = {"interp -O0", "interp -O1", "cpu", "cuda"};
+typedef enum rg_cfg { CFG_ORACLE, CFG_INTERP_O1, CFG_CPU, CFG_CUDA_PLAN, CFG_CUDA, CFG_COUNT_ } rg_cfg;
+static const char *const k_cfg_names[CFG_COUNT_] = {"interp -O0", "interp -O1", "cpu", "cuda plan", "cuda"};
 
 static graphc_context_t *g_ctx;
 /* Self-test of the harness: when >= 0, "interp -O1" adds 1 to element 0 of
  * every float output of graphs that contain a live op with this opcode. */
 static int g_plant = -1;
 static char g_weights[4096];
-static int g_cfg_available[CFG_COUNT_] = {1, 1, 1, 1};
+static int g_cfg_available[CFG_COUNT_] = {1, 1, 1, 1, 1};
 /* Comparisons that compiled the symbolic form (graph_text_sym, then bind), and
  * whether the last check_cfg did. */
 static long g_sym_used[CFG_COUNT_];
 static int g_last_sym;
 static long g_cuda_nvrtc;   /* cuda comparisons on the NVRTC path */
+/* Kernels of the cuda plans that compute a softmax and a matmul (attention fused
+ * into one flash-attention kernel), and plans with at least one. */
+static long g_attn_kernels, g_attn_plans;
+static int g_print_kernels; /* GRAPHC_RANDOM_GRAPHS_KERNELS=1: each cuda plan's kernel list */
 
 /* For half the graphs (by seed), the symbolic form of g when it verifies (the
  * others keep a dim that cannot be symbolic, such as a slice's axis): then
@@ -136,10 +146,98 @@ static graphc_codegen_t cuda_codegen(const rg_graph *g) {
   return rmix(g->seed, 0xc0de) % 4 == 0 ? GRAPHC_CODEGEN_NVRTC : GRAPHC_CODEGEN_LLVM;
 }
 
+/* The "cuda plan" configuration: text (S bound to sym when sym > 0) through the
+ * cuda backend's passes and lowering for sm_90 (fusion, attention, tensor cores,
+ * wgmma), the plan run on the host evaluator of tests/lower_eval.h. This is what
+ * checks the CUDA kernels' numerics on a machine without a GPU. */
+static graphc_status_t run_plan(const rg_graph *g, const char *text, int64_t sym, int has_params,
+                                rg_outputs *out, char *msg, size_t msg_len) {
+  gc_diags d;
+  gc_diags_init(&d, "random.graph", text, strlen(text));
+  gc_module *m = gc_parse("random.graph", text, strlen(text), &d);
+  gc_safetensors *w = NULL;
+  gc_plan *p = NULL;
+  graphc_status_t st = GRAPHC_STATUS_OK;
+  out->n = 0;
+  msg[0] = 0;
+  if (m && d.n_errors == 0 && gc_verify_module(m, &d) == 0) {
+    gc_graph *gr = m->graphs[0];
+    if (gr->n_syms) gr->sym_values[0] = sym;
+    graphc_compile_options_t o;
+    graphc_compile_options_init(&o);
+    o.backend = GRAPHC_BACKEND_CUDA;
+    gc_sbuf stats = {0};
+    if (has_params) {
+      gc_diags wd;
+      gc_diags_init(&wd, g_weights, NULL, 0);
+      w = gc_safetensors_load(g_weights, &wd);
+      gc_diags_free(&wd);
+    }
+    if ((!has_params || w) && gc_graph_specialize(gr, &d) == 0 && gc_verify_graph(gr, &d) == 0 &&
+        gc_run_pipeline(gr, &o, &stats, &d) == 0) {
+      kir_target t;
+      kir_target_cuda(&t, 90);
+      p = gc_lower_opts(gr, w, &t, 1, &d);
+    }
+    gc_sbuf_free(&stats);
+    if (p) {
+      unsigned char *ins[RG_MAX_VALS], *outs[RG_MAX_VALS];
+      int used[RG_MAX_VALS], n_in = 0;
+      uses(g, used);
+      for (int i = 0; i < g->n_outs; i++) used[g->outs[i]]++;
+      for (int i = 0; i < g->n_vals; i++) {
+        const rg_val *v = &g->vals[i];
+        if (!v->is_arg || v->dead || !used[i]) continue;
+        ins[n_in] = malloc((size_t)numel_of(&v->t) * graphc_dtype_size(v->t.dtype) + 1);
+        fill_input(g, v, ins[n_in++]);
+      }
+      out->n = gr->n_outputs;
+      for (int i = 0; i < out->n; i++) {
+        graphc_tensor_t *t = &out->t[i];
+        const gc_type *ot = &gr->outputs[i]->type;
+        t->dtype = (graphc_dtype_t)ot->dtype;
+        t->rank = ot->rank;
+        memcpy(t->dims, ot->dims, sizeof ot->dims);
+        t->nbytes = (size_t)gc_type_numel(ot) * graphc_dtype_size(ot->dtype);
+        t->data = malloc(t->nbytes + 1);
+        memset(t->data, 0xCD, t->nbytes + 1);  /* unwritten outputs show up */
+        outs[i] = t->data;
+      }
+      int attn = 0;
+      for (int k = 0; k < p->kir->n_kernels; k++) {
+        const char *ops = p->kernel_ops ? p->kernel_ops[k] : "";
+        attn += strstr(ops, "softmax") && strstr(ops, "matmul");
+        if (g_print_kernels) fprintf(stderr, "  cuda plan kernel %d: %s\n", k, ops);
+      }
+      g_attn_kernels += attn;
+      g_attn_plans += attn > 0;
+      const char *err = ev_run_plan(p, ins, outs);
+      if (err) {
+        st = GRAPHC_STATUS_RUNTIME_ERROR;
+        snprintf(msg, msg_len, "host evaluator: %s", err);
+      }
+      for (int i = 0; i < n_in; i++) free(ins[i]);
+    }
+  }
+  if (!p && !msg[0]) {
+    st = d.status ? d.status : GRAPHC_STATUS_INTERNAL;
+    char *r = gc_diags_render(&d);
+    snprintf(msg, msg_len, "%s: %s", graphc_status_string(st), r ? r : "(no message)");
+    free(r);
+  }
+  if (st != GRAPHC_STATUS_OK) outputs_free(out);
+  gc_plan_free(p);
+  gc_safetensors_free(w);
+  gc_module_free(m);
+  gc_diags_free(&d);
+  return st;
+}
+
 /* Compile text for cfg (with S bound to sym when sym > 0) and run it on g's
  * inputs. Returns the status; on errors msg gets the message. */
 static graphc_status_t run_cfg(const rg_graph *g, const char *text, int64_t sym, int has_params,
                                rg_cfg cfg, rg_outputs *out, char *msg, size_t msg_len) {
+  if (cfg == CFG_CUDA_PLAN) return run_plan(g, text, sym, has_params, out, msg, msg_len);
   graphc_error_t err = {0};
   graphc_model_t *m = NULL;
   graphc_executable_t *exe = NULL;
@@ -497,7 +595,8 @@ static const uint64_t k_regressions[] = {
 static int cfg_selected(rg_cfg cfg) {
   const char *sel = getenv("GRAPHC_RANDOM_GRAPHS_CONFIGS");
   if (!sel || !*sel) return 1;
-  const char *name = cfg == CFG_CPU ? "cpu" : cfg == CFG_CUDA ? "cuda" : "interp";
+  const char *name = cfg == CFG_CPU ? "cpu" : cfg == CFG_CUDA ? "cuda" : cfg == CFG_CUDA_PLAN ? "cuda-plan"
+                                                                                   : "interp";
   size_t n = strlen(name);
   for (const char *p = sel; (p = strstr(p, name)) != NULL; p += n)
     if ((p == sel || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
@@ -509,6 +608,7 @@ START_TEST(test_random_graphs) {
   ck_assert_int_eq(graphc_context_create(&g_ctx), GRAPHC_STATUS_OK);
   g_max_ops = (int)env_u64("GRAPHC_RANDOM_GRAPHS_MAX_OPS", 30);
   int verbose = (int)env_u64("GRAPHC_RANDOM_GRAPHS_VERBOSE", 0);
+  g_print_kernels = (int)env_u64("GRAPHC_RANDOM_GRAPHS_KERNELS", 0);
   uint64_t base = env_u64("GRAPHC_TEST_SEED", (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
   uint64_t only = env_u64("GRAPHC_RANDOM_GRAPH_SEED", 0);
   long n_graphs = only ? 1 : (long)env_u64("GRAPHC_RANDOM_GRAPHS", RG_DEFAULT_GRAPHS);
@@ -537,7 +637,7 @@ START_TEST(test_random_graphs) {
     for (int i = 0; i < g->n_ops; i++) per_op[g->ops[i].opc]++, ops_total++;
     if (gi > 0 && gi % 1000 == 0)
       fprintf(stderr, "random graphs: %ld graphs done, %ld mismatches so far\n", gi,
-              failed[CFG_INTERP_O1] + failed[CFG_CPU] + failed[CFG_CUDA]);
+              failed[CFG_INTERP_O1] + failed[CFG_CPU] + failed[CFG_CUDA_PLAN] + failed[CFG_CUDA]);
     if (verbose) {
       char *text = graph_text(g, 1);
       fprintf(stderr, "-- graph %ld seed %llu\n%s", gi, (unsigned long long)seed, text);
@@ -580,6 +680,8 @@ START_TEST(test_random_graphs) {
             k_cfg_names[cfg], compared[cfg], skipped[cfg], failed[cfg], g_sym_used[cfg],
             g_cfg_available[cfg] ? "" : " (unavailable)");
   fprintf(stderr, "random graphs: NVRTC path: %ld of the cuda comparisons\n", g_cuda_nvrtc);
+  fprintf(stderr, "random graphs: cuda plans with a fused attention kernel: %ld (%ld kernels)\n",
+          g_attn_plans, g_attn_kernels);
   for (int i = 0; i < GC_OP_COUNT_ && !only; i++)
     if (per_op[i] == 0 && n_graphs >= GC_OP_COUNT_)
       fprintf(stderr, "random graphs: op '%s' was never generated\n", gc_op_infos[i].name);
