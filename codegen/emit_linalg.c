@@ -258,6 +258,159 @@ static kir_kernel *mm_tiled(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   return k;
 }
 
+/* The register-blocked CUDA kernel for f32 (no tensor cores): BM x BM output tiles (128, or
+ * 64 when the 128 grid would leave SMs idle) of 256 threads as 16 x 16, each thread a TM x TM
+ * block (TM = BM / 16: 8 or 4) of accumulators; K advances 8 at a time through two shared
+ * stages (A stored k-major, so a thread's TM rows are one or two 16-byte loads, and B's TM
+ * columns likewise); the next K tile's global loads are issued into registers before the
+ * current tile's FMAs and stored to the other stage after them (one barrier per K tile).
+ * Operands come through the element generator (any view or prologue the group computes),
+ * loaded along whichever of their dims is contiguous. */
+enum { SG_BK = 8, SG_THREADS = 256 };
+
+static int mm_simt_ok(const gc_lowerer *c, const mm_shape *s, gc_dtype at) {
+  return c->t->kind == KIR_TARGET_CUDA && c->t->simt_blocked && at == GRAPHC_DTYPE_F32 && s->M >= 64 &&
+         s->N >= 64 && s->K >= 16;
+}
+
+/* One operand tile's element i of this thread into register var r (0 outside the matrix):
+ * logical (row, col) = (m, k) for A, (k, n) for B, with the tile offsets in vars. */
+static void sg_load(gc_gen *G, kir_block *b, const gc_value *x, const mm_shape *s, const int *bco, int trans,
+                    int row, int col, int64_t rows, int64_t cols, int r, gc_dtype at) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  kir_emit_assign(c->km, b, r, gc_ec_num(c, at, 0.0));
+  kir_block *tb;
+  kir_emit_if(c->km, b, ec_bin(c, KIR_AND, in_range(c, k, row, rows, 0), in_range(c, k, col, cols, 0)), &tb, NULL);
+  gc_gen_push(G);
+  int v = trans ? mm_operand(G, tb, x, s, bco, col, row) : mm_operand(G, tb, x, s, bco, row, col);
+  kir_emit_assign(c->km, tb, r, ec_cast(c, at, ec_v(c, k, v)));
+  gc_gen_pop(G);
+}
+
+static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at, gc_gen *G) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *A = op->operands[0], *B = op->operands[1];
+  int BM = 128;
+  if (s->batch * ((s->M + 127) / 128) * ((s->N + 127) / 128) < (c->t->num_sms > 0 ? c->t->num_sms : 1)) BM = 64;
+  const int TM = BM / 16, NA = BM * SG_BK / SG_THREADS;  /* elements per thread per operand tile */
+  int64_t TMn = (s->M + BM - 1) / BM, TNn = (s->N + BM - 1) / BM, nk = (s->K + SG_BK - 1) / SG_BK;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TMn * TNn, SG_THREADS);
+  gc_gen_init(G, c, k);
+  int a_kx = mm_contig_last(c, A), b_nx = mm_contig_last(c, B);
+  a_kx = a_kx < 0 ? !s->ta : (a_kx == 1) == !s->ta;  /* A's k is its contiguous dim */
+  b_nx = b_nx < 0 ? !s->tb : (b_nx == 1) == !s->tb;  /* B's n is */
+  const int64_t stage = (int64_t)SG_BK * BM;
+  int sa = kir_add_shared(c->km, k, at, 2 * stage), sb = kir_add_shared(c->km, k, at, 2 * stage);
+  kir_block *b = &k->body;
+  int64_t dims3[3] = {s->batch, TMn, TNn};
+  int co[3], bco[GC_MAX_RANK];
+  gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
+  mm_batch_coords(c, k, b, s, co[0], bco);
+  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, BM)));
+  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, BM)));
+  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  int tx = gc_ec_let(c, k, b, "tx", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, 16)));
+  int ty = gc_ec_let(c, k, b, "ty", ec_bin(c, KIR_DIV, ec_v(c, k, tid), ec_i64(c, 16)));
+  /* this thread's elements of a tile: (tile row, k) of A and (k, tile col) of B, and their
+   * shared offsets (k-major: k * BM + row) */
+  int ar[8], ak[8], bk[8], bn[8], ra[8], rb[8];
+  for (int i = 0; i < NA; i++) {
+    kir_expr *e = ec_add(c, ec_v(c, k, tid), ec_i64(c, (int64_t)SG_THREADS * i));
+    int ev = gc_ec_let(c, k, b, "e", e);
+    ar[i] = gc_ec_let(c, k, b, "ar", a_kx ? ec_bin(c, KIR_DIV, ec_v(c, k, ev), ec_i64(c, SG_BK))
+                                          : ec_bin(c, KIR_REM, ec_v(c, k, ev), ec_i64(c, BM)));
+    ak[i] = gc_ec_let(c, k, b, "ak", a_kx ? ec_bin(c, KIR_REM, ec_v(c, k, ev), ec_i64(c, SG_BK))
+                                          : ec_bin(c, KIR_DIV, ec_v(c, k, ev), ec_i64(c, BM)));
+    bn[i] = gc_ec_let(c, k, b, "bn", b_nx ? ec_bin(c, KIR_REM, ec_v(c, k, ev), ec_i64(c, BM))
+                                          : ec_bin(c, KIR_DIV, ec_v(c, k, ev), ec_i64(c, SG_BK)));
+    bk[i] = gc_ec_let(c, k, b, "bk", b_nx ? ec_bin(c, KIR_DIV, ec_v(c, k, ev), ec_i64(c, BM))
+                                          : ec_bin(c, KIR_REM, ec_v(c, k, ev), ec_i64(c, SG_BK)));
+    ra[i] = gc_ec_var(c, k, "ra", at);
+    rb[i] = gc_ec_var(c, k, "rb", at);
+  }
+  int acc[8][8];
+  for (int i = 0; i < TM; i++)
+    for (int j = 0; j < TM; j++) acc[i][j] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, at, 0.0));
+
+  /* load K tile `kt` (i64 var) into the registers; store the registers into stage `st` */
+#define SG_LOAD(blk, kt)                                                                                            \
+  for (int i = 0; i < NA; i++) {                                                                                    \
+    int kbase = gc_ec_let(c, k, blk, "kb", ec_mul(c, ec_v(c, k, kt), ec_i64(c, SG_BK)));                           \
+    int gm = gc_ec_let(c, k, blk, "gm", ec_add(c, ec_v(c, k, m0), ec_v(c, k, ar[i])));                              \
+    int gk = gc_ec_let(c, k, blk, "gk", ec_add(c, ec_v(c, k, kbase), ec_v(c, k, ak[i])));                           \
+    sg_load(G, blk, A, s, bco, s->ta, gm, gk, s->M, s->K, ra[i], at);                                              \
+    int hk = gc_ec_let(c, k, blk, "gk", ec_add(c, ec_v(c, k, kbase), ec_v(c, k, bk[i])));                           \
+    int gn = gc_ec_let(c, k, blk, "gn", ec_add(c, ec_v(c, k, n0), ec_v(c, k, bn[i])));                              \
+    sg_load(G, blk, B, s, bco, s->tb, hk, gn, s->K, s->N, rb[i], at);                                              \
+  }
+#define SG_STORE(blk, st)                                                                                           \
+  for (int i = 0; i < NA; i++) {                                                                                    \
+    kir_expr *so = ec_mul(c, ec_v(c, k, st), ec_i64(c, stage));                                                     \
+    kir_emit_store(c->km, blk, KIR_SHARED, sa,                                                                      \
+                   ec_add(c, so, ec_add(c, ec_mul(c, ec_v(c, k, ak[i]), ec_i64(c, BM)), ec_v(c, k, ar[i]))),        \
+                   ec_v(c, k, ra[i]));                                                                               \
+    so = ec_mul(c, ec_v(c, k, st), ec_i64(c, stage));                                                               \
+    kir_emit_store(c->km, blk, KIR_SHARED, sb,                                                                      \
+                   ec_add(c, so, ec_add(c, ec_mul(c, ec_v(c, k, bk[i]), ec_i64(c, BM)), ec_v(c, k, bn[i]))),        \
+                   ec_v(c, k, rb[i]));                                                                               \
+  }
+  int z = gc_ec_let(c, k, b, "z", ec_i64(c, 0));
+  gc_gen_push(G);
+  SG_LOAD(b, z)
+  SG_STORE(b, z)
+  gc_gen_pop(G);
+  kir_emit_barrier(c->km, b);
+
+  int kt = gc_ec_var(c, k, "kt", GRAPHC_DTYPE_I64);
+  kir_block *lb = kir_emit_for(c->km, b, kt, ec_i64(c, 0), ec_i64(c, nk), ec_i64(c, 1));
+  gc_gen_push(G);
+  int nt = gc_ec_let(c, k, lb, "nt", ec_add(c, ec_v(c, k, kt), ec_i64(c, 1)));
+  SG_LOAD(lb, nt)  /* past K: zeros, stored to the free stage and never read */
+  int cs = gc_ec_let(c, k, lb, "cs", ec_bin(c, KIR_REM, ec_v(c, k, kt), ec_i64(c, 2)));
+  int abase = gc_ec_let(c, k, lb, "ab", ec_add(c, ec_mul(c, ec_v(c, k, cs), ec_i64(c, stage)),
+                                               ec_mul(c, ec_v(c, k, ty), ec_i64(c, TM))));
+  int bbase = gc_ec_let(c, k, lb, "bb", ec_add(c, ec_mul(c, ec_v(c, k, cs), ec_i64(c, stage)),
+                                               ec_mul(c, ec_v(c, k, tx), ec_i64(c, TM))));
+  for (int kk = 0; kk < SG_BK; kk++) {
+    int av[8], bv[8];
+    for (int i = 0; i < TM; i++) {
+      av[i] = gc_ec_var(c, k, "a", at);
+      bv[i] = gc_ec_var(c, k, "b", at);
+    }
+    for (int h = 0; h < TM; h += 4) {
+      kir_emit_load_vec(c->km, lb, KIR_SHARED, sa, ec_add(c, ec_v(c, k, abase), ec_i64(c, (int64_t)kk * BM + h)), 4, av + h);
+      kir_emit_load_vec(c->km, lb, KIR_SHARED, sb, ec_add(c, ec_v(c, k, bbase), ec_i64(c, (int64_t)kk * BM + h)), 4, bv + h);
+    }
+    for (int i = 0; i < TM; i++)
+      for (int j = 0; j < TM; j++)
+        kir_emit_assign(c->km, lb, acc[i][j],
+                        ec_bin(c, KIR_ADD, ec_v(c, k, acc[i][j]), ec_bin(c, KIR_MUL, ec_v(c, k, av[i]), ec_v(c, k, bv[j]))));
+  }
+  int ns = gc_ec_let(c, k, lb, "ns", ec_bin(c, KIR_REM, ec_v(c, k, nt), ec_i64(c, 2)));
+  SG_STORE(lb, ns)
+  gc_gen_pop(G);
+  kir_emit_barrier(c->km, lb);
+#undef SG_LOAD
+#undef SG_STORE
+
+  for (int i = 0; i < TM; i++) {
+    int gm = gc_ec_let(c, k, b, "gm", ec_add(c, ec_v(c, k, m0), ec_add(c, ec_mul(c, ec_v(c, k, ty), ec_i64(c, TM)), ec_i64(c, i))));
+    kir_block *rbk;
+    kir_emit_if(c->km, b, in_range(c, k, gm, s->M, 0), &rbk, NULL);
+    for (int j = 0; j < TM; j++) {
+      int gn = gc_ec_let(c, k, rbk, "gn", ec_add(c, ec_v(c, k, n0), ec_add(c, ec_mul(c, ec_v(c, k, tx), ec_i64(c, TM)), ec_i64(c, j))));
+      kir_block *tb;
+      kir_emit_if(c->km, rbk, in_range(c, k, gn, s->N, 0), &tb, NULL);
+      gc_gen_push(G);
+      int pt = mm_out_point(G, op->results[0], s, bco, gm, gn, -1);
+      epilogue(G, tb, grp, pt, ec_v(c, k, acc[i][j]));
+      gc_gen_pop(G);
+    }
+  }
+  return k;
+}
+
 /* Host micro-tile: MM_MR x mm_nr(target) outputs per item, accumulators in registers:
  * 8 x 16 f32 = 16 ymm (AVX2: all but the operands' registers), 8 x 32 = 16 zmm on
  * AVX-512 CPUs (which have 32, and LLVM uses 512-bit vectors there: llvm_emit.h). */
@@ -620,6 +773,7 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_gen G;
   kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? gc_mm_tensor_core(c, grp, &s, &G) : NULL;
   if (!k && mm_use_packed(c, &s, at)) k = mm_packed(c, grp, &s, at, &G);
+  if (!k && mm_simt_ok(c, &s, at)) k = mm_simt(c, grp, &s, at, &G);
   if (!k) k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, grp, &s, at, &G) : mm_items(c, grp, &s, at, &G);
   k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = 2.0 * (double)s.batch * (double)s.M * (double)s.N * (double)s.K;

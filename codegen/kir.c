@@ -51,6 +51,8 @@ void kir_target_cuda(kir_target *t, int sm) {
   t->wgmma = t->sm == 90 && !(wg && strcmp(wg, "0") == 0);
   const char *fl = getenv("GRAPHC_FLASH");
   t->attention = t->sm >= 80 && !(fl && strcmp(fl, "0") == 0);
+  const char *sg = getenv("GRAPHC_SIMT");
+  t->simt_blocked = !(sg && strcmp(sg, "0") == 0);
 }
 
 /* Defaults for the host: one "thread" per group, `cores` workers. */

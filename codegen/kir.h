@@ -46,6 +46,8 @@ typedef struct kir_target {
   int attention;          /* fuse matmul -> softmax -> matmul chains into one flash-attention
                              kernel (codegen/emit_attn.c); set by kir_target_cuda for sm_80+
                              unless GRAPHC_FLASH=0 */
+  int simt_blocked;        /* f32 matmuls (no tensor cores) on the register-blocked kernel
+                             (codegen/emit_linalg.c mm_simt); GRAPHC_SIMT=0: the 32x32 one */
   const struct gc_tuning *tuning; /* measured choices (codegen/tuning.h), or NULL */
 } kir_target;
 

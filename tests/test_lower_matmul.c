@@ -391,6 +391,45 @@ START_TEST(test_matmul_attention) {
 }
 END_TEST
 
+/* The register-blocked f32 kernel (emit_linalg.c mm_simt: 8x8 or 4x4 accumulators per
+ * thread, two shared stages of 8-deep K tiles) on the evaluator: 64-wide tiles (the grid of
+ * 128-wide ones would leave SMs idle) with a bias + relu epilogue and K, M, N off the
+ * tiles; 128-wide tiles (one SM) with B transposed; a broadcast batch with A transposed
+ * (m contiguous); a transposed view of a head split as B. */
+START_TEST(test_matmul_simt) {
+  static const struct { const char *body; int sms, bm; } cases[] = {
+      {"(%a: f32[200, 75], %b: f32[75, 136], %c: f32[136]) -> (f32[200, 136]) {\n"
+       "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 0, 64},
+      {"(%a: f32[130, 40], %b: f32[131, 40]) -> (f32[130, 131]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1, 128},
+      {"(%a: f32[2, 1, 24, 70], %b: f32[3, 24, 66]) -> (f32[2, 3, 70, 66]) {\n"
+       "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n", 0, 64},
+      {"(%x: f32[1, 80, 128], %k: f32[1, 80, 128]) -> (f32[1, 2, 80, 80]) {\n"
+       "  %x4 = reshape(%x, shape=[1, 80, 2, 64]);\n  %xh = transpose(%x4, perm=[0, 2, 1, 3]);\n"
+       "  %k4 = reshape(%k, shape=[1, 80, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
+       "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n", 0, 64},
+  };
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    char *text = malloc(2048);
+    snprintf(text, 2048, "version 1;\ngraph @g%s", cases[ci].body);
+    g_tc_sms = cases[ci].sms;
+    gc_module *m = parse_ok(text);
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    const kir_kernel *k0 = p->kir->kernels[0];
+    ck_assert_msg(p->kir->n_kernels == 1 && k0->launch.block == 256 && k0->n_shared == 2 &&
+                      k0->shared[0].count == 2 * 8 * cases[ci].bm,
+                  "case %d: %d kernels, block %d, %d shared arrays\n%s", ci, p->kir->n_kernels, k0->launch.block,
+                  k0->n_shared, text);
+    gc_plan_free(p);
+    gc_module_free(m);
+    gb kinds = {0};
+    for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
+    run_case_w(text, 1, 0, NULL, &kinds);  /* takes its text */
+  }
+  g_tc_sms = 0;
+}
+END_TEST
+
 /* tf32 tensor cores for f32 matmuls (kir_target.tf32, opt-in): the same layouts as
  * above; the results carry tf32's 10-bit mantissa, so they are compared by relative
  * L2 error and by the largest error relative to the largest output. */
@@ -482,6 +521,7 @@ static Suite *lower_matmul_suite(void) {
   if (only("tensor_core")) tcase_add_loop_test(tc, test_matmul_tensor_core, 0, 2);
   if (only("wgmma")) tcase_add_loop_test(tc, test_matmul_wgmma, 0, 2);
   if (only("attention")) tcase_add_loop_test(tc, test_matmul_attention, 0, 2);
+  if (only("simt")) tcase_add_loop_test(tc, test_matmul_simt, 0, 1);
   if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 1);
   if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
   suite_add_tcase(s, tc);
