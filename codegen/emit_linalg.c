@@ -1,7 +1,9 @@
 /* emit_linalg.c - matmul, conv2d, max_pool2d, avg_pool2d groups.
  *
- *   matmul, CUDA: shared-memory tiles. A BLOCKS launch over (batch, tile_m,
- *       tile_n) groups of 256 threads; each group computes a 32x32 output tile,
+ *   matmul, CUDA (what the tensor cores do not take, emit_mma.c): f32 with M and N
+ *       of 64 or more on the register-blocked kernel (mm_simt: 128x128 or 64x64 tiles,
+ *       8x8 or 4x4 accumulators per thread); else shared-memory tiles: a BLOCKS launch
+ *       over (batch, tile_m, tile_n) groups of 256 threads; each group computes a 32x32 output tile,
  *       each thread 4 rows of one column; A and B tiles (32x33, padded against
  *       bank conflicts) are staged per 32-wide K step, loaded so that consecutive
  *       threads read consecutive addresses: which of an operand's two matrix
