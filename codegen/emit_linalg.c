@@ -170,6 +170,25 @@ static int mm_out_point(gc_gen *G, const gc_value *o, const mm_shape *s, const i
   return gc_gen_pt(G, &o->type, lin, co);
 }
 
+/* Does operand x walk its logical inner dim (A's k, B's n) along memory? From the index
+ * map when it can be probed, else from the transpose flag. */
+static int mm_walks_inner(const gc_lowerer *c, const gc_value *x, int trans) {
+  int cl = mm_contig_last(c, x);
+  return cl < 0 ? !trans : (cl == 1) == !trans;
+}
+
+/* Tile (batch, tile row, tile column) of a BLOCKS group over tm x tn tiles of bm x bn: the
+ * output batch coordinates (bco) and the tile's first row and column (i64 vars). */
+static void mm_tile_origin(gc_lowerer *c, kir_kernel *k, kir_block *b, const mm_shape *s, int64_t tm, int64_t tn,
+                           int64_t bm, int64_t bn, int *bco, int *m0, int *n0) {
+  int64_t dims3[3] = {s->batch, tm, tn};
+  int co[3];
+  gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
+  mm_batch_coords(c, k, b, s, co[0], bco);
+  *m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, bm)));
+  *n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, bn)));
+}
+
 /* One staged element: shared[sr * MM_PAD + sc] = (row < rows && col < cols) ? X(row, col) : 0,
  * where (row, col) are the logical matrix coordinates (A: m, k; B: k, n). */
 static void mm_stage(gc_gen *G, kir_block *b, int sh, const gc_value *x, const mm_shape *s, const int *bco,
@@ -197,18 +216,12 @@ static kir_kernel *mm_tiled(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, MM_T * MM_ROWS);
   gc_gen_init(G, c, k);
   /* which logical coordinate tx walks: A's k (a_kx) or m; B's n (b_nx) or k */
-  int ca = mm_contig_last(c, A), cb = mm_contig_last(c, B);
-  int a_kx = ca < 0 ? !s->ta : (ca == 1) == !s->ta;
-  int b_nx = cb < 0 ? !s->tb : (cb == 1) == !s->tb;
+  int a_kx = mm_walks_inner(c, A, s->ta), b_nx = mm_walks_inner(c, B, s->tb);
   int sa = kir_add_shared(c->km, k, at, MM_T * MM_PAD);
   int sb = kir_add_shared(c->km, k, at, MM_T * MM_PAD);
   kir_block *b = &k->body;
-  int64_t dims3[3] = {s->batch, TM, TN};
-  int co[3], bco[GC_MAX_RANK];
-  gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
-  mm_batch_coords(c, k, b, s, co[0], bco);
-  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, MM_T)));
-  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, MM_T)));
+  int bco[GC_MAX_RANK], m0, n0;
+  mm_tile_origin(c, k, b, s, TM, TN, MM_T, MM_T, bco, &m0, &n0);
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int tx = gc_ec_let(c, k, b, "tx", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, MM_T)));
   int ty = gc_ec_let(c, k, b, "ty", ec_bin(c, KIR_DIV, ec_v(c, k, tid), ec_i64(c, MM_T)));
@@ -275,19 +288,52 @@ static int mm_simt_ok(const gc_lowerer *c, const mm_shape *s, gc_dtype at) {
          s->N >= 64 && s->K >= 16;
 }
 
-/* One operand tile's element i of this thread into register var r (0 outside the matrix):
- * logical (row, col) = (m, k) for A, (k, n) for B, with the tile offsets in vars. */
-static void sg_load(gc_gen *G, kir_block *b, const gc_value *x, const mm_shape *s, const int *bco, int trans,
-                    int row, int col, int64_t rows, int64_t cols, int r, gc_dtype at) {
+/* The operand tiles of mm_simt: operand o (0: A as (m, k), 1: B as (k, n)); this thread's
+ * n elements of a tile, element i at (tile row or k: r[o][i], tile k or col: q[o][i]) in
+ * register reg[o][i]; walk[o]: consecutive threads take consecutive inner elements (A's k,
+ * B's n) when that dim is contiguous in memory. */
+typedef struct sg_tiles {
+  const gc_value *x[2];
+  int trans[2], walk[2], sh[2];
+  int bm, n;
+  int64_t stage;
+  gc_dtype at;
+  int bco[GC_MAX_RANK], o[2];  /* output batch coordinates; tile origin (m0, n0) */
+  int r[2][8], q[2][8], reg[2][8];
+} sg_tiles;
+
+/* Register reg[o][i] = operand o at K tile `kt` (i64 var), 0 outside the matrix. */
+static void sg_load(gc_gen *G, kir_block *b, const sg_tiles *g, const mm_shape *s, int kt) {
   gc_lowerer *c = G->c;
   kir_kernel *k = G->k;
-  kir_emit_assign(c->km, b, r, gc_ec_num(c, at, 0.0));
-  kir_block *tb;
-  kir_emit_if(c->km, b, ec_bin(c, KIR_AND, in_range(c, k, row, rows, 0), in_range(c, k, col, cols, 0)), &tb, NULL);
-  gc_gen_push(G);
-  int v = trans ? mm_operand(G, tb, x, s, bco, col, row) : mm_operand(G, tb, x, s, bco, row, col);
-  kir_emit_assign(c->km, tb, r, ec_cast(c, at, ec_v(c, k, v)));
-  gc_gen_pop(G);
+  int kb = gc_ec_let(c, k, b, "kb", ec_mul(c, ec_v(c, k, kt), ec_i64(c, SG_BK)));
+  for (int o = 0; o < 2; o++)
+    for (int i = 0; i < g->n; i++) {
+      /* A: (m0 + r, kb + q); B: (kb + r, n0 + q) */
+      int row = gc_ec_let(c, k, b, "gr", ec_add(c, ec_v(c, k, o ? kb : g->o[0]), ec_v(c, k, g->r[o][i])));
+      int col = gc_ec_let(c, k, b, "gc", ec_add(c, ec_v(c, k, o ? g->o[1] : kb), ec_v(c, k, g->q[o][i])));
+      int64_t rows = o ? s->K : s->M, cols = o ? s->N : s->K;
+      int reg = g->reg[o][i];
+      kir_emit_assign(c->km, b, reg, gc_ec_num(c, g->at, 0.0));
+      kir_block *tb;
+      kir_emit_if(c->km, b, ec_bin(c, KIR_AND, in_range(c, k, row, rows, 0), in_range(c, k, col, cols, 0)), &tb, NULL);
+      gc_gen_push(G);
+      int v = g->trans[o] ? mm_operand(G, tb, g->x[o], s, g->bco, col, row)
+                          : mm_operand(G, tb, g->x[o], s, g->bco, row, col);
+      kir_emit_assign(c->km, tb, reg, ec_cast(c, g->at, ec_v(c, k, v)));
+      gc_gen_pop(G);
+    }
+}
+
+/* The registers into stage `st` (i64 var), k-major: A at k * bm + m, B at k * bm + n. */
+static void sg_store(gc_lowerer *c, kir_kernel *k, kir_block *b, const sg_tiles *g, int st) {
+  for (int o = 0; o < 2; o++)
+    for (int i = 0; i < g->n; i++) {
+      int kk = o ? g->r[o][i] : g->q[o][i], mn = o ? g->q[o][i] : g->r[o][i];
+      kir_expr *idx = ec_add(c, ec_mul(c, ec_v(c, k, st), ec_i64(c, g->stage)),
+                             ec_add(c, ec_mul(c, ec_v(c, k, kk), ec_i64(c, g->bm)), ec_v(c, k, mn)));
+      kir_emit_store(c->km, b, KIR_SHARED, g->sh[o], idx, ec_v(c, k, g->reg[o][i]));
+    }
 }
 
 static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at, gc_gen *G) {
@@ -295,72 +341,43 @@ static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_s
   const gc_value *A = op->operands[0], *B = op->operands[1];
   int BM = 128;
   if (s->batch * ((s->M + 127) / 128) * ((s->N + 127) / 128) < (c->t->num_sms > 0 ? c->t->num_sms : 1)) BM = 64;
-  const int TM = BM / 16, NA = BM * SG_BK / SG_THREADS;  /* elements per thread per operand tile */
+  const int TM = BM / 16;
   int64_t TMn = (s->M + BM - 1) / BM, TNn = (s->N + BM - 1) / BM, nk = (s->K + SG_BK - 1) / SG_BK;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TMn * TNn, SG_THREADS);
   gc_gen_init(G, c, k);
-  int a_kx = mm_contig_last(c, A), b_nx = mm_contig_last(c, B);
-  a_kx = a_kx < 0 ? !s->ta : (a_kx == 1) == !s->ta;  /* A's k is its contiguous dim */
-  b_nx = b_nx < 0 ? !s->tb : (b_nx == 1) == !s->tb;  /* B's n is */
+  sg_tiles g = {.x = {A, B}, .trans = {s->ta, s->tb}, .bm = BM, .n = BM * SG_BK / SG_THREADS, .at = at};
+  g.walk[0] = mm_walks_inner(c, A, s->ta);  /* A's k is its contiguous dim */
+  g.walk[1] = mm_walks_inner(c, B, s->tb);  /* B's n is */
   const int64_t stage = (int64_t)SG_BK * BM;
-  int sa = kir_add_shared(c->km, k, at, 2 * stage), sb = kir_add_shared(c->km, k, at, 2 * stage);
+  g.stage = stage;
+  g.sh[0] = kir_add_shared(c->km, k, at, 2 * stage);
+  g.sh[1] = kir_add_shared(c->km, k, at, 2 * stage);
   kir_block *b = &k->body;
-  int64_t dims3[3] = {s->batch, TMn, TNn};
-  int co[3], bco[GC_MAX_RANK];
-  gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
-  mm_batch_coords(c, k, b, s, co[0], bco);
-  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, BM)));
-  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, BM)));
+  mm_tile_origin(c, k, b, s, TMn, TNn, BM, BM, g.bco, &g.o[0], &g.o[1]);
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int tx = gc_ec_let(c, k, b, "tx", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, 16)));
   int ty = gc_ec_let(c, k, b, "ty", ec_bin(c, KIR_DIV, ec_v(c, k, tid), ec_i64(c, 16)));
-  /* this thread's elements of a tile: (tile row, k) of A and (k, tile col) of B, and their
-   * shared offsets (k-major: k * BM + row) */
-  int ar[8], ak[8], bk[8], bn[8], ra[8], rb[8];
-  for (int i = 0; i < NA; i++) {
-    kir_expr *e = ec_add(c, ec_v(c, k, tid), ec_i64(c, (int64_t)SG_THREADS * i));
-    int ev = gc_ec_let(c, k, b, "e", e);
-    ar[i] = gc_ec_let(c, k, b, "ar", a_kx ? ec_bin(c, KIR_DIV, ec_v(c, k, ev), ec_i64(c, SG_BK))
-                                          : ec_bin(c, KIR_REM, ec_v(c, k, ev), ec_i64(c, BM)));
-    ak[i] = gc_ec_let(c, k, b, "ak", a_kx ? ec_bin(c, KIR_REM, ec_v(c, k, ev), ec_i64(c, SG_BK))
-                                          : ec_bin(c, KIR_DIV, ec_v(c, k, ev), ec_i64(c, BM)));
-    bn[i] = gc_ec_let(c, k, b, "bn", b_nx ? ec_bin(c, KIR_REM, ec_v(c, k, ev), ec_i64(c, BM))
-                                          : ec_bin(c, KIR_DIV, ec_v(c, k, ev), ec_i64(c, SG_BK)));
-    bk[i] = gc_ec_let(c, k, b, "bk", b_nx ? ec_bin(c, KIR_DIV, ec_v(c, k, ev), ec_i64(c, BM))
-                                          : ec_bin(c, KIR_REM, ec_v(c, k, ev), ec_i64(c, SG_BK)));
-    ra[i] = gc_ec_var(c, k, "ra", at);
-    rb[i] = gc_ec_var(c, k, "rb", at);
+  /* this thread's elements e = tid + 256 i of a tile: the outer coordinate (A's m, B's k)
+   * and the inner one (A's k, B's n), the inner fastest when it is contiguous in memory */
+  for (int o = 0; o < 2; o++) {
+    int64_t inner = o ? BM : SG_BK, outer = o ? SG_BK : BM;
+    for (int i = 0; i < g.n; i++) {
+      int e = gc_ec_let(c, k, b, "e", ec_add(c, ec_v(c, k, tid), ec_i64(c, (int64_t)SG_THREADS * i)));
+      g.q[o][i] = gc_ec_let(c, k, b, "tq", g.walk[o] ? ec_bin(c, KIR_REM, ec_v(c, k, e), ec_i64(c, inner))
+                                                     : ec_bin(c, KIR_DIV, ec_v(c, k, e), ec_i64(c, outer)));
+      g.r[o][i] = gc_ec_let(c, k, b, "tr", g.walk[o] ? ec_bin(c, KIR_DIV, ec_v(c, k, e), ec_i64(c, inner))
+                                                     : ec_bin(c, KIR_REM, ec_v(c, k, e), ec_i64(c, outer)));
+      g.reg[o][i] = gc_ec_var(c, k, o ? "rb" : "ra", at);
+    }
   }
   int acc[8][8];
   for (int i = 0; i < TM; i++)
     for (int j = 0; j < TM; j++) acc[i][j] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, at, 0.0));
 
-  /* load K tile `kt` (i64 var) into the registers; store the registers into stage `st` */
-#define SG_LOAD(blk, kt)                                                                                            \
-  for (int i = 0; i < NA; i++) {                                                                                    \
-    int kbase = gc_ec_let(c, k, blk, "kb", ec_mul(c, ec_v(c, k, kt), ec_i64(c, SG_BK)));                           \
-    int gm = gc_ec_let(c, k, blk, "gm", ec_add(c, ec_v(c, k, m0), ec_v(c, k, ar[i])));                              \
-    int gk = gc_ec_let(c, k, blk, "gk", ec_add(c, ec_v(c, k, kbase), ec_v(c, k, ak[i])));                           \
-    sg_load(G, blk, A, s, bco, s->ta, gm, gk, s->M, s->K, ra[i], at);                                              \
-    int hk = gc_ec_let(c, k, blk, "gk", ec_add(c, ec_v(c, k, kbase), ec_v(c, k, bk[i])));                           \
-    int gn = gc_ec_let(c, k, blk, "gn", ec_add(c, ec_v(c, k, n0), ec_v(c, k, bn[i])));                              \
-    sg_load(G, blk, B, s, bco, s->tb, hk, gn, s->K, s->N, rb[i], at);                                              \
-  }
-#define SG_STORE(blk, st)                                                                                           \
-  for (int i = 0; i < NA; i++) {                                                                                    \
-    kir_expr *so = ec_mul(c, ec_v(c, k, st), ec_i64(c, stage));                                                     \
-    kir_emit_store(c->km, blk, KIR_SHARED, sa,                                                                      \
-                   ec_add(c, so, ec_add(c, ec_mul(c, ec_v(c, k, ak[i]), ec_i64(c, BM)), ec_v(c, k, ar[i]))),        \
-                   ec_v(c, k, ra[i]));                                                                               \
-    so = ec_mul(c, ec_v(c, k, st), ec_i64(c, stage));                                                               \
-    kir_emit_store(c->km, blk, KIR_SHARED, sb,                                                                      \
-                   ec_add(c, so, ec_add(c, ec_mul(c, ec_v(c, k, bk[i]), ec_i64(c, BM)), ec_v(c, k, bn[i]))),        \
-                   ec_v(c, k, rb[i]));                                                                               \
-  }
   int z = gc_ec_let(c, k, b, "z", ec_i64(c, 0));
   gc_gen_push(G);
-  SG_LOAD(b, z)
-  SG_STORE(b, z)
+  sg_load(G, b, &g, s, z);
+  sg_store(c, k, b, &g, z);
   gc_gen_pop(G);
   kir_emit_barrier(c->km, b);
 
@@ -368,7 +385,7 @@ static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_s
   kir_block *lb = kir_emit_for(c->km, b, kt, ec_i64(c, 0), ec_i64(c, nk), ec_i64(c, 1));
   gc_gen_push(G);
   int nt = gc_ec_let(c, k, lb, "nt", ec_add(c, ec_v(c, k, kt), ec_i64(c, 1)));
-  SG_LOAD(lb, nt)  /* past K: zeros, stored to the free stage and never read */
+  sg_load(G, lb, &g, s, nt);  /* past K: zeros, stored to the free stage and never read */
   int cs = gc_ec_let(c, k, lb, "cs", ec_bin(c, KIR_REM, ec_v(c, k, kt), ec_i64(c, 2)));
   int abase = gc_ec_let(c, k, lb, "ab", ec_add(c, ec_mul(c, ec_v(c, k, cs), ec_i64(c, stage)),
                                                ec_mul(c, ec_v(c, k, ty), ec_i64(c, TM))));
@@ -381,8 +398,8 @@ static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_s
       bv[i] = gc_ec_var(c, k, "b", at);
     }
     for (int h = 0; h < TM; h += 4) {
-      kir_emit_load_vec(c->km, lb, KIR_SHARED, sa, ec_add(c, ec_v(c, k, abase), ec_i64(c, (int64_t)kk * BM + h)), 4, av + h);
-      kir_emit_load_vec(c->km, lb, KIR_SHARED, sb, ec_add(c, ec_v(c, k, bbase), ec_i64(c, (int64_t)kk * BM + h)), 4, bv + h);
+      kir_emit_load_vec(c->km, lb, KIR_SHARED, g.sh[0], ec_add(c, ec_v(c, k, abase), ec_i64(c, (int64_t)kk * BM + h)), 4, av + h);
+      kir_emit_load_vec(c->km, lb, KIR_SHARED, g.sh[1], ec_add(c, ec_v(c, k, bbase), ec_i64(c, (int64_t)kk * BM + h)), 4, bv + h);
     }
     for (int i = 0; i < TM; i++)
       for (int j = 0; j < TM; j++)
@@ -390,22 +407,20 @@ static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_s
                         ec_bin(c, KIR_ADD, ec_v(c, k, acc[i][j]), ec_bin(c, KIR_MUL, ec_v(c, k, av[i]), ec_v(c, k, bv[j]))));
   }
   int ns = gc_ec_let(c, k, lb, "ns", ec_bin(c, KIR_REM, ec_v(c, k, nt), ec_i64(c, 2)));
-  SG_STORE(lb, ns)
+  sg_store(c, k, lb, &g, ns);
   gc_gen_pop(G);
   kir_emit_barrier(c->km, lb);
-#undef SG_LOAD
-#undef SG_STORE
 
   for (int i = 0; i < TM; i++) {
-    int gm = gc_ec_let(c, k, b, "gm", ec_add(c, ec_v(c, k, m0), ec_add(c, ec_mul(c, ec_v(c, k, ty), ec_i64(c, TM)), ec_i64(c, i))));
+    int gm = gc_ec_let(c, k, b, "gm", ec_add(c, ec_v(c, k, g.o[0]), ec_add(c, ec_mul(c, ec_v(c, k, ty), ec_i64(c, TM)), ec_i64(c, i))));
     kir_block *rbk;
     kir_emit_if(c->km, b, in_range(c, k, gm, s->M, 0), &rbk, NULL);
     for (int j = 0; j < TM; j++) {
-      int gn = gc_ec_let(c, k, rbk, "gn", ec_add(c, ec_v(c, k, n0), ec_add(c, ec_mul(c, ec_v(c, k, tx), ec_i64(c, TM)), ec_i64(c, j))));
+      int gn = gc_ec_let(c, k, rbk, "gn", ec_add(c, ec_v(c, k, g.o[1]), ec_add(c, ec_mul(c, ec_v(c, k, tx), ec_i64(c, TM)), ec_i64(c, j))));
       kir_block *tb;
       kir_emit_if(c->km, rbk, in_range(c, k, gn, s->N, 0), &tb, NULL);
       gc_gen_push(G);
-      int pt = mm_out_point(G, op->results[0], s, bco, gm, gn, -1);
+      int pt = mm_out_point(G, op->results[0], s, g.bco, gm, gn, -1);
       epilogue(G, tb, grp, pt, ec_v(c, k, acc[i][j]));
       gc_gen_pop(G);
     }
