@@ -4,7 +4,7 @@
  *   gc_lower turns each group into one kernel (codegen/lower.c).
  *
  * Decisions are deterministic (program order, op ids) and made over the
- * specialized graph, identically for both targets:
+ * specialized graph, identically for both targets but for step 0 (CUDA only):
  *   1. roots      every reduce/argmax, norm, matmul, conv and pool op starts a group;
  *                 output fusion grows its epilogue: the chain of elementwise
  *                 consumers of the root's shape whose other operands do not

@@ -18,6 +18,20 @@
 
 /* ---- contractions ---------------------------------------------------------------------------------- */
 
+/* "version 1;\ngraph @g" + body with every dtype placeholder T (before '[' or ')') replaced
+ * by the dtype name dt; malloc'd. */
+static char *graph_of_type(const char *body, const char *dt) {
+  gc_sbuf sb = {0};
+  gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+  for (const char *q = body; *q; q++) {
+    if (*q == 'T' && (q[1] == '[' || q[1] == ')'))
+      gc_sbuf_puts(&sb, dt);
+    else
+      gc_sbuf_putc(&sb, *q);
+  }
+  return gc_sbuf_take(&sb);
+}
+
 /* matmul: tile edges, K not a multiple of the tile, batch broadcasting, transposes. */
 START_TEST(test_matmul) {
   const char *T = NUMERIC[_i];
@@ -184,15 +198,7 @@ START_TEST(test_matmul_tensor_core) {
        "  %y = matmul(%c, %w);\n  return %y;\n}\n", 1, -1},
   };
   for (int k = 0; k < COUNT(cases); k++) {
-    gc_sbuf sb = {0};
-    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
-    for (const char *q = cases[k].body; *q; q++) {
-      if (*q == 'T' && (q[1] == '[' || q[1] == ')'))
-        gc_sbuf_puts(&sb, T);
-      else
-        gc_sbuf_putc(&sb, *q);
-    }
-    char *text = gc_sbuf_take(&sb);
+    char *text = graph_of_type(cases[k].body, T);
     /* every output tile (the heuristic picks 64x64 for these small grids on 132 SMs) */
     static const int tiles[][2] = {{0, 0}, {128, 128}, {128, 64}, {64, 128}};
     /* the im2col cases (the last fourteen): the heuristic's tile and 128x128 (each tile
@@ -287,15 +293,7 @@ START_TEST(test_matmul_wgmma) {
        "  %y = matmul(%c, %w);\n  return %y;\n}\n", 0, 2, 128},
   };
   for (int k = 0; k < COUNT(cases); k++) {
-    gc_sbuf sb = {0};
-    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
-    for (const char *q = cases[k].body; *q; q++) {
-      if (*q == 'T' && q[1] == '[')
-        gc_sbuf_puts(&sb, T);
-      else
-        gc_sbuf_putc(&sb, *q);
-    }
-    char *text = gc_sbuf_take(&sb);
+    char *text = graph_of_type(cases[k].body, T);
     g_tc_sms = cases[k].sms;
     gc_module *m = parse_ok(text);
     gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
@@ -363,15 +361,7 @@ START_TEST(test_matmul_attention) {
       "  return %o;\n}\n",
   };
   for (int ci = 0; ci < COUNT(cases); ci++) {
-    gc_sbuf sb = {0};
-    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
-    for (const char *q = cases[ci]; *q; q++) {
-      if (*q == 'T' && (q[1] == '[' || q[1] == ')'))
-        gc_sbuf_puts(&sb, T);
-      else
-        gc_sbuf_putc(&sb, *q);
-    }
-    char *text = gc_sbuf_take(&sb);
+    char *text = graph_of_type(cases[ci], T);
     gc_module *m = parse_ok(text);
     gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
     int found = 0;
@@ -387,6 +377,48 @@ START_TEST(test_matmul_attention) {
     gb kinds = {0};
     for (int i = 0; i < 8; i++) kinds.kinds[i] = i == 2 ? 'x' : 'i';  /* v any values; masks exact too */
     run_case_w(text, 4, ci == 3 ? 1 : 2, NULL, &kinds);  /* takes its text */
+  }
+}
+END_TEST
+
+/* Chains the attention fusion must leave alone (unfused kernels, still correct): a head dim
+ * that is no power of two, f32, a softmax over another axis, a scale that is no constant,
+ * scores that are returned too, a mask the scores broadcast into; and GRAPHC_FLASH=0. */
+START_TEST(test_matmul_attention_declined) {
+  static const char *const cases[] = {
+      "(%q: f16[2, 40, 48], %k: f16[2, 40, 48], %v: f16[2, 40, 48]) -> (f16[2, 40, 48]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %p = softmax(%s);\n  %o = matmul(%p, %v);\n  return %o;\n}\n",
+      "(%q: f32[2, 40, 32], %k: f32[2, 40, 32], %v: f32[2, 40, 32]) -> (f32[2, 40, 32]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %p = softmax(%s);\n  %o = matmul(%p, %v);\n  return %o;\n}\n",
+      "(%q: f16[40, 32], %k: f16[40, 32], %v: f16[40, 32]) -> (f16[40, 32]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %p = softmax(%s, axis=0);\n  %o = matmul(%p, %v);\n  return %o;\n}\n",
+      "(%q: f16[40, 32], %k: f16[40, 32], %v: f16[40, 32], %c: f16[]) -> (f16[40, 32]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %x = mul(%s, %c);\n  %p = softmax(%x);\n  %o = matmul(%p, %v);\n"
+      "  return %o;\n}\n",
+      "(%q: f16[40, 32], %k: f16[40, 32], %v: f16[40, 32]) -> (f16[40, 32], f16[40, 40]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %p = softmax(%s);\n  %o = matmul(%p, %v);\n  return %o, %s;\n}\n",
+      "(%q: f16[40, 32], %k: f16[40, 32], %v: f16[2, 40, 32], %m: f16[2, 40, 40]) -> (f16[2, 40, 32]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %x = add(%s, %m);\n  %p = softmax(%x);\n  %o = matmul(%p, %v);\n"
+      "  return %o;\n}\n",
+      /* the canonical chain, with the fusion turned off */
+      "(%q: f16[2, 40, 32], %k: f16[2, 40, 32], %v: f16[2, 40, 32]) -> (f16[2, 40, 32]) {\n"
+      "  %s = matmul(%q, %k, transpose_b=true);\n  %p = softmax(%s);\n  %o = matmul(%p, %v);\n  return %o;\n}\n",
+  };
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    int off = ci == COUNT(cases) - 1;
+    if (off) setenv("GRAPHC_FLASH", "0", 1);
+    char *text = graph_of_type(cases[ci], "f16");
+    gc_module *m = parse_ok(text);
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    for (int i = 0; i < p->kir->n_kernels; i++)
+      ck_assert_msg(!(strstr(p->kernel_ops[i], "softmax") && strstr(p->kernel_ops[i], "matmul")),
+                    "case %d: an attention kernel (%s)\n%s", ci, p->kernel_ops[i], text);
+    gc_plan_free(p);
+    gc_module_free(m);
+    gb kinds = {0};
+    for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
+    run_case_w(text, 4, 0, NULL, &kinds);  /* takes its text */
+    if (off) unsetenv("GRAPHC_FLASH");
   }
 }
 END_TEST
@@ -521,6 +553,7 @@ static Suite *lower_matmul_suite(void) {
   if (only("tensor_core")) tcase_add_loop_test(tc, test_matmul_tensor_core, 0, 2);
   if (only("wgmma")) tcase_add_loop_test(tc, test_matmul_wgmma, 0, 2);
   if (only("attention")) tcase_add_loop_test(tc, test_matmul_attention, 0, 2);
+  if (only("attention_declined")) tcase_add_test(tc, test_matmul_attention_declined);
   if (only("simt")) tcase_add_loop_test(tc, test_matmul_simt, 0, 1);
   if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 1);
   if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
