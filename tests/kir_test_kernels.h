@@ -434,4 +434,17 @@ static int check_pack2(uint32_t got, gc_dtype t, float lo, float hi, char *msg, 
   return 1;
 }
 
+/* The pack2 kernel's output for n items (out[2i]: f16 of (x[i], y[i]), out[2i + 1]: bf16),
+ * item 0 being (1.0, -65535): f16 1.0 = 0x3c00, -65535 overflows to -inf; bf16 1.0 =
+ * 0x3f80, -65535 rounds to -65536 = 0xc780. Check-asserts every word. */
+static void check_pack2_all(const uint32_t *out, const float *x, const float *y, int n, unsigned seed) {
+  ck_assert_uint_eq(out[0], 0xfc003c00u);
+  ck_assert_uint_eq(out[1], 0xc7803f80u);
+  char msg[256];
+  for (int i = 0; i < n; i++)
+    for (int h = 0; h < 2; h++)
+      ck_assert_msg(check_pack2(out[2 * i + h], h ? BF16 : F16, x[i], y[i], msg, sizeof msg), "seed %u item %d: %s",
+                    seed, i, msg);
+}
+
 #endif

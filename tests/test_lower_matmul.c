@@ -18,6 +18,13 @@
 
 /* ---- contractions ---------------------------------------------------------------------------------- */
 
+/* run_case_w with every argument of kind `kind` (takes text). */
+static void run_case_kind(char *text, int chain, char kind) {
+  gb kinds = {0};
+  for (int i = 0; i < 8; i++) kinds.kinds[i] = kind;
+  run_case_w(text, chain, 0, NULL, &kinds);
+}
+
 /* "version 1;\ngraph @g" + body with every dtype placeholder T (before '[' or ')') replaced
  * by the dtype name dt; malloc'd. */
 static char *graph_of_type(const char *body, const char *dt) {
@@ -309,9 +316,7 @@ START_TEST(test_matmul_wgmma) {
     }
     gc_plan_free(p);
     gc_module_free(m);
-    gb kinds = {0};
-    for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
-    run_case_w(text, 1, 0, NULL, &kinds);  /* takes its text */
+    run_case_kind(text, 1, 'x');  /* takes its text */
   }
   g_tc_sms = 0;
 }
@@ -415,9 +420,7 @@ START_TEST(test_matmul_attention_declined) {
                     "case %d: an attention kernel (%s)\n%s", ci, p->kernel_ops[i], text);
     gc_plan_free(p);
     gc_module_free(m);
-    gb kinds = {0};
-    for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
-    run_case_w(text, 4, 0, NULL, &kinds);  /* takes its text */
+    run_case_kind(text, 4, 'x');  /* takes its text */
     if (off) unsetenv("GRAPHC_FLASH");
   }
 }
@@ -454,9 +457,7 @@ START_TEST(test_matmul_simt) {
                   k0->n_shared, text);
     gc_plan_free(p);
     gc_module_free(m);
-    gb kinds = {0};
-    for (int i = 0; i < 8; i++) kinds.kinds[i] = 'x';
-    run_case_w(text, 1, 0, NULL, &kinds);  /* takes its text */
+    run_case_kind(text, 1, 'x');  /* takes its text */
   }
   g_tc_sms = 0;
 }
