@@ -217,6 +217,9 @@ kir_expr *gc_ec_identity(gc_lowerer *c, gc_ec_comb op, gc_dtype t);
 kir_expr *gc_ec_combine(gc_lowerer *c, kir_kernel *k, gc_ec_comb op, int a, int b);
 /* NaN-propagating max (is_max) / min of two vars (ints: plain). */
 kir_expr *gc_ec_maxmin(gc_lowerer *c, kir_kernel *k, int is_max, int a, int b);
+/* BLOCKS launch: reduce var v across each aligned group of `width` lanes of a
+ * warp (a power of two, shuffles only); every lane ends with its group's value. */
+void gc_ec_group_reduce(gc_lowerer *c, kir_kernel *k, kir_block *b, gc_ec_comb op, int v, int width);
 /* BLOCKS launch: reduce var v across the group; every thread ends with the
  * result in v. `sh` is a shared array of >= block/warp entries of v's type.
  * Ends with a barrier, so `sh` may be reused right away. */

@@ -382,8 +382,17 @@ int gc_emit_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
 /* ---- row-wise normalizations ------------------------------------------------------------------ */
 
 /* A row kernel over [outer, R, inner]: BLOCKS (one group per row, inner == 1)
- * or ITEMS (one item per (outer, inner) pair, looping over the row). */
+ * or ITEMS (one item per (outer, inner) pair, looping over the row). A BLOCKS
+ * group is a whole block, or (row groups) `tpr` lanes of a warp, with several
+ * rows per block: no shared memory, no barriers, reductions by shuffles alone. */
 enum { ROW_CACHE_MAX = 32 };  /* row elements a thread may keep in registers */
+/* layernorm and rmsnorm on a block per row: up to 64, in blocks of 128-256 threads.
+ * H200, rows of 8192 (NVRTC): layernorm f32 65% -> 86% of copy (its 256-thread blocks
+ * took 124 registers, two rows per SM), rmsnorm f16/bf16 76% -> 83%, the rest within
+ * 2%; softmax lost 6% (its exp makes each thread's chain the limit), so it keeps 32. */
+enum { ROW_CACHE_NORM = 64 };
+enum { ROW_GROUP_BLOCK = 128 };  /* threads per block of row groups */
+enum { ROW_RED_MAX = 2 };        /* values one block reduction combines at once */
 
 typedef struct row_kernel {
   kir_kernel *k;
@@ -391,36 +400,81 @@ typedef struct row_kernel {
   int blocks;
   int64_t R, inner;
   int base;                  /* var: element index of r = 0 */
-  int sh;                    /* BLOCKS: shared slots for block reductions */
+  int sh[2];                 /* BLOCKS: shared slots for block reductions, used in turn */
+  int nred;                  /* block reductions so far */
+  int tpr;                   /* BLOCKS: threads per row (the block, or a row group's lanes) */
+  int lane;                  /* var: the thread's index among its row's tpr threads */
+  int64_t outer;
+  int row;                   /* row groups: var, the group's row; -1 in block mode */
+  int row_guard;             /* row groups: outer % rows per block != 0 (rows past outer) */
   /* One pass over memory (BLOCKS, R <= block * ROW_CACHE_MAX): each thread loads
    * its nc elements r = thread + j * block once into xc[j]; every later pass reads
    * the registers. guard: R % block != 0, so the last positions may be past R. */
   int nc, guard;
-  int rpos[ROW_CACHE_MAX], xc[ROW_CACHE_MAX];
-  /* vec > 1: the row input is a buffer read with vec-wide loads; thread t holds
-   * elements (t + j * block) * vec + e, and outputs are written vec-wide too */
-  int vec;
+  int rpos[ROW_CACHE_NORM], xc[ROW_CACHE_NORM];
+  int cache_max;             /* elements a thread may cache: ROW_CACHE_MAX or ROW_CACHE_NORM */
+  /* vec > 1: thread t holds elements (t + j * block) * vec + e, read with vec-wide
+   * loads when the row input is a buffer (vload), and outputs are written vec-wide */
+  int vec, vload;
   int npend, pend[KIR_MAX_VEC];  /* points bound by row_put, stored by row_flush */
 } row_kernel;
 
-/* Width of 16-byte row loads of `in`, or 0: in must be a buffer (not computed by the
- * group), each thread must get at least one vector, and the row must fit in registers. */
-static int row_vec_width(const gc_lowerer *c, const gc_value *in, int64_t R) {
-  if (in->def && c->inl[in->def->id]) return 0;
-  if (c->val_buf[in->id] < 0 || in->type.dtype == GRAPHC_DTYPE_BOOL) return 0;
+/* Elements per 16 bytes of `in` when a thread may take its row elements in such
+ * vectors, else 0: each thread must get at least one vector (of `min_threads`), and
+ * the row must fit in registers. The layout does not depend on whether `in` is a
+ * buffer (read 16 bytes at a time) or computed by the group (element by element),
+ * so a fused input adds in the same order as the same input read from memory. */
+static int row_vec_width(const gc_value *in, int64_t R, int64_t min_threads) {
+  if (in->type.dtype == GRAPHC_DTYPE_BOOL) return 0;
   int w = (int)(16 / graphc_dtype_size(in->type.dtype));
-  if (w < 2 || w > KIR_MAX_VEC || R % w || R / w < 32 || R > 256 * ROW_CACHE_MAX) return 0;
+  if (w < 2 || w > KIR_MAX_VEC || R % w || R / w < min_threads || R > 256 * ROW_CACHE_MAX) return 0;
   return w;
 }
 
-/* Create the kernel and compute the row base; `in` is the row input. */
+/* Threads per row of row groups for a row of R elements read `vec` wide (0: a block
+ * per row): the most lanes, up to a warp, that leave every lane a vector, when each
+ * lane's vectors then fit in ROW_CACHE_MAX registers. Short rows would otherwise
+ * leave most of a block idle, and a block per row pays two barriers per reduction
+ * (H200, rows of 1024: docs/performance.md). */
+static int row_group_lanes(const gc_lowerer *c, int64_t R, int vec) {
+  if (!vec || !c->t->row_groups || c->t->warp_size < 32) return 0;
+  int64_t nvec = R / vec;
+  int tpr = 32;
+  while (tpr > 4 && tpr > nvec) tpr /= 2;
+  if (tpr > nvec) return 0;
+  return (nvec + tpr - 1) / tpr * vec <= ROW_CACHE_MAX ? tpr : 0;
+}
+
+/* Create the kernel and compute the row base; `in` is the row input, `cache_max`
+ * the elements a thread of a block per row may keep in registers. */
 static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, int64_t inner,
-                     gc_dtype acc_t, const gc_value *in) {
+                     gc_dtype acc_t, const gc_value *in, int cache_max) {
+  GC_ASSERT(cache_max == ROW_CACHE_MAX || cache_max == ROW_CACHE_NORM);
+  rk->cache_max = ROW_CACHE_MAX;
   rk->R = R;
   rk->inner = inner;
+  rk->outer = outer;
+  rk->sh[0] = rk->sh[1] = -1;
+  rk->nred = 0;
+  rk->row = -1;
+  rk->row_guard = 0;
   rk->blocks = c->t->kind == KIR_TARGET_CUDA && inner == 1;
-  rk->vec = rk->blocks ? row_vec_width(c, in, R) : 0;
-  if (rk->blocks) {
+  int gv = rk->blocks ? row_vec_width(in, R, 4) : 0;
+  rk->tpr = row_group_lanes(c, R, gv);
+  rk->vec = rk->tpr ? gv : rk->blocks ? row_vec_width(in, R, 32) : 0;
+  rk->vload = rk->vec && !(in->def && c->inl[in->def->id]) && c->val_buf[in->id] >= 0;
+  if (rk->tpr) {
+    int rpb = ROW_GROUP_BLOCK / rk->tpr;
+    rk->row_guard = outer % rpb != 0;
+    rk->k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, (outer + rpb - 1) / rpb, ROW_GROUP_BLOCK);
+    kir_kernel *k = rk->k;
+    int tid = gc_ec_let(c, k, &k->body, "tid", ec_thread(c));
+    kir_expr *row = ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, rpb)),
+                           ec_bin(c, KIR_DIV, ec_v(c, k, tid), ec_i64(c, rk->tpr)));
+    rk->row = gc_ec_let(c, k, &k->body, "row", row);
+    rk->lane = gc_ec_let(c, k, &k->body, "lane", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, rk->tpr)));
+    rk->base = gc_ec_let(c, k, &k->body, "base", ec_mul(c, ec_v(c, k, rk->row), ec_i64(c, R)));
+  } else if (rk->blocks) {
     int block = gc_ec_row_block(c, R);
     if (rk->vec) {  /* every thread gets whole vectors: at most R / vec threads, warp multiples */
       int64_t most = R / rk->vec / 32 * 32;
@@ -432,14 +486,27 @@ static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, in
       int64_t half = R / rk->vec / 2 / 32 * 32;
       if (graphc_dtype_size(in->type.dtype) <= 2 && half >= 32 && half < block && R <= half * ROW_CACHE_MAX)
         block = (int)half;
+      /* norms: the fewest threads, at least 128, that keep at most cache_max each */
+      int64_t fit = (R + cache_max - 1) / cache_max;
+      fit = (fit + 31) / 32 * 32;
+      if (fit < 128) fit = 128;
+      if (cache_max > ROW_CACHE_MAX && fit < block) {
+        block = (int)fit;
+        rk->cache_max = cache_max;
+      }
     }
     rk->k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, outer, block);
     kir_kernel *k = rk->k;
-    rk->sh = kir_add_shared(c->km, k, acc_t, k->launch.block / c->t->warp_size);
+    rk->tpr = block;
+    rk->lane = gc_ec_let(c, k, &k->body, "tid", ec_thread(c));
+    for (int i = 0; i < 2; i++)
+      rk->sh[i] = kir_add_shared(c->km, k, acc_t, ROW_RED_MAX * (k->launch.block / c->t->warp_size));
     rk->base = gc_ec_let(c, k, &k->body, "base", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, R)));
   } else {
     rk->k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, outer * inner, 256);
     kir_kernel *k = rk->k;
+    rk->tpr = 1;
+    rk->lane = -1;
     int64_t dims2[2] = {outer, inner};
     int co[2];
     gc_ec_unravel(c, k, &k->body, k->item_var, 2, dims2, co);
@@ -451,16 +518,29 @@ static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, in
   rk->npend = 0;
 }
 
+/* Guard of the thread's cached element j: inside the row and (row groups) a row
+ * before `outer`; NULL when every thread's element j is there. */
+static kir_expr *row_guard(gc_lowerer *c, row_kernel *rk, int j) {
+  kir_kernel *k = rk->k;
+  kir_expr *g = NULL;
+  if (rk->guard) g = ec_bin(c, KIR_LT, ec_v(c, k, rk->rpos[j]), ec_i64(c, rk->R));
+  if (rk->row_guard) {
+    kir_expr *in = ec_bin(c, KIR_LT, ec_v(c, k, rk->row), ec_i64(c, rk->outer));
+    g = g ? ec_bin(c, KIR_AND, g, in) : in;
+  }
+  return g;
+}
+
 /* row_cache with vec-wide loads: nv vectors per thread. */
 static void row_cache_vec(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_dtype ct, int nv) {
   kir_kernel *k = rk->k;
   kir_block *b = &k->body;
   int w = rk->vec;
-  int64_t block = k->launch.block;
+  int64_t block = rk->tpr;
   rk->nc = nv * w;
   rk->guard = rk->R % (block * w) != 0;
-  int p = gc_gen_rparam(&rk->G, c->val_buf[in->id], in->type.dtype);
-  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  int p = rk->vload ? gc_gen_rparam(&rk->G, c->val_buf[in->id], in->type.dtype) : -1;
+  int tid = rk->lane;
   for (int j = 0; j < nv; j++) {
     kir_expr *r0 = ec_mul(c, ec_add(c, ec_v(c, k, tid), ec_i64(c, block * j)), ec_i64(c, w));
     int r0v = gc_ec_let(c, k, b, "r", r0);
@@ -468,10 +548,21 @@ static void row_cache_vec(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_
     for (int e = 0; e < w; e++) {
       rk->rpos[j * w + e] = e ? gc_ec_let(c, k, b, "r", ec_add(c, ec_v(c, k, r0v), ec_i64(c, e))) : r0v;
       rk->xc[j * w + e] = gc_ec_let(c, k, b, "xc", gc_ec_num(c, ct, 0.0));
-      raw[e] = gc_ec_var(c, k, "xr", in->type.dtype);
+      if (rk->vload) raw[e] = gc_ec_var(c, k, "xr", in->type.dtype);
     }
     kir_block *tb = b;
-    if (rk->guard) kir_emit_if(c->km, b, ec_bin(c, KIR_LT, ec_v(c, k, r0v), ec_i64(c, rk->R)), &tb, NULL);
+    kir_expr *g = row_guard(c, rk, j * w);
+    if (g) kir_emit_if(c->km, b, g, &tb, NULL);
+    if (!rk->vload) {  /* computed by the group: element by element, same layout */
+      for (int e = 0; e < w; e++) {
+        gc_gen_push(&rk->G);
+        int l = gc_ec_let(c, k, tb, "l", ec_add(c, ec_v(c, k, rk->base), ec_v(c, k, rk->rpos[j * w + e])));
+        int v = gc_gen_val(&rk->G, tb, in, gc_gen_pt(&rk->G, &in->type, l, NULL));
+        kir_emit_assign(c->km, tb, rk->xc[j * w + e], ec_v(c, k, v));
+        gc_gen_pop(&rk->G);
+      }
+      continue;
+    }
     kir_expr *idx = ec_add(c, ec_v(c, k, rk->base), ec_v(c, k, r0v));
     kir_emit_load_vec(c->km, tb, KIR_GLOBAL, p, idx, w, raw);
     for (int e = 0; e < w; e++)
@@ -483,20 +574,22 @@ static void row_cache_vec(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_
  * too long or the kernel is not a BLOCKS row kernel. */
 static void row_cache(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_dtype ct) {
   kir_kernel *k = rk->k;
-  int64_t block = k->launch.block, nc = (rk->R + block - 1) / block;
+  int64_t block = rk->tpr, nc = rk->blocks ? (rk->R + block - 1) / block : 0;
   if (rk->vec) {
     int64_t w = rk->vec, nv = (rk->R + block * w - 1) / (block * w);
-    if (nv * w <= ROW_CACHE_MAX) {
+    if (nv * w <= rk->cache_max) {
       row_cache_vec(c, rk, in, ct, (int)nv);
       return;
     }
+    GC_ASSERT(rk->row < 0);  /* row groups are chosen only where the row fits */
     rk->vec = 0;
+    rk->cache_max = ROW_CACHE_MAX;
   }
   if (!rk->blocks || nc > ROW_CACHE_MAX) return;
   kir_block *b = &k->body;
   rk->nc = (int)nc;
   rk->guard = rk->R % block != 0;
-  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  int tid = rk->lane;
   for (int j = 0; j < rk->nc; j++) {
     rk->rpos[j] = gc_ec_let(c, k, b, "r", ec_add(c, ec_v(c, k, tid), ec_i64(c, block * j)));
     rk->xc[j] = gc_ec_let(c, k, b, "xc", gc_ec_num(c, ct, 0.0));
@@ -514,15 +607,18 @@ static void row_cache(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_dtyp
 /* Body block for cached element j (inside its guard), with a generator scope that
  * row_end closes. */
 static kir_block *row_elem(gc_lowerer *c, row_kernel *rk, int j) {
-  kir_kernel *k = rk->k;
-  kir_block *tb = &k->body;
-  if (rk->guard) kir_emit_if(c->km, tb, ec_bin(c, KIR_LT, ec_v(c, k, rk->rpos[j]), ec_i64(c, rk->R)), &tb, NULL);
+  kir_block *tb = &rk->k->body;
+  kir_expr *g = row_guard(c, rk, j);
+  if (g) kir_emit_if(c->km, tb, g, &tb, NULL);
   gc_gen_push(&rk->G);
   return tb;
 }
 
 /* Modeled traffic, generator released, kernel launched. */
 static void row_close(gc_lowerer *c, row_kernel *rk, double flops_per_elem, int64_t n) {
+  /* the next row of this block (the launch loop) starts again with sh[0]: after an odd
+   * count of reductions, sh[0] may still be read until every thread passes a barrier */
+  if (rk->nred & 1) kir_emit_barrier(c->km, &rk->k->body);
   rk->k->bytes_moved = gc_gen_bytes(&rk->G, -1);
   rk->k->flops = flops_per_elem * (double)n;
   gc_gen_free(&rk->G);
@@ -533,6 +629,7 @@ static void row_close(gc_lowerer *c, row_kernel *rk, double flops_per_elem, int6
  * Opens a generator scope that row_end closes. */
 static kir_block *row_loop(gc_lowerer *c, row_kernel *rk, int *r) {
   kir_kernel *k = rk->k;
+  GC_ASSERT(rk->row < 0);  /* row groups always hold the row in registers */
   gc_gen_push(&rk->G);
   if (rk->blocks) return gc_ec_thread_loop(c, k, &k->body, r, rk->R);
   *r = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
@@ -555,10 +652,58 @@ static int row_param(row_kernel *rk, kir_block *body, const gc_value *v, int r) 
   return gc_gen_val(&rk->G, body, v, gc_gen_pt(&rk->G, &v->type, r, NULL));
 }
 
-/* Combine per-thread partials across the group (BLOCKS only). */
-static void row_reduce(gc_lowerer *c, row_kernel *rk, gc_ec_comb op, int v) {
-  if (rk->blocks) gc_ec_block_reduce(c, rk->k, &rk->k->body, op, v, rk->sh);
+/* Load the per-row parameter v at the vector of cached elements j0 .. j0 + vec - 1
+ * with one vector load when v is a buffer, so that row_param finds the lanes
+ * (else row_param loads them one by one). */
+static void row_param_vec(gc_lowerer *c, row_kernel *rk, kir_block *body, const gc_value *v, int j0) {
+  int w = rk->vec;
+  gc_dtype dt = v->type.dtype;
+  if (w < 2 || (v->def && c->inl[v->def->id]) || c->val_buf[v->id] < 0 || dt == GRAPHC_DTYPE_BOOL ||
+      graphc_dtype_size(dt) * (size_t)w > 16 || gc_type_numel(&v->type) != rk->R)
+    return;
+  kir_kernel *k = rk->k;
+  int p = gc_gen_rparam(&rk->G, c->val_buf[v->id], dt);
+  int raw[KIR_MAX_VEC];
+  for (int e = 0; e < w; e++) raw[e] = gc_ec_var(c, k, "pr", dt);
+  kir_emit_load_vec(c->km, body, KIR_GLOBAL, p, ec_v(c, k, rk->rpos[j0]), w, raw);
+  for (int e = 0; e < w; e++) {
+    int var = gc_ec_let(c, k, body, v->name, ec_cast(c, gc_ec_compute_type(dt), ec_v(c, k, raw[e])));
+    gc_gen_bind(&rk->G, v, gc_gen_pt(&rk->G, &v->type, rk->rpos[j0 + e], NULL), var);
+  }
 }
+
+/* Combine per-thread partials across the group (BLOCKS only). */
+static void row_reduce_n(gc_lowerer *c, row_kernel *rk, gc_ec_comb op, const int *v, int n) {
+  kir_kernel *k = rk->k;
+  kir_block *b = &k->body;
+  if (!rk->blocks) return;
+  GC_ASSERT(n >= 1 && n <= ROW_RED_MAX);
+  int ws = c->t->warp_size, nw = k->launch.block / ws;
+  for (int i = 0; i < n; i++) gc_ec_group_reduce(c, k, b, op, v[i], rk->row >= 0 ? rk->tpr : ws);
+  if (rk->row >= 0 || nw == 1) return;
+  /* Warp w's values go to slots i * nw + w of one of two arrays, used in turn: a
+   * reduction's barrier orders every read of the array two reductions back before
+   * this one's writes, so one barrier per reduction is enough. Warps fold in order
+   * (as gc_ec_block_reduce). */
+  int sh = rk->sh[rk->nred++ & 1];
+  kir_block *then_b;
+  kir_expr *lane0 = ec_bin(c, KIR_EQ, kir_special_ref(c->km, KIR_SP_LANE), ec_i32(c, 0));
+  kir_emit_if(c->km, b, lane0, &then_b, NULL);
+  kir_expr *wi = kir_cast(c->km, GRAPHC_DTYPE_I64, kir_special_ref(c->km, KIR_SP_WARP));
+  for (int i = 0; i < n; i++)
+    kir_emit_store(c->km, then_b, KIR_SHARED, sh, ec_add(c, wi, ec_i64(c, (int64_t)i * nw)), ec_v(c, k, v[i]));
+  kir_emit_barrier(c->km, b);
+  for (int i = 0; i < n; i++) {
+    int tmp = gc_ec_var(c, k, "o", k->vars[v[i]].type);
+    kir_emit_assign(c->km, b, v[i], kir_load(c->km, k, KIR_SHARED, sh, ec_i64(c, (int64_t)i * nw)));
+    for (int w = 1; w < nw; w++) {
+      kir_emit_assign(c->km, b, tmp, kir_load(c->km, k, KIR_SHARED, sh, ec_i64(c, (int64_t)i * nw + w)));
+      kir_emit_assign(c->km, b, v[i], gc_ec_combine(c, k, op, v[i], tmp));
+    }
+  }
+}
+
+static void row_reduce(gc_lowerer *c, row_kernel *rk, gc_ec_comb op, int v) { row_reduce_n(c, rk, op, &v, 1); }
 
 /* A new var holding the reduction (op) over the row of f(x), where f subtracts
  * var `sub` (when >= 0), then exponentiates (ex) or squares (sq). */
@@ -624,7 +769,7 @@ static int lower_softmax(gc_lowerer *c, const gc_fusion_group *grp) {
   int64_t inner = t->rank ? gc_ec_prod(t->dims, axis + 1, t->rank) : 1;
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   row_kernel rk;
-  row_open(c, &rk, outer, R, inner, ct, in);
+  row_open(c, &rk, outer, R, inner, ct, in, ROW_CACHE_MAX);
   kir_kernel *k = rk.k;
   row_cache(c, &rk, in, ct);
   int mx = row_accumulate(c, &rk, in, GC_EC_MAX, ct, -1, 0, 0);
@@ -632,8 +777,8 @@ static int lower_softmax(gc_lowerer *c, const gc_fusion_group *grp) {
   int r, fin;
   if (op->opcode == GC_OP_LOG_SOFTMAX)
     fin = gc_ec_let(c, k, &k->body, "ls", kir_unary(c->km, KIR_LOG, ec_v(c, k, sum)));
-  else
-    fin = sum;
+  else  /* one division per row, a multiply per element */
+    fin = gc_ec_let(c, k, &k->body, "inv", ec_bin(c, KIR_DIV, gc_ec_num(c, ct, 1.0), ec_v(c, k, sum)));
   /* cached: one block per register-held element; else a loop reading the row again */
   int step = rk.nc && rk.vec ? rk.vec : 1;
   for (int j0 = 0; j0 < (rk.nc ? rk.nc : 1); j0 += step) {
@@ -644,7 +789,7 @@ static int lower_softmax(gc_lowerer *c, const gc_fusion_group *grp) {
       int xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_SUB, ec_v(c, k, xin), ec_v(c, k, mx)));
       kir_expr *y = op->opcode == GC_OP_LOG_SOFTMAX
                         ? ec_bin(c, KIR_SUB, ec_v(c, k, xv), ec_v(c, k, fin))
-                        : ec_bin(c, KIR_DIV, kir_unary(c->km, KIR_EXP, ec_v(c, k, xv)), ec_v(c, k, fin));
+                        : ec_bin(c, KIR_MUL, kir_unary(c->km, KIR_EXP, ec_v(c, k, xv)), ec_v(c, k, fin));
       row_put(c, &rk, body, grp, pt, y);
     }
     row_flush(&rk, body, grp);
@@ -669,7 +814,7 @@ static int lower_layernorm(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   double eps = gc_op_attr_float(op, "eps", 1e-5);
   row_kernel rk;
-  row_open(c, &rk, outer, R, 1, ct, in);
+  row_open(c, &rk, outer, R, 1, ct, in, ROW_CACHE_NORM);
   kir_kernel *k = rk.k;
   kir_block *kb = &k->body;
   row_cache(c, &rk, in, ct);
@@ -687,8 +832,8 @@ static int lower_layernorm(gc_lowerer *c, const gc_fusion_group *grp) {
     kir_emit_assign(c->km, body, s2, ec_bin(c, KIR_ADD, ec_v(c, k, s2), sq));
     row_end(&rk);
   }
-  row_reduce(c, &rk, GC_EC_SUM, s1);
-  row_reduce(c, &rk, GC_EC_SUM, s2);
+  int s12[2] = {s1, s2};
+  row_reduce_n(c, &rk, GC_EC_SUM, s12, 2);
   int corr = gc_ec_let(c, k, kb, "corr", ec_bin(c, KIR_DIV, ec_v(c, k, s1), gc_ec_num(c, ct, (double)R)));
   kir_expr *var = ec_bin(c, KIR_SUB, ec_v(c, k, s2), ec_bin(c, KIR_MUL, ec_v(c, k, s1), ec_v(c, k, corr)));
   var = ec_bin(c, KIR_MAX, ec_bin(c, KIR_DIV, var, gc_ec_num(c, ct, (double)R)), gc_ec_num(c, ct, 0.0));
@@ -697,6 +842,10 @@ static int lower_layernorm(gc_lowerer *c, const gc_fusion_group *grp) {
   int step = rk.nc && rk.vec ? rk.vec : 1;
   for (int j0 = 0; j0 < (rk.nc ? rk.nc : 1); j0 += step) {
     kir_block *body = rk.nc ? row_elem(c, &rk, j0) : row_loop(c, &rk, &r);
+    if (step > 1) {
+      row_param_vec(c, &rk, body, op->operands[1], j0);
+      row_param_vec(c, &rk, body, op->operands[2], j0);
+    }
     for (int j = j0; j < j0 + step; j++) {
       int rv = rk.nc ? rk.rpos[j] : r;
       int pt = row_point(c, &rk, body, t, rv);
@@ -724,7 +873,7 @@ static int lower_rmsnorm(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_dtype ct = gc_ec_compute_type(t->dtype);
   double eps = gc_op_attr_float(op, "eps", 1e-6);
   row_kernel rk;
-  row_open(c, &rk, outer, R, 1, ct, in);
+  row_open(c, &rk, outer, R, 1, ct, in, ROW_CACHE_NORM);
   kir_kernel *k = rk.k;
   kir_block *kb = &k->body;
   row_cache(c, &rk, in, ct);
@@ -736,6 +885,7 @@ static int lower_rmsnorm(gc_lowerer *c, const gc_fusion_group *grp) {
   int step = rk.nc && rk.vec ? rk.vec : 1;
   for (int j0 = 0; j0 < (rk.nc ? rk.nc : 1); j0 += step) {
     kir_block *body = rk.nc ? row_elem(c, &rk, j0) : row_loop(c, &rk, &r);
+    if (step > 1) row_param_vec(c, &rk, body, op->operands[1], j0);
     for (int j = j0; j < j0 + step; j++) {
       int rv = rk.nc ? rk.rpos[j] : r;
       int pt = row_point(c, &rk, body, t, rv);

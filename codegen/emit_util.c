@@ -180,6 +180,17 @@ kir_expr *gc_ec_combine(gc_lowerer *c, kir_kernel *k, gc_ec_comb op, int a, int 
   return gc_ec_maxmin(c, k, op == GC_EC_MAX, a, b);
 }
 
+/* Butterfly over aligned groups of `width` lanes (a power of two <= the warp):
+ * every lane ends with its group's value. */
+void gc_ec_group_reduce(gc_lowerer *c, kir_kernel *k, kir_block *b, gc_ec_comb op, int v, int width) {
+  GC_ASSERT(width >= 1 && width <= c->t->warp_size && (width & (width - 1)) == 0);
+  int tmp = gc_ec_var(c, k, "o", k->vars[v].type);
+  for (int off = width / 2; off >= 1; off /= 2) {
+    kir_emit_assign(c->km, b, tmp, kir_shfl_xor(c->km, ec_v(c, k, v), off));
+    kir_emit_assign(c->km, b, v, gc_ec_combine(c, k, op, v, tmp));
+  }
+}
+
 /* Warp butterfly (every lane ends with the warp's value), one slot per warp in
  * shared memory, then every thread folds the warp slots in the same order. */
 void gc_ec_block_reduce(gc_lowerer *c, kir_kernel *k, kir_block *b, gc_ec_comb op, int v, int sh) {
@@ -187,12 +198,9 @@ void gc_ec_block_reduce(gc_lowerer *c, kir_kernel *k, kir_block *b, gc_ec_comb o
   int ws = c->t->warp_size;
   int nw = k->launch.block / ws;
   GC_ASSERT(nw >= 1 && nw * ws == k->launch.block);
-  int tmp = gc_ec_var(c, k, "o", t);
-  for (int off = ws / 2; off >= 1; off /= 2) {
-    kir_emit_assign(c->km, b, tmp, kir_shfl_xor(c->km, ec_v(c, k, v), off));
-    kir_emit_assign(c->km, b, v, gc_ec_combine(c, k, op, v, tmp));
-  }
+  gc_ec_group_reduce(c, k, b, op, v, ws);
   if (nw == 1) return;
+  int tmp = gc_ec_var(c, k, "o", t);
   kir_block *then_b;
   kir_expr *lane0 = ec_bin(c, KIR_EQ, kir_special_ref(c->km, KIR_SP_LANE), ec_i32(c, 0));
   kir_emit_if(c->km, b, lane0, &then_b, NULL);

@@ -48,6 +48,9 @@ typedef struct kir_target {
                              unless GRAPHC_FLASH=0 */
   int simt_blocked;        /* f32 matmuls (no tensor cores) on the register-blocked kernel
                              (codegen/emit_linalg.c mm_simt); GRAPHC_SIMT=0: the 32x32 one */
+  int row_groups;          /* rows of at most 32 registers per thread in thread groups of <= 32
+                             lanes, several rows per block, reduced with shuffles alone
+                             (codegen/emit_reduce.c); GRAPHC_ROW_GROUPS=0: a block per row */
   const struct gc_tuning *tuning; /* measured choices (codegen/tuning.h), or NULL */
 } kir_target;
 

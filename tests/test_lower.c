@@ -302,7 +302,10 @@ START_TEST(test_softmax) {
   static const struct { const char *shape, *axis; } cases[] = {
       {"3, 1023", "-1"}, {"4, 17, 3", "1"}, {"4097", "0"}, {"1", "0"}, {"2, 1", "1"}, {"2, 5, 33", "2"},
       /* 16-byte row loads and stores on CUDA: whole and partial last vectors per block */
-      {"3, 1024", "-1"}, {"2, 1032", "-1"}};
+      {"3, 1024", "-1"}, {"2, 1032", "-1"},
+      /* row groups (CUDA): 4-32 lanes per row, several rows per block, the last block's
+       * rows past the end, a partial last vector per group */
+      {"37, 64", "-1"}, {"5, 72", "-1"}, {"3, 40", "-1"}};
   for (int k = 0; k < COUNT(cases); k++) {
     char n[16];
     snprintf(n, sizeof n, "x%d", k);
@@ -354,6 +357,29 @@ START_TEST(test_norms) {
   gb_op(&b, "%%m5 = rmsnorm(%%x5, %%g5)");
   gb_ret(&b, "n5", ty(T, "3, 1032"));
   gb_ret(&b, "m5", ty(T, "3, 1032"));
+  /* row groups on CUDA (rows of 64 and 72: 8-32 lanes per row, rows past the last) */
+  gb_arg(&b, "x6", ty(T, "37, 64"), 'x');
+  gb_arg(&b, "g6", ty(T, "64"), 'x');
+  gb_arg(&b, "b6", ty(T, "64"), 'x');
+  gb_arg(&b, "x7", ty(T, "5, 72"), 'x');
+  gb_arg(&b, "g7", ty(T, "72"), 'x');
+  gb_arg(&b, "b7", ty(T, "72"), 'x');
+  gb_op(&b, "%%n6 = layernorm(%%x6, %%g6, %%b6)");
+  gb_op(&b, "%%m6 = rmsnorm(%%x6, %%g6)");
+  gb_op(&b, "%%n7 = layernorm(%%x7, %%g7, %%b7)");
+  gb_op(&b, "%%m7 = rmsnorm(%%x7, %%g7)");
+  gb_ret(&b, "n6", ty(T, "37, 64"));
+  gb_ret(&b, "m6", ty(T, "37, 64"));
+  gb_ret(&b, "n7", ty(T, "5, 72"));
+  gb_ret(&b, "m7", ty(T, "5, 72"));
+  /* a block of 128 threads per row holding up to 64 elements each (a partial last vector) */
+  gb_arg(&b, "x8", ty(T, "2, 4104"), 'x');
+  gb_arg(&b, "g8", ty(T, "4104"), 'x');
+  gb_arg(&b, "b8", ty(T, "4104"), 'x');
+  gb_op(&b, "%%n8 = layernorm(%%x8, %%g8, %%b8)");
+  gb_op(&b, "%%m8 = rmsnorm(%%x8, %%g8)");
+  gb_ret(&b, "n8", ty(T, "2, 4104"));
+  gb_ret(&b, "m8", ty(T, "2, 4104"));
   run_gb(&b, 1, 0);
 }
 END_TEST
