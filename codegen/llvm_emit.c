@@ -1086,6 +1086,22 @@ static void kernel_done(em *e) {
   e->vars = e->params = e->shared = e->scratch = NULL;
 }
 
+/* Host: define __truncsfbf2 (f32 -> bf16, nearest even; weak, hidden) in the module.
+ * LLVM folds fpext into the bf16 operation consuming it (floor, fabs, minimum of two
+ * extended bf16 values become bf16 operations); an x86 CPU without native bf16
+ * conversions computes those in f32 and rounds back by calling __truncsfbf2, which only
+ * libgcc 13 and later provide (not Debian 12's): neither the JIT nor a program linking
+ * an AOT object would find it. CPUs with AVX512-BF16 convert natively and never call it. */
+static void host_truncsfbf2(em *e) {
+  if (LLVMGetNamedFunction(e->mod, "__truncsfbf2")) return;
+  LLVMTypeRef fty = LLVMFunctionType(e->t_bf16, &e->t_f32, 1, 0);
+  LLVMValueRef fn = LLVMAddFunction(e->mod, "__truncsfbf2", fty);
+  LLVMSetLinkage(fn, LLVMWeakODRLinkage);
+  LLVMSetVisibility(fn, LLVMHiddenVisibility);
+  LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->ctx, fn, "entry"));
+  LLVMBuildRet(e->b, f32_to_bf16(e, LLVMGetParam(fn, 0)));
+}
+
 LLVMModuleRef gc_llvm_emit(LLVMContextRef ctx, const kir_module *m, const gc_llvm_target *t,
                            gc_diags *d) {
   em e;
@@ -1118,6 +1134,7 @@ LLVMModuleRef gc_llvm_emit(LLVMContextRef ctx, const kir_module *m, const gc_llv
     rc = emit_kernel(&e, m->kernels[i]);
     kernel_done(&e);
   }
+  if (rc == 0 && t->arch == GC_LLVM_HOST) host_truncsfbf2(&e);
   LLVMDisposeBuilder(e.b);
   if (rc != 0) {
     LLVMDisposeModule(e.mod);
@@ -1180,7 +1197,8 @@ void gc_llvm_internalize(LLVMModuleRef mod, const kir_module *m) {
   for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
     size_t len;
     const char *name = LLVMGetValueName2(f, &len);
-    if (!LLVMIsDeclaration(f) && !is_kernel_name(m, name, len))
+    if (!LLVMIsDeclaration(f) && !is_kernel_name(m, name, len) &&
+        !(len == 12 && memcmp(name, "__truncsfbf2", 12) == 0))  /* the backend's calls: host_truncsfbf2 */
       LLVMSetLinkage(f, LLVMInternalLinkage);
   }
   for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))

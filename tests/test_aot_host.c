@@ -174,6 +174,41 @@ START_TEST(two_models_one_program) {
 }
 END_TEST
 
+/* bf16 operations that LLVM narrows from f32 (floor, abs, minimum of widened bf16
+ * values): on an x86 CPU without AVX512-BF16 the backend rounds them back by calling
+ * __truncsfbf2, which the object must define itself (libgcc 12 has none). */
+static const char *bf16_main =
+    "#include <math.h>\n#include <stdio.h>\n#include <string.h>\n#include \"bfh.h\"\n"
+    "static uint16_t bf(float f) { uint32_t u; memcpy(&u, &f, 4); return (uint16_t)(u >> 16); }\n"
+    "static float fl(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }\n"
+    "int main(void) {\n"
+    "  static const float xs[8] = {-2.5f, -1.25f, -0.5f, 0.375f, 1.75f, 2.5f, 3.875f, -3.125f};\n"
+    "  uint16_t x[8], z[1] = {bf(2.0f)}, y[8];\n"
+    "  for (int i = 0; i < 8; i++) x[i] = bf(xs[i]);\n"
+    "  bfh_t *m = NULL; graphc_error_t err;\n"
+    "  if (bfh_create(&m, &err) || bfh_run(m, x, z, y, &err)) { puts(err.message); return 1; }\n"
+    "  for (int i = 0; i < 8; i++)\n"
+    "    if (fl(y[i]) != fminf(fabsf(floorf(xs[i])), 2.0f)) { printf(\"y[%d] = %g\\n\", i, fl(y[i])); return 1; }\n"
+    "  bfh_destroy(m);\n  puts(\"bf16 ok\");\n  return 0;\n}\n";
+
+START_TEST(bf16_narrowed_ops_link) {
+  const char *dir = tu_fresh_dir("aothostbf16");
+  tu_write_text(dir, "bfh.graph",
+                "version 1;\n"
+                "graph @g(%x: bf16[8], %z: bf16[1]) -> (bf16[8]) {\n"
+                "  %f = floor(%x);\n  %a = abs(%f);\n  %m = minimum(%a, %z);\n  return %m;\n}\n");
+  TU_SH_OK("'%s' compile '%s/bfh.graph' --target host --emit c -o '%s/bfh'", GRAPHC_CLI, dir, dir);
+  tu_write_text(dir, "main.c", bf16_main);
+  TU_SH_OK("cc%s -std=c17 -Wall -Wextra -Werror -I'%s' -I'%s/include' -o '%s/bf' '%s/main.c' '%s/bfh.o' "
+           "-L'%s' -Wl,-rpath,'%s' -lgraphc_rt -lm",
+           TU_SAN_FLAGS, dir, GRAPHC_SOURCE_DIR, dir, dir, dir, GRAPHC_BINARY_DIR, GRAPHC_BINARY_DIR);
+  char *out = NULL;
+  int rc = tu_sh(&out, "'%s/bf'", dir);
+  ck_assert_msg(rc == 0 && strstr(out, "bf16 ok"), "bf16 program (%d):\n%s", rc, out);
+  free(out);
+}
+END_TEST
+
 /* Bad combinations are user errors with a message (exit status 1). */
 START_TEST(cli_rejects_bad_options) {
   const char *dir = tu_fresh_dir("aothostcli");
@@ -234,6 +269,7 @@ int main(void) {
   TCase *tc = tcase_create("aot_host");
   tcase_add_test(tc, example_builds_runs_and_matches_interp);
   tcase_add_test(tc, two_models_one_program);
+  tcase_add_test(tc, bf16_narrowed_ops_link);
   tcase_add_test(tc, cli_rejects_bad_options);
   tcase_add_test(tc, load_host_rejects_bad_input);
   tcase_set_timeout(tc, 600);
