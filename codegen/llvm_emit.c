@@ -430,9 +430,10 @@ static LLVMValueRef emit_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
   return cvt(e, r, DT(F32), t);
 }
 
-/* Host: let a*b+c fuse into an FMA (one rounding, as CUDA's default -fmad). */
+/* Let a*b+c fuse into an FMA (one rounding), on the host and on NVPTX alike: CUDA's
+ * default (-fmad=true), which the NVRTC path compiles with. */
 static LLVMValueRef contract(em *e, LLVMValueRef v) {
-  if (e->t->arch == GC_LLVM_HOST && LLVMCanValueUseFastMathFlags(v))
+  if (LLVMCanValueUseFastMathFlags(v))
     LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
   return v;
 }
