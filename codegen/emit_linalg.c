@@ -908,6 +908,75 @@ int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp) {
   return 0;
 }
 
+/* Channels per item of an NHWC pool read 16 bytes at a time: x must be a buffer (not
+ * computed by the group) whose C is a multiple of them; 1 otherwise. */
+static int pool_vec_width(const gc_lowerer *c, const gc_value *xv, const window *w) {
+  if (w->ah != 1 || c->t->kind != KIR_TARGET_CUDA || (xv->def && c->inl[xv->def->id]) || c->val_buf[xv->id] < 0)
+    return 1;
+  int V = (int)(16 / graphc_dtype_size(xv->type.dtype));
+  return V >= 2 && V <= KIR_MAX_VEC && xv->type.dims[3] % V == 0 ? V : 1;
+}
+
+/* NHWC pool, V channels per item: one V-wide load per tap, V-wide stores (an item per
+ * channel made one 2-byte load per tap: H200, resnet_f16's stem pool, 64 channels). */
+static int pool_nhwc_vec(gc_lowerer *c, const gc_fusion_group *grp, const window *w, int V) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *xv = op->operands[0], *ov = op->results[0];
+  const gc_type *xt = &xv->type, *ot = &ov->type;
+  int64_t H = xt->dims[1], W = xt->dims[2], C = xt->dims[3];
+  int is_max = op->opcode == GC_OP_MAX_POOL2D;
+  gc_dtype at = gc_ec_compute_type(ot->dtype);
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, gc_type_numel(ot) / V, 256);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
+  int px = gc_gen_rparam(&G, c->val_buf[xv->id], xt->dtype);
+  kir_block *b = &k->body;
+  int64_t dims[4] = {ot->dims[0], ot->dims[1], ot->dims[2], ot->dims[3] / V};
+  int co[4];
+  gc_ec_unravel(c, k, b, k->item_var, 4, dims, co);
+  int acc[KIR_MAX_VEC], raw[KIR_MAX_VEC];
+  for (int e = 0; e < V; e++) {
+    acc[e] = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, is_max ? GC_EC_MAX : GC_EC_SUM, at));
+    raw[e] = gc_ec_var(c, k, "xr", xt->dtype);
+  }
+  int cnt = is_max ? -1 : gc_ec_let(c, k, b, "cnt", gc_ec_num(c, at, 0.0));
+  int kh = gc_ec_var(c, k, "kh", GRAPHC_DTYPE_I64);
+  kir_block *hb = kir_emit_for(c->km, b, kh, ec_i64(c, 0), ec_i64(c, w->kh), ec_i64(c, 1));
+  int ih = tap_coord(c, k, hb, co[1], w->sh, w->top, kh, w->dh);
+  kir_block *hin;
+  kir_emit_if(c->km, hb, in_range(c, k, ih, H, 1), &hin, NULL);
+  int kw = gc_ec_var(c, k, "kw", GRAPHC_DTYPE_I64);
+  kir_block *wb = kir_emit_for(c->km, hin, kw, ec_i64(c, 0), ec_i64(c, w->kw), ec_i64(c, 1));
+  int iw = tap_coord(c, k, wb, co[2], w->sw, w->left, kw, w->dw);
+  kir_block *win;
+  kir_emit_if(c->km, wb, in_range(c, k, iw, W, 1), &win, NULL);
+  /* x[n, ih, iw, cv * V .. + V) */
+  kir_expr *pix = ec_add(c, ec_mul(c, ec_add(c, ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, H)), ec_v(c, k, ih)), ec_i64(c, W)),
+                         ec_v(c, k, iw));
+  kir_expr *xi = ec_add(c, ec_mul(c, pix, ec_i64(c, C)), ec_mul(c, ec_v(c, k, co[3]), ec_i64(c, V)));
+  kir_emit_load_vec(c->km, win, KIR_GLOBAL, px, xi, V, raw);
+  for (int e = 0; e < V; e++) {
+    int x = gc_ec_let(c, k, win, "x", ec_cast(c, at, ec_v(c, k, raw[e])));
+    kir_emit_assign(c->km, win, acc[e], is_max ? gc_ec_maxmin(c, k, 1, acc[e], x)
+                                               : ec_bin(c, KIR_ADD, ec_v(c, k, acc[e]), ec_v(c, k, x)));
+  }
+  if (!is_max) kir_emit_assign(c->km, win, cnt, ec_bin(c, KIR_ADD, ec_v(c, k, cnt), gc_ec_num(c, at, 1.0)));
+  /* the V outputs: consecutive linear indices item * V + e */
+  int pts[KIR_MAX_VEC];
+  for (int e = 0; e < V; e++) {
+    int lin = gc_ec_let(c, k, b, "lin", ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, V)), ec_i64(c, e)));
+    pts[e] = gc_gen_pt(&G, ot, lin, NULL);
+    kir_expr *y = is_max ? ec_v(c, k, acc[e]) : ec_bin(c, KIR_DIV, ec_v(c, k, acc[e]), ec_v(c, k, cnt));
+    gc_gen_bind(&G, ov, pts[e], gc_ec_let(c, k, b, ov->name, gc_ec_round(c, ot->dtype, y)));
+  }
+  gc_gen_store_outs_vec(&G, b, grp, pts, V);
+  k->bytes_moved = gc_gen_bytes(&G, -1);
+  k->flops = (double)gc_type_numel(ot) * (double)(w->kh * w->kw);
+  gc_gen_free(&G);
+  gc_ec_launch(c, k);
+  return 0;
+}
+
 /* max_pool2d (padding reads -inf) and avg_pool2d (divides by in-bounds taps);
  * the input is read through the generator, the result goes through the epilogue.
  * layout="nhwc": x [N, H, W, C], out [N, OH, OW, C]; the item order is the output's,
@@ -924,6 +993,8 @@ int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp) {
   int64_t H = xt->dims[ah], W = xt->dims[ah + 1];
   int is_max = op->opcode == GC_OP_MAX_POOL2D;
   gc_dtype at = gc_ec_compute_type(ot->dtype);
+  int V = pool_vec_width(c, xv, &w);
+  if (V > 1) return pool_nhwc_vec(c, grp, &w, V);
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, gc_type_numel(ot), 256);
   gc_gen G;
   gc_gen_init(&G, c, k);

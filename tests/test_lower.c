@@ -422,6 +422,8 @@ START_TEST(test_pool) {
   gb_arg(&b, "x", ty(T, "1, 2, 8, 8"), 'n');
   gb_arg(&b, "h", ty(T, "2, 7, 9, 5"), 'n');
   gb_arg(&b, "c", ty(T, "2, 5, 7, 9"), 'n');
+  gb_arg(&b, "v", ty(T, "2, 7, 9, 16"), 'n');
+  gb_arg(&b, "vb", ty(T, "16"), 'n');
   gb_op(&b, "%%t = transpose(%%c, perm=[0, 2, 3, 1])");
   for (int k = 0; k < COUNT(cases); k++)
     for (int m = 0; m < 2; m++) {
@@ -437,6 +439,14 @@ START_TEST(test_pool) {
       gb_op(&b, "%%%cr%d = relu(%%%ct%d)", p, k, p, k);
       snprintf(n, sizeof n, "%cr%d", p, k);
       gb_ret(&b, n, ty(T, cases[k].nhwc_out));
+      /* 16 channels: 16-byte loads and stores on CUDA (codegen/emit_linalg.c pool_nhwc_vec),
+       * with a per-channel bias in the epilogue */
+      gb_op(&b, "%%%cv%d = %s(%%v, %s, layout=\"nhwc\")", p, k, op, cases[k].attrs);
+      gb_op(&b, "%%%cw%d = add(%%%cv%d, %%vb)", p, k, p, k);
+      snprintf(n, sizeof n, "%cw%d", p, k);
+      char vo[32];
+      snprintf(vo, sizeof vo, "%.*s16", (int)(strrchr(cases[k].nhwc_out, ',') - cases[k].nhwc_out + 2), cases[k].nhwc_out);
+      gb_ret(&b, n, ty(T, vo));
     }
   run_gb(&b, 1, 0);
 }
