@@ -352,37 +352,27 @@ START_TEST(test_norms) {
   gb_ret(&b, "m0", ty(T, "2, 3, 17"));
   gb_ret(&b, "m1", ty(T, "2, 4097"));
   gb_ret(&b, "m2", ty(T, "4, 1"));
-  /* rows read and written 16 bytes at a time on CUDA (a partial last vector per block) */
-  gb_arg(&b, "x5", ty(T, "3, 1032"), 'x');
-  gb_arg(&b, "g5", ty(T, "1032"), 'x');
-  gb_arg(&b, "b5", ty(T, "1032"), 'x');
-  gb_op(&b, "%%n5 = layernorm(%%x5, %%g5, %%b5)");
-  gb_op(&b, "%%m5 = rmsnorm(%%x5, %%g5)");
-  gb_ret(&b, "n5", ty(T, "3, 1032"));
-  gb_ret(&b, "m5", ty(T, "3, 1032"));
-  /* row groups on CUDA (rows of 64 and 72: 8-32 lanes per row, rows past the last) */
-  gb_arg(&b, "x6", ty(T, "37, 64"), 'x');
-  gb_arg(&b, "g6", ty(T, "64"), 'x');
-  gb_arg(&b, "b6", ty(T, "64"), 'x');
-  gb_arg(&b, "x7", ty(T, "5, 72"), 'x');
-  gb_arg(&b, "g7", ty(T, "72"), 'x');
-  gb_arg(&b, "b7", ty(T, "72"), 'x');
-  gb_op(&b, "%%n6 = layernorm(%%x6, %%g6, %%b6)");
-  gb_op(&b, "%%m6 = rmsnorm(%%x6, %%g6)");
-  gb_op(&b, "%%n7 = layernorm(%%x7, %%g7, %%b7)");
-  gb_op(&b, "%%m7 = rmsnorm(%%x7, %%g7)");
-  gb_ret(&b, "n6", ty(T, "37, 64"));
-  gb_ret(&b, "m6", ty(T, "37, 64"));
-  gb_ret(&b, "n7", ty(T, "5, 72"));
-  gb_ret(&b, "m7", ty(T, "5, 72"));
-  /* a block of 128 threads per row holding up to 64 elements each (a partial last vector) */
-  gb_arg(&b, "x8", ty(T, "2, 4104"), 'x');
-  gb_arg(&b, "g8", ty(T, "4104"), 'x');
-  gb_arg(&b, "b8", ty(T, "4104"), 'x');
-  gb_op(&b, "%%n8 = layernorm(%%x8, %%g8, %%b8)");
-  gb_op(&b, "%%m8 = rmsnorm(%%x8, %%g8)");
-  gb_ret(&b, "n8", ty(T, "2, 4104"));
-  gb_ret(&b, "m8", ty(T, "2, 4104"));
+  /* rows of R (the last dim) through layernorm and rmsnorm on CUDA:
+   * 1032: read and written 16 bytes at a time (a partial last vector per block);
+   * 64, 72: row groups (8-32 lanes per row, rows past the last block's end);
+   * 4104: a block of 128 threads holding up to 64 elements each (a partial last vector) */
+  static const struct { const char *shape, *row; } rows[] = {
+      {"3, 1032", "1032"}, {"37, 64", "64"}, {"5, 72", "72"}, {"2, 4104", "4104"}};
+  for (int i = 0; i < COUNT(rows); i++) {
+    char x[8], g[8], bb[8], n[8], m[8];
+    snprintf(x, sizeof x, "x%d", 5 + i);
+    snprintf(g, sizeof g, "g%d", 5 + i);
+    snprintf(bb, sizeof bb, "b%d", 5 + i);
+    snprintf(n, sizeof n, "n%d", 5 + i);
+    snprintf(m, sizeof m, "m%d", 5 + i);
+    gb_arg(&b, x, ty(T, rows[i].shape), 'x');
+    gb_arg(&b, g, ty(T, rows[i].row), 'x');
+    gb_arg(&b, bb, ty(T, rows[i].row), 'x');
+    gb_op(&b, "%%%s = layernorm(%%%s, %%%s, %%%s)", n, x, g, bb);
+    gb_op(&b, "%%%s = rmsnorm(%%%s, %%%s)", m, x, g);
+    gb_ret(&b, n, ty(T, rows[i].shape));
+    gb_ret(&b, m, ty(T, rows[i].shape));
+  }
   run_gb(&b, 1, 0);
 }
 END_TEST
