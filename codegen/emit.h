@@ -267,6 +267,11 @@ static inline kir_expr *ec_bin(gc_lowerer *c, kir_op op, kir_expr *a, kir_expr *
 static inline kir_expr *ec_cast(gc_lowerer *c, gc_dtype t, kir_expr *a) {
   return a->type == t ? a : kir_cast(c->km, t, a);
 }
+/* Does the group read v from its plan buffer (not computed inline)? Then it may load
+ * whole 16-byte vectors of it. */
+static inline int ec_reads_buffer(const gc_lowerer *c, const gc_value *v) {
+  return !(v->def && c->inl[v->def->id]) && c->val_buf[v->id] >= 0;
+}
 /* i64 thread index of a BLOCKS group. */
 static inline kir_expr *ec_thread(gc_lowerer *c) {
   return kir_cast(c->km, GRAPHC_DTYPE_I64, kir_special_ref(c->km, KIR_SP_THREAD));

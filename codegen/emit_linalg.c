@@ -911,7 +911,7 @@ int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp) {
 /* Channels per item of an NHWC pool read 16 bytes at a time: x must be a buffer (not
  * computed by the group) whose C is a multiple of them; 1 otherwise. */
 static int pool_vec_width(const gc_lowerer *c, const gc_value *xv, const window *w) {
-  if (w->ah != 1 || c->t->kind != KIR_TARGET_CUDA || (xv->def && c->inl[xv->def->id]) || c->val_buf[xv->id] < 0)
+  if (w->ah != 1 || c->t->kind != KIR_TARGET_CUDA || !ec_reads_buffer(c, xv))
     return 1;
   int V = (int)(16 / graphc_dtype_size(xv->type.dtype));
   return V >= 2 && V <= KIR_MAX_VEC && xv->type.dims[3] % V == 0 ? V : 1;

@@ -188,35 +188,52 @@ static int lower_reduce_cols(gc_lowerer *c, const gc_fusion_group *grp, const re
   return 0;
 }
 
+/* ---- row groups (shared by row reductions and row kernels) ---------------------------------- */
+
+enum { ROW_GROUP_BLOCK = 128 };  /* threads per block of row groups */
+
+/* Lanes per row for a row of nvec vectors: the most, 4 to a warp, that leave each a
+ * vector (4 when there are fewer than 4 vectors). */
+static int group_lanes(int64_t nvec) {
+  int tpr = 32;
+  while (tpr > 4 && tpr > nvec) tpr /= 2;
+  return tpr;
+}
+
+/* A BLOCKS kernel of ROW_GROUP_BLOCK threads over `rows` rows, tpr lanes per row:
+ * vars *row (the thread's row, possibly past `rows` in the last block) and *lane. */
+static kir_kernel *group_kernel(gc_lowerer *c, int64_t rows, int tpr, int *row, int *lane) {
+  int rpb = ROW_GROUP_BLOCK / tpr;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, (rows + rpb - 1) / rpb, ROW_GROUP_BLOCK);
+  int tid = gc_ec_let(c, k, &k->body, "tid", ec_thread(c));
+  *row = gc_ec_let(c, k, &k->body, "row", ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, rpb)),
+                                                  ec_bin(c, KIR_DIV, ec_v(c, k, tid), ec_i64(c, tpr))));
+  *lane = gc_ec_let(c, k, &k->body, "lane", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, tpr)));
+  return k;
+}
+
 /* Row groups for reductions of rows (CUDA, the reduced run innermost): 4-32 lanes of a
  * warp per row, 128 / lanes rows per block, each lane walking its 16-byte vectors of the
  * row (read 16 bytes at a time when the input is a buffer, element by element in the
  * same order when the group computes it), shuffles to combine. A block per row read
  * 4 bytes per thread per load and paid two barriers per root (H200, 65536 rows of 1024
- * f32: 62% of copy). Returns 0 when it does not apply (then *done is 0). */
-enum { RED_GROUP_BLOCK = 128 };
-
+ * f32: 62% of copy). Returns 0 when it does not apply, 1 when it lowered the group. */
 static int lower_reduce_groups(gc_lowerer *c, const gc_fusion_group *grp, const gc_ec_comb *comb,
-                               const gc_dtype *at, int64_t nout, int64_t R, int *done) {
+                               const gc_dtype *at, int64_t nout, int64_t R) {
   const gc_value *in = grp->roots[0]->operands[0];
   gc_dtype dt = in->type.dtype;
-  *done = 0;
   if (!c->t->row_groups || c->t->warp_size != 32 || dt == GRAPHC_DTYPE_BOOL) return 0;
   int w = (int)(16 / graphc_dtype_size(dt));
   if (w < 2 || w > KIR_MAX_VEC || R % w || R / w < 4) return 0;
   int64_t nvec = R / w;
-  int tpr = 32;
-  while (tpr > 4 && tpr > nvec) tpr /= 2;
-  int rpb = RED_GROUP_BLOCK / tpr, nr = grp->n_roots;
-  int vload = !(in->def && c->inl[in->def->id]) && c->val_buf[in->id] >= 0;
-  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, (nout + rpb - 1) / rpb, RED_GROUP_BLOCK);
+  int tpr = group_lanes(nvec);
+  int rpb = ROW_GROUP_BLOCK / tpr, nr = grp->n_roots;
+  int vload = ec_reads_buffer(c, in);
+  int row, lane;
+  kir_kernel *k = group_kernel(c, nout, tpr, &row, &lane);
   gc_gen G;
   gc_gen_init(&G, c, k);
   kir_block *b = &k->body;
-  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
-  int row = gc_ec_let(c, k, b, "row", ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, rpb)),
-                                             ec_bin(c, KIR_DIV, ec_v(c, k, tid), ec_i64(c, tpr))));
-  int lane = gc_ec_let(c, k, b, "lane", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, tpr)));
   int base = gc_ec_let(c, k, b, "base", ec_mul(c, ec_v(c, k, row), ec_i64(c, R)));
   int acc[MAX_SIBLINGS], x[MAX_SIBLINGS], fin[MAX_SIBLINGS];
   for (int r = 0; r < nr; r++) {
@@ -253,8 +270,7 @@ static int lower_reduce_groups(gc_lowerer *c, const gc_fusion_group *grp, const 
   k->flops = (double)nr * (double)gc_type_numel(&in->type);
   gc_gen_free(&G);
   gc_ec_launch(c, k);
-  *done = 1;
-  return 0;
+  return 1;
 }
 
 /* reduce_sum/max/min/mean roots sharing one input space and reduced axes. */
@@ -285,11 +301,7 @@ static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
   int cols = c->t->kind == KIR_TARGET_CUDA && !g.row && g.nk > 0 && g.kst[g.nk - 1] == 1 && R >= 64 &&
              nout < (int64_t)c->t->num_sms * 1024 && nr * COL_W * COL_LANES * 8 <= c->t->shared_bytes;
   if (cols) return lower_reduce_cols(c, grp, &g, comb, at, nout, R);
-  if (blocks) {
-    int done;
-    int rc = lower_reduce_groups(c, grp, comb, at, nout, R, &done);
-    if (done) return rc;
-  }
+  if (blocks && lower_reduce_groups(c, grp, comb, at, nout, R)) return 0;
   kir_kernel *k = blocks ? gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, nout, gc_ec_row_block(c, R))
                          : gc_ec_kernel(c, KIR_LAUNCH_ITEMS, nout, 256);
   gc_gen G;
@@ -470,7 +482,6 @@ enum { ROW_CACHE_MAX = 32 };  /* row elements a thread may keep in registers */
  * took 124 registers, two rows per SM), rmsnorm f16/bf16 76% -> 83%, the rest within
  * 2%; softmax lost 6% (its exp makes each thread's chain the limit), so it keeps 32. */
 enum { ROW_CACHE_NORM = 64 };
-enum { ROW_GROUP_BLOCK = 128 };  /* threads per block of row groups */
 enum { ROW_RED_MAX = 2 };        /* values one block reduction combines at once */
 
 typedef struct row_kernel {
@@ -518,8 +529,7 @@ static int row_vec_width(const gc_value *in, int64_t R, int64_t min_threads) {
 static int row_group_lanes(const gc_lowerer *c, int64_t R, int vec) {
   if (!vec || !c->t->row_groups || c->t->warp_size < 32) return 0;
   int64_t nvec = R / vec;
-  int tpr = 32;
-  while (tpr > 4 && tpr > nvec) tpr /= 2;
+  int tpr = group_lanes(nvec);
   if (tpr > nvec) return 0;
   return (nvec + tpr - 1) / tpr * vec <= ROW_CACHE_MAX ? tpr : 0;
 }
@@ -541,17 +551,11 @@ static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, in
   int gv = rk->blocks ? row_vec_width(in, R, 4) : 0;
   rk->tpr = row_group_lanes(c, R, gv);
   rk->vec = rk->tpr ? gv : rk->blocks ? row_vec_width(in, R, 32) : 0;
-  rk->vload = rk->vec && !(in->def && c->inl[in->def->id]) && c->val_buf[in->id] >= 0;
+  rk->vload = rk->vec && ec_reads_buffer(c, in);
   if (rk->tpr) {
-    int rpb = ROW_GROUP_BLOCK / rk->tpr;
-    rk->row_guard = outer % rpb != 0;
-    rk->k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, (outer + rpb - 1) / rpb, ROW_GROUP_BLOCK);
+    rk->row_guard = outer % (ROW_GROUP_BLOCK / rk->tpr) != 0;
+    rk->k = group_kernel(c, outer, rk->tpr, &rk->row, &rk->lane);
     kir_kernel *k = rk->k;
-    int tid = gc_ec_let(c, k, &k->body, "tid", ec_thread(c));
-    kir_expr *row = ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, rpb)),
-                           ec_bin(c, KIR_DIV, ec_v(c, k, tid), ec_i64(c, rk->tpr)));
-    rk->row = gc_ec_let(c, k, &k->body, "row", row);
-    rk->lane = gc_ec_let(c, k, &k->body, "lane", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, rk->tpr)));
     rk->base = gc_ec_let(c, k, &k->body, "base", ec_mul(c, ec_v(c, k, rk->row), ec_i64(c, R)));
   } else if (rk->blocks) {
     int block = gc_ec_row_block(c, R);
@@ -737,7 +741,7 @@ static int row_param(row_kernel *rk, kir_block *body, const gc_value *v, int r) 
 static void row_param_vec(gc_lowerer *c, row_kernel *rk, kir_block *body, const gc_value *v, int j0) {
   int w = rk->vec;
   gc_dtype dt = v->type.dtype;
-  if (w < 2 || (v->def && c->inl[v->def->id]) || c->val_buf[v->id] < 0 || dt == GRAPHC_DTYPE_BOOL ||
+  if (w < 2 || !ec_reads_buffer(c, v) || dt == GRAPHC_DTYPE_BOOL ||
       graphc_dtype_size(dt) * (size_t)w > 16 || gc_type_numel(&v->type) != rk->R)
     return;
   kir_kernel *k = rk->k;
