@@ -108,6 +108,16 @@ START_TEST(example_builds_runs_and_matches_interp) {
 }
 END_TEST
 
+/* Compile dir/main.c into dir/EXE with the objects `objs` (a format whose every %s is
+ * dir) and libgraphc_rt, warnings as errors. */
+static void link_program(const char *dir, const char *exe, const char *objs) {
+  char o[512];
+  snprintf(o, sizeof o, objs, dir, dir);
+  TU_SH_OK("cc%s -std=c17 -Wall -Wextra -Werror -I'%s' -I'%s/include' -o '%s/%s' '%s/main.c' %s "
+           "-L'%s' -Wl,-rpath,'%s' -lgraphc_rt -lm",
+           TU_SAN_FLAGS, dir, GRAPHC_SOURCE_DIR, dir, exe, dir, o, GRAPHC_BINARY_DIR, GRAPHC_BINARY_DIR);
+}
+
 /* Two models in one program, one without embedded weights. */
 static const char *two_models_main =
     "#include <math.h>\n#include <stdio.h>\n#include \"mlp_a.h\"\n#include \"mlp_b.h\"\n"
@@ -161,9 +171,7 @@ START_TEST(two_models_one_program) {
              "    open(sys.argv[2] + '/' + k + '.bin', 'wb').write(b[8 + n + s:8 + n + e])\n");
   TU_SH_OK("python3 '%s/split.py' '%s' '%s'", dir, w, dir);
   tu_write_text(dir, "main.c", two_models_main);
-  TU_SH_OK("cc%s -std=c17 -Wall -Wextra -Werror -I'%s' -I'%s/include' -o '%s/two' '%s/main.c' "
-        "'%s/mlp_a.o' '%s/mlp_b.o' -L'%s' -Wl,-rpath,'%s' -lgraphc_rt -lm",
-        TU_SAN_FLAGS, dir, GRAPHC_SOURCE_DIR, dir, dir, dir, dir, GRAPHC_BINARY_DIR, GRAPHC_BINARY_DIR);
+  link_program(dir, "two", "'%s/mlp_a.o' '%s/mlp_b.o'");
   char *out = NULL;
   int rc = tu_sh(&out, "'%s/two' '%s'", dir, dir);
   ck_assert_msg(rc == 0, "two models (%d):\n%s", rc, out);
@@ -201,9 +209,7 @@ START_TEST(bf16_narrowed_ops_link) {
    * CPUs that convert natively (the GPU machine's Sapphire Rapids) */
   TU_SH_OK("'%s' compile '%s/bfh.graph' --target host --cpu x86-64-v2 --emit c -o '%s/bfh'", GRAPHC_CLI, dir, dir);
   tu_write_text(dir, "main.c", bf16_main);
-  TU_SH_OK("cc%s -std=c17 -Wall -Wextra -Werror -I'%s' -I'%s/include' -o '%s/bf' '%s/main.c' '%s/bfh.o' "
-           "-L'%s' -Wl,-rpath,'%s' -lgraphc_rt -lm",
-           TU_SAN_FLAGS, dir, GRAPHC_SOURCE_DIR, dir, dir, dir, GRAPHC_BINARY_DIR, GRAPHC_BINARY_DIR);
+  link_program(dir, "bf", "'%s/bfh.o'");
   char *out = NULL;
   int rc = tu_sh(&out, "'%s/bf'", dir);
   ck_assert_msg(rc == 0 && strstr(out, "bf16 ok"), "bf16 program (%d):\n%s", rc, out);
