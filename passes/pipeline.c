@@ -6,8 +6,8 @@
 
 #include "pipeline.h"
 
-const char *const gc_pass_names[] = {"layout", "conv-gemm", "simplify", "fold", "cse", "dce", NULL};
-#define N_PASSES 6
+const char *const gc_pass_names[] = {"layout", "conv-gemm", "reduce-split", "simplify", "fold", "cse", "dce", NULL};
+#define N_PASSES 7
 _Static_assert(sizeof gc_pass_names / sizeof *gc_pass_names == N_PASSES + 1, "one entry per pass");
 
 typedef struct pass_run {
@@ -43,7 +43,7 @@ static int pass_index(const char *name, size_t n) {
   return -1;
 }
 
-/* "layout, conv-gemm, simplify, fold, cse, dce" into b. */
+/* "layout, conv-gemm, reduce-split, simplify, fold, cse, dce" into b. */
 static void pass_names_str(gc_sbuf *b) {
   for (int i = 0; gc_pass_names[i]; i++) gc_sbuf_printf(b, "%s%s", i ? ", " : "", gc_pass_names[i]);
 }
@@ -150,6 +150,7 @@ static void run_passes(pass_run *r) {
    * (the float64 reference) keeps conv2d whole */
   if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass(r, "layout", gc_pass_layout, 1);
   if (r->opts->backend != GRAPHC_BACKEND_INTERP) run_pass(r, "conv-gemm", gc_pass_conv_gemm, 1);
+  if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass(r, "reduce-split", gc_pass_reduce_split, 1);
   for (r->round = 1; r->round <= GC_PIPELINE_MAX_ROUNDS; r->round++) {
     r->rounds = r->round;
     int changed = run_pass(r, "simplify", gc_pass_simplify, 1);

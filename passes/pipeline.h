@@ -1,6 +1,7 @@
 /* pipeline.h - the pass manager: named graph passes run in a fixed order.
  *
- *   layout, conv-gemm         once each (not for the interpreter backend), then
+ *   layout, conv-gemm,        once each (layout and reduce-split for the GPU,
+ *   reduce-split              conv-gemm not for the interpreter backend), then
  *   simplify -> fold -> cse   repeated until none changes anything (at most
  *                             GC_PIPELINE_MAX_ROUNDS rounds), then
  *   dce                       once
@@ -29,6 +30,9 @@ typedef int (*gc_pass_fn)(gc_graph *g, gc_diags *d);
 int gc_pass_layout(gc_graph *g, gc_diags *d);
 /* passes/conv_gemm.c: conv2d (groups 1) as reshape(matmul(reshape(w), im2col(x))). */
 int gc_pass_conv_gemm(gc_graph *g, gc_diags *d);
+/* passes/reduce_split.c: a reduction over reduced dims on both sides of a kept
+ * one, innermost dims reduced, as a row reduction then a column one. */
+int gc_pass_reduce_split(gc_graph *g, gc_diags *d);
 /* passes/simplify.c: algebraic identities (x*1, neg(neg(x)), transpose and
  * reshape chains, exact cast chains, select on a constant condition, ...). */
 int gc_pass_simplify(gc_graph *g, gc_diags *d);
