@@ -159,8 +159,9 @@ static void fam_reduce(gb *b, const char *op, gc_dtype t) {
       {"3, 1023", ", axes=[0], keepdims=true"}, {"2, 3, 17", ", axes=[0, 2], keepdims=true"},
       {"5, 7", ""},       {"17, 33", ", axes=[-1]"}, {"4, 5, 6", ", axes=[1]"},
       /* reduce-split on CUDA: batch-norm statistics (a row reduction, then a column
-       * one); a column reduction as [256, 8, 1024] over 8, then over 256 */
-      {"4, 8, 33, 35", ", axes=[0, 2, 3]"}, {"2048, 1024", ", axes=[0]"}};
+       * one); a column reduction as [S, 4096 / S, 1024] over 4096 / S, then over S
+       * (S = 256 for 32-bit elements, 512 for 16-bit ones: two outputs a thread) */
+      {"4, 8, 33, 35", ", axes=[0, 2, 3]"}, {"4096, 1024", ", axes=[0]"}};
   for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
     const char *a = gb_arg(b, 'x', 0, t, sh[i][0]);
     gb_ret(b, "%s(%s%s)", op, a, sh[i][1]);

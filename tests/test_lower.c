@@ -273,6 +273,42 @@ START_TEST(test_reduce) {
 }
 END_TEST
 
+/* Reductions of fused inputs: the buffers an input is computed from at its own index
+ * are read a vector at a time (row groups: 16 bytes of the input's dtype; items on
+ * CUDA: 4 bytes, so 16-bit inputs give two outputs an item), a broadcast operand
+ * element by element. */
+START_TEST(test_reduce_fused) {
+  const char *T = NUMERIC[_i];
+  char k = is_float_name(T) ? 'p' : 'x';
+  gb b = {0};
+  gb_arg(&b, "x", ty(T, "37, 136"), k);
+  gb_arg(&b, "y", ty(T, "37, 136"), k);
+  gb_arg(&b, "v", ty(T, "136"), k);
+  gb_arg(&b, "z", ty(T, "40, 6"), k);
+  gb_arg(&b, "w", ty(T, "40, 3, 6"), k);
+  gb_op(&b, "%%c = cast(%%x, to=f32)");
+  gb_op(&b, "%%r0 = reduce_sum(%%c, axes=[1])");
+  gb_ret(&b, "r0", "f32[37]");
+  gb_op(&b, "%%s = add(%%x, %%y)");
+  gb_op(&b, "%%r1 = reduce_max(%%s, axes=[1])");
+  gb_ret(&b, "r1", ty(T, "37"));
+  gb_op(&b, "%%m = mul(%%x, %%v)");
+  gb_op(&b, "%%r2 = reduce_sum(%%m, axes=[-1], keepdims=true)");
+  gb_ret(&b, "r2", ty(T, "37, 1"));
+  gb_op(&b, "%%r3 = reduce_sum(%%z, axes=[0])");
+  gb_ret(&b, "r3", ty(T, "6"));
+  gb_op(&b, "%%zc = cast(%%z, to=f32)");
+  gb_op(&b, "%%r4 = reduce_mean(%%zc, axes=[0])");
+  gb_ret(&b, "r4", "f32[6]");
+  gb_op(&b, "%%r5 = reduce_min(%%w, axes=[1])");
+  gb_ret(&b, "r5", ty(T, "40, 6"));
+  gb_op(&b, "%%wy = reshape(%%w, shape=[40, 18])");
+  gb_op(&b, "%%r6 = reduce_max(%%wy, axes=[0])");
+  gb_ret(&b, "r6", ty(T, "18"));
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
 /* argmax: first index of the maximum (ties and NaN), rows and columns. */
 START_TEST(test_argmax) {
   const char *T = NUMERIC[_i];
@@ -375,6 +411,20 @@ START_TEST(test_norms) {
     gb_ret(&b, n, ty(T, rows[i].shape));
     gb_ret(&b, m, ty(T, rows[i].shape));
   }
+  /* fused inputs (x + residual, a cast): their sources read a vector at a time, in
+   * block mode (rows of 1032) and row groups (64) */
+  gb_arg(&b, "y5", ty(T, "3, 1032"), 'x');
+  gb_arg(&b, "y6", ty(T, "37, 64"), 'x');
+  gb_arg(&b, "gf", "f32[64]", 'x');
+  gb_op(&b, "%%a5 = add(%%x5, %%y5)");
+  gb_op(&b, "%%f5 = layernorm(%%a5, %%g5, %%b5)");
+  gb_op(&b, "%%a6 = add(%%x6, %%y6)");
+  gb_op(&b, "%%f6 = rmsnorm(%%a6, %%g6)");
+  gb_op(&b, "%%c6 = cast(%%x6, to=f32)");
+  gb_op(&b, "%%f7 = rmsnorm(%%c6, %%gf)");
+  gb_ret(&b, "f5", ty(T, "3, 1032"));
+  gb_ret(&b, "f6", ty(T, "37, 64"));
+  gb_ret(&b, "f7", "f32[37, 64]");
   run_gb(&b, 1, 0);
 }
 END_TEST
@@ -958,6 +1008,7 @@ static Suite *lower_suite(void) {
       {"binary", test_select_logic, COUNT(ALL)},
       {"cast", test_cast, COUNT(ALL)},
       {"reduce", test_reduce, COUNT(NUMERIC)},
+      {"reduce", test_reduce_fused, COUNT(NUMERIC)},
       {"reduce", test_argmax, COUNT(NUMERIC)},
       {"norm", test_softmax, COUNT(FLOATS)},
       {"norm", test_norms, COUNT(FLOATS)},
