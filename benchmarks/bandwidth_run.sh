@@ -56,9 +56,34 @@ w reduce_cols_f32 'graph @g(%x: f32[65536, 1024]) -> (f32[1024]) {
   %r = reduce_sum(%x, axes=[0]);
   return %r;
 }'
-printf "%-22s %10s %10s %8s\n" case "median ms" "GB/s" "% copy"
+# reductions over other axes (the reduce-split pass makes two of most of them)
+w reduce_cols_f16 'graph @g(%x: f16[65536, 2048]) -> (f16[2048]) {
+  %r = reduce_sum(%x, axes=[0]);
+  return %r;
+}'
+w reduce_cols_max_bf16 'graph @g(%x: bf16[65536, 2048]) -> (bf16[2048]) {
+  %r = reduce_max(%x, axes=[0]);
+  return %r;
+}'
+w reduce_wide_cols_f32 'graph @g(%x: f32[1024, 65536]) -> (f32[65536]) {
+  %r = reduce_sum(%x, axes=[0]);
+  return %r;
+}'
+w reduce_mid_f32 'graph @g(%x: f32[256, 1024, 256]) -> (f32[256, 256]) {
+  %r = reduce_sum(%x, axes=[1]);
+  return %r;
+}'
+w reduce_outer_inner_f32 'graph @g(%x: f32[64, 1024, 1024]) -> (f32[1024]) {
+  %r = reduce_sum(%x, axes=[0, 2]);
+  return %r;
+}'
+w reduce_bn_stats_f16 'graph @g(%x: f16[64, 256, 64, 64]) -> (f16[256]) {
+  %r = reduce_mean(%x, axes=[0, 2, 3]);
+  return %r;
+}'
+printf "%-24s %10s %10s %8s\n" case "median ms" "GB/s" "% copy"
 for f in "$OUT"/*.graph; do
   n=$(basename "$f" .graph)
   timeout 120 "$G" bench "$f" --runs 30 --warmup 5 > "$OUT/$n.txt" 2>&1
-  awk -v n="$n" '/^  median/ {ms=$2} /modeled/ {for (i=1;i<=NF;i++) if ($i=="GB/s") gb=$(i-1); pc=$0; sub(/.*\(/,"",pc); sub(/%.*/,"",pc)} END {printf "%-22s %10s %10s %8s\n", n, ms, gb, pc}' "$OUT/$n.txt"
+  awk -v n="$n" '/^  median/ {ms=$2} /modeled/ {for (i=1;i<=NF;i++) if ($i=="GB/s") gb=$(i-1); pc=$0; sub(/.*\(/,"",pc); sub(/%.*/,"",pc)} END {printf "%-24s %10s %10s %8s\n", n, ms, gb, pc}' "$OUT/$n.txt"
 done

@@ -193,12 +193,16 @@ static void bind_vec(gc_gen *G, kir_block *b, const vec_src *s, int w, const int
 enum { COL_W = 8, COL_LANES = 128 };
 
 /* The column kernel of lower_reduce: group q reduces outputs q * COL_W + (thread %
- * COL_W); thread / COL_W walks the reduced positions with stride COL_LANES. */
+ * COL_W); thread / COL_W walks the reduced positions with stride `lanes`: COL_LANES,
+ * halved while it leaves a lane fewer than 4 positions (a short R: the second step
+ * of a split global pool, R = 98, took 9 us with 128 lanes combined one by one). */
 static int lower_reduce_cols(gc_lowerer *c, const gc_fusion_group *grp, const red_groups *g,
                              const gc_ec_comb *comb, const gc_dtype *at, int64_t nout, int64_t R) {
   const gc_value *in = grp->roots[0]->operands[0];
   int nr = grp->n_roots;
-  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, (nout + COL_W - 1) / COL_W, COL_W * COL_LANES);
+  int lanes = COL_LANES;
+  while (lanes > 8 && lanes * 4 > R) lanes /= 2;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, (nout + COL_W - 1) / COL_W, COL_W * lanes);
   gc_gen G;
   gc_gen_init(&G, c, k);
   kir_block *b = &k->body;
@@ -206,7 +210,7 @@ static int lower_reduce_cols(gc_lowerer *c, const gc_fusion_group *grp, const re
   for (int r = 0; r < nr; r++) {
     acc[r] = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, comb[r], at[r]));
     x[r] = gc_ec_var(c, k, "x", at[r]);
-    sh[r] = kir_add_shared(c->km, k, at[r], COL_W * COL_LANES);
+    sh[r] = kir_add_shared(c->km, k, at[r], COL_W * lanes);
   }
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int col = gc_ec_let(c, k, b, "col", ec_bin(c, KIR_REM, ec_v(c, k, tid), ec_i64(c, COL_W)));
@@ -218,7 +222,7 @@ static int lower_reduce_cols(gc_lowerer *c, const gc_fusion_group *grp, const re
   gc_ec_unravel(c, k, ob, o, g->nk, g->kdims, kc);
   int base = gc_ec_let(c, k, ob, "base", dot_coords(c, k, g->nk, kc, g->kst));
   int rv = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
-  kir_block *body = kir_emit_for(c->km, ob, rv, ec_v(c, k, lane), ec_i64(c, R), ec_i64(c, COL_LANES));
+  kir_block *body = kir_emit_for(c->km, ob, rv, ec_v(c, k, lane), ec_i64(c, R), ec_i64(c, lanes));
   gc_gen_push(&G);
   gc_ec_unravel(c, k, body, rv, g->nr, g->rdims, rc);
   int lin = gc_ec_let(c, k, body, "l", ec_add(c, ec_v(c, k, base), dot_coords(c, k, g->nr, rc, g->rst)));
@@ -226,13 +230,13 @@ static int lower_reduce_cols(gc_lowerer *c, const gc_fusion_group *grp, const re
   gc_gen_pop(&G);
   for (int r = 0; r < nr; r++) kir_emit_store(c->km, b, KIR_SHARED, sh[r], ec_v(c, k, tid), ec_v(c, k, acc[r]));
   kir_emit_barrier(c->km, b);
-  /* threads 0 .. COL_W-1 combine their column's COL_LANES partials in order */
+  /* threads 0 .. COL_W-1 combine their column's partials in order */
   kir_block *tb;
   kir_expr *last = ec_bin(c, KIR_AND, ec_bin(c, KIR_LT, ec_v(c, k, tid), ec_i64(c, COL_W)),
                           ec_bin(c, KIR_LT, ec_v(c, k, o), ec_i64(c, nout)));
   kir_emit_if(c->km, b, last, &tb, NULL);
   int j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
-  kir_block *jb = kir_emit_for(c->km, tb, j, ec_i64(c, 1), ec_i64(c, COL_LANES), ec_i64(c, 1));
+  kir_block *jb = kir_emit_for(c->km, tb, j, ec_i64(c, 1), ec_i64(c, lanes), ec_i64(c, 1));
   for (int r = 0; r < nr; r++) {
     kir_expr *si = ec_add(c, ec_mul(c, ec_v(c, k, j), ec_i64(c, COL_W)), ec_v(c, k, tid));
     kir_emit_assign(c->km, jb, x[r], kir_load(c->km, k, KIR_SHARED, sh[r], si));

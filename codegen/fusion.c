@@ -287,6 +287,12 @@ static int fz_reaches(fz *f, int from, int tg, int top) {
 
 /* ---- phase 1: roots and epilogues --------------------------------------------------------------- */
 
+/* A cast to a wider element: its readers compute it for less than its store costs. */
+static int widens(const gc_op *E) {
+  return E->opcode == GC_OP_CAST &&
+         graphc_dtype_size(E->results[0]->type.dtype) > graphc_dtype_size(E->operands[0]->type.dtype);
+}
+
 /* Can elementwise op E join the epilogue of group gi (root value type rt)? */
 static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
   if (f->memb_head[E->id] >= 0 || E->n_results != 1) return 0;
@@ -301,7 +307,8 @@ static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
      * readers take in place (attention's head split), better stored in the root's shape */
     for (int x = f->use_head[E->results[0]->id]; x >= 0; x = f->uses[x].next) {
       const gc_op *u = f->op[f->uses[x].op];
-      if (gc_op_infos[u->opcode].kind == GC_KIND_ELEMENTWISE && same_dims(&u->results[0]->type, et)) return 1;
+      if (gc_op_infos[u->opcode].kind == GC_KIND_ELEMENTWISE && same_dims(&u->results[0]->type, et) && !widens(u))
+        return 1;
     }
     return 0;
   }
@@ -322,10 +329,10 @@ static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
 }
 
 /* Is E better left to its users? Its chain operand is written anyway (read
- * outside the chain), E is not returned, and its users can all compute it
- * inline (elementwise, movement, reductions, norms, pools; not matmul or conv
- * operands), within the duplication budget. Then the epilogue would only add a
- * store. */
+ * outside the chain) or E widens it (a cast to f32 before a split reduction),
+ * E is not returned, and its users can all compute it inline (elementwise,
+ * movement, reductions, norms, pools; not matmul or conv operands), within the
+ * duplication budget. Then the epilogue would only add a store. */
 static int leave_out(fz *f, int gi, const gc_op *E) {
   const gc_value *ev = E->results[0];
   if (f->is_out[ev->id]) return 0;
@@ -336,7 +343,7 @@ static int leave_out(fz *f, int gi, const gc_op *E) {
     for (int u = f->use_head[x->id]; u >= 0; u = f->uses[u].next)
       if (f->uses[u].op != E->id && !fz_role(f, gi, f->uses[u].op)) shared = 1;
   }
-  if (!shared) return 0;
+  if (!shared && !widens(E)) return 0;
   int n = 0;
   for (int u = f->use_head[ev->id]; u >= 0; u = f->uses[u].next) {
     gc_kind k = gc_op_infos[f->op[f->uses[u].op]->opcode].kind;

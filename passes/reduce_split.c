@@ -23,6 +23,9 @@
 #include "rewrite.h"
 
 enum { SEG_THREADS = 1 << 18, SEG_MIN = 8 /* elements per first-stage thread, at least */ };
+/* Inputs smaller than these stay whole (a second kernel costs a launch): rule 1's
+ * reductions otherwise run on one thread per output, rule 2's on the column kernel. */
+enum { SPLIT_INNER_MIN = 1 << 16, SPLIT_SEG_MIN = 1 << 20 };
 
 /* Dims of t grouped into runs of kept / reduced dims (unit dims dropped): the
  * number of runs, the kind (1 reduced) and element count of each, and the
@@ -127,16 +130,24 @@ static void split_segments(gc_rewriter *rw, gc_op *op, int n, const int64_t *siz
   gc_value *x = op->operands[0];
   /* 16-bit inputs: the GPU kernel gives each thread 2 adjacent outputs (4 bytes a read) */
   int64_t target = (int64_t)SEG_THREADS * 4 / (int64_t)graphc_dtype_size(x->type.dtype);
-  int64_t nout = k1 * k2, S = 2;
-  while (nout * S < target) S *= 2;
-  if (R % S != 0 || R / S < SEG_MIN) return;
+  /* S: the least divisor of R that reaches the target, else the largest that leaves
+   * SEG_MIN elements to a first-stage thread (a global pool: R = 7 x 7, 28 x 28) */
+  int64_t nout = k1 * k2, S = 0;
+  if (nout >= target) return;
+  for (int64_t d = 2; d <= R / SEG_MIN && d <= target; d++) {
+    if (R % d) continue;
+    S = d;
+    if (nout * d >= target) break;
+  }
+  if (S < 2) return;
   gc_dtype pt = partial_dtype(op, x->type.dtype);
   int64_t d4[4], *d = d4;
   if (n == 3) *d++ = k1;
   d[0] = S, d[1] = R / S, d[2] = k2;
   int rank = n == 3 ? 4 : 3, seg = rank - 3;  /* axis of S */
-  gc_value *src = cast_to(rw, op, x, pt);
-  gc_value *v = src ? gc_rw_reshape(rw, op, src, rank, d4) : NULL;
+  /* the reshape first: a view of x's buffer, then the cast, fused into the reduction */
+  gc_value *xr = gc_rw_reshape(rw, op, x, rank, d4);
+  gc_value *v = xr ? cast_to(rw, op, xr, pt) : NULL;
   if (!v) return;
   gc_type p1 = {.dtype = pt, .rank = rank - 1};
   for (int i = 0, j = 0; i < rank; i++)
@@ -176,9 +187,10 @@ static void split_reduce(gc_rewriter *rw, gc_op *op) {
   int kind[GC_MAX_RANK], first = 0;
   int64_t size[GC_MAX_RANK];
   int n = runs_of(t, red, kind, size, &first);
-  if (n >= 3 && kind[n - 1])
+  int64_t numel = gc_type_numel(t);
+  if (n >= 3 && kind[n - 1] && numel >= SPLIT_INNER_MIN)
     split_inner(rw, op, red, first);
-  else if ((n == 2 && kind[0]) || (n == 3 && kind[1] && !kind[2]))
+  else if (((n == 2 && kind[0]) || (n == 3 && kind[1] && !kind[2])) && numel >= SPLIT_SEG_MIN)
     split_segments(rw, op, n, size);
 }
 

@@ -229,8 +229,8 @@ START_TEST(test_reduce) {
   const char *T = NUMERIC[_i];
   int fl = is_float_name(T);
   gb b = {0};
-  static const char *const shp[] = {"17", "3, 1023", "2, 3, 4, 5", "5, 1, 7", "4097", "300, 3, 20", "37, 136", "1100, 3"};
-  for (int s = 0; s < 8; s++) {
+  static const char *const shp[] = {"17", "3, 1023", "2, 3, 4, 5", "5, 1, 7", "4097", "300, 3, 20", "37, 136", "1100, 3", "70, 9"};
+  for (int s = 0; s < 9; s++) {
     char n[16];
     snprintf(n, sizeof n, "p%d", s);
     gb_arg(&b, n, ty(T, shp[s]), fl ? 'p' : 'x');
@@ -256,8 +256,9 @@ START_TEST(test_reduce) {
       /* row groups on CUDA: 16-byte vectors of rows of 136, rows past the last */
       {6, ", axes=[1]", "37"},
       {6, ", axes=[-1], keepdims=true", "37, 1"},
-      /* the column kernel over more rows than its 128 lanes x 8 */
+      /* the column kernel over more rows than its 128 lanes x 8, and on 16 lanes (R = 70) */
       {7, ", axes=[0]", "3"},
+      {8, ", axes=[0]", "9"},
   };
   static const char *const ops[] = {"reduce_sum", "reduce_max", "reduce_min", "reduce_mean"};
   int r = 0;
