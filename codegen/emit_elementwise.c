@@ -23,11 +23,7 @@
 static int identity_edge(const gc_value *v, const gc_op *u) {
   if (u->opcode == GC_OP_RESHAPE) return 1;
   if (gc_op_infos[u->opcode].kind != GC_KIND_ELEMENTWISE) return 0;
-  const gc_type *a = &v->type, *r = &u->results[0]->type;
-  if (a->rank != r->rank) return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != r->dims[i]) return 0;
-  return 1;
+  return gc_type_same_dims(&v->type, &u->results[0]->type);
 }
 
 /* idn[i] = member i is computed at the roots' linear index (members in

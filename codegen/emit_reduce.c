@@ -131,13 +131,6 @@ typedef struct vec_src {
   const gc_value *v[VEC_SRC_MAX];
 } vec_src;
 
-static int same_dims(const gc_type *a, const gc_type *b) {
-  if (a->rank != b->rank) return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i]) return 0;
-  return 1;
-}
-
 /* Collect into s the buffers read at v's own linear index on the way to v: v itself
  * when it is read from a buffer, else through the group's elementwise ops of v's
  * dims and reshapes (a fused cast(x) or x + residual). Loading them w at a time and
@@ -157,7 +150,7 @@ static void vec_sources(gc_lowerer *c, const gc_value *v, vec_src *s) {
   if (!ew && d->opcode != GC_OP_RESHAPE) return;
   for (int o = 0; o < d->n_operands; o++) {
     const gc_value *x = d->operands[o];
-    if (ew ? same_dims(&x->type, &v->type) : gc_type_numel(&x->type) == gc_type_numel(&v->type))
+    if (ew ? gc_type_same_dims(&x->type, &v->type) : gc_type_numel(&x->type) == gc_type_numel(&v->type))
       vec_sources(c, x, s);
   }
 }

@@ -127,14 +127,6 @@ static gc_fusion_kind root_kind(const gc_op *op) {
   }
 }
 
-/* Same rank and dims (dtypes may differ). */
-static int same_dims(const gc_type *a, const gc_type *b) {
-  if (a->rank != b->rank) return 0;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i]) return 0;
-  return 1;
-}
-
 /* ---- memberships and groups ------------------------------------------------------------------- */
 
 /* Role bits of op id in group gi (0: not a member). */
@@ -307,19 +299,19 @@ static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
      * readers take in place (attention's head split), better stored in the root's shape */
     for (int x = f->use_head[E->results[0]->id]; x >= 0; x = f->uses[x].next) {
       const gc_op *u = f->op[f->uses[x].op];
-      if (gc_op_infos[u->opcode].kind == GC_KIND_ELEMENTWISE && same_dims(&u->results[0]->type, et) && !widens(u))
+      if (gc_op_infos[u->opcode].kind == GC_KIND_ELEMENTWISE && gc_type_same_dims(&u->results[0]->type, et) && !widens(u))
         return 1;
     }
     return 0;
   }
   if (gc_op_infos[E->opcode].kind != GC_KIND_ELEMENTWISE) return 0;
   if (gc_type_numel(et) != gc_type_numel(rt)) return 0;
-  if (!same_dims(et, rt) && f->grps[gi].kind != GC_FUSION_MATMUL) return 0;
+  if (!gc_type_same_dims(et, rt) && f->grps[gi].kind != GC_FUSION_MATMUL) return 0;
   for (int i = 0; i < E->n_operands; i++) {
     const gc_value *x = E->operands[i];
     const gc_op *d = x->def;
     if (d && fz_role(f, gi, d->id)) {
-      if (!same_dims(&x->type, et)) return 0;  /* the chain is read at its own index */
+      if (!gc_type_same_dims(&x->type, et)) return 0;  /* the chain is read at its own index */
       continue;
     }
     if (!d || is_const_source(d)) continue;
@@ -399,7 +391,6 @@ static void grow_epilogue(fz *f, int gi, const gc_op *R) {
 
 /* ---- phase 0: attention ------------------------------------------------------------------------ */
 
-
 /* The op reading v when v has exactly one use and is not returned, else NULL. */
 static const gc_op *only_user(const fz *f, const gc_value *v) {
   int x = f->use_head[v->id];
@@ -434,7 +425,7 @@ static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const 
                      only_user(f, x->operands[0]) == x ? 0
              : d1 && (d1->opcode == GC_OP_MATMUL || d1->opcode == GC_OP_MUL || d1->opcode == GC_OP_DIV) &&
                      only_user(f, x->operands[1]) == x ? 1 : -1;
-    if (ci < 0 || !same_dims(&x->results[0]->type, &x->operands[ci]->type)) return 0;
+    if (ci < 0 || !gc_type_same_dims(&x->results[0]->type, &x->operands[ci]->type)) return 0;
     *A = x;
     next = x;
     x = x->operands[ci]->def;
@@ -457,7 +448,7 @@ static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const 
   const gc_value *vals[] = {s->operands[0], s->operands[1], s->results[0], p->results[0], M2->operands[1]};
   for (int i = 0; i < 5; i++)
     if (vals[i]->type.dtype != dt) return 0;
-  if (*X && ((*X)->results[0]->type.dtype != dt || !same_dims(&(*X)->results[0]->type, &s->results[0]->type)))
+  if (*X && ((*X)->results[0]->type.dtype != dt || !gc_type_same_dims(&(*X)->results[0]->type, &s->results[0]->type)))
     return 0;
   const gc_type *st = &s->results[0]->type, *ot = &M2->results[0]->type;
   if (st->rank != ot->rank || st->rank < 2) return 0;
@@ -583,7 +574,7 @@ static int at_identity(fz *f, int gi, const gc_op *w, int depth) {
       if (!fz_role(f, gi, u->id)) continue;
       int edge = u->opcode == GC_OP_RESHAPE ||
                  (gc_op_infos[u->opcode].kind == GC_KIND_ELEMENTWISE &&
-                  same_dims(&w->results[r]->type, &u->results[0]->type));
+                  gc_type_same_dims(&w->results[r]->type, &u->results[0]->type));
       if (!edge || !at_identity(f, gi, u, depth + 1)) return 0;
       any = 1;
     }
@@ -600,7 +591,7 @@ static int extra_output_ok(fz *f, const gc_op *P, int gi) {
   for (int x = f->use_head[v->id]; x >= 0; x = f->uses[x].next) {
     const gc_op *u = f->op[f->uses[x].op];
     int edge = u->opcode == GC_OP_RESHAPE ||
-               (gc_op_infos[u->opcode].kind == GC_KIND_ELEMENTWISE && same_dims(&v->type, &u->results[0]->type));
+               (gc_op_infos[u->opcode].kind == GC_KIND_ELEMENTWISE && gc_type_same_dims(&v->type, &u->results[0]->type));
     if (!edge || !at_identity(f, gi, u, 0)) return 0;
   }
   return 1;
@@ -720,11 +711,11 @@ static int siblings(fz *f, int a, int b) {
   const gc_op *ra = first_root(f, a), *rb = first_root(f, b);
   if (!ra || !rb) return 0;
   if (ga->kind == GC_FUSION_LOOP) {
-    if (!same_dims(&ra->results[0]->type, &rb->results[0]->type)) return 0;
+    if (!gc_type_same_dims(&ra->results[0]->type, &rb->results[0]->type)) return 0;
   } else if (ga->kind == GC_FUSION_REDUCE) {
     if (ra->opcode == GC_OP_ARGMAX || rb->opcode == GC_OP_ARGMAX) return 0;
-    if (!same_dims(&ra->operands[0]->type, &rb->operands[0]->type) ||
-        !same_dims(&ra->results[0]->type, &rb->results[0]->type) || reduce_mask(ra) != reduce_mask(rb))
+    if (!gc_type_same_dims(&ra->operands[0]->type, &rb->operands[0]->type) ||
+        !gc_type_same_dims(&ra->results[0]->type, &rb->results[0]->type) || reduce_mask(ra) != reduce_mask(rb))
       return 0;
   } else {
     return 0;

@@ -118,6 +118,7 @@ typedef struct gc_type {
 } gc_type;
 
 int gc_type_equal(const gc_type *a, const gc_type *b);
+int gc_type_same_dims(const gc_type *a, const gc_type *b);  /* rank and dims (dtypes may differ) */
 int gc_type_is_concrete(const gc_type *t);   /* no symbolic dims */
 /* Element count of a concrete type; -1 on overflow past 2^62 or symbolic dims. */
 int64_t gc_type_numel(const gc_type *t);

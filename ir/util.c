@@ -444,11 +444,15 @@ const char *graphc_codegen_name(graphc_codegen_t c) {
 void graphc_free(void *p) { free(p); }
 
 /* ---- types ---------------------------------------------------------------------------- */
-int gc_type_equal(const gc_type *a, const gc_type *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+int gc_type_same_dims(const gc_type *a, const gc_type *b) {
+  if (a->rank != b->rank) return 0;
   for (int i = 0; i < a->rank; i++)
     if (a->dims[i] != b->dims[i]) return 0;
   return 1;
+}
+
+int gc_type_equal(const gc_type *a, const gc_type *b) {
+  return a->dtype == b->dtype && gc_type_same_dims(a, b);
 }
 
 int gc_type_is_concrete(const gc_type *t) {

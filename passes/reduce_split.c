@@ -62,13 +62,7 @@ static gc_value *cast_to(gc_rewriter *rw, gc_op *op, gc_value *x, gc_dtype pt) {
 }
 
 /* Is t op's result type (dtype and dims)? */
-static int is_result_type(const gc_op *op, const gc_type *t) {
-  const gc_type *rt = &op->results[0]->type;
-  if (t->dtype != rt->dtype || t->rank != rt->rank) return 0;
-  for (int i = 0; i < t->rank; i++)
-    if (t->dims[i] != rt->dims[i]) return 0;
-  return 1;
-}
+static int is_result_type(const gc_op *op, const gc_type *t) { return gc_type_equal(t, &op->results[0]->type); }
 
 /* A reduction like op's of v over n axes, keepdims or not, with result type t (named
  * as op's result when it will replace it). */
