@@ -10,15 +10,18 @@
  * 2. One run of reduced dims, the innermost dims kept, few outputs: [K1,] R, K2
  *    with K1 * K2 < SEG_THREADS (a column sum of [65536, 1024]):
  *      x as [K1,] S, R / S, K2; reduce over R / S; then over S
- *    with S the least power of two that gives the first reduction SEG_THREADS
+ *    with S the least divisor of R that gives the first reduction SEG_THREADS
  *    outputs (x 4 bytes / x's element: 2^19 for 16-bit x, whose kernel takes two
- *    outputs a thread), one thread each, adjacent threads reading adjacent addresses.
- *    Whole, it ran on the column kernel: 59% of copy bandwidth on an H200, 84% split.
+ *    outputs a thread), else the largest that leaves SEG_MIN elements to each: one
+ *    thread per output, adjacent threads reading adjacent addresses. Whole, it ran on
+ *    the column kernel: 59% of copy bandwidth on an H200, 85% split.
  *
- * The partial results: sums of f16/bf16 stay f32 (the input is cast first, the
- * result cast back), integer sums i64 (wrapping sums commute with the final
- * narrowing); a mean is a mean of means (every partial mean has the same count).
- * Only for the GPU (the CPU backend's items already have enough work each).
+ * The partial results: sums of f16/bf16 stay f32 (the input is cast first, after
+ * rule 2's reshape so that the reshape is a view and the reduction computes the
+ * cast; the result cast back), integer sums i64 (wrapping sums commute with the
+ * final narrowing); a mean is a mean of means (every partial mean has the same
+ * count). Inputs under SPLIT_INNER_MIN / SPLIT_SEG_MIN elements stay whole. Only for
+ * the GPU (the CPU backend's items already have enough work each).
  */
 #include "rewrite.h"
 
