@@ -86,6 +86,8 @@ static kir_expr *finish(gc_lowerer *c, kir_kernel *k, const gc_op *op, int acc, 
   return e;
 }
 
+#define MAX_SIBLINGS 16
+
 /* Bind the final value of each root at output `lin` (var) and store the group's outputs. */
 static void finish_outputs_at(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const int *fin, int lin) {
   gc_lowerer *c = G->c;
@@ -107,6 +109,25 @@ static void finish_outputs(gc_gen *G, kir_block *b, const gc_fusion_group *grp, 
   finish_outputs_at(G, b, grp, fin, G->k->item_var);
 }
 
+/* Finish each root's accumulator acc[r] (a reduction over R) and store the outputs at `lin`. */
+static void store_reduced(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const int *acc, int64_t R, int lin) {
+  int fin[MAX_SIBLINGS];
+  GC_ASSERT(grp->n_roots <= MAX_SIBLINGS);
+  for (int r = 0; r < grp->n_roots; r++)
+    fin[r] = gc_ec_let(G->c, G->k, b, "fin", finish(G->c, G->k, grp->roots[r], acc[r], R));
+  finish_outputs_at(G, b, grp, fin, lin);
+}
+
+/* Modeled traffic and flops of a reduce kernel (nr roots over `in`), generator released, launched. */
+static void close_reduce(gc_gen *G, int nr, const gc_value *in) {
+  kir_kernel *k = G->k;
+  gc_lowerer *c = G->c;
+  k->bytes_moved = gc_gen_bytes(G, -1);
+  k->flops = (double)nr * (double)gc_type_numel(&in->type);
+  gc_gen_free(G);
+  gc_ec_launch(c, k);
+}
+
 /* Accumulate every root's input at point pt of the input space (one step). */
 static void accumulate(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const gc_ec_comb *comb,
                        const int *acc, const int *x, int pt) {
@@ -119,7 +140,6 @@ static void accumulate(gc_gen *G, kir_block *b, const gc_fusion_group *grp, cons
   }
 }
 
-#define MAX_SIBLINGS 16
 
 /* ---- vector reads of a computed input --------------------------------------------------------- */
 
@@ -136,7 +156,7 @@ typedef struct vec_src {
  * dims and reshapes (a fused cast(x) or x + residual). Loading them w at a time and
  * binding the lanes (bind_vec) lets the generator compute w adjacent elements of v
  * from vector loads; other reads (a broadcast operand) stay scalar loads. */
-static void vec_sources(gc_lowerer *c, const gc_value *v, vec_src *s) {
+static void collect_sources(gc_lowerer *c, const gc_value *v, vec_src *s) {
   if (ec_reads_buffer(c, v)) {
     if (v->type.dtype == GRAPHC_DTYPE_BOOL) return;
     for (int i = 0; i < s->n; i++)
@@ -151,18 +171,23 @@ static void vec_sources(gc_lowerer *c, const gc_value *v, vec_src *s) {
   for (int o = 0; o < d->n_operands; o++) {
     const gc_value *x = d->operands[o];
     if (ew ? gc_type_same_dims(&x->type, &v->type) : gc_type_numel(&x->type) == gc_type_numel(&v->type))
-      vec_sources(c, x, s);
+      collect_sources(c, x, s);
   }
 }
 
-/* The widest element of s's buffers, in bytes (0 when s is empty). */
-static int vec_src_size(const vec_src *s) {
-  int m = 0;
-  for (int i = 0; i < s->n; i++) {
-    int z = (int)graphc_dtype_size(s->v[i]->type.dtype);
-    if (z > m) m = z;
+/* The sources of v (collect_sources); none when one has elements wider than max_size
+ * bytes (its vectors would pass the 16 bytes of v's, or the 4 bytes an item reads).
+ * *size: the widest element among them (0 when there are none). */
+static vec_src vec_sources(gc_lowerer *c, const gc_value *v, int max_size, int *size) {
+  vec_src s = {0};
+  collect_sources(c, v, &s);
+  *size = 0;
+  for (int i = 0; i < s.n; i++) {
+    int z = (int)graphc_dtype_size(s.v[i]->type.dtype);
+    if (z > *size) *size = z;
   }
-  return m;
+  if (*size > max_size) s.n = 0, *size = 0;
+  return s;
 }
 
 /* Load w elements of each of s's buffers at linear index var lins[0] (a multiple of
@@ -199,7 +224,7 @@ static int lower_reduce_cols(gc_lowerer *c, const gc_fusion_group *grp, const re
   gc_gen G;
   gc_gen_init(&G, c, k);
   kir_block *b = &k->body;
-  int acc[MAX_SIBLINGS], x[MAX_SIBLINGS], fin[MAX_SIBLINGS], sh[MAX_SIBLINGS];
+  int acc[MAX_SIBLINGS], x[MAX_SIBLINGS], sh[MAX_SIBLINGS];
   for (int r = 0; r < nr; r++) {
     acc[r] = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, comb[r], at[r]));
     x[r] = gc_ec_var(c, k, "x", at[r]);
@@ -235,22 +260,8 @@ static int lower_reduce_cols(gc_lowerer *c, const gc_fusion_group *grp, const re
     kir_emit_assign(c->km, jb, x[r], kir_load(c->km, k, KIR_SHARED, sh[r], si));
     kir_emit_assign(c->km, jb, acc[r], gc_ec_combine(c, k, comb[r], acc[r], x[r]));
   }
-  for (int r = 0; r < nr; r++) fin[r] = gc_ec_let(c, k, tb, "fin", finish(c, k, grp->roots[r], acc[r], R));
-  /* the output point is o, not the group index */
-  gc_gen_push(&G);
-  const gc_type *ot = &grp->roots[0]->results[0]->type;
-  int pt = gc_gen_pt(&G, ot, o, NULL);
-  for (int r = 0; r < nr; r++) {
-    const gc_value *rv2 = grp->roots[r]->results[0];
-    int v = gc_ec_let(c, k, tb, rv2->name, gc_ec_round(c, rv2->type.dtype, ec_v(c, k, fin[r])));
-    gc_gen_bind(&G, rv2, pt, v);
-  }
-  gc_gen_store_outs(&G, tb, grp, pt);
-  gc_gen_pop(&G);
-  k->bytes_moved = gc_gen_bytes(&G, -1);
-  k->flops = (double)nr * (double)gc_type_numel(&in->type);
-  gc_gen_free(&G);
-  gc_ec_launch(c, k);
+  store_reduced(&G, tb, grp, acc, R, o);  /* the output point is o, not the group index */
+  close_reduce(&G, nr, in);
   return 0;
 }
 
@@ -294,16 +305,15 @@ static int lower_reduce_groups(gc_lowerer *c, const gc_fusion_group *grp, const 
   int64_t nvec = R / w;
   int tpr = group_lanes(nvec);
   int rpb = ROW_GROUP_BLOCK / tpr, nr = grp->n_roots;
-  vec_src vs = {0};
-  vec_sources(c, in, &vs);
-  if (vec_src_size(&vs) > (int)graphc_dtype_size(dt)) vs.n = 0;  /* a wider source: its vectors would pass 16 bytes */
+  int z;
+  vec_src vs = vec_sources(c, in, (int)graphc_dtype_size(dt), &z);
   int row, lane;
   kir_kernel *k = group_kernel(c, nout, tpr, &row, &lane);
   gc_gen G;
   gc_gen_init(&G, c, k);
   kir_block *b = &k->body;
   int base = gc_ec_let(c, k, b, "base", ec_mul(c, ec_v(c, k, row), ec_i64(c, R)));
-  int acc[MAX_SIBLINGS], x[MAX_SIBLINGS], fin[MAX_SIBLINGS];
+  int acc[MAX_SIBLINGS], x[MAX_SIBLINGS];
   for (int r = 0; r < nr; r++) {
     acc[r] = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, comb[r], at[r]));
     x[r] = gc_ec_var(c, k, "x", at[r]);
@@ -325,12 +335,8 @@ static int lower_reduce_groups(gc_lowerer *c, const gc_fusion_group *grp, const 
   kir_expr *first = ec_bin(c, KIR_EQ, ec_v(c, k, lane), ec_i64(c, 0));
   if (nout % rpb) first = ec_bin(c, KIR_AND, first, ec_bin(c, KIR_LT, ec_v(c, k, row), ec_i64(c, nout)));
   kir_emit_if(c->km, b, first, &tb, NULL);
-  for (int r = 0; r < nr; r++) fin[r] = gc_ec_let(c, k, tb, "fin", finish(c, k, grp->roots[r], acc[r], R));
-  finish_outputs_at(&G, tb, grp, fin, row);
-  k->bytes_moved = gc_gen_bytes(&G, -1);
-  k->flops = (double)nr * (double)gc_type_numel(&in->type);
-  gc_gen_free(&G);
-  gc_ec_launch(c, k);
+  store_reduced(&G, tb, grp, acc, R, row);
+  close_reduce(&G, nr, in);
   return 1;
 }
 
@@ -369,9 +375,9 @@ static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
   vec_src vs = {0};
   int V = 1;
   if (!blocks && c->t->kind == KIR_TARGET_CUDA && g.nk > 0 && g.kst[g.nk - 1] == 1) {
-    vec_sources(c, in, &vs);
-    int z = vec_src_size(&vs);
-    if (z > 0 && z < 4) V = 4 / z;
+    int z;
+    vs = vec_sources(c, in, 2, &z);
+    if (z > 0) V = 4 / z;
     while (V > 1 && g.kdims[g.nk - 1] % V) V /= 2;
   }
   kir_kernel *k = blocks ? gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, nout, gc_ec_row_block(c, R))
@@ -379,7 +385,7 @@ static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_gen G;
   gc_gen_init(&G, c, k);
   kir_block *b = &k->body;
-  int acc[MAX_SIBLINGS * 4], x[MAX_SIBLINGS], fin[MAX_SIBLINGS];
+  int acc[MAX_SIBLINGS * 4], x[MAX_SIBLINGS];
   for (int r = 0; r < nr; r++) {
     acc[r] = gc_ec_let(c, k, b, "acc", gc_ec_identity(c, comb[r], at[r]));
     x[r] = gc_ec_var(c, k, "x", at[r]);
@@ -398,8 +404,7 @@ static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
     }
     kir_block *tb;
     kir_emit_if(c->km, b, ec_bin(c, KIR_EQ, kir_special_ref(c->km, KIR_SP_THREAD), ec_i32(c, 0)), &tb, NULL);
-    for (int r = 0; r < nr; r++) fin[r] = gc_ec_let(c, k, tb, "fin", finish(c, k, grp->roots[r], acc[r], R));
-    finish_outputs(&G, tb, grp, fin);
+    store_reduced(&G, tb, grp, acc, R, k->item_var);
   } else {
     /* V adjacent outputs per item (V > 1: their inputs read V at a time) */
     int o0 = V > 1 ? gc_ec_let(c, k, b, "o", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, V))) : k->item_var;
@@ -418,16 +423,11 @@ static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
     if (V > 1) bind_vec(&G, body, &vs, V, lins);
     for (int e = 0; e < V; e++) accumulate(&G, body, grp, comb, acc + e * nr, x, gc_gen_pt(&G, &in->type, lins[e], NULL));
     gc_gen_pop(&G);
-    for (int e = 0; e < V; e++) {
-      for (int r = 0; r < nr; r++) fin[r] = gc_ec_let(c, k, b, "fin", finish(c, k, grp->roots[r], acc[e * nr + r], R));
-      int o = e ? gc_ec_let(c, k, b, "o", ec_add(c, ec_v(c, k, o0), ec_i64(c, e))) : o0;
-      finish_outputs_at(&G, b, grp, fin, o);
-    }
+    for (int e = 0; e < V; e++)
+      store_reduced(&G, b, grp, acc + e * nr, R,
+                    e ? gc_ec_let(c, k, b, "o", ec_add(c, ec_v(c, k, o0), ec_i64(c, e))) : o0);
   }
-  k->bytes_moved = gc_gen_bytes(&G, -1);
-  k->flops = (double)nr * (double)gc_type_numel(&in->type);
-  gc_gen_free(&G);
-  gc_ec_launch(c, k);
+  close_reduce(&G, nr, in);
   return 0;
 }
 
@@ -705,9 +705,9 @@ static void row_cache_vec(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_
   rk->nc = nv * w;
   rk->guard = rk->R % (block * w) != 0;
   int p = rk->vload ? gc_gen_rparam(&rk->G, c->val_buf[in->id], in->type.dtype) : -1;
+  int z;
   vec_src vs = {0};
-  if (!rk->vload) vec_sources(c, in, &vs);
-  if (vec_src_size(&vs) > (int)graphc_dtype_size(in->type.dtype)) vs.n = 0;  /* past 16 bytes a vector */
+  if (!rk->vload) vs = vec_sources(c, in, (int)graphc_dtype_size(in->type.dtype), &z);
   int tid = rk->lane;
   for (int j = 0; j < nv; j++) {
     kir_expr *r0 = ec_mul(c, ec_add(c, ec_v(c, k, tid), ec_i64(c, block * j)), ec_i64(c, w));

@@ -64,15 +64,12 @@ static gc_value *cast_to(gc_rewriter *rw, gc_op *op, gc_value *x, gc_dtype pt) {
   return c ? c->results[0] : NULL;
 }
 
-/* Is t op's result type (dtype and dims)? */
-static int is_result_type(const gc_op *op, const gc_type *t) { return gc_type_equal(t, &op->results[0]->type); }
-
 /* A reduction like op's of v over n axes, keepdims or not, with result type t (named
  * as op's result when it will replace it). */
 static gc_value *reduce_of(gc_rewriter *rw, gc_op *op, gc_value *v, const int64_t *axes, int n, int keep,
                            const gc_type *t) {
   gc_named_attr at[2] = {{"axes", gc_rw_attr_ints(rw, axes, n)}, {"keepdims", {.kind = GC_ATTR_BOOL, .u.b = 1}}};
-  const char *name = is_result_type(op, t) ? op->results[0]->name : NULL;
+  const char *name = gc_type_equal(t, &op->results[0]->type) ? op->results[0]->name : NULL;
   gc_op *r = gc_rw_new_op(rw, op->opcode, op, 1, &v, keep ? 2 : 1, at, t, name, op->loc);
   return r ? r->results[0] : NULL;
 }
@@ -81,7 +78,7 @@ static gc_value *reduce_of(gc_rewriter *rw, gc_op *op, gc_value *v, const int64_
  * op's result dims, takes op's place. */
 static void finish(gc_rewriter *rw, gc_op *op, gc_value *v) {
   const gc_type *rt = &op->results[0]->type;
-  if (is_result_type(op, &v->type)) {
+  if (gc_type_equal(&v->type, &op->results[0]->type)) {
     gc_rw_replace_op(rw, op, &v);
     return;
   }
