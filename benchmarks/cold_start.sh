@@ -23,7 +23,7 @@ gcc -O2 -I/usr/local/cuda/include benchmarks/driver_init.c -L/usr/local/cuda/lib
 aot() {  # file weights
   for i in $(seq "$RUNS"); do
     echo "  aot $(basename "$1"): $(GRAPHC_CACHE=off "$B/graphc" compile "$1" --bind B=64 --weights "$2" \
-      -o "$T/x.gcx" --stats 2>&1 | grep -E 'llvm nvptx|nvjitlink|aot: total' | sed 's/ (2 kernels.*//; s/ (parse.*//; s/ ([0-9]* kernels.*//' | tr '\n' ' ')"
+      -o "$T/x.gcx" --stats 2>&1 | grep -E 'llvm nvptx|nvjitlink|ptxas|aot: total' | sed 's/ (2 kernels.*//; s/ (parse.*//; s/ ([0-9]* kernels.*//' | tr '\n' ' ')"
   done
 }
 jit() {  # file weights codegen cache(off|on) binds...
@@ -35,7 +35,7 @@ jit() {  # file weights codegen cache(off|on) binds...
     GRAPHC_CACHE=$cache GRAPHC_CACHE_DIR="$T/cache" "$B/graphc" run "$f" "$@" --weights "$w" --backend cuda \
       --codegen "$cg" --stats > "$T/run.txt" 2>&1
     e=$(date +%s%N)
-    echo "  jit $(basename "$f") $cg cache=$cache: process $(( (e - s) / 1000000 )) ms; $(grep -E '^run: |llvm nvptx|nvjitlink|cuda: nvrtc|from the JIT cache|cuda: context' "$T/run.txt" | sed 's/ (2 kernels.*//; s/ ([0-9]* kernels.*//; s/ (read, parse, verify)//; s/ (to a loaded module)//' | tr '\n' ' ')"
+    echo "  jit $(basename "$f") $cg cache=$cache: process $(( (e - s) / 1000000 )) ms; $(grep -E '^run: |llvm nvptx|nvjitlink|ptxas|cuda: nvrtc|from the JIT cache|cuda: context' "$T/run.txt" | sed 's/ (2 kernels.*//; s/ ([0-9]* kernels.*//; s/ (read, parse, verify)//; s/ (to a loaded module)//' | tr '\n' ' ')"
   done
 }
 all() {

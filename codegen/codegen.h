@@ -4,7 +4,7 @@
  *
  *   kir_module --gc_cuda_c_print--> CUDA C --gc_nvrtc_compile--> PTX + cubin
  *   kir_module --gc_llvm_ptx------> LLVM IR (nvptx64-nvidia-cuda) --NVPTX--> PTX
- *   PTX        --gc_ptx_to_cubin--> cubin (nvJitLink)
+ *   PTX        --gc_ptx_to_cubin--> cubin (ptxas, whole-program; else nvJitLink)
  *
  * All functions return 0 on success; on failure they report to `d` with status
  * GRAPHC_STATUS_COMPILE_ERROR (NVRTC log / LLVM message included) and return -1.
@@ -68,7 +68,24 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
  * "// graphc alias name = ORIGINAL" line of ptx (copied into buf), else name. */
 const char *gc_ptx_kernel_alias(const char *ptx, const char *name, char *buf, size_t len);
 
-/* codegen/jitlink.c: PTX to cubin through nvJitLink for sm_<sm>. */
+/* codegen/jitlink.c: PTX to cubin for sm_<sm>: through the toolkit's ptxas program
+ * (codegen/ptxas.c) when one is found, else (or when it fails) through nvJitLink.
+ * *via (when via is not NULL) is set to "ptxas" or "nvjitlink", the one that made it. */
 int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d);
+int gc_ptx_to_cubin_ex(const char *ptx, int sm, void **cubin, size_t *cubin_len, const char **via,
+                       gc_diags *d);
+/* "nvjitlink MAJOR.MINOR" (for cache keys). */
+void gc_nvjitlink_id(char *out, size_t cap);
+
+/* codegen/ptxas.c: the ptxas program gc_ptx_to_cubin runs (see ptxas.c for where it
+ * looks; GRAPHC_PTXAS=off: none): 1 and its path in out, else 0. */
+int gc_ptxas_find(char *out, size_t cap);
+/* The PTX compiler gc_ptx_to_cubin uses now, for cache keys: "ptxas PATH SIZE MTIME",
+ * else gc_nvjitlink_id. */
+void gc_ptx_compiler_id(char *out, size_t cap);
+/* Run ptxas (whole-program, -O3, `threads` split-compile threads) on ptx for
+ * sm_<sm>[a]; ptxas' messages go to d. */
+int gc_ptxas_compile(const char *ptxas, const char *ptx, int sm, int arch_a, int threads, void **cubin,
+                     size_t *cubin_len, gc_diags *d);
 
 #endif

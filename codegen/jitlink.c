@@ -1,4 +1,5 @@
-/* jitlink.c - PTX to cubin through nvJitLink (libnvJitLink.so of the CUDA toolkit).
+/* jitlink.c - PTX to cubin: the toolkit's ptxas program when there is one (ptxas.c:
+ * whole-program code, fewer registers), else nvJitLink (libnvJitLink.so of the CUDA toolkit).
  *
  *   PTX text --nvJitLinkAddData(PTX)--> nvJitLinkComplete(-arch=sm_NN -O3) --> cubin
  *
@@ -58,7 +59,18 @@ static void jl_report(gc_diags *d, nvJitLinkHandle h, const char *what, nvJitLin
   free(log);
 }
 
+void gc_nvjitlink_id(char *out, size_t cap) {
+  unsigned a = 0, b = 0;
+  if (nvJitLinkVersion(&a, &b) != NVJITLINK_SUCCESS) a = b = 0;
+  snprintf(out, cap, "nvjitlink %u.%u", a, b);
+}
+
 int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d) {
+  return gc_ptx_to_cubin_ex(ptx, sm, cubin, cubin_len, NULL, d);
+}
+
+int gc_ptx_to_cubin_ex(const char *ptx, int sm, void **cubin, size_t *cubin_len, const char **via,
+                       gc_diags *d) {
   *cubin = NULL;
   *cubin_len = 0;
   char arch[32];
@@ -68,6 +80,20 @@ int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc
   char tgt[32];
   snprintf(tgt, sizeof tgt, ".target sm_%da", sm);
   if (strstr(ptx, tgt)) arch_a = 1;
+  /* ptxas first (whole-program code: see ptxas.c); on any failure of it (an older
+   * toolkit's ptxas, no temporary directory, bad PTX) nvJitLink decides and reports */
+  char px[4096];
+  if (gc_ptxas_find(px, sizeof px)) {
+    gc_diags pd;
+    gc_diags_init(&pd, "", NULL, 0);
+    int rc = gc_ptxas_compile(px, ptx, sm, arch_a, GC_PTXAS_THREADS, cubin, cubin_len, &pd);
+    gc_diags_free(&pd);
+    if (rc == 0) {
+      if (via) *via = "ptxas";
+      return 0;
+    }
+  }
+  if (via) *via = "nvjitlink";
   snprintf(arch, sizeof arch, "-arch=sm_%d%s", sm, arch_a ? "a" : "");
   /* ptxas compiles the kernels on up to GC_PTXAS_THREADS threads. The count is
    * fixed, not the host's cores: ptxas records its command line in the cubin

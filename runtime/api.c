@@ -668,8 +668,9 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
                          lt.codegen);
           if (rc == 0 && kind == 4) {
             t0 = emit_now_ms();
-            rc = gc_ptx_to_cubin(text, gc_module_sm(plan->kir, sm), out, len, &d);
-            gc_sbuf_printf(&stats, "time: nvjitlink %.2f ms\n", emit_now_ms() - t0);
+            const char *via = "nvjitlink";
+            rc = gc_ptx_to_cubin_ex(text, gc_module_sm(plan->kir, sm), out, len, &via, &d);
+            gc_sbuf_printf(&stats, "time: %s %.2f ms\n", via, emit_now_ms() - t0);
             free(text);
             text = NULL;
           }

@@ -111,10 +111,9 @@ static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_c
     LLVMGetVersion(&a, &b, &c);
     snprintf(buf, sizeof buf, "llvm %u.%u.%u", a, b, c);
     key_str(key, "codegen", buf);
-    a = b = 0;
-    if (nvJitLinkVersion(&a, &b) != NVJITLINK_SUCCESS) a = b = 0;
-    snprintf(buf, sizeof buf, "%u.%u", a, b);
-    key_str(key, "nvjitlink", buf);
+    char pc[4200];  /* ptxas (whole-program) and nvJitLink make different code */
+    gc_ptx_compiler_id(pc, sizeof pc);
+    key_str(key, "ptx compiler", pc);
     /* the LLVM IR is made from the Kernel IR by this build: the Kernel IR text is the code */
     gc_sbuf kir = {0};
     for (int i = 0; i < km->n_kernels; i++) kir_print(&kir, km->kernels[i]);
@@ -149,8 +148,11 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
   double t0 = now_ms();
   if (cg == GRAPHC_CODEGEN_LLVM) {
     /* nvJitLink calls cuInit itself (for NVIDIA's disk cache), which takes 100-230 ms on
-     * an idle H200: when the driver is not open yet, open it beside the LLVM stage. */
-    void *pre = gc_cuda_prefetch_start();
+     * an idle H200: when the driver is not open yet, open it beside the LLVM stage. The
+     * ptxas program (the default, codegen/ptxas.c) needs no driver: a bundle compile then
+     * never opens it. */
+    char px[4096];
+    void *pre = gc_ptxas_find(px, sizeof px) ? NULL : gc_cuda_prefetch_start();
     gc_llvm_ptx_opts lo = {0, 1};  /* automatic threads, identical kernels compiled once */
     gc_llvm_times lt;
     if (gc_llvm_ptx_ex(km, sm, &lo, &out->ptx, &lt, d) != 0) {
@@ -164,9 +166,10 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
                      " libdevice %.2f, optimize O3 %.2f, codegen %.2f)\n",
                      t1 - t0, lt.kernels, lt.compiled, lt.threads, lt.emit, lt.libdevice,
                      lt.optimize, lt.codegen);
-    gc_diags jd;   /* a failed nvJitLink is not fatal: the driver JITs the PTX */
+    gc_diags jd;   /* no cubin is not fatal: the driver JITs the PTX */
     gc_diags_init(&jd, "", NULL, 0);
-    if (gc_ptx_to_cubin(out->ptx, gc_module_sm(km, sm), &out->cubin, &out->cubin_len, &jd) != 0) {
+    const char *via = "nvjitlink";
+    if (gc_ptx_to_cubin_ex(out->ptx, gc_module_sm(km, sm), &out->cubin, &out->cubin_len, &via, &jd) != 0) {
       out->why_no_cubin = strdup(jd.n && jd.items[0].msg ? jd.items[0].msg : "nvJitLink failed");
       free(out->cubin);
       out->cubin = NULL;
@@ -174,7 +177,7 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
     }
     gc_diags_free(&jd);
     gc_cuda_prefetch_join(pre);
-    if (st) gc_sbuf_printf(st, "cuda: nvjitlink %.2f ms\n", now_ms() - t1);
+    if (st) gc_sbuf_printf(st, "cuda: %s %.2f ms\n", via, now_ms() - t1);
     return 0;
   }
   int rc = gc_nvrtc_compile(src, gc_module_sm(km, sm), &out->ptx, &out->cubin, &out->cubin_len, d);

@@ -1,5 +1,5 @@
 /* test_llvm.c - Kernel IR -> LLVM IR -> PTX (NVPTX backend) and PTX -> cubin
- * (nvJitLink). No GPU needed: checks that ptxas and nvJitLink accept the PTX,
+ * (the ptxas program, else nvJitLink). No GPU needed: checks that ptxas and nvJitLink accept the PTX,
  * that the PTX has the instructions each construct must produce, determinism,
  * and that errors carry the tool's message.
  *
@@ -463,7 +463,8 @@ START_TEST(test_ptx_content) {
 }
 END_TEST
 
-/* nvJitLink's log reaches the diagnostics for bad PTX. */
+/* nvJitLink's log reaches the diagnostics for bad PTX (ptxas rejects it first, and
+ * nvJitLink, the fallback, reports). */
 START_TEST(test_jitlink_error) {
   gc_diags d;
   gc_diags_init(&d, "test", NULL, 0);
@@ -484,6 +485,91 @@ START_TEST(test_jitlink_error) {
   ck_assert_int_eq(d.n_errors, 1);
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "nvJitLink"));
   gc_diags_free(&d);
+}
+END_TEST
+
+/* Files left in directory dir (not . or ..). */
+static int dir_entries(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", dir);
+  char *out = NULL;
+  ck_assert_int_eq(tu_run_cmd(cmd, &out), 0);
+  int n = atoi(out ? out : "-1");
+  free(out);
+  return n;
+}
+
+/* PTX -> cubin through the ptxas program when there is one (codegen/ptxas.c), else
+ * nvJitLink: GRAPHC_PTXAS picks or disables it, a missing or failing ptxas falls back,
+ * the output is reproducible, and no temporary file stays behind. */
+START_TEST(test_ptxas_program) {
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, "%s/ptxas-tmp", tu_tmpdir());
+  char cmd[1100];
+  snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", tmp, tmp);
+  ck_assert_int_eq(system(cmd), 0);
+  setenv("TMPDIR", tmp, 1);  /* forked test: local */
+  kir_module *m = kir_module_new();
+  k_loops(m);
+  k_float_ops(m);
+  char *ptx = ptx_of(m, 90, NULL);
+  char path[4096];
+  ck_assert_int_eq(gc_ptxas_find(path, sizeof path), 1);  /* the toolkit's, as the build found it */
+  /* id: the compiler the cache key names (a ptxas that fails is still the one found) */
+  const struct { const char *env, *via, *id; } cases[] = {
+      {NULL, "ptxas", "ptxas"}, {GRAPHC_PTXAS, "ptxas", "ptxas"}, {"off", "nvjitlink", "nvjitlink"},
+      {"0", "nvjitlink", "nvjitlink"}, {"/nonexistent/ptxas", "nvjitlink", "nvjitlink"},
+      {"/bin/false", "nvjitlink", "ptxas /bin/false"}};
+  void *first = NULL;
+  size_t first_len = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (cases[i].env) setenv("GRAPHC_PTXAS", cases[i].env, 1);
+    else unsetenv("GRAPHC_PTXAS");
+    gc_diags d;
+    gc_diags_init(&d, "test", NULL, 0);
+    void *cubin = NULL;
+    size_t len = 0;
+    const char *via = NULL;
+    ck_assert_int_eq(gc_ptx_to_cubin_ex(ptx, 90, &cubin, &len, &via, &d), 0);
+    ck_assert_int_eq(d.n_errors, 0);
+    ck_assert_msg(via && strcmp(via, cases[i].via) == 0, "GRAPHC_PTXAS=%s: via %s, want %s",
+                  cases[i].env ? cases[i].env : "(unset)", via ? via : "?", cases[i].via);
+    ck_assert_int_eq(memcmp(cubin, "\177ELF", 4), 0);
+    char id[4200];
+    gc_ptx_compiler_id(id, sizeof id);
+    ck_assert_msg(strncmp(id, cases[i].id, strlen(cases[i].id)) == 0, "compiler id %s", id);
+    if (!first) {
+      first = cubin, first_len = len;
+    } else {
+      if (strcmp(cases[i].via, "ptxas") == 0)  /* same program, same options: same bytes */
+        ck_assert(len == first_len && memcmp(cubin, first, len) == 0);
+      free(cubin);
+    }
+    gc_diags_free(&d);
+    ck_assert_int_eq(dir_entries(tmp), 0);
+  }
+  /* ptxas' own message for bad PTX */
+  gc_diags d;
+  gc_diags_init(&d, "test", NULL, 0);
+  void *cubin = (void *)1;
+  size_t len = 1;
+  const char *bad = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n";
+  ck_assert_int_eq(gc_ptxas_compile(path, bad, 90, 0, 2, &cubin, &len, &d), -1);
+  ck_assert_ptr_null(cubin);
+  ck_assert_int_eq(d.n_errors, 1);
+  ck_assert_int_eq(d.status, GRAPHC_STATUS_COMPILE_ERROR);
+  ck_assert_ptr_nonnull(strstr(d.items[0].msg, "ptxas"));
+  ck_assert_ptr_nonnull(strstr(d.items[0].msg, "bogus"));
+  gc_diags_free(&d);
+  gc_diags_init(&d, "test", NULL, 0);
+  ck_assert_int_eq(gc_ptxas_compile("/nonexistent/ptxas", ptx, 90, 0, 2, &cubin, &len, &d), -1);
+  ck_assert_ptr_nonnull(strstr(d.items[0].msg, "/nonexistent/ptxas"));
+  gc_diags_free(&d);
+  ck_assert_int_eq(dir_entries(tmp), 0);
+  unsetenv("GRAPHC_PTXAS");
+  free(first);
+  free(ptx);
+  kir_module_free(m);
 }
 END_TEST
 
@@ -758,6 +844,7 @@ static Suite *llvm_suite(void) {
   tcase_add_test(tc, test_parallel_dedup);
   tcase_add_test(tc, test_ptx_content);
   tcase_add_test(tc, test_jitlink_error);
+  tcase_add_test(tc, test_ptxas_program);
   tcase_add_test(tc, test_llvm_errors);
   tcase_add_test(tc, test_host_ir);
   tcase_add_test(tc, test_host_pack2);

@@ -95,3 +95,7 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
 int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d) {
   return no_codegen(d, "nvJitLink");
 }
+int gc_ptx_to_cubin_ex(const char *ptx, int sm, void **cubin, size_t *cubin_len, const char **via,
+                       gc_diags *d) {
+  return no_codegen(d, "nvJitLink");
+}
