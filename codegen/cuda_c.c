@@ -766,8 +766,11 @@ static unsigned kernel_types(const kir_kernel *k) {
 static void print_kernel(gc_sbuf *b, const kir_kernel *k) {
   cprint c = {b, k};
   int blocks = k->launch.kind == KIR_LAUNCH_BLOCKS;
-  gc_sbuf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", k->launch.block,
-                 k->name);
+  if (k->min_blocks)
+    gc_sbuf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", k->launch.block,
+                   k->min_blocks, k->name);
+  else
+    gc_sbuf_printf(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", k->launch.block, k->name);
   for (int i = 0; i < k->n_params; i++) {
     const kir_param *p = &k->params[i];
     if (i) gc_sbuf_puts(b, ", ");

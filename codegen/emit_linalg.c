@@ -214,6 +214,7 @@ static kir_kernel *mm_tiled(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   const gc_value *A = op->operands[0], *B = op->operands[1];
   int64_t TM = (s->M + MM_T - 1) / MM_T, TN = (s->N + MM_T - 1) / MM_T;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, MM_T * MM_ROWS);
+  if (k) k->min_blocks = 1;  /* register-tiled: no occupancy target (kir.h) */
   gc_gen_init(G, c, k);
   /* which logical coordinate tx walks: A's k (a_kx) or m; B's n (b_nx) or k */
   int a_kx = mm_walks_inner(c, A, s->ta), b_nx = mm_walks_inner(c, B, s->tb);
@@ -344,6 +345,7 @@ static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_s
   const int TM = BM / 16;
   int64_t TMn = (s->M + BM - 1) / BM, TNn = (s->N + BM - 1) / BM, nk = (s->K + SG_BK - 1) / SG_BK;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TMn * TNn, SG_THREADS);
+  if (k) k->min_blocks = 1;  /* register-tiled: no occupancy target (kir.h) */
   gc_gen_init(G, c, k);
   sg_tiles g = {.x = {A, B}, .trans = {s->ta, s->tb}, .bm = BM, .n = BM * SG_BK / SG_THREADS, .at = at};
   g.walk[0] = mm_walks_inner(c, A, s->ta);  /* A's k is its contiguous dim */

@@ -1178,6 +1178,7 @@ void kir_print(gc_sbuf *b, const kir_kernel *k) {
                  k->launch.kind == KIR_LAUNCH_ITEMS ? "items" : "blocks",
                  (long long)k->launch.n, k->launch.block, k->vars[k->item_var].name);
   if (k->tune_key[0]) gc_sbuf_printf(b, "  tune \"%s\"\n", k->tune_key);
+  if (k->min_blocks) gc_sbuf_printf(b, "  min_blocks %d\n", k->min_blocks);
   for (int i = 0; i < k->n_params; i++) {
     const kir_param *p = &k->params[i];
     if (p->kind == KIR_PARAM_I64)

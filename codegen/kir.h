@@ -247,6 +247,12 @@ typedef struct kir_kernel {
   double bytes_moved;     /* modeled bytes read + written, for stats */
   double flops;           /* modeled arithmetic, for stats */
   char tune_key[160];     /* tunable kernels: their problem's tuning key (tuning.h); "" else */
+  int min_blocks;         /* blocks per SM the compiler must leave room for (CUDA C: __launch_bounds__'s
+                             second argument; PTX .minnctapersm); 0: its choice. The f32 SIMT
+                             matmuls set 1: ptxas' whole-program mode otherwise trades their
+                             registers for occupancy (mlp B=4096's matmul on the LLVM path: 64
+                             instead of 96 registers, 0.044 -> 0.067 ms on an H200). The tensor-core
+                             kernels keep 0: ptxas' choice measured as fast or faster there. */
   int shared_dynamic;     /* shared arrays in dynamic shared memory, each 1024-byte aligned, up
                              to KIR_MAX_DYNAMIC_SHARED bytes in all (the launch asks for
                              kir_shared_bytes); 0: static arrays, 48 KiB in all */

@@ -933,6 +933,7 @@ static LLVMValueRef make_body_fn(em *e) {
     nvvm_annotate(e, fn, "kernel", 1);
     /* the runtime launches exactly launch.block threads per block (CUDA C: __launch_bounds__) */
     nvvm_annotate(e, fn, "maxntidx", k->launch.block);
+    if (k->min_blocks) nvvm_annotate(e, fn, "minctasm", k->min_blocks);
   }
   for (int i = 0; i < k->n_params; i++) {
     LLVMValueRef p = LLVMGetParam(fn, (unsigned)i);

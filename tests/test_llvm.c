@@ -488,6 +488,34 @@ START_TEST(test_jitlink_error) {
 }
 END_TEST
 
+/* kir_kernel.min_blocks reaches both printers: .minnctapersm in the PTX, the second
+ * __launch_bounds__ argument in the CUDA C; 0 emits neither. */
+START_TEST(test_min_blocks) {
+  kir_module *m = kir_module_new();
+  k_loops(m);
+  char *ptx = ptx_of(m, 90, NULL);
+  ck_assert_ptr_null(strstr(ptx, ".minnctapersm"));
+  free(ptx);
+  gc_sbuf c0 = {0};
+  gc_cuda_c_print(&c0, m);
+  char want[96];
+  snprintf(want, sizeof want, "__launch_bounds__(%d) ", m->kernels[0]->launch.block);
+  ck_assert_ptr_nonnull(strstr(c0.data, want));
+  gc_sbuf_free(&c0);
+  m->kernels[0]->min_blocks = 1;
+  ptx = ptx_of(m, 90, NULL);
+  ck_assert_ptr_nonnull(strstr(ptx, ".minnctapersm 1"));
+  check_ptxas(ptx, 90);
+  free(ptx);
+  gc_sbuf c1 = {0};
+  gc_cuda_c_print(&c1, m);
+  snprintf(want, sizeof want, "__launch_bounds__(%d, 1) ", m->kernels[0]->launch.block);
+  ck_assert_ptr_nonnull(strstr(c1.data, want));
+  gc_sbuf_free(&c1);
+  kir_module_free(m);
+}
+END_TEST
+
 /* Files left in directory dir (not . or ..). */
 static int dir_entries(const char *dir) {
   char cmd[600];
@@ -845,6 +873,7 @@ static Suite *llvm_suite(void) {
   tcase_add_test(tc, test_ptx_content);
   tcase_add_test(tc, test_jitlink_error);
   tcase_add_test(tc, test_ptxas_program);
+  tcase_add_test(tc, test_min_blocks);
   tcase_add_test(tc, test_llvm_errors);
   tcase_add_test(tc, test_host_ir);
   tcase_add_test(tc, test_host_pack2);
