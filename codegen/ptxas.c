@@ -68,38 +68,6 @@ void gc_ptx_compiler_id(char *out, size_t cap) {
     gc_nvjitlink_id(out, cap);
 }
 
-/* Whole file into a malloc'd buffer (+ NUL); NULL on failure. */
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n + 65536 + 1 > cap) {
-      cap = cap ? cap * 2 : 131072;
-      char *nb = realloc(buf, cap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = nb;
-    }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0) break;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return NULL;
-  }
-  buf[n] = 0;
-  *len = n;
-  return buf;
-}
-
 /* Write text to path; 0 on success. */
 static int spill(const char *path, const char *text) {
   FILE *f = fopen(path, "wb");
@@ -153,7 +121,7 @@ int gc_ptxas_compile(const char *ptxas, const char *ptx, int sm, int arch_a, int
   do w = waitpid(pid, &status, 0);
   while (w < 0 && errno == EINTR);
   size_t loglen = 0;
-  log = slurp(logp, &loglen);
+  log = gc_read_file(logp, &loglen, NULL);
   while (log && loglen && (log[loglen - 1] == '\n' || log[loglen - 1] == '\r')) log[--loglen] = 0;
   if (w < 0 || !WIFEXITED(status)) {  /* killed (a crash, out of memory): not the PTX's fault */
     gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, noloc, "%s for sm_%d did not finish%s%s", ptxas, sm,
@@ -166,7 +134,7 @@ int gc_ptxas_compile(const char *ptxas, const char *ptx, int sm, int arch_a, int
     goto done;
   }
   size_t n = 0;
-  char *bin = slurp(outp, &n);
+  char *bin = gc_read_file(outp, &n, NULL);
   if (!bin || n < 4 || memcmp(bin, "\177ELF", 4) != 0) {
     free(bin);
     gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, noloc, "ptxas (%s) for sm_%d wrote no cubin", ptxas, sm);

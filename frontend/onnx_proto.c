@@ -628,45 +628,10 @@ gc_onnx_model *gc_onnx_model_parse(const void *bytes, size_t len, gc_diags *d) {
   return parse_owned(copy, len, d);
 }
 
-/* Read a whole file into a malloc'd buffer; reports I/O errors. */
-static void *read_all(const char *path, size_t *len, gc_diags *d) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    gc_error_at(d, GRAPHC_STATUS_IO_ERROR, (gc_loc){0, 0}, "cannot open '%s': %s", path,
-                strerror(errno));
-    return NULL;
-  }
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t k = fread(buf + n, 1, cap - n, f);
-    n += k;
-    if (n < cap) break;
-    char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (!buf || bad) {
-    free(buf);
-    gc_error_at(d, bad ? GRAPHC_STATUS_IO_ERROR : GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0},
-                "cannot read '%s': %s", path, bad ? "read error" : "out of memory");
-    return NULL;
-  }
-  *len = n;
-  return buf;
-}
-
 /* Read and parse a .onnx file. */
 gc_onnx_model *gc_onnx_model_load(const char *path, gc_diags *d) {
   size_t len;
-  void *bytes = read_all(path, &len, d);
+  void *bytes = gc_read_file(path, &len, d);
   return bytes ? parse_owned(bytes, len, d) : NULL;
 }
 

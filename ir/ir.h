@@ -86,6 +86,9 @@ void gc_note_at(gc_diags *d, gc_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Render all diagnostics: "file:line:col: error: msg\n<line>\n<caret>\n". malloc'd. */
 char *gc_diags_render(const gc_diags *d);
+/* The whole file at path, malloc'd, with a NUL after its *len bytes. NULL on failure, reported
+ * to d (unless d is NULL): IO_ERROR "cannot open 'P': why" / "cannot read 'P'", or OUT_OF_MEMORY. */
+char *gc_read_file(const char *path, size_t *len, gc_diags *d);
 /* Copy the first error into a public error struct (err may be NULL). */
 void gc_diags_to_error(const gc_diags *d, graphc_error_t *err);
 /* Fill a public error struct without a position (err may be NULL); returns status. */

@@ -1,4 +1,6 @@
 /* util.c - arenas, string buffers, diagnostics, dtypes, statuses. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -533,4 +535,37 @@ int gc_reshape_strides(const gc_type *it, const int64_t *ist, const gc_type *ot,
     oi = oj++;
   }
   return ni >= nn && oi >= on;
+}
+
+char *gc_read_file(const char *path, size_t *len, gc_diags *d) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (d) gc_error_at(d, GRAPHC_STATUS_IO_ERROR, (gc_loc){0, 0}, "cannot open '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap) break;
+    char *nb = cap < SIZE_MAX / 4 ? realloc(buf, cap * 2 + 1) : NULL;
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = nb;
+    cap *= 2;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (!buf || bad) {
+    free(buf);
+    if (d && bad) gc_error_at(d, GRAPHC_STATUS_IO_ERROR, (gc_loc){0, 0}, "cannot read '%s'", path);
+    else if (d) gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory reading '%s'", path);
+    return NULL;
+  }
+  buf[n] = 0;
+  *len = n;
+  return buf;
 }

@@ -79,37 +79,6 @@ void graphc_compile_options_init(graphc_compile_options_t *o) {
 }
 
 /* ---- loading ---------------------------------------------------------------------- */
-static char *read_whole_file(const char *path, size_t *len, gc_diags *d) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    gc_error_at(d, GRAPHC_STATUS_IO_ERROR, (gc_loc){0, 0}, "cannot open '%s': %s", path,
-                strerror(errno));
-    return NULL;
-  }
-  gc_sbuf b = {0};
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-    size_t old = b.len;
-    gc_sbuf_printf(&b, "%.*s", (int)n, chunk);
-    if (!b.failed && b.len != old + n) { /* embedded NUL: keep bytes exactly */
-      b.len = old;
-      for (size_t i = 0; i < n; i++) gc_sbuf_putc(&b, chunk[i]);
-    }
-  }
-  int rerr = ferror(f);
-  fclose(f);
-  if (rerr) {
-    gc_sbuf_free(&b);
-    gc_error_at(d, GRAPHC_STATUS_IO_ERROR, (gc_loc){0, 0}, "cannot read '%s'", path);
-    return NULL;
-  }
-  *len = b.len;
-  char *s = gc_sbuf_take(&b);
-  if (!s) gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-  return s;
-}
-
 /* Parse + verify `src` into a module; NULL with errors in d. */
 static gc_module *parse_and_verify(const char *name, const char *src, size_t len, gc_diags *d) {
   gc_module *m = gc_parse(name, src, len, d);
@@ -166,7 +135,7 @@ graphc_status_t graphc_model_load_file(graphc_context_t *ctx, const char *path,
   gc_diags d;
   gc_diags_init(&d, path, NULL, 0);
   size_t len = 0;
-  char *src = read_whole_file(path, &len, &d);
+  char *src = gc_read_file(path, &len, &d);
   if (!src) return finish(ctx, &d, err);
   gc_diags_free(&d);
   char *dir = strdup(path);

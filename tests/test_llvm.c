@@ -547,7 +547,7 @@ START_TEST(test_ptxas_program) {
   const struct { const char *env, *via, *id; } cases[] = {
       {NULL, "ptxas", "ptxas"}, {GRAPHC_PTXAS, "ptxas", "ptxas"}, {"off", "nvjitlink", "nvjitlink"},
       {"0", "nvjitlink", "nvjitlink"}, {"/nonexistent/ptxas", "nvjitlink", "nvjitlink"},
-      {"/bin/false", "nvjitlink", "ptxas /bin/false"}};
+      {"/bin/false", "nvjitlink", "ptxas /bin/false"}, {"/tmp", "nvjitlink", "nvjitlink"}};  /* a directory */
   void *first = NULL;
   size_t first_len = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
