@@ -45,6 +45,10 @@ START_TEST(check_and_print) {
   EXPECT("print examples/mlp.graph", 0, "%h = matmul(%x, %w1) : f32[B, 128];");
   EXPECT("print examples/mlp.graph --bind B=3", 0, "%y = add(%o, %b2) : f32[3, 10];");
   EXPECT("check /nonexistent.graph", 1, "cannot open '/nonexistent.graph'");
+  /* run-pb's tensor files go through the same reader (gc_read_file) */
+  EXPECT("run-pb examples/mlp.graph --bind B=1 --inputs-pb /nonexistent.pb", 1,
+         "/nonexistent.pb: error: cannot open '/nonexistent.pb'");
+  EXPECT("run-pb examples/mlp.graph --bind B=1 --inputs-pb examples", 1, "cannot read 'examples'");
   EXPECT("check examples/mlp.graph --bind B", 1, "--bind expects NAME=INT");
   EXPECT("check examples/mlp.graph --bind Q=3", 1, "no symbolic dim 'Q'");
   EXPECT("check examples/mlp.graph --frob", 1, "unknown option '--frob'");

@@ -116,33 +116,12 @@ int cli_cmd_import(int argc, char **argv, const char *usage_common) {
 
 /* Read a whole file (malloc'd); NULL with a message on failure. */
 static void *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "graphc: error: cannot open '%s': %s\n", path, strerror(errno));
-    return NULL;
-  }
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap) break;
-    char *nb = realloc(buf, cap * 2);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (!buf || bad) {
-    free(buf);
-    fprintf(stderr, "graphc: error: cannot read '%s'\n", path);
-    return NULL;
-  }
-  *len = n;
-  return buf;
+  gc_diags d;
+  gc_diags_init(&d, path, NULL, 0);
+  void *p = gc_read_file(path, len, &d);
+  if (!p) report_diags(&d);
+  gc_diags_free(&d);
+  return p;
 }
 
 /* Load an ONNX TensorProto file into a host tensor (data malloc'd). */
