@@ -798,7 +798,11 @@ static void print_kernel(gc_sbuf *b, const kir_kernel *k) {
   for (int i = 0; i < k->n_vars; i++)  /* value-initialized: zero */
     gc_sbuf_printf(b, "  %s v_%s{};\n", reg_type(k->vars[i].type), k->vars[i].name);
   const char *item = k->vars[k->item_var].name;
-  if (blocks)
+  int one = k->one_pass;
+  if (one)  /* one block per group (kir.h) */
+    gc_sbuf_printf(b, "  v_%s = (long long)blockIdx.x;\n  if (v_%s < %lldLL) {\n", item, item,
+                   (long long)k->launch.n);
+  else if (blocks)
     gc_sbuf_printf(b,
                    "  for (v_%s = (long long)blockIdx.x; v_%s < %lldLL; v_%s += (long long)gridDim.x) {\n",
                    item, item, (long long)k->launch.n, item);
@@ -808,7 +812,8 @@ static void print_kernel(gc_sbuf *b, const kir_kernel *k) {
                    "       v_%s += (long long)gridDim.x * blockDim.x) {\n",
                    item, item, (long long)k->launch.n, item);
   print_block(&c, &k->body, 2);
-  if (blocks && k->n_shared > 0) gc_sbuf_puts(b, "    __syncthreads();  /* the next group reuses shared memory */\n");
+  if (blocks && !one && k->n_shared > 0)
+    gc_sbuf_puts(b, "    __syncthreads();  /* the next group reuses shared memory */\n");
   gc_sbuf_puts(b, "  }\n}\n");
 }
 

@@ -678,6 +678,9 @@ static void row_open(gc_lowerer *c, row_kernel *rk, int64_t outer, int64_t R, in
     kir_expr *e = ec_add(c, ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, R * inner)), ec_v(c, k, co[1]));
     rk->base = gc_ec_let(c, k, &k->body, "base", e);
   }
+  /* A block per row or row group: no loop over groups (kir.h one_pass; rows of 8192 f16
+   * softmax: 64 -> 48 registers, 77% -> 82% of copy on an H200). */
+  if (rk->k->launch.kind == KIR_LAUNCH_BLOCKS && rk->k->launch.n <= INT32_MAX) rk->k->one_pass = 1;
   gc_gen_init(&rk->G, c, rk->k);
   rk->nc = 0;
   rk->npend = 0;

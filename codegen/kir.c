@@ -920,6 +920,7 @@ void kir_verify(const kir_kernel *k) {
   GC_ASSERT(k && is_c_ident(k->name));
   GC_ASSERT(k->launch.kind == KIR_LAUNCH_ITEMS || k->launch.kind == KIR_LAUNCH_BLOCKS);
   GC_ASSERT(k->launch.n >= 0 && k->launch.block >= 1 && k->launch.block <= 1024);
+  GC_ASSERT(!k->one_pass || (k->launch.kind == KIR_LAUNCH_BLOCKS && k->launch.n <= INT32_MAX));
   GC_ASSERT(k->item_var >= 0 && k->item_var < k->n_vars);
   GC_ASSERT(k->vars[k->item_var].type == GRAPHC_DTYPE_I64);
   int blocks = k->launch.kind == KIR_LAUNCH_BLOCKS;
@@ -1179,6 +1180,7 @@ void kir_print(gc_sbuf *b, const kir_kernel *k) {
                  (long long)k->launch.n, k->launch.block, k->vars[k->item_var].name);
   if (k->tune_key[0]) gc_sbuf_printf(b, "  tune \"%s\"\n", k->tune_key);
   if (k->min_blocks) gc_sbuf_printf(b, "  min_blocks %d\n", k->min_blocks);
+  if (k->one_pass) gc_sbuf_puts(b, "  one_pass\n");
   for (int i = 0; i < k->n_params; i++) {
     const kir_param *p = &k->params[i];
     if (p->kind == KIR_PARAM_I64)

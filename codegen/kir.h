@@ -16,7 +16,8 @@
  *                     body runs once per group per thread with the group index in
  *                     `item_var`; it may use KIR_SP_THREAD, KIR_SP_BLOCK_DIM, shared
  *                     memory, barriers and warp shuffles. GPU: grid-stride loop over
- *                     blocks (barriers stay uniform). CPU emitters do not produce it.
+ *                     blocks (barriers stay uniform), or with `one_pass` one block
+ *                     per group and no loop. CPU emitters do not produce it.
  *
  * Ownership: a kir_module owns an arena holding all its kernels; the builder
  * functions allocate from it. kir_module_free releases everything.
@@ -253,6 +254,13 @@ typedef struct kir_kernel {
                              registers for occupancy (mlp B=4096's matmul on the LLVM path: 64
                              instead of 96 registers, 0.044 -> 0.067 ms on an H200). The tensor-core
                              kernels keep 0: ptxas' choice measured as fast or faster there. */
+  int one_pass;           /* BLOCKS (n <= INT32_MAX): one block per group, grid = n, no loop over
+                             groups (the plan's GC_LP_BLOCKS_ONE). A grid-stride loop keeps the
+                             next group's index and addresses live through the body: the f16
+                             softmax over rows of 8192 took 64 registers with it, 48 without, and
+                             went from 77% to 82% of copy on an H200 (docs/performance.md). Set
+                             by the row kernels; matmuls and convolutions keep the loop (resnet_f16
+                             measured 1.7% slower with it everywhere). */
   int shared_dynamic;     /* shared arrays in dynamic shared memory, each 1024-byte aligned, up
                              to KIR_MAX_DYNAMIC_SHARED bytes in all (the launch asks for
                              kir_shared_bytes); 0: static arrays, 48 KiB in all */

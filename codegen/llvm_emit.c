@@ -1068,8 +1068,12 @@ static int emit_kernel(em *e, const kir_kernel *k) {
   enter(e, body);
   emit_block(e, &k->body);
   /* the next group reuses shared memory: wait until every thread is done with it */
-  if (k->launch.kind == KIR_LAUNCH_BLOCKS && k->n_shared > 0) t_barrier(e);
-  LLVMBuildBr(e->b, latch);
+  if (!host && k->one_pass) {
+    LLVMBuildBr(e->b, exit);  /* one block per group: no next group (kir.h) */
+  } else {
+    if (k->launch.kind == KIR_LAUNCH_BLOCKS && k->n_shared > 0) t_barrier(e);
+    LLVMBuildBr(e->b, latch);
+  }
   enter(e, latch);
   v = LLVMBuildLoad2(e->b, e->t_i64, item, "");
   LLVMBuildStore(e->b, LLVMBuildAdd(e->b, v, step, ""), item);

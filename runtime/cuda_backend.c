@@ -259,7 +259,7 @@ int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
     const kir_kernel *k = km->kernels[i];
     gc_lp_kernel *q = &lp->kernels[i];
     q->name = gc_arena_strdup(a, k->name);
-    q->kind = k->launch.kind == KIR_LAUNCH_BLOCKS ? GC_LP_BLOCKS : GC_LP_ITEMS;
+    q->kind = k->launch.kind != KIR_LAUNCH_BLOCKS ? GC_LP_ITEMS : k->one_pass ? GC_LP_BLOCKS_ONE : GC_LP_BLOCKS;
     q->n = k->launch.n;
     q->block = k->launch.block;
     q->smem = k->shared_dynamic ? (int)kir_shared_bytes(k) : 0;

@@ -205,7 +205,8 @@ int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char
   for (int i = 0; i < p->n_kernels; i++) {
     const gc_lp_kernel *k = &p->kernels[i];
     if (!is_c_ident(k->name)) return bad_plan(d, st, what, "kernel %d has an invalid name", i);
-    if ((k->kind != GC_LP_ITEMS && k->kind != GC_LP_BLOCKS) || k->n < 0 ||
+    if ((k->kind != GC_LP_ITEMS && k->kind != GC_LP_BLOCKS && k->kind != GC_LP_BLOCKS_ONE) || k->n < 0 ||
+        (k->kind == GC_LP_BLOCKS_ONE && k->n > INT32_MAX) ||
         k->n > (INT64_C(1) << 50) || k->block < 0 || k->block > 65536 || k->smem < 0 ||
         k->smem > (1 << 20))
       return bad_plan(d, st, what, "kernel %s has an invalid launch shape", k->name);
@@ -485,7 +486,7 @@ static int setup_kernels(gc_cu_exec *x, gc_diags *d) {
     int64_t n = k->n;
     int64_t grid;
     int block = k->block;
-    if (k->kind == GC_LP_BLOCKS) {
+    if (k->kind != GC_LP_ITEMS) {
       /* The group size is part of the kernel's meaning: it cannot shrink. */
       if (block < 1 || block > fn_max) {
         gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, (gc_loc){0, 0},
@@ -494,7 +495,8 @@ static int setup_kernels(gc_cu_exec *x, gc_diags *d) {
                     k->name, block, fn_max, pr->name);
         return -1;
       }
-      grid = n < (int64_t)pr->num_sms * 32 ? n : (int64_t)pr->num_sms * 32;
+      /* BLOCKS_ONE: the code has no loop over groups (one block each); BLOCKS loops. */
+      grid = k->kind == GC_LP_BLOCKS_ONE ? n : n < (int64_t)pr->num_sms * 32 ? n : (int64_t)pr->num_sms * 32;
     } else {
       if (block < 1) block = 256;
       if (block > fn_max) block = fn_max >= 32 ? fn_max & ~31 : fn_max;
@@ -641,7 +643,7 @@ int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *i
     for (int i = 0; i < p->n_kernels; i++) {
       const cu_kernel *ck = &x->kernels[i];
       gc_sbuf_printf(st, "cuda:   %-32s %s n=%" PRId64 " grid=%u block=%u\n", ck->k->name,
-                     ck->k->kind == GC_LP_BLOCKS ? "blocks" : "items ", ck->k->n, ck->grid,
+                     ck->k->kind != GC_LP_ITEMS ? "blocks" : "items ", ck->k->n, ck->grid,
                      ck->block);
     }
   }

@@ -47,7 +47,9 @@ typedef struct gc_lp_param {
   int64_t value;
 } gc_lp_param;
 
-typedef enum gc_lp_launch_kind { GC_LP_ITEMS = 0, GC_LP_BLOCKS = 1 } gc_lp_launch_kind;
+/* ITEMS: grid-stride over items; BLOCKS: grid-stride over groups; BLOCKS_ONE: one block per
+ * group, grid = n (<= INT32_MAX; kir_kernel.one_pass: the code has no loop over groups). */
+typedef enum gc_lp_launch_kind { GC_LP_ITEMS = 0, GC_LP_BLOCKS = 1, GC_LP_BLOCKS_ONE = 2 } gc_lp_launch_kind;
 
 typedef struct gc_lp_kernel {
   const char *name;        /* the function's name in the module */

@@ -515,6 +515,17 @@ START_TEST(crafted_invalid_plans) {
   expect_rejected(&b, "invalid launch shape");
   p->kernels[0].smem = smem;
 
+  /* launch kinds: unknown, and one block per group past the grid's limit */
+  gc_lp_launch_kind lkind = p->kernels[0].kind;
+  int64_t n = p->kernels[0].n;
+  p->kernels[0].kind = (gc_lp_launch_kind)3;
+  expect_rejected(&b, "invalid launch shape");
+  p->kernels[0].kind = GC_LP_BLOCKS_ONE;
+  p->kernels[0].n = (int64_t)INT32_MAX + 1;
+  expect_rejected(&b, "invalid launch shape");
+  p->kernels[0].kind = lkind;
+  p->kernels[0].n = n;
+
   const char *name = p->kernels[0].name;
   p->kernels[0].name = "bad name";
   expect_rejected(&b, "invalid name");

@@ -516,6 +516,34 @@ START_TEST(test_min_blocks) {
 }
 END_TEST
 
+/* kir_kernel.one_pass: one block per group, so neither printer loops over groups
+ * (no nctaid / gridDim), and the kernel still exits past the last group. */
+START_TEST(test_one_pass) {
+  kir_module *m = kir_module_new();
+  k_rowsum(m);
+  char *ptx = ptx_of(m, 90, NULL);
+  ck_assert_ptr_nonnull(strstr(ptx, "%nctaid.x"));
+  free(ptx);
+  m->kernels[0]->one_pass = 1;
+  ptx = ptx_of(m, 90, NULL);
+  ck_assert_ptr_null(strstr(ptx, "%nctaid.x"));
+  ck_assert_ptr_nonnull(strstr(ptx, "%ctaid.x"));
+  check_ptxas(ptx, 90);
+  free(ptx);
+  gc_sbuf c = {0};
+  gc_cuda_c_print(&c, m);
+  ck_assert_ptr_null(strstr(c.data, "gridDim"));
+  ck_assert_ptr_nonnull(strstr(c.data, "= (long long)blockIdx.x;\n  if (v_"));
+  ck_assert_ptr_nonnull(strstr(c.data, " < 300LL) {"));
+  gc_sbuf_free(&c);
+  gc_sbuf k = {0};
+  kir_print(&k, m->kernels[0]);
+  ck_assert_ptr_nonnull(strstr(k.data, "\n  one_pass\n"));
+  gc_sbuf_free(&k);
+  kir_module_free(m);
+}
+END_TEST
+
 /* Files left in directory dir (not . or ..). */
 static int dir_entries(const char *dir) {
   char cmd[600];
@@ -874,6 +902,7 @@ static Suite *llvm_suite(void) {
   tcase_add_test(tc, test_jitlink_error);
   tcase_add_test(tc, test_ptxas_program);
   tcase_add_test(tc, test_min_blocks);
+  tcase_add_test(tc, test_one_pass);
   tcase_add_test(tc, test_llvm_errors);
   tcase_add_test(tc, test_host_ir);
   tcase_add_test(tc, test_host_pack2);
