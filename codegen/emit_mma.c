@@ -469,7 +469,8 @@ static void tc_issue(gc_gen *G, kir_block *b, const tc_copy *cp, const gc_mm_sha
  * and N 4096 the 128x128 grid is 32 blocks on 132 SMs, the 64x64 one 128. No
  * 128 side over at most 64 rows or columns (a conv with 64 output channels takes
  * 64x128). tf32 keeps 128x128 (its B reads assume 128-wide rows). */
-static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, const char *key, int *bm, int *bn) {
+static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, int short_k, const char *key, int *bm,
+                    int *bn) {
   *bm = *bn = 128;
   if (tf32) return;
   if ((c->t->tc_bm == 64 || c->t->tc_bm == 128) && (c->t->tc_bn == 64 || c->t->tc_bn == 128)) {
@@ -485,7 +486,7 @@ static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, const c
   }
   static const int cand[][2] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}};
   int64_t sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
-  for (int i = 0; i < 4; i++) {
+  for (int i = short_k ? 1 : 0; i < 4; i++) {
     *bm = cand[i][0];
     *bn = cand[i][1];
     /* a 128 tile over at most 64 rows or columns would compute half of it for nothing */
@@ -587,11 +588,19 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
    * unless a tuning entry names one of this kernel's tiles or a tile is forced
    * (kir_target.tc_bm / tc_bn) */
   const gc_tuning_entry *te = tf32 ? NULL : gc_tuning_find(c->t->tuning, key);
+  /* K of at most two 64-deep steps (attention's batched QK^T and PV, 1x1 convs over 64 or
+   * 128 channels) and no tuning entry: this kernel, 128x64 tiles first (kir_target
+   * short_k_mma). With so little K per tile the tile's loads and stores dominate, and the
+   * small tiles keep more blocks per SM. On the H200 (`graphc tune`, 2026-12-01) f16
+   * 16 x 1024x1024x64 took 0.026-0.027 ms with 128x64 tiles here, 0.040 with 128x128, and
+   * 0.033-0.040 ms with every wgmma tile (0.039 with the heuristic's 128x256); 1 x
+   * 4096x4096x128 0.032 against 0.039-0.044 (docs/performance.md). */
+  int short_k = c->t->short_k_mma && !te && s->K <= 128;
   if (c->t->wgmma && !tf32 && (!a_gen || a_nhwc) && !b_gen && s->M >= 64 && s->N >= 64 && !c->t->tc_bm &&
-      !c->t->tc_bn && (!te || te->wgmma))
+      !c->t->tc_bn && (!te || te->wgmma) && !short_k)
     return gc_mm_wgmma(c, grp, s, G, &oa, a_nhwc ? aic : NULL, &ob, b_nmajor, te ? te->bm : 0, te ? te->bn : 0,
                        key);
-  tc_tile(c, s, tf32, key, &BM, &BN);
+  tc_tile(c, s, tf32, short_k, key, &BM, &BN);
   const int WM = BM / 2, WN = BN / 2, MI = WM / 16, NI = WN / 8;
   const int64_t a_stage = BM * bk, b_stage = bk * BN;
   int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;

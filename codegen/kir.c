@@ -49,6 +49,7 @@ void kir_target_cuda(kir_target *t, int sm) {
   /* wgmma exists on sm_90 only (sm_90a code; Blackwell has other instructions) */
   const char *wg = getenv("GRAPHC_WGMMA");
   t->wgmma = t->sm == 90 && !(wg && strcmp(wg, "0") == 0);
+  t->short_k_mma = 1;
   const char *fl = getenv("GRAPHC_FLASH");
   t->attention = t->sm >= 80 && !(fl && strcmp(fl, "0") == 0);
   const char *sg = getenv("GRAPHC_SIMT");

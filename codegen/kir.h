@@ -44,6 +44,9 @@ typedef struct kir_target {
                              matmul from its grid and num_sms (codegen/emit_mma.c) */
   int wgmma;              /* Hopper warpgroup MMAs (sm_90 exactly: code for sm_90a); set by
                              kir_target_cuda for sm 90 unless GRAPHC_WGMMA=0 (codegen/emit_wgmma.c) */
+  int short_k_mma;        /* matmuls with K <= 128 and no tuning entry take the mma.sync kernel,
+                             128x64 tiles first, not wgmma (codegen/emit_mma.c); set by
+                             kir_target_cuda, cleared by tests of the wgmma kernel */
   int attention;          /* fuse matmul -> softmax -> matmul chains into one flash-attention
                              kernel (codegen/emit_attn.c); set by kir_target_cuda for sm_80+
                              unless GRAPHC_FLASH=0 */

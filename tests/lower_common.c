@@ -242,8 +242,9 @@ gc_module *parse_ok(const char *text) {
 
 /* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic;
  * a forced tile is the mma.sync kernel's), g_no_wgmma: sm_90 targets without wgmma, and
- * g_tc_sms: kir_target.num_sms (0: the default 132; small counts pick big tiles on small grids). */
-int g_tc_tile[2], g_no_wgmma, g_tc_sms;
+ * g_tc_sms: kir_target.num_sms (0: the default 132; small counts pick big tiles on small grids),
+ * g_wgmma_short_k: wgmma also for K <= 128 (kir_target.short_k_mma cleared). */
+int g_tc_tile[2], g_no_wgmma, g_tc_sms, g_wgmma_short_k;
 /* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
  * plan only, which must use scratch arrays (the packed matmul). */
 int g_host_simd, g_host_packed;
@@ -257,6 +258,7 @@ gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind 
     t.tc_bn = g_tc_tile[1];
     if (g_no_wgmma) t.wgmma = 0;
     if (g_tc_sms) t.num_sms = g_tc_sms;
+    if (g_wgmma_short_k) t.short_k_mma = 0;
   } else {
     kir_target_host(&t, 4);
     if (g_host_simd) t.simd_bytes = g_host_simd;

@@ -261,6 +261,32 @@ START_TEST(test_matmul_tensor_core) {
     free(text);
   }
   g_no_wgmma = 0;
+  /* with wgmma: K <= 128 takes the mma.sync kernel, 128x64 tiles first (batched attention
+   * shapes: 16 x 8 x 16 blocks of 128 threads); K 192 the wgmma kernel */
+  static const struct { const char *sig; int wg; int64_t blocks; } shortk[] = {
+      {"(%a: T[16, 1024, 64], %b: T[16, 64, 1024]) -> (T[16, 1024, 1024])", 0, 16 * 8 * 16},
+      {"(%a: T[4096, 128], %b: T[128, 4096]) -> (T[4096, 4096])", 0, 32 * 64},
+      {"(%a: T[16, 1024, 192], %b: T[16, 192, 1024]) -> (T[16, 1024, 1024])", 1, 16 * 8 * 4}};
+  for (int gi = 0; gi < COUNT(shortk); gi++) {
+    gc_sbuf sb = {0};
+    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+    for (const char *q = shortk[gi].sig; *q; q++)
+      if (*q == 'T' && q[1] == '[')
+        gc_sbuf_puts(&sb, T);
+      else
+        gc_sbuf_putc(&sb, *q);
+    gc_sbuf_puts(&sb, " {\n  %y = matmul(%a, %b);\n  return %y;\n}\n");
+    char *text = gc_sbuf_take(&sb);
+    gc_module *m = parse_ok(text);
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    const kir_kernel *k0 = p->kir->kernels[0];
+    ck_assert_msg(kir_uses_tensor_cores(k0) && kir_module_uses_wgmma(p->kir) == shortk[gi].wg, "%s", text);
+    ck_assert_msg(k0->launch.n == shortk[gi].blocks, "%s: %lld blocks, expected %lld", text,
+                  (long long)k0->launch.n, (long long)shortk[gi].blocks);
+    gc_plan_free(p);
+    gc_module_free(m);
+    free(text);
+  }
 }
 END_TEST
 
@@ -299,6 +325,7 @@ START_TEST(test_matmul_wgmma) {
        "  %c = im2col(%x, kernel=[3, 4], stride=[2, 2], padding=[1, 2, 1, 2], layout=\"nhwc\");\n"
        "  %y = matmul(%c, %w);\n  return %y;\n}\n", 0, 2, 128},
   };
+  g_wgmma_short_k = 1;  /* most cases have K <= 128, which the heuristic gives mma.sync */
   for (int k = 0; k < COUNT(cases); k++) {
     char *text = graph_of_type(cases[k].body, T);
     g_tc_sms = cases[k].sms;
@@ -319,6 +346,7 @@ START_TEST(test_matmul_wgmma) {
     run_case_kind(text, 1, 'x');  /* takes its text */
   }
   g_tc_sms = 0;
+  g_wgmma_short_k = 0;
 }
 END_TEST
 
@@ -460,6 +488,7 @@ START_TEST(test_matmul_simt) {
     run_case_kind(text, 1, 'x');  /* takes its text */
   }
   g_tc_sms = 0;
+  g_wgmma_short_k = 0;
 }
 END_TEST
 
