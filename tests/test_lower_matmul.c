@@ -39,6 +39,25 @@ static char *graph_of_type(const char *body, const char *dt) {
   return gc_sbuf_take(&sb);
 }
 
+/* The one tensor-core kernel the CUDA heuristic gives matmul(%a, %b) of signature sig (dtype
+ * placeholders T) has `blocks` groups, and (wg 0 or 1) does or does not use wgmma. */
+static void check_mm_grid(const char *sig, const char *T, int wg, int64_t blocks) {
+  char body[512];
+  snprintf(body, sizeof body, "%s {\n  %%y = matmul(%%a, %%b);\n  return %%y;\n}\n", sig);
+  char *text = graph_of_type(body, T);
+  gc_module *m = parse_ok(text);
+  gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+  ck_assert_int_eq(p->kir->n_kernels, 1);
+  const kir_kernel *k0 = p->kir->kernels[0];
+  ck_assert_msg(kir_uses_tensor_cores(k0), "%s", text);
+  if (wg >= 0) ck_assert_msg(kir_module_uses_wgmma(p->kir) == wg, "%s: wgmma %d expected", text, wg);
+  ck_assert_msg(k0->launch.n == blocks, "%s: %lld blocks, expected %lld", text, (long long)k0->launch.n,
+                (long long)blocks);
+  gc_plan_free(p);
+  gc_module_free(m);
+  free(text);
+}
+
 /* matmul: tile edges, K not a multiple of the tile, batch broadcasting, transposes. */
 START_TEST(test_matmul) {
   const char *T = NUMERIC[_i];
@@ -240,26 +259,7 @@ START_TEST(test_matmul_tensor_core) {
       {"(%a: T[1024, 512], %b: T[512, 2048]) -> (T[1024, 2048])", 8 * 32},      /* 128x64 */
       {"(%a: T[8, 256, 512], %b: T[512, 2048]) -> (T[8, 256, 2048])", 8 * 2 * 16},  /* 128x128 */
       {"(%a: T[64, 576], %b: T[64, 576, 3136]) -> (T[64, 64, 3136])", 64 * 1 * 25}}; /* 64x128: M 64 */
-  for (int gi = 0; gi < COUNT(grids); gi++) {
-    gc_sbuf sb = {0};
-    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
-    for (const char *q = grids[gi].sig; *q; q++)
-      if (*q == 'T' && q[1] == '[')
-        gc_sbuf_puts(&sb, T);
-      else
-        gc_sbuf_putc(&sb, *q);
-    gc_sbuf_puts(&sb, " {\n  %y = matmul(%a, %b);\n  return %y;\n}\n");
-    char *text = gc_sbuf_take(&sb);
-    gc_module *m = parse_ok(text);
-    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
-    ck_assert_int_eq(p->kir->n_kernels, 1);
-    ck_assert_msg(kir_uses_tensor_cores(p->kir->kernels[0]), "%s", text);
-    ck_assert_msg(p->kir->kernels[0]->launch.n == grids[gi].blocks, "%s: %lld blocks, expected %lld", text,
-                  (long long)p->kir->kernels[0]->launch.n, (long long)grids[gi].blocks);
-    gc_plan_free(p);
-    gc_module_free(m);
-    free(text);
-  }
+  for (int gi = 0; gi < COUNT(grids); gi++) check_mm_grid(grids[gi].sig, T, -1, grids[gi].blocks);
   g_no_wgmma = 0;
   /* with wgmma: K <= 128 takes the mma.sync kernel, 128x64 tiles first (batched attention
    * shapes: 16 x 8 x 16 blocks of 128 threads); K 192 the wgmma kernel */
@@ -267,26 +267,7 @@ START_TEST(test_matmul_tensor_core) {
       {"(%a: T[16, 1024, 64], %b: T[16, 64, 1024]) -> (T[16, 1024, 1024])", 0, 16 * 8 * 16},
       {"(%a: T[4096, 128], %b: T[128, 4096]) -> (T[4096, 4096])", 0, 32 * 64},
       {"(%a: T[16, 1024, 192], %b: T[16, 192, 1024]) -> (T[16, 1024, 1024])", 1, 16 * 8 * 4}};
-  for (int gi = 0; gi < COUNT(shortk); gi++) {
-    gc_sbuf sb = {0};
-    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
-    for (const char *q = shortk[gi].sig; *q; q++)
-      if (*q == 'T' && q[1] == '[')
-        gc_sbuf_puts(&sb, T);
-      else
-        gc_sbuf_putc(&sb, *q);
-    gc_sbuf_puts(&sb, " {\n  %y = matmul(%a, %b);\n  return %y;\n}\n");
-    char *text = gc_sbuf_take(&sb);
-    gc_module *m = parse_ok(text);
-    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
-    const kir_kernel *k0 = p->kir->kernels[0];
-    ck_assert_msg(kir_uses_tensor_cores(k0) && kir_module_uses_wgmma(p->kir) == shortk[gi].wg, "%s", text);
-    ck_assert_msg(k0->launch.n == shortk[gi].blocks, "%s: %lld blocks, expected %lld", text,
-                  (long long)k0->launch.n, (long long)shortk[gi].blocks);
-    gc_plan_free(p);
-    gc_module_free(m);
-    free(text);
-  }
+  for (int gi = 0; gi < COUNT(shortk); gi++) check_mm_grid(shortk[gi].sig, T, shortk[gi].wg, shortk[gi].blocks);
 }
 END_TEST
 
