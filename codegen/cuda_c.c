@@ -634,6 +634,10 @@ static void print_stmt(cprint *c, const kir_stmt *s, int depth) {
       break;
     case KIR_S_FOR: {
       const char *v = k->vars[s->u.loop.var].name;
+      if (s->u.loop.nounroll) {
+        indent(b, depth);
+        gc_sbuf_puts(b, "#pragma unroll 1\n");
+      }
       indent(b, depth);
       gc_sbuf_printf(b, "for (v_%s = ", v);
       print_expr(c, s->u.loop.lo);

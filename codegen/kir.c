@@ -498,6 +498,13 @@ kir_block *kir_emit_for(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_
   return &s->u.loop.body;
 }
 
+kir_block *kir_emit_for_nounroll(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
+                                 kir_expr *step) {
+  kir_block *body = kir_emit_for(m, b, var, lo, hi, step);
+  if (b->tail && b->tail->kind == KIR_S_FOR && &b->tail->u.loop.body == body) b->tail->u.loop.nounroll = 1;
+  return body;
+}
+
 /* if (cond) *then_b else *else_b (else_b NULL: no else branch). */
 void kir_emit_if(kir_module *m, kir_block *b, kir_expr *cond, kir_block **then_b,
                  kir_block **else_b) {
@@ -1091,7 +1098,7 @@ static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, i
         print_expr(b, k, s->u.loop.hi);
         gc_sbuf_puts(b, " step ");
         print_expr(b, k, s->u.loop.step);
-        gc_sbuf_puts(b, " {\n");
+        gc_sbuf_puts(b, s->u.loop.nounroll ? " nounroll {\n" : " {\n");
         print_block(b, k, &s->u.loop.body, depth + 1);
         for (int i = 0; i < depth; i++) gc_sbuf_puts(b, "  ");
         gc_sbuf_puts(b, "}\n");

@@ -12,6 +12,7 @@
 #include "llvm_emit.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <stdio.h>
@@ -672,6 +673,19 @@ static void emit_store_vec(em *e, const kir_stmt *s) {
   LLVMSetAlignment(st, vec_align(dt, w));
 }
 
+/* Mark the loop whose back edge is br as not to be unrolled: !llvm.loop !{self,
+ * !{"llvm.loop.unroll.disable"}} (the loop ID refers to itself, made with a temporary node). */
+static void no_unroll(em *e, LLVMValueRef br) {
+  static const char key[] = "llvm.loop.unroll.disable";
+  LLVMMetadataRef str = LLVMMDStringInContext2(e->ctx, key, sizeof key - 1);
+  LLVMMetadataRef prop = LLVMMDNodeInContext2(e->ctx, &str, 1);
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->ctx, NULL, 0);
+  LLVMMetadataRef ops[2] = {tmp, prop};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(e->ctx, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, id);  /* also disposes tmp */
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(e->ctx, "llvm.loop", 9), LLVMMetadataAsValue(e->ctx, id));
+}
+
 /* for (var = lo; var < hi; var += step) body: header / body / latch / exit blocks;
  * hi and step are evaluated every iteration, as in C. */
 static void emit_for(em *e, const kir_stmt *s) {
@@ -693,7 +707,8 @@ static void emit_for(em *e, const kir_stmt *s) {
   enter(e, latch);
   v = LLVMBuildLoad2(e->b, ty, e->vars[var], "");
   LLVMBuildStore(e->b, emit_binary(e, KIR_ADD, vt, v, ex(e, s->u.loop.step)), e->vars[var]);
-  LLVMBuildBr(e->b, hdr);
+  LLVMValueRef back = LLVMBuildBr(e->b, hdr);
+  if (s->u.loop.nounroll) no_unroll(e, back);
   enter(e, exit);
 }
 

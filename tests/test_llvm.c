@@ -544,6 +544,44 @@ START_TEST(test_one_pass) {
 }
 END_TEST
 
+/* ITEMS kernel summing 4 inputs per item in a loop, kept a loop when nounroll:
+ * out[i] = sum_{j < 4} in[4i + j]. */
+static void k_sum4(kir_module *m, int nounroll) {
+  kir_kernel *k = kir_kernel_new(m, "sum4", (kir_launch){KIR_LAUNCH_ITEMS, 1000, 128});
+  int in = buf(m, k, "in", DT(F32), 1), out = buf(m, k, "out", DT(F32), 0);
+  int s = kir_add_var(m, k, "s", DT(F32)), j = kir_add_var(m, k, "j", DT(I64));
+  kir_emit_assign(m, &k->body, s, kir_const_f(m, DT(F32), 0.0));
+  kir_block *lb = (nounroll ? kir_emit_for_nounroll : kir_emit_for)(m, &k->body, j, ci(m, 0), ci(m, 4), ci(m, 1));
+  kir_expr *at4 = kir_binary(m, KIR_ADD, kir_binary(m, KIR_MUL, item(m, k), ci(m, 4)), kir_var_ref(m, k, j));
+  kir_emit_assign(m, lb, s, kir_binary(m, KIR_ADD, kir_var_ref(m, k, s), kir_load(m, k, KIR_GLOBAL, in, at4)));
+  kir_emit_store(m, &k->body, KIR_GLOBAL, out, item(m, k), kir_var_ref(m, k, s));
+}
+
+/* kir_emit_for_nounroll: LLVM keeps the loop and NVPTX marks it .pragma "nounroll" (O3
+ * unrolls the same loop without the flag), CUDA C says #pragma unroll 1, the KIR prints it. */
+START_TEST(test_nounroll) {
+  for (int nu = 0; nu < 2; nu++) {
+    kir_module *m = kir_module_new();
+    k_sum4(m, nu);
+    char *ptx = ptx_of(m, 90, NULL);
+    ck_assert_msg((strstr(ptx, ".pragma \"nounroll\"") != NULL) == nu, "nounroll %d:\n%s", nu, ptx);
+    int loads = 0;
+    for (const char *p = ptx; (p = strstr(p, "ld.global")); p++) loads++;
+    ck_assert_int_eq(loads, nu ? 1 : 4);  /* one load in the loop, four unrolled */
+    check_ptxas(ptx, 90);
+    free(ptx);
+    gc_sbuf c = {0}, k = {0};
+    gc_cuda_c_print(&c, m);
+    ck_assert((strstr(c.data, "#pragma unroll 1\n") != NULL) == nu);
+    kir_print(&k, m->kernels[0]);
+    ck_assert((strstr(k.data, " step 1:i64 nounroll {") != NULL) == nu);
+    gc_sbuf_free(&c);
+    gc_sbuf_free(&k);
+    kir_module_free(m);
+  }
+}
+END_TEST
+
 /* Files left in directory dir (not . or ..). */
 static int dir_entries(const char *dir) {
   char cmd[600];
@@ -903,6 +941,7 @@ static Suite *llvm_suite(void) {
   tcase_add_test(tc, test_ptxas_program);
   tcase_add_test(tc, test_min_blocks);
   tcase_add_test(tc, test_one_pass);
+  tcase_add_test(tc, test_nounroll);
   tcase_add_test(tc, test_llvm_errors);
   tcase_add_test(tc, test_host_ir);
   tcase_add_test(tc, test_host_pack2);
