@@ -164,10 +164,14 @@ kir_expr *gc_ec_identity(gc_lowerer *c, gc_ec_comb op, gc_dtype t) {
   return kir_const_i(c->km, t, mx ? INT32_MIN : INT32_MAX);
 }
 
-/* max(a, b) = (a > b || a != a) ? a : b, so a NaN on either side wins. */
+/* max(a, b) with a NaN on either side winning. On the GPU, KIR_MAX: LLVM's llvm.maximum,
+ * one max.NaN.f32 / FMNMX.NAN (sm_80 and later) where the select below takes a compare, a
+ * NaN test and a select (the f16 softmax over rows of 8192: 680 -> 584 SASS instructions,
+ * up to 1 point more of copy bandwidth on rows of 1024; docs/performance.md). On the host,
+ * (a > b || a != a) ? a : b, which x86 vectorizes (llvm.maximum has no x86 instruction). */
 kir_expr *gc_ec_maxmin(gc_lowerer *c, kir_kernel *k, int is_max, int a, int b) {
   kir_op cmp = is_max ? KIR_GT : KIR_LT;
-  if (!gc_dtype_is_float(k->vars[a].type))
+  if (!gc_dtype_is_float(k->vars[a].type) || c->t->kind == KIR_TARGET_CUDA)
     return ec_bin(c, is_max ? KIR_MAX : KIR_MIN, ec_v(c, k, a), ec_v(c, k, b));
   kir_expr *better = ec_bin(c, cmp, ec_v(c, k, a), ec_v(c, k, b));
   kir_expr *nan = ec_bin(c, KIR_NE, ec_v(c, k, a), ec_v(c, k, a));
