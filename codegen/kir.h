@@ -310,14 +310,14 @@ void kir_emit_load_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_e
 void kir_emit_store_vec(kir_module *m, kir_block *b, kir_space sp, int buf, kir_expr *index,
                         int width, kir_expr *const *values);
 /* Returns the body block (inside the new statement) to fill. */
+kir_block *kir_emit_for(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
+                        kir_expr *step);
 /* The same loop, kept a loop: neither LLVM nor ptxas unroll it (CUDA C: #pragma unroll 1;
  * LLVM: llvm.loop.unroll.disable, which NVPTX prints as .pragma "nounroll"). For a body
  * that is large and runs a few times, such as a matmul epilogue, where unrolling buys
  * nothing at run time and costs compile time. */
 kir_block *kir_emit_for_nounroll(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
                                  kir_expr *step);
-kir_block *kir_emit_for(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
-                        kir_expr *step);
 /* Sets *then_b and *else_b (else_b may be NULL: no else) to blocks inside the new statement. */
 void kir_emit_if(kir_module *m, kir_block *b, kir_expr *cond, kir_block **then_b,
                  kir_block **else_b);
