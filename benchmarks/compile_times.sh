@@ -12,6 +12,9 @@ set -u
 # folder exists (the driver makes it on a GPU machine): with it a "cold" compile of the same
 # PTX takes ~0.3 ms. Cold here means cold.
 export CUDA_CACHE_DISABLE=1
+# The JIT cache is this script's to manage (an empty GRAPHC_CACHE_DIR per cold run): the
+# device scripts export GRAPHC_CACHE=off, which left the "hit" lines empty.
+unset GRAPHC_CACHE
 B=${1:-build}
 G=$B/graphc
 RUNS=${RUNS:-3}
