@@ -393,19 +393,35 @@ static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_s
                                                ec_mul(c, ec_v(c, k, ty), ec_i64(c, TM))));
   int bbase = gc_ec_let(c, k, lb, "bb", ec_add(c, ec_mul(c, ec_v(c, k, cs), ec_i64(c, stage)),
                                                ec_mul(c, ec_v(c, k, tx), ec_i64(c, TM))));
-  for (int kk = 0; kk < SG_BK; kk++) {
+  /* The 8 K steps of a tile are unrolled only for matmuls of at least simt_unroll_macs
+   * multiply-adds (2^25 by default). Smaller ones run in a few microseconds, bound by latency,
+   * and step through the tile 2 at a time in a loop: the same speed (resmlp21's 64x256x512
+   * 0.0166 against 0.0168 ms on the H200), a 4x smaller K loop, and resmlp21's cold compile
+   * 118 -> 94 ms (median, H200 host). Larger ones lose 10-20% in that loop (4096^3 + bias +
+   * GELU 3.91 -> 4.75 ms), so they keep the unrolled tile (docs/performance.md). */
+  const int KU = (double)s->batch * s->M * s->N * s->K < (double)c->t->simt_unroll_macs ? 2 : SG_BK;
+  kir_block *kb = lb;
+  int kq = -1;
+  if (KU < SG_BK) {
+    kq = gc_ec_var(c, k, "kq", GRAPHC_DTYPE_I64);
+    kb = kir_emit_for_nounroll(c->km, lb, kq, ec_i64(c, 0), ec_i64(c, SG_BK / KU), ec_i64(c, 1));
+  }
+  for (int kk = 0; kk < KU; kk++) {
     int av[8], bv[8];
     for (int i = 0; i < TM; i++) {
       av[i] = gc_ec_var(c, k, "a", at);
       bv[i] = gc_ec_var(c, k, "b", at);
     }
-    for (int h = 0; h < TM; h += 4) {
-      kir_emit_load_vec(c->km, lb, KIR_SHARED, g.sh[0], ec_add(c, ec_v(c, k, abase), ec_i64(c, (int64_t)kk * BM + h)), 4, av + h);
-      kir_emit_load_vec(c->km, lb, KIR_SHARED, g.sh[1], ec_add(c, ec_v(c, k, bbase), ec_i64(c, (int64_t)kk * BM + h)), 4, bv + h);
-    }
+    for (int h = 0; h < TM; h += 4)
+      for (int o = 0; o < 2; o++) {  /* the k-th row of each stage: kq * KU + kk */
+        kir_expr *off = ec_i64(c, (int64_t)kk * BM + h);
+        if (kq >= 0) off = ec_add(c, ec_mul(c, ec_v(c, k, kq), ec_i64(c, (int64_t)KU * BM)), off);
+        kir_emit_load_vec(c->km, kb, KIR_SHARED, g.sh[o], ec_add(c, ec_v(c, k, o ? bbase : abase), off), 4,
+                          o ? bv + h : av + h);
+      }
     for (int i = 0; i < TM; i++)
       for (int j = 0; j < TM; j++)
-        kir_emit_assign(c->km, lb, acc[i][j],
+        kir_emit_assign(c->km, kb, acc[i][j],
                         ec_bin(c, KIR_ADD, ec_v(c, k, acc[i][j]), ec_bin(c, KIR_MUL, ec_v(c, k, av[i]), ec_v(c, k, bv[j]))));
   }
   int ns = gc_ec_let(c, k, lb, "ns", ec_bin(c, KIR_REM, ec_v(c, k, nt), ec_i64(c, 2)));

@@ -52,6 +52,9 @@ typedef struct kir_target {
                              unless GRAPHC_FLASH=0 */
   int simt_blocked;        /* f32 matmuls (no tensor cores) on the register-blocked kernel
                              (codegen/emit_linalg.c mm_simt); GRAPHC_SIMT=0: the 32x32 one */
+  int64_t simt_unroll_macs; /* f32 register-blocked matmuls with at least this many multiply-adds
+                             unroll their 8-deep K tile; smaller ones step it in a loop of
+                             2-deep steps, for compile time (codegen/emit_linalg.c mm_simt) */
   int row_groups;          /* rows of at most 32 registers per thread in thread groups of <= 32
                              lanes, several rows per block, reduced with shuffles alone
                              (codegen/emit_reduce.c); GRAPHC_ROW_GROUPS=0: a block per row */

@@ -243,8 +243,11 @@ gc_module *parse_ok(const char *text) {
 /* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic;
  * a forced tile is the mma.sync kernel's), g_no_wgmma: sm_90 targets without wgmma, and
  * g_tc_sms: kir_target.num_sms (0: the default 132; small counts pick big tiles on small grids),
- * g_wgmma_short_k: wgmma also for K <= 128 (kir_target.short_k_mma cleared). */
+ * g_wgmma_short_k: wgmma also for K <= 128 (kir_target.short_k_mma cleared),
+ * g_simt_unroll_macs: kir_target.simt_unroll_macs (0: the default; 1: every f32 SIMT matmul
+ * unrolls its K tile). */
 int g_tc_tile[2], g_no_wgmma, g_tc_sms, g_wgmma_short_k;
+int64_t g_simt_unroll_macs;
 /* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
  * plan only, which must use scratch arrays (the packed matmul). */
 int g_host_simd, g_host_packed;
@@ -259,6 +262,7 @@ gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind 
     if (g_no_wgmma) t.wgmma = 0;
     if (g_tc_sms) t.num_sms = g_tc_sms;
     if (g_wgmma_short_k) t.short_k_mma = 0;
+    if (g_simt_unroll_macs) t.simt_unroll_macs = g_simt_unroll_macs;
   } else {
     kir_target_host(&t, 4);
     if (g_host_simd) t.simd_bytes = g_host_simd;

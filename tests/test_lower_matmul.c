@@ -462,7 +462,11 @@ START_TEST(test_matmul_simt) {
        "  %k4 = reshape(%k, shape=[1, 80, 2, 64]);\n  %kh = transpose(%k4, perm=[0, 2, 1, 3]);\n"
        "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n", 0, 64, 0},
   };
-  for (int ci = 0; ci < COUNT(cases); ci++) {
+  for (int run = 0; run < 2 * COUNT(cases); run++) {
+    /* each case twice: its K tile stepped in a loop (these matmuls are all small), then
+     * unrolled (kir_target.simt_unroll_macs 1) */
+    const int ci = run / 2, unrolled = run % 2;
+    g_simt_unroll_macs = unrolled;
     char *text = malloc(2048);
     snprintf(text, 2048, "version 1;\ngraph @g%s", cases[ci].body);
     g_tc_sms = cases[ci].sms;
@@ -478,12 +482,24 @@ START_TEST(test_matmul_simt) {
     int epi = cases[ci].epi;
     ck_assert_msg(last && (last->kind == KIR_S_FOR) == epi && (!epi || last->u.loop.nounroll),
                   "case %d: the epilogue %s a nounroll rows loop", ci, epi ? "is not" : "is");
+    /* the K-tile loop: its body holds a nounroll loop of 4 two-deep steps, or none */
+    const kir_stmt *kt = NULL;
+    for (const kir_stmt *st = k0->body.head; st; st = st->next)
+      if (st->kind == KIR_S_FOR && !st->u.loop.nounroll) kt = st;
+    ck_assert_msg(kt, "case %d: no K-tile loop", ci);
+    const kir_stmt *kq = NULL;
+    for (const kir_stmt *st = kt->u.loop.body.head; st; st = st->next)
+      if (st->kind == KIR_S_FOR) kq = st;
+    ck_assert_msg(unrolled ? !kq : kq && kq->u.loop.nounroll && kq->u.loop.hi->kind == KIR_E_CONST &&
+                                       kq->u.loop.hi->u.i == 4,
+                  "case %d: the K tile %s a loop of 4 steps", ci, unrolled ? "is" : "is not");
     gc_plan_free(p);
     gc_module_free(m);
     run_case_kind(text, 1, 'x');  /* takes its text */
   }
   g_tc_sms = 0;
   g_wgmma_short_k = 0;
+  g_simt_unroll_macs = 0;
 }
 END_TEST
 
