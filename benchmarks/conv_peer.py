@@ -3,16 +3,22 @@
 
     python3 benchmarks/conv_peer.py --graphc build/graphc [--n 32] [--dtype f16]
                                     [--layers a,b] [--out DIR] [--backend cuda|cpu]
+                                    [--layout nhwc|nchw]
 
 Each ResNet-50 layer shape is one graph: conv2d + bias + relu, weights in a
 safetensors file. First graphc runs it once (`graphc run`) and its output is
-compared with the peer's on the same data (PyTorch F.conv2d, NCHW inputs in
-channels_last memory, cuDNN with cudnn.benchmark; numpy in float64 when PyTorch
-or a GPU is missing): relative L2 error within the dtype's tolerance, or the
+compared with the peer's on the same data (PyTorch F.conv2d, cuDNN with
+cudnn.benchmark; numpy in float64 when PyTorch or a GPU is missing): relative L2 error within the dtype's tolerance, or the
 layer is reported as a mismatch and not timed. Then graphc is timed with
 `graphc bench` (median of CUDA-graph replays) and PyTorch as the median of 50
 runs after 10 warm-ups (CUDA events). "graphc/cuDNN" is cuDNN's time over
 graphc's (1.0 = as fast; the goal is >= 0.7).
+
+Both sides hold the tensors in one memory layout. --layout nhwc (the default):
+PyTorch's NCHW tensors in channels_last memory, and graphc's graph takes and
+returns NHWC tensors (a transpose to NCHW before the conv and one back after it,
+which the layout pass cancels against the conv's own NHWC form). --layout nchw:
+contiguous NCHW on both sides.
 
 Needs only numpy here (safetensors files are written and read by this script);
 PyTorch only for the peer.
@@ -84,14 +90,22 @@ def out_size(h, k, s, p):
     return (h + 2 * p - k) // s + 1
 
 
-def graph_text(t, n, c, h, o, k, s, p):
+def graph_text(t, n, c, h, o, k, s, p, layout):
     oh = out_size(h, k, s, p)
+    if layout == "nhwc":
+        sig = f"(%x: {t}[{n}, {h}, {h}, {c}]) -> ({t}[{n}, {oh}, {oh}, {o}])"
+        x, ret = "%xt", "%z"
+        pre = "  %xt = transpose(%x, perm=[0, 3, 1, 2]);\n"
+        post = "  %z = transpose(%r, perm=[0, 2, 3, 1]);\n"
+    else:
+        sig = f"(%x: {t}[{n}, {c}, {h}, {h}]) -> ({t}[{n}, {o}, {oh}, {oh}])"
+        x, ret, pre, post = "%x", "%r", "", ""
     return (f"version 1;\nweights \"w.safetensors\";\n"
-            f"graph @conv(%x: {t}[{n}, {c}, {h}, {h}]) -> ({t}[{n}, {o}, {oh}, {oh}]) {{\n"
+            f"graph @conv{sig} {{\n"
             f"  param %w: {t}[{o}, {c}, {k}, {k}] = \"w\";\n"
-            f"  param %b: {t}[{o}, 1, 1] = \"b\";\n"
-            f"  %c = conv2d(%x, %w, stride=[{s}, {s}], padding=[{p}, {p}]);\n"
-            f"  %y = add(%c, %b);\n  %r = relu(%y);\n  return %r;\n}}\n")
+            f"  param %b: {t}[{o}, 1, 1] = \"b\";\n{pre}"
+            f"  %c = conv2d({x}, %w, stride=[{s}, {s}], padding=[{p}, {p}]);\n"
+            f"  %y = add(%c, %b);\n  %r = relu(%y);\n{post}  return {ret};\n}}\n")
 
 
 def numpy_ref(x, w, b, s, p):
@@ -122,6 +136,7 @@ def main():
     ap.add_argument("--out", default="/tmp/conv-peer")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--layout", default="nhwc", choices=["nhwc", "nchw"])
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     try:
@@ -131,8 +146,9 @@ def main():
         torch, have_torch = None, False
     rng = np.random.default_rng(1)
     t = a.dtype
-    print(f"# conv_peer: N={a.n} {t}, graphc {a.backend}, peer "
-          f"{'PyTorch ' + torch.__version__ + ' cuDNN (channels_last)' if have_torch else 'numpy float64 (check only)'}")
+    mem = "channels_last" if a.layout == "nhwc" else "contiguous NCHW"
+    print(f"# conv_peer: N={a.n} {t}, {a.layout.upper()} on both sides, graphc {a.backend}, peer "
+          f"{'PyTorch ' + torch.__version__ + ' cuDNN (' + mem + ')' if have_torch else 'numpy float64 (check only)'}")
     print(f"{'layer':10} {'C->O k/s @HxW':22} | {'graphc ms':>9} {'TFLOP/s':>7} | {'cuDNN ms':>9} {'TFLOP/s':>7} | "
           f"{'graphc/cuDNN':>12} | check")
     ratios = []
@@ -143,12 +159,12 @@ def main():
         os.makedirs(d, exist_ok=True)
         g = os.path.join(d, "conv.graph")
         with open(g, "w") as f:
-            f.write(graph_text(t, a.n, c, h, o, k, s, p))
+            f.write(graph_text(t, a.n, c, h, o, k, s, p, a.layout))
         x = rng.standard_normal((a.n, c, h, h)).astype(NP[t])
         w = (rng.standard_normal((o, c, k, k)) / np.sqrt(c * k * k)).astype(NP[t])
         b = (0.1 * rng.standard_normal((o, 1, 1))).astype(NP[t])
         save_st(os.path.join(d, "w.safetensors"), {"w": w, "b": b})
-        save_st(os.path.join(d, "in.safetensors"), {"x": x})
+        save_st(os.path.join(d, "in.safetensors"), {"x": x.transpose(0, 2, 3, 1) if a.layout == "nhwc" else x})
         oh = out_size(h, k, s, p)
         flop = 2.0 * a.n * o * oh * oh * c * k * k
         r = run([a.graphc, "run", g, "--backend", a.backend, "--inputs", os.path.join(d, "in.safetensors"),
@@ -156,13 +172,16 @@ def main():
         if r.returncode != 0:
             print(f"{name:10} graphc run failed: {r.stderr.strip()[:300]}")
             continue
-        got = load_st(os.path.join(d, "out.safetensors"))["r"].astype(np.float64)
+        got = load_st(os.path.join(d, "out.safetensors"))["z" if a.layout == "nhwc" else "r"].astype(np.float64)
+        if a.layout == "nhwc":
+            got = got.transpose(0, 3, 1, 2)
         if have_torch:
             F = torch.nn.functional
             dev = torch.device("cuda")
             tdt = {"f16": torch.float16, "f32": torch.float32}[t]
-            tx = torch.from_numpy(x).to(dev, tdt).contiguous(memory_format=torch.channels_last)
-            tw = torch.from_numpy(w).to(dev, tdt).contiguous(memory_format=torch.channels_last)
+            fmt = torch.channels_last if a.layout == "nhwc" else torch.contiguous_format
+            tx = torch.from_numpy(x).to(dev, tdt).contiguous(memory_format=fmt)
+            tw = torch.from_numpy(w).to(dev, tdt).contiguous(memory_format=fmt)
             tb = torch.from_numpy(b.reshape(o)).to(dev, tdt)
             torch.backends.cudnn.benchmark = True
             torch.backends.cuda.matmul.allow_tf32 = False
