@@ -6,8 +6,9 @@
  * are all nine. Float values that depend on rounding ("inexact") never feed a
  * discontinuous op (comparisons, argmax, floor/ceil, float->int casts), and
  * domain-sensitive operands (log, sqrt, rsqrt, pow's base, float division's
- * divisor) are fresh positive inputs, so a mismatch means a bug, not rounding
- * noise. Everything is deterministic from a seed.
+ * divisor) are fresh positive inputs, and norms (scale-invariant) never
+ * normalize the noise of sub(a, a) (see rg_val.cancels), so a mismatch means a
+ * bug, not rounding noise. Everything is deterministic from a seed.
  *
  * Beside one op at a time, builders draw what later stages look for: attention
  * chains that codegen/fusion.c fuses into one flash-attention kernel (see
@@ -117,6 +118,7 @@ static int op_result(rg_graph *g, rg_op *op, const gc_type *t, int exact, double
     if (!in->exact && in->tol > tol) tol = in->tol;
   }
   g->vals[v].tol = tol;
+  for (int i = 0; i < op->n_in; i++) g->vals[v].cancels |= g->vals[op->in[i]].cancels;
   op->out[op->n_out++] = v;
   return v;
 }
@@ -186,6 +188,7 @@ typedef struct want {
   int min_rank, max_rank;
   int exact;             /* must be exact */
   double max_mag;        /* for float values (0: 1e4) */
+  int no_cancel;         /* no value with rg_val.cancels */
 } want;
 
 /* Does value v satisfy w? */
@@ -193,6 +196,7 @@ static int fits(const rg_val *v, const want *w) {
   if (v->dead || v->hidden || !(w->dtypes & M(v->t.dtype)) || numel_of(&v->t) > RG_MAX_NUMEL) return 0;
   if (v->t.rank < w->min_rank || v->t.rank > w->max_rank) return 0;
   if (w->exact && !v->exact) return 0;
+  if (w->no_cancel && v->cancels) return 0;
   if (gc_dtype_is_float(v->t.dtype) && v->mag > (w->max_mag > 0 ? w->max_mag : 1e4)) return 0;
   if (!gc_dtype_is_float(v->t.dtype) && v->kind == 'i') return 0; /* keep index inputs for gather */
   return 1;
@@ -573,7 +577,8 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
                    : opc == GC_OP_POW ? 64 : dmax(ma, mb);
       int exact = !fl || ((opc == GC_OP_MAXIMUM || opc == GC_OP_MINIMUM) &&
                           g->vals[a].exact && g->vals[b].exact);
-      op_result(g, op, &t, exact, mag);
+      int v = op_result(g, op, &t, exact, mag);
+      if (fl && opc == GC_OP_SUB && a == b && !g->vals[a].exact) g->vals[v].cancels = 1;
       return 0;
     }
     case GC_OP_EQ: case GC_OP_NE: case GC_OP_LT: case GC_OP_LE: case GC_OP_GT: case GC_OP_GE:
@@ -678,7 +683,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_LAYERNORM: case GC_OP_RMSNORM: {
-      want w = {MF, 1, 4, 0, 1000};
+      want w = {MF, 1, 4, 0, 1000, 1};
       int x = pick(g, r, &w);
       const gc_type *xt = &g->vals[x].t;
       int axis = xt->rank - 1;

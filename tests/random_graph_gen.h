@@ -59,6 +59,9 @@ typedef struct rg_val {
   int64_t range;
   double mag;            /* rough bound on |element| */
   double tol;            /* tolerance: the loosest of its dtype and its inexact operands' */
+  int cancels;           /* rounding noise around an exact zero (sub(a, a) of an inexact a, where
+                            a contracted FMA leaves a's rounding error) or computed from such a
+                            value: a norm, which is scale-invariant, would blow the noise up */
   int dead;
   int hidden;            /* never picked as an operand (an attention chain's intermediates
                             stay single-use, so the chain is what fusion sees) */
