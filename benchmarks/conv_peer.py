@@ -172,7 +172,8 @@ def main():
         if r.returncode != 0:
             print(f"{name:10} graphc run failed: {r.stderr.strip()[:300]}")
             continue
-        got = load_st(os.path.join(d, "out.safetensors"))["z" if a.layout == "nhwc" else "r"].astype(np.float64)
+        outs = load_st(os.path.join(d, "out.safetensors"))  # one tensor (its name is the passes')
+        got = next(iter(outs.values())).astype(np.float64)
         if a.layout == "nhwc":
             got = got.transpose(0, 3, 1, 2)
         if have_torch:
