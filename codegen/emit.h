@@ -80,6 +80,11 @@ int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, co
  * hints may let an elementwise result take over a dying operand's slot. */
 void gc_assign_buffers(gc_plan *p, const gc_buf_hint *hints);
 
+/* prologue.c: launches that read only constants move to the front, counted in
+ * n_prologue, their results live to the end (run once by the CUDA runtime).
+ * 0, or -1 when out of memory. */
+int gc_plan_hoist_prologue(gc_plan *p);
+
 /* ---- the element generator (emit_expr.c) -------------------------------------------------- */
 #define GC_PT_ZERO (-2)      /* a coordinate (or linear index) known to be 0 */
 

@@ -55,6 +55,8 @@ void kir_target_cuda(kir_target *t, int sm) {
   const char *sg = getenv("GRAPHC_SIMT");
   t->simt_blocked = !(sg && strcmp(sg, "0") == 0);
   t->simt_unroll_macs = (int64_t)1 << 25;
+  const char *pl = getenv("GRAPHC_PROLOGUE");
+  t->prologue = !(pl && strcmp(pl, "0") == 0);
   const char *rg = getenv("GRAPHC_ROW_GROUPS");
   t->row_groups = !(rg && strcmp(rg, "0") == 0);
 }

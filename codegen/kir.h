@@ -55,6 +55,8 @@ typedef struct kir_target {
   int64_t simt_unroll_macs; /* f32 register-blocked matmuls with at least this many multiply-adds
                              unroll their 8-deep K tile; smaller ones step it in a loop of
                              2-deep steps, for compile time (codegen/emit_linalg.c mm_simt) */
+  int prologue;            /* launches that read only constants run once per weights, not every run
+                             (codegen/prologue.c); GRAPHC_PROLOGUE=0: every launch every run */
   int row_groups;          /* rows of at most 32 registers per thread in thread groups of <= 32
                              lanes, several rows per block, reduced with shuffles alone
                              (codegen/emit_reduce.c); GRAPHC_ROW_GROUPS=0: a block per row */

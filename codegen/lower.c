@@ -330,6 +330,7 @@ gc_plan *gc_lower_opts(const gc_graph *g, const gc_safetensors *w, const kir_tar
   }
   if (ok && !c.oom && !c.km->arena.failed && !p->arena.failed) {
     number_temps(p);
+    if (t->kind == KIR_TARGET_CUDA && t->prologue && gc_plan_hoist_prologue(p)) c.oom = 1;
     gc_assign_buffers(p, c.hints);
   }
   int oom = !c.km || !c.val_buf || !c.fz || !c.inl || !p->op_kernel || c.oom || c.km->arena.failed ||
@@ -382,9 +383,10 @@ void gc_plan_stats(gc_sbuf *b, const gc_plan *p) {
   for (int i = 0; i < p->n_launches; i++) {
     int ki = p->launches[i];
     const kir_kernel *k = m->kernels[ki];
-    gc_sbuf_printf(b, "  %-28s %-6s %12lld %14.0f %14.0f  %s\n", k->name,
+    gc_sbuf_printf(b, "  %-28s %-6s %12lld %14.0f %14.0f  %s%s\n", k->name,
                    k->launch.kind == KIR_LAUNCH_BLOCKS ? "blocks" : "items", (long long)k->launch.n,
-                   k->bytes_moved, k->flops, p->kernel_ops ? p->kernel_ops[ki] : "");
+                   k->bytes_moved, k->flops, i < p->n_prologue ? "[once per weights] " : "",
+                   p->kernel_ops ? p->kernel_ops[ki] : "");
     tot_bytes += k->bytes_moved;
     tot_flops += k->flops;
   }

@@ -48,6 +48,9 @@ typedef struct gc_plan {
   gc_plan_const *consts;
   int n_launches;
   int *launches;            /* kernel index (into kir->kernels) of each launch, in order */
+  int n_prologue;           /* launches [0, n_prologue) read only constants: the CUDA runtime runs
+                               them once per weights, not every run (codegen/prologue.c; CUDA
+                               targets with kir_target.prologue only, else 0) */
   size_t arena_bytes;       /* peak bytes of TEMP buffers after assignment */
   size_t arena_lower_bound; /* max over launches of live TEMP bytes */
   /* fusion (filled by gc_lower_opts; arena-owned) */

@@ -143,6 +143,7 @@ static void w_plan(wbuf *w, const gc_launch_plan *p, const uint32_t *blob) {
   }
   w_u32(w, (uint32_t)p->n_launches);
   for (int i = 0; i < p->n_launches; i++) w_u32(w, (uint32_t)p->launches[i]);
+  w_u32(w, (uint32_t)p->n_prologue);
 }
 
 typedef struct blob_ref {
@@ -468,6 +469,7 @@ static int read_plan(rd *r, gc_bundle *b, gc_launch_plan *p, uint32_t **blob) {
   p->n_launches = r_count(r, 4, 1u << 24);
   p->launches = r_array(r, &b->arena, (size_t)p->n_launches, sizeof *p->launches);
   for (int i = 0; i < p->n_launches && !r->err; i++) p->launches[i] = (int)r_u32(r);
+  p->n_prologue = (int)r_count(r, 0, 1u << 24);  /* at most n_launches: gc_launch_plan_check */
   return r->err ? -1 : 0;
 }
 

@@ -274,6 +274,7 @@ int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
   lp->n_launches = p->n_launches;
   lp->launches = gc_arena_alloc(a, (size_t)p->n_launches * sizeof *lp->launches + 1);
   if (lp->launches) memcpy(lp->launches, p->launches, (size_t)p->n_launches * sizeof *p->launches);
+  lp->n_prologue = p->n_prologue;
   lp->n_buffers = p->n_buffers;
   lp->buffers = gc_arena_alloc(a, (size_t)p->n_buffers * sizeof *lp->buffers + 1);
   for (int i = 0; lp->buffers && i < p->n_buffers; i++) {

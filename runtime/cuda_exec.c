@@ -48,6 +48,7 @@ struct gc_cu_exec {
   cu_kernel *kernels;              /* per plan kernel */
   CUgraphExec gexec;
   int eager, sync_each;
+  int prologue_due;                /* the plan's prologue has yet to run on the current consts */
   /* gc_cu_exec_open_async: the primary context is retained on this thread */
   pthread_t retainer;
   int retaining;                   /* the thread is to be joined */
@@ -223,6 +224,8 @@ int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char
     if (p->launches[i] < 0 || p->launches[i] >= p->n_kernels)
       return bad_plan(d, st, what, "launch %d names kernel %d of %d", i, p->launches[i],
                       p->n_kernels);
+  if (p->n_prologue < 0 || p->n_prologue > p->n_launches)
+    return bad_plan(d, st, what, "prologue of %d launches in a plan of %d", p->n_prologue, p->n_launches);
   return 0;
 }
 
@@ -637,9 +640,13 @@ int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *i
   if (GC_CU(x->cu, d, StreamCreate, &x->stream, CU_STREAM_NON_BLOCKING)) goto out;
   if (setup_memory(x, st, d)) goto out;
   bind_io(x, x->in_buf, x->out_buf);
+  x->prologue_due = 1;
   if (st) {
     gc_sbuf_printf(st, "cuda: %d kernels, %d launches (%s)\n", p->n_kernels, p->n_launches,
                    x->eager ? "eager launches" : "CUDA graph replay");
+    if (p->n_prologue)
+      gc_sbuf_printf(st, "cuda: the first %d launches read only weights: run once per weights\n",
+                     p->n_prologue);
     for (int i = 0; i < p->n_kernels; i++) {
       const cu_kernel *ck = &x->kernels[i];
       gc_sbuf_printf(st, "cuda:   %-32s %s n=%" PRId64 " grid=%u block=%u\n", ck->k->name,
@@ -659,6 +666,7 @@ int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, g
   if (ctx_push(x, d)) return -1;
   int rc = GC_CU_WHAT(x->cu, d, x->plan->consts[i].name, MemcpyHtoD, x->consts + x->const_off[i],
                       data, bytes);
+  x->prologue_due = 1;  /* what the prologue computed from the old bytes is stale */
   ctx_pop(x);
   return rc;
 }
@@ -672,10 +680,10 @@ static int launch_one(gc_cu_exec *x, int i, gc_diags *d) {
                     (unsigned)ck->k->smem, x->stream, ck->argp, NULL);
 }
 
-/* Every launch in order, directly on the stream; with GRAPHC_CUDA_SYNC=1 each
+/* Launches [from, to) in order, directly on the stream; with GRAPHC_CUDA_SYNC=1 each
  * is followed by a synchronize so a failing kernel is named. */
-static int launch_eager(gc_cu_exec *x, gc_diags *d) {
-  for (int i = 0; i < x->plan->n_launches; i++) {
+static int launch_range(gc_cu_exec *x, int from, int to, gc_diags *d) {
+  for (int i = from; i < to; i++) {
     if (launch_one(x, i, d)) return -1;
     if (x->sync_each) {
       char what[256];
@@ -694,7 +702,7 @@ static int capture_graph(gc_cu_exec *x, gc_diags *d) {
   size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
   if (GC_CU(cu, d, StreamBeginCapture, x->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) return -1;
   int bad = 0;
-  for (int i = 0; i < x->plan->n_launches && !bad; i++) bad = launch_one(x, i, d);
+  for (int i = x->plan->n_prologue; i < x->plan->n_launches && !bad; i++) bad = launch_one(x, i, d);
   CUgraph g = NULL;
   CUresult r = cu->StreamEndCapture(x->stream, &g);
   if (bad) {
@@ -721,10 +729,16 @@ static int capture_graph(gc_cu_exec *x, gc_diags *d) {
   return rc;
 }
 
-/* The plan's launches on the stream, as a graph replay or eagerly. */
+/* The plan's launches on the stream: the prologue first when it is due (eagerly, once
+ * per weights), then the rest as a graph replay or eagerly. */
 static int launch_all(gc_cu_exec *x, gc_diags *d) {
-  if (x->plan->n_launches == 0) return 0;
-  if (x->eager) return launch_eager(x, d);
+  const int np = x->plan->n_prologue, nl = x->plan->n_launches;
+  if (x->prologue_due) {
+    if (launch_range(x, 0, np, d)) return -1;
+    x->prologue_due = 0;
+  }
+  if (nl == np) return 0;
+  if (x->eager) return launch_range(x, np, nl, d);
   size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
   int same = x->gexec && memcmp(x->graph_in, x->bound_in, ni * sizeof *x->graph_in) == 0 &&
              memcmp(x->graph_out, x->bound_out, no * sizeof *x->graph_out) == 0;

@@ -77,6 +77,9 @@ typedef struct gc_launch_plan {
   gc_lp_kernel *kernels;
   int n_launches;
   int *launches;           /* kernel index of each launch, in order */
+  int n_prologue;          /* launches [0, n_prologue) read only consts: run once after the
+                              consts reach the device and again after one changes, not every
+                              run (codegen/prologue.c) */
   int n_buffers;
   gc_lp_buffer *buffers;   /* param values of kind BUFFER index this */
   int n_consts;

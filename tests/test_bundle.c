@@ -48,8 +48,10 @@ static const char *const k_net =
     "  param %b: f32[24] = \"layer.bias\";\n"
     "  param %g: f32[24] = \"norm.gamma\";\n"
     "  %h = matmul(%x, %w);\n"
+    "  %bm = reduce_max(%b, axes=[0], keepdims=true);\n"  /* weights alone: the plan's prologue */
     "  %hb = add(%h, %b);\n"
-    "  %r = add(%hb, %0);\n"
+    "  %r1 = add(%hb, %0);\n"
+    "  %r = sub(%r1, %bm);\n"
     "  %a = gelu(%r);\n"
     "  %n = rmsnorm(%a, %g);\n"
     "  %s = softmax(%n, axis=-1);\n"
@@ -525,6 +527,15 @@ START_TEST(crafted_invalid_plans) {
   expect_rejected(&b, "invalid launch shape");
   p->kernels[0].kind = lkind;
   p->kernels[0].n = n;
+
+  /* the prologue (bundle format 4): within the launches */
+  int np = p->n_prologue;
+  ck_assert_msg(np >= 1, "the net's bias reduction is a prologue launch (%d)", np);
+  p->n_prologue = p->n_launches + 1;
+  expect_rejected(&b, "prologue of");
+  p->n_prologue = -1;  /* written as 2^32 - 1: the reader's count check */
+  expect_rejected(&b, "a count exceeds");
+  p->n_prologue = np;
 
   const char *name = p->kernels[0].name;
   p->kernels[0].name = "bad name";
@@ -1015,6 +1026,9 @@ START_TEST(device_weights_at_run_time) {
   snprintf(path2, sizeof path2, "%s/net2.safetensors", f.dir);
   ck_assert_int_eq(gc_safetensors_write(path2, ts, w->n, &d), 0);
   ck_assert_int_eq(graphc_rt_set_weight(b, "layer.bias", bias, sizeof bias, &err), GRAPHC_STATUS_OK);
+  /* the bias also feeds the prologue (reduce_max of it), which must run again */
+  ck_assert_msg(strstr(graphc_rt_bundle_stats(b), "read only weights: run once per weights"), "%s",
+                graphc_rt_bundle_stats(b));
   run_and_compare(&f, b, path2, g_seed + 42, "weight replaced after setup");
   free(ts);
   gc_safetensors_free(w);

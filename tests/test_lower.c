@@ -704,6 +704,59 @@ START_TEST(test_params) {
 }
 END_TEST
 
+/* Launches that read only weights (a reduction of a param, a cast of that) move to the front
+ * of a CUDA plan as its prologue (codegen/prologue.c), their results live to the end, and the
+ * plan computes the same values; the host plan keeps its order (n_prologue 0). */
+START_TEST(test_prologue) {
+  static float w[6 * 40], bias[40];
+  uint64_t seed = g_seed;
+  tu_fill(w, GRAPHC_DTYPE_F32, 6 * 40, 'x', 0, &seed);
+  tu_fill(bias, GRAPHC_DTYPE_F32, 40, 'x', 0, &seed);
+  gc_st_tensor ts[2] = {{"w", GRAPHC_DTYPE_F32, 2, {6, 40}, w, sizeof w},
+                        {"b", GRAPHC_DTYPE_F32, 1, {40}, bias, sizeof bias}};
+  gc_safetensors st = {2, ts, NULL, 0, (char *)"mem"};
+  const char *text =
+      "version 1;\n"
+      "graph @t(%x: f32[3, 40]) -> (f32[3, 40], f32[3]) {\n"
+      "  %e = exp(%x);\n"
+      "  %ex = reduce_sum(%e, axes=[1]);\n"
+      "  param %w: f32[6, 40] = \"w\";\n"
+      "  param %b: f32[40] = \"b\";\n"
+      "  %s = reduce_max(%w, axes=[0]);\n"
+      "  %t = add(%s, %b);\n"
+      "  %u = reduce_sum(%t, axes=[0], keepdims=true);\n"
+      "  %y = add(%x, %u);\n"
+      "  %z = mul(%y, %t);\n"
+      "  return %z, %ex;\n"
+      "}\n";
+  gc_module *m = parse_ok(text);
+  gc_plan *p = lower_ok(m->graphs[0], &st, KIR_TARGET_CUDA);
+  ck_assert_msg(p->n_prologue >= 1 && p->n_prologue < p->n_launches, "prologue %d of %d launches",
+                p->n_prologue, p->n_launches);
+  for (int L = 0; L < p->n_launches; L++) {
+    const kir_kernel *k = p->kir->kernels[p->launches[L]];
+    int reads_input = 0;
+    for (int i = 0; i < k->n_params; i++)
+      if (k->params[i].kind == KIR_PARAM_BUFFER) {
+        const gc_plan_buffer *b = &p->buffers[k->params[i].binding];
+        reads_input |= b->kind == GC_BUF_INPUT || b->kind == GC_BUF_OUTPUT;
+        /* what the prologue writes lives to the end of the plan */
+        if (L < p->n_prologue && !k->params[i].readonly) ck_assert_int_eq(b->last_use, p->n_launches - 1);
+      }
+    ck_assert_msg(reads_input == (L >= p->n_prologue), "launch %d (%s): input/output %d, prologue %d", L,
+                  k->name, reads_input, p->n_prologue);
+  }
+  gc_plan_free(p);
+  p = lower_ok(m->graphs[0], &st, KIR_TARGET_HOST);
+  ck_assert_int_eq(p->n_prologue, 0);
+  gc_plan_free(p);
+  gc_module_free(m);
+  gb kinds = {0};
+  kinds.kinds[0] = 'x';
+  run_case_w(strdup(text), 2, 0, &st, &kinds);
+}
+END_TEST
+
 /* Number of TEMP buffers of a plan. */
 static int temp_buffers(const gc_plan *p) {
   int n = 0;
@@ -1039,6 +1092,7 @@ static Suite *lower_suite(void) {
   tcase_add_test(tp, test_params);
   tcase_add_test(tp, test_output_aliases);
   tcase_add_test(tp, test_inplace);
+  tcase_add_test(tp, test_prologue);
   tcase_add_test(tp, test_assign_random);
   tcase_add_test(tp, test_errors);
   tcase_add_test(tp, test_stats);
