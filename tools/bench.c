@@ -157,7 +157,7 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
 
   if (gc_cuda_time_runs(exe, o->warmup, runs, ms, &d) != GRAPHC_STATUS_OK) goto out;
   double bytes = 0, flops = 0;
-  for (int i = 0; i < nl; i++) {
+  for (int i = p->n_prologue; i < nl; i++) {  /* the prologue does not run per run */
     const kir_kernel *k = p->kir->kernels[p->launches[i]];
     bytes += k->bytes_moved;
     flops += k->flops;
@@ -188,14 +188,15 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
       const kir_kernel *k = p->kir->kernels[p->launches[i]];
       for (int r = 0; r < kruns; r++) col[r] = kms[(size_t)r * nl + i];
       double t = median(col, kruns);
-      sum += t;
+      if (i >= p->n_prologue) sum += t;
       double g = t > 0 ? k->bytes_moved / (t * 1e-3) / 1e9 : 0;
       char geo[48];
       unsigned grid = 0, block = 0;
       gc_cuda_kernel_geometry(exe, p->launches[i], &grid, &block);
       snprintf(geo, sizeof geo, "%s%ux%u", k->launch.kind == KIR_LAUNCH_BLOCKS ? "B " : "", grid,
                block);
-      printf("  %3d  %-36.36s %14s %10.4f %10.3f %9.1f %6.1f%% %8.3f\n", i, k->name, geo, t,
+      printf("  %3d%c %-36.36s %14s %10.4f %10.3f %9.1f %6.1f%% %8.3f\n", i, i < p->n_prologue ? '*' : ' ',
+             k->name, geo, t,
              k->bytes_moved / 1e6, g, copy_gbps > 0 ? 100.0 * g / copy_gbps : 0,
              t > 0 ? k->flops / (t * 1e-3) / 1e12 : 0);
     }
@@ -203,6 +204,8 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
            bytes / 1e6, sum > 0 ? bytes / (sum * 1e-3) / 1e9 : 0,
            sum > 0 && copy_gbps > 0 ? 100.0 * bytes / (sum * 1e-3) / 1e9 / copy_gbps : 0);
     printf("  (grid x block as launched; B: one thread block per group of a row kernel)\n");
+    if (p->n_prologue)
+      printf("  (*: reads only weights; runs once per weights, not in the runs above nor in the sum)\n");
   }
   rc = 0;
 out:
