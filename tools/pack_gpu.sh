@@ -17,6 +17,7 @@ ninja -C build-gpu -j"$(nproc)" >/dev/null
 rm -rf .dev/build-gpu && mkdir -p .dev
 cp -a build-gpu/. .dev/build-gpu/
 find .dev/build-gpu \( -name '*.o' -o -name '*.a' \) -delete
+rm -rf .dev/build-gpu/onnx-node-tests   # test_onnx's exports from a local ctest: 56 MB, not for the GPU suites
 strip --strip-unneeded .dev/build-gpu/libgraphc.so.0.* .dev/build-gpu/libgraphc_rt.so.* 2>/dev/null || true
 mkdir -p .dev/build-gpu/syslibs
 for l in libcjson.so.1 libsubunit.so.0; do cp -L "/lib/x86_64-linux-gnu/$l" .dev/build-gpu/syslibs/; done
