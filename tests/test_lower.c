@@ -750,6 +750,12 @@ START_TEST(test_prologue) {
   p = lower_ok(m->graphs[0], &st, KIR_TARGET_HOST);
   ck_assert_int_eq(p->n_prologue, 0);
   gc_plan_free(p);
+  /* GRAPHC_PROLOGUE=0 (kir_target.prologue): every launch in every run */
+  setenv("GRAPHC_PROLOGUE", "0", 1);
+  p = lower_ok(m->graphs[0], &st, KIR_TARGET_CUDA);
+  unsetenv("GRAPHC_PROLOGUE");
+  ck_assert_int_eq(p->n_prologue, 0);
+  gc_plan_free(p);
   gc_module_free(m);
   gb kinds = {0};
   kinds.kinds[0] = 'x';
