@@ -501,9 +501,9 @@ static const char *vn(const cprint *c, int v) { return c->k->vars[v].name; }
 static void print_wgmma(cprint *c, const kir_stmt *s, int depth) {
   gc_sbuf *b = c->b;
   const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
-  int n = s->u.wg.n, nd = n / 2;
+  int n = s->u.wg.n, nd = n / 2, ra = s->u.wg.a_in_regs;
   gc_sbuf_puts(b, "{\n");
-  for (int i = 0; i < 2; i++) {
+  for (int i = ra; i < 2; i++) {
     indent(b, depth + 1);
     gc_sbuf_printf(b, "const unsigned long long d%c_ = (unsigned long long)(((unsigned)__cvta_generic_to_shared(&",
                    i ? 'b' : 'a');
@@ -512,19 +512,35 @@ static void print_wgmma(cprint *c, const kir_stmt *s, int depth) {
     print_expr(c, ops[i]->index);
     gc_sbuf_printf(b, "]) & 0x3FFFFu) >> 4) | 0x%llxULL;\n", (unsigned long long)kir_wg_desc_bits(ops[i]));
   }
+  /* operands after the accumulators: descriptor a (or 4 A registers), descriptor b, scale-d */
+  int na = ra ? 4 : 1;
   indent(b, depth + 1);
-  gc_sbuf_printf(b, "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nd + 2);
+  gc_sbuf_printf(b, "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nd + na + 1);
   indent(b, depth + 1);
-  gc_sbuf_printf(b, "\"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", n,
-                 s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16", s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16");
+  const char *ty = ra ? "tf32" : s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16";
+  gc_sbuf_printf(b, "\"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", n, ra ? 8 : 16, ty, ty);
   for (int i = 0; i < nd; i++) gc_sbuf_printf(b, "%s%%%d", i ? ", " : "", i);
-  gc_sbuf_printf(b, "}, %%%d, %%%d, p, 1, 1, 0, %d;\\n}\\n\"\n", nd, nd + 1, ops[1]->mn_major);
+  if (ra)
+    gc_sbuf_printf(b, "}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1;\\n}\\n\"\n", nd, nd + 1, nd + 2, nd + 3, nd + 4);
+  else
+    gc_sbuf_printf(b, "}, %%%d, %%%d, p, 1, 1, 0, %d;\\n}\\n\"\n", nd, nd + 1, ops[1]->mn_major);
   indent(b, depth + 1);
   gc_sbuf_puts(b, ": ");
   for (int i = 0; i < nd; i++) gc_sbuf_printf(b, "%s\"+f\"(v_%s)", i ? ", " : "", vn(c, s->u.wg.d[i]));
   gc_sbuf_puts(b, "\n");
   indent(b, depth + 1);
-  gc_sbuf_puts(b, ": \"l\"(da_), \"l\"(db_), \"r\"(1) : \"memory\");\n");
+  if (ra) {
+    /* the A registers' bits (f32 variables: __float_as_uint) */
+    gc_sbuf_puts(b, ": ");
+    for (int i = 0; i < 4; i++) {
+      int v = s->u.wg.a_regs[i];
+      gc_sbuf_printf(b, c->k->vars[v].type == GRAPHC_DTYPE_F32 ? "\"r\"(__float_as_uint(v_%s)), " : "\"r\"(v_%s), ",
+                     vn(c, v));
+    }
+    gc_sbuf_puts(b, "\"l\"(db_), \"r\"(1) : \"memory\");\n");
+  } else {
+    gc_sbuf_puts(b, ": \"l\"(da_), \"l\"(db_), \"r\"(1) : \"memory\");\n");
+  }
   indent(b, depth);
   gc_sbuf_puts(b, "}\n");
 }
@@ -744,7 +760,7 @@ static void block_types(const kir_block *blk, unsigned *mask) {
         break;
       case KIR_S_LDMATRIX: expr_types(s->u.ldm.index, mask); break;
       case KIR_S_WGMMA:
-        expr_types(s->u.wg.a.index, mask);
+        if (!s->u.wg.a_in_regs) expr_types(s->u.wg.a.index, mask);
         expr_types(s->u.wg.b.index, mask);
         break;
       case KIR_S_BARRIER: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_MMA:

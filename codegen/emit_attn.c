@@ -447,7 +447,7 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
   int64_t vst[GC_MAX_RANK];
   const gc_value *vo = at_view_out(grp, vst);
   if (!vo) {
-    gc_tc_store_tile(&G, b, grp, &s, bco, nr, rows, nv, (const int(*)[2])cols, acc);
+    gc_tc_store_tile(&G, b, grp, &s, bco, nr, rows, nv, (const int(*)[2])cols, acc, 1);
   } else {
     /* the head merge: result element (batch, row, col) at sum coords * vst in vo's buffer */
     int op_ = gc_gen_wparam(&G, c->val_buf[vo->id], vo->type.dtype);

@@ -496,14 +496,16 @@ static void tc_tile(const gc_lowerer *c, const gc_mm_shape *s, int tf32, int sho
 }
 
 void gc_tc_store_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const gc_mm_shape *s,
-                      const int *bco, int nr, const int *rows, int nq, const int (*cols)[2], const int *acc) {
+                      const int *bco, int nr, const int *rows, int nq, const int (*cols)[2], const int *acc,
+                      int adjacent) {
+  int pairs = adjacent && s->N % 2 == 0;
   gc_lowerer *c = G->c;
   kir_kernel *k = G->k;
   const gc_op *op = grp->roots[0];
   for (int r = 0; r < nr; r++) {
     kir_block *rb;
     kir_emit_if(c->km, b, lt(c, vx(c, k, rows[r]), cx(c, s->M)), &rb, NULL);
-    for (int q = 0; q < nq && s->N % 2 == 0; q++) {
+    for (int q = 0; q < nq && pairs; q++) {
       /* N even: both columns of a pair are in range together, and their outputs go
        * out as one 2-element vector store (gc_gen_store_outs_vec) */
       kir_block *tb;
@@ -519,7 +521,7 @@ void gc_tc_store_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const
       gc_gen_store_outs_vec(G, tb, grp, pts, 2);
       gc_gen_pop(G);
     }
-    for (int q = 0; q < nq && s->N % 2; q++)
+    for (int q = 0; q < nq && !pairs; q++)
       for (int e = 0; e < 2; e++) {
         kir_block *tb;
         kir_emit_if(c->km, rb, lt(c, vx(c, k, cols[q][e]), cx(c, s->N)), &tb, NULL);
@@ -596,6 +598,9 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
    * 0.033-0.040 ms with every wgmma tile (0.039 with the heuristic's 128x256); 1 x
    * 4096x4096x128 0.032 against 0.039-0.044 (docs/performance.md). */
   int short_k = c->t->short_k_mma && !te && s->K <= 128;
+  /* tf32 on Hopper: the transposed warpgroup-MMA kernel (emit_wgmma.c) */
+  if (c->t->wgmma && tf32 && !a_gen && !b_gen && s->M >= 64 && s->N >= 64 && !c->t->tc_bm && !c->t->tc_bn)
+    return gc_mm_wgmma_tf32(c, grp, s, G, &oa, &ob, b_nmajor);
   if (c->t->wgmma && !tf32 && (!a_gen || a_nhwc) && !b_gen && s->M >= 64 && s->N >= 64 && !c->t->tc_bm &&
       !c->t->tc_bn && (!te || te->wgmma) && !short_k)
     return gc_mm_wgmma(c, grp, s, G, &oa, a_nhwc ? aic : NULL, &ob, b_nmajor, te ? te->bm : 0, te ? te->bn : 0,
@@ -793,6 +798,6 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
       for (int ni = 0; ni < NI; ni++)
         for (int e = 0; e < 2; e++) accv[((2 * mi + h) * NI + ni) * 2 + e] = acc[mi][ni][2 * h + e];
     }
-  gc_tc_store_tile(G, b, grp, s, bco, 2 * MI, rv, NI, (const int(*)[2])cols, accv);
+  gc_tc_store_tile(G, b, grp, s, bco, 2 * MI, rv, NI, (const int(*)[2])cols, accv, 1);
   return k;
 }

@@ -36,9 +36,11 @@ int gc_tc_aligned(const gc_value *x, const tc_opnd *o, int chunk, int epc);
 kir_expr *gc_tc_batch_off(gc_lowerer *c, kir_kernel *k, const gc_value *x, const tc_opnd *o,
                           const gc_mm_shape *s, const int *bco);
 /* Epilogue of a register tile: output (rows[r], cols[q][e]) (i64 vars) is f32 accumulator
- * var acc[(r * nq + q) * 2 + e]; rows past M and columns past N store nothing. */
+ * var acc[(r * nq + q) * 2 + e]; rows past M and columns past N store nothing. `adjacent`:
+ * cols[q][1] is cols[q][0] + 1 (with N even, each pair goes out as one vector store). */
 void gc_tc_store_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const gc_mm_shape *s,
-                      const int *bco, int nr, const int *rows, int nq, const int (*cols)[2], const int *acc);
+                      const int *bco, int nr, const int *rows, int nq, const int (*cols)[2], const int *acc,
+                      int adjacent);
 /* emit_wgmma.c: the warpgroup-MMA kernel for operands oa (K contiguous; or, when a_nhwc is
  * not NULL, that NHWC im2col of its materialized input, channels in whole chunks) and ob (N
  * contiguous when b_nmajor, else K contiguous), 16-byte aligned windows; tile bm x bn (0 x 0:
@@ -46,5 +48,11 @@ void gc_tc_store_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const
 kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
                         const tc_opnd *oa, const gc_op *a_nhwc, const tc_opnd *ob, int b_nmajor, int bm,
                         int bn, const char *key);
+/* emit_wgmma.c: the tf32 warpgroup-MMA kernel for f32 operands oa (K contiguous) and ob (N
+ * contiguous when b_nmajor, else K contiguous), 16-byte aligned windows, M and N at least 64.
+ * wgmma's tf32 reads shared operands K-major only, so it computes C^T = B^T A^T: B^T from
+ * registers, A from shared memory. */
+kir_kernel *gc_mm_wgmma_tf32(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
+                             const tc_opnd *oa, const tc_opnd *ob, int b_nmajor);
 
 #endif /* GC_EMIT_TC_H */

@@ -29,6 +29,9 @@
  *     the tensor cores work.
  * Measured on the H200 (docs/performance.md): 4096^3 f16 at 0.70x cuBLASLt, where the
  * mma.sync kernel reaches 0.47x.
+ *
+ * f32 matmuls with tf32 allowed (kir_target.tf32) take gc_mm_wgmma_tf32 at the end of this
+ * file: the same pipeline over the tile transposed, A from registers (see there).
  */
 #include "emit_tc.h"
 
@@ -51,6 +54,8 @@ static kir_expr *lt(gc_lowerer *c, kir_expr *a, kir_expr *b) { return ec_bin(c, 
  * coordinate k0 + i * k_istep + kt * 64 < K. */
 typedef struct wg_copy {
   int n, nt;                     /* chunks per thread, threads (64 per 32 tile rows of A) */
+  int epc, bk;                   /* elements per 16-byte chunk, K per tile (128 bytes) */
+  int pad;                       /* shared row stride in elements; 0: 128-byte swizzled rows */
   int sidx, gidx, o0, k0;        /* i64 vars */
   int64_t sstep, gstep, ostep, k_istep, kstep, outer;
 } wg_copy;
@@ -60,7 +65,7 @@ static void wg_issue(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_copy *
                      int64_t stage, int kt, int slot, int64_t K) {
   int sbase = gc_ec_let(c, k, b, "sbase", ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, stage)), vx(c, k, cp->sidx)));
   int gbase = gc_ec_let(c, k, b, "gbase", ec_add(c, vx(c, k, cp->gidx), ec_mul(c, vx(c, k, kt), cx(c, cp->kstep))));
-  int kb = gc_ec_let(c, k, b, "kb", ec_add(c, vx(c, k, cp->k0), ec_mul(c, vx(c, k, kt), cx(c, WG_BK))));
+  int kb = gc_ec_let(c, k, b, "kb", ec_add(c, vx(c, k, cp->k0), ec_mul(c, vx(c, k, kt), cx(c, cp->bk))));
   for (int i = 0; i < cp->n; i++) {
     kir_expr *ok = ec_bin(c, KIR_AND, lt(c, ec_add(c, vx(c, k, cp->o0), cx(c, i * cp->ostep)), cx(c, cp->outer)),
                           lt(c, ec_add(c, vx(c, k, kb), cx(c, i * cp->k_istep)), cx(c, K)));
@@ -69,23 +74,26 @@ static void wg_issue(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_copy *
   }
 }
 
-/* Copies of a K-major tile of `rows` rows x 64 K (A, or B stored N x K): chunk column
- * tid % 8, rows tid / 8 + 32 i; the swizzle key (row % 8) is the same for all of them. */
+/* Copies of a K-major tile of `rows` rows x 128 bytes of K (A, or B stored N x K): chunk
+ * column tid % 8, rows tid / 8 + nt / 8 i; the swizzle key (row % 8) is the same for all of
+ * them (or rows cp->pad elements apart, unswizzled). */
 static void wg_plan_kmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
                            int r0, int64_t extent, int rows, wg_copy *cp) {
   int ch = gc_ec_let(c, k, b, "ch", rem(c, vx(c, k, tid), 8));
   int row = gc_ec_let(c, k, b, "row", quo(c, vx(c, k, tid), 8));
   kir_expr *key = rem(c, vx(c, k, row), 8);
+  int stride = cp->pad ? cp->pad : 8 * cp->epc;
   cp->n = rows * 8 / cp->nt;
-  cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, ec_mul(c, vx(c, k, row), cx(c, WG_ROW)),
-                                              ec_mul(c, ec_bin(c, KIR_XOR, vx(c, k, ch), key), cx(c, WG_EPC))));
-  cp->sstep = (cp->nt / 8) * WG_ROW;
+  cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, ec_mul(c, vx(c, k, row), cx(c, stride)),
+                                              ec_mul(c, cp->pad ? vx(c, k, ch) : ec_bin(c, KIR_XOR, vx(c, k, ch), key),
+                                                     cx(c, cp->epc))));
+  cp->sstep = (cp->nt / 8) * stride;
   cp->o0 = gc_ec_let(c, k, b, "orow", ec_add(c, vx(c, k, r0), vx(c, k, row)));
   cp->ostep = cp->nt / 8;
   cp->outer = extent;
-  cp->k0 = gc_ec_let(c, k, b, "kpos", ec_mul(c, vx(c, k, ch), cx(c, WG_EPC)));
+  cp->k0 = gc_ec_let(c, k, b, "kpos", ec_mul(c, vx(c, k, ch), cx(c, cp->epc)));
   cp->k_istep = 0;
-  cp->kstep = WG_BK;  /* K is contiguous */
+  cp->kstep = cp->bk;  /* K is contiguous */
   if (!o) return;     /* an NHWC im2col: addresses per tile (wg_issue_nhwc) */
   cp->gidx = gc_ec_let(c, k, b, "gidx", ec_add(c, ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, cp->o0), cx(c, o->s_outer))),
                                               vx(c, k, cp->k0)));
@@ -151,16 +159,22 @@ static void wg_issue_nhwc(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_c
  * tid / (bn / 8) + (256 / (bn / 8)) i, a multiple of 8 apart: one swizzle key per thread. */
 static void wg_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, const tc_opnd *o, int base,
                            int n0, int64_t N, int bn, wg_copy *cp) {
-  int cpr = bn / WG_EPC;
+  int cpr = bn / cp->epc;
   int cn = gc_ec_let(c, k, b, "cn", rem(c, vx(c, k, tid), cpr));
   int kr = gc_ec_let(c, k, b, "krow", quo(c, vx(c, k, tid), cpr));
-  kir_expr *key = rem(c, vx(c, k, kr), 8);
-  kir_expr *blk = ec_mul(c, quo(c, vx(c, k, cn), 8), cx(c, WG_BK * WG_ROW));
-  kir_expr *chunk = ec_mul(c, ec_bin(c, KIR_XOR, rem(c, vx(c, k, cn), 8), key), cx(c, WG_EPC));
-  cp->n = WG_BK * cpr / cp->nt;
-  cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, blk, ec_add(c, ec_mul(c, vx(c, k, kr), cx(c, WG_ROW)), chunk)));
-  cp->sstep = (cp->nt / cpr) * WG_ROW;
-  cp->o0 = gc_ec_let(c, k, b, "ncol", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, cn), cx(c, WG_EPC))));
+  cp->n = cp->bk * cpr / cp->nt;
+  if (cp->pad) {  /* plain rows of K, pad elements apart */
+    cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, ec_mul(c, vx(c, k, kr), cx(c, cp->pad)),
+                                                ec_mul(c, vx(c, k, cn), cx(c, cp->epc))));
+    cp->sstep = (cp->nt / cpr) * cp->pad;
+  } else {
+    kir_expr *key = rem(c, vx(c, k, kr), 8);
+    kir_expr *blk = ec_mul(c, quo(c, vx(c, k, cn), 8), cx(c, WG_BK * WG_ROW));
+    kir_expr *chunk = ec_mul(c, ec_bin(c, KIR_XOR, rem(c, vx(c, k, cn), 8), key), cx(c, WG_EPC));
+    cp->sidx = gc_ec_let(c, k, b, "sidx", ec_add(c, blk, ec_add(c, ec_mul(c, vx(c, k, kr), cx(c, WG_ROW)), chunk)));
+    cp->sstep = (cp->nt / cpr) * WG_ROW;
+  }
+  cp->o0 = gc_ec_let(c, k, b, "ncol", ec_add(c, vx(c, k, n0), ec_mul(c, vx(c, k, cn), cx(c, cp->epc))));
   cp->ostep = 0;
   cp->outer = N;
   cp->k0 = kr;
@@ -168,7 +182,7 @@ static void wg_plan_nmajor(gc_lowerer *c, kir_kernel *k, kir_block *b, int tid, 
   cp->gidx = gc_ec_let(c, k, b, "gidx", ec_add(c, ec_add(c, vx(c, k, base), ec_mul(c, vx(c, k, kr), cx(c, o->s_k))),
                                               vx(c, k, cp->o0)));
   cp->gstep = cp->k_istep * o->s_k;
-  cp->kstep = WG_BK * o->s_k;
+  cp->kstep = cp->bk * o->s_k;
 }
 
 /* Both operands' copies of K tile kt into stage slot (A through nh when it is an NHWC im2col). */
@@ -198,6 +212,29 @@ static void wg_tile(const gc_lowerer *c, const gc_mm_shape *s, int *bm, int *bn)
   }
 }
 
+/* Which tile this block computes: batch coordinates bco, first row m0 and column n0 (i64
+ * vars). Tiles go in groups of WG_GROUP tile rows, columns outer within a group: the blocks
+ * running at once share rows of A and columns of B in L2 (8 measured best on the H200, 3-4%
+ * over plain row order on 8192^3 and 4096 x 4096 x 1000). */
+static void wg_tile_origin(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_shape *s, int BM, int BN,
+                           int *bco, int *m0, int *n0) {
+  int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;
+  int64_t dims2[2] = {s->batch, TM * TN};
+  int co[2];
+  gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
+  gc_mm_batch_coords(c, k, b, s, co[0], bco);
+  int64_t per = (int64_t)WG_GROUP * TN;
+  int t = co[1];
+  int gi = gc_ec_let(c, k, b, "grp", quo(c, vx(c, k, t), per));
+  int gs = gc_ec_let(c, k, b, "gsz", ec_bin(c, KIR_MIN, ec_bin(c, KIR_SUB, cx(c, TM), ec_mul(c, vx(c, k, gi), cx(c, WG_GROUP))),
+                                            cx(c, WG_GROUP)));
+  int gr = gc_ec_let(c, k, b, "gr", rem(c, vx(c, k, t), per));
+  kir_expr *tm = ec_add(c, ec_mul(c, vx(c, k, gi), cx(c, WG_GROUP)), ec_bin(c, KIR_REM, vx(c, k, gr), vx(c, k, gs)));
+  kir_expr *tn = ec_bin(c, KIR_DIV, vx(c, k, gr), vx(c, k, gs));
+  *m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, tm, cx(c, BM)));
+  *n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, tn, cx(c, BN)));
+}
+
 kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
                         const tc_opnd *oa_in, const gc_op *a_nhwc, const tc_opnd *ob_in, int b_nmajor, int bm,
                         int bn, const char *key) {
@@ -222,30 +259,14 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   int sb = kir_add_shared(c->km, k, dt, WG_STAGES * b_stage);
   kir_block *b = &k->body;
 
-  /* which tile: (batch, tile row, tile column), columns fastest */
-  int64_t dims2[2] = {s->batch, TM * TN};
-  int co[2], bco[GC_MAX_RANK];
-  gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
-  gc_mm_batch_coords(c, k, b, s, co[0], bco);
-  /* tiles in groups of WG_GROUP tile rows, columns outer within a group: the blocks running
-   * at once share rows of A and columns of B in L2 (8 measured best on the H200, 3-4% over
-   * plain row order on 8192^3 and 4096 x 4096 x 1000) */
-  int64_t per = (int64_t)WG_GROUP * TN;
-  int t = co[1];
-  int gi = gc_ec_let(c, k, b, "grp", quo(c, vx(c, k, t), per));
-  int gs = gc_ec_let(c, k, b, "gsz", ec_bin(c, KIR_MIN, ec_bin(c, KIR_SUB, cx(c, TM), ec_mul(c, vx(c, k, gi), cx(c, WG_GROUP))),
-                                            cx(c, WG_GROUP)));
-  int gr = gc_ec_let(c, k, b, "gr", rem(c, vx(c, k, t), per));
-  kir_expr *tm = ec_add(c, ec_mul(c, vx(c, k, gi), cx(c, WG_GROUP)), ec_bin(c, KIR_REM, vx(c, k, gr), vx(c, k, gs)));
-  kir_expr *tn = ec_bin(c, KIR_DIV, vx(c, k, gr), vx(c, k, gs));
-  int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, tm, cx(c, BM)));
-  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, tn, cx(c, BN)));
+  int bco[GC_MAX_RANK], m0, n0;
+  wg_tile_origin(c, k, b, s, BM, BN, bco, &m0, &n0);
   int abase = a_nhwc ? -1 : gc_ec_let(c, k, b, "abase", gc_tc_batch_off(c, k, A, &oa, s, bco));
   int bbase = gc_ec_let(c, k, b, "bbase", gc_tc_batch_off(c, k, B, &ob, s, bco));
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int wg = gc_ec_let(c, k, b, "wg", quo(c, vx(c, k, tid), 128));
 
-  wg_copy ca = {.nt = NT}, cb = {.nt = NT};
+  wg_copy ca = {.nt = NT, .epc = WG_EPC, .bk = WG_BK}, cb = {.nt = NT, .epc = WG_EPC, .bk = WG_BK};
   wg_nhwc nh = {.op = a_nhwc};
   wg_plan_kmajor(c, k, b, tid, a_nhwc ? NULL : &oa, abase, m0, s->M, BM, &ca);
   if (a_nhwc) wg_plan_nhwc(c, k, b, &ca, &nh);
@@ -309,6 +330,155 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
       cols[j][e] = gc_ec_let(c, k, b, "gn", ec_add(c, ec_add(c, vx(c, k, n0), vx(c, k, t2)), cx(c, 8 * j + e)));
       for (int h = 0; h < 2; h++) accv[(h * (BN / 8) + j) * 2 + e] = acc[4 * j + 2 * h + e];
     }
-  gc_tc_store_tile(G, b, grp, s, bco, 2, rows, BN / 8, (const int(*)[2])cols, accv);
+  gc_tc_store_tile(G, b, grp, s, bco, 2, rows, BN / 8, (const int(*)[2])cols, accv, 1);
+  return k;
+}
+
+/* ---- tf32 -----------------------------------------------------------------------------------
+ * wgmma's tf32 form reads shared operands K-major only, and a row-major B (K x N, the usual
+ * weight layout) is N-major. So the kernel computes its tile transposed, C^T = B^T A^T:
+ * wgmma's A (64 rows per warpgroup: 64 output columns) is B^T, loaded from shared memory into
+ * registers, where any layout will do; wgmma's B (BM output rows, BM up to 256, its widest N)
+ * is A itself, K-major as stored. One BLOCKS group of 128 BN / 64 threads per BM x BN tile
+ * (wt_tile), K advancing 32 (128 bytes) at a time through WG_STAGES stages:
+ *   - A tile: BM rows x 32 K in 128-byte swizzled rows (the f16 kernel's layout);
+ *   - B tile: 32 K rows x BN (B stored K x N) or BN rows x 32 K (stored N x K), plain rows
+ *     padded by 8 or 4 floats so that a fragment load (lane (g, t) reads column n + g of row
+ *     k + t, or the transpose) touches 32 banks;
+ *   - step kt as in the f16 kernel, except that after the barrier every thread loads tile kt's
+ *     16 fragment registers. Two sets of them alternate (the loop takes tiles in pairs, an odd
+ *     last tile paired with a zero-filled one), so no register of the group still in flight
+ *     is rewritten.
+ * Accumulator d[4j + 2h + e] of warp w, lane (g, t) of warpgroup wg is output
+ * (m0 + 8j + 2t + e, n0 + 64 wg + 16 w + g + 8h).
+ * On the H200 (2026-12-02, docs/performance.md) 4096^3 runs at 0.84-0.87x cuBLASLt's tf32
+ * (the mma.sync kernel: 0.46x), 8192^3 at 0.68-0.78x. Raster groups of 2-16 tile rows and
+ * 128x128 or 128x256 tiles were no faster.
+ */
+enum { WT_BK = 32, WT_EPC = 4 };
+
+/* BM x BN: the first of 256x128, 128x128, 128x64, 64x128, 64x64 whose grid covers the SMs,
+ * else the last allowed: 256 rows only for M above 128, 128 only above 64, 128 columns only
+ * for N above 64. */
+static void wt_tile(const gc_lowerer *c, const gc_mm_shape *s, int *bm, int *bn) {
+  static const int cand[][2] = {{256, 128}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
+  int64_t sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
+  for (int i = 0; i < 5; i++) {
+    int m = cand[i][0], n = cand[i][1];
+    if ((m == 256 && s->M <= 128) || (m == 128 && s->M <= 64) || (n == 128 && s->N <= 64)) continue;
+    *bm = m;
+    *bn = n;
+    if (s->batch * ((s->M + m - 1) / m) * ((s->N + n - 1) / n) >= sms) return;
+  }
+}
+
+kir_kernel *gc_mm_wgmma_tf32(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
+                             const tc_opnd *oa_in, const tc_opnd *ob_in, int b_nmajor) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *A = op->operands[0], *B = op->operands[1];
+  const gc_dtype F = GRAPHC_DTYPE_F32;
+  tc_opnd oa = *oa_in, ob = *ob_in;
+  int BM = 64, BN = 64;
+  wt_tile(c, s, &BM, &BN);
+  const int NT = 2 * BN;  /* a warpgroup per 64 columns */
+  const int bpad = b_nmajor ? BN + 8 : WT_BK + 4;
+  const int64_t a_stage = (int64_t)BM * WT_BK, b_stage = (int64_t)(b_nmajor ? WT_BK : BN) * bpad;
+  int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, NT);
+  k->shared_dynamic = 1;
+  gc_gen_init(G, c, k);
+  oa.param = gc_gen_rparam(G, c->val_buf[oa.v.base->id], F);
+  ob.param = gc_gen_rparam(G, c->val_buf[ob.v.base->id], F);
+  int sa = kir_add_shared(c->km, k, F, WG_STAGES * a_stage);
+  int sb = kir_add_shared(c->km, k, F, WG_STAGES * b_stage);
+  kir_block *b = &k->body;
+
+  int bco[GC_MAX_RANK], m0, n0;
+  wg_tile_origin(c, k, b, s, BM, BN, bco, &m0, &n0);
+  int abase = gc_ec_let(c, k, b, "abase", gc_tc_batch_off(c, k, A, &oa, s, bco));
+  int bbase = gc_ec_let(c, k, b, "bbase", gc_tc_batch_off(c, k, B, &ob, s, bco));
+  int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
+  wg_copy ca = {.nt = NT, .epc = WT_EPC, .bk = WT_BK}, cb = {.nt = NT, .epc = WT_EPC, .bk = WT_BK, .pad = bpad};
+  wg_plan_kmajor(c, k, b, tid, &oa, abase, m0, s->M, BM, &ca);
+  if (b_nmajor)
+    wg_plan_nmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
+  else
+    wg_plan_kmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
+
+  int nd = BM / 2, acc[128];
+  for (int i = 0; i < nd; i++) acc[i] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, F, 0.0));
+  /* this thread's fragment elements: B^T (n, kk) with n = 64 wg + 16 w + g (+ 8), kk = t (+ 4,
+   * + 8 j); fbase is (n, t)'s offset in a stage */
+  int lt_ = gc_ec_let(c, k, b, "lt", rem(c, vx(c, k, tid), 128));
+  int lane = gc_ec_let(c, k, b, "lane", rem(c, vx(c, k, lt_), 32));
+  kir_expr *nl = ec_add(c, ec_add(c, ec_mul(c, quo(c, vx(c, k, tid), 128), cx(c, 64)),
+                                  ec_mul(c, quo(c, vx(c, k, lt_), 32), cx(c, 16))),
+                        quo(c, vx(c, k, lane), 4));
+  int nloc = gc_ec_let(c, k, b, "nl", nl);
+  int tq = gc_ec_let(c, k, b, "tq", rem(c, vx(c, k, lane), 4));
+  int fbase = gc_ec_let(c, k, b, "fb", b_nmajor ? ec_add(c, ec_mul(c, vx(c, k, tq), cx(c, bpad)), vx(c, k, nloc))
+                                                : ec_add(c, ec_mul(c, vx(c, k, nloc), cx(c, bpad)), vx(c, k, tq)));
+  int fr[2][WT_BK / 8][4];
+  for (int h = 0; h < 2; h++)
+    for (int j = 0; j < WT_BK / 8; j++)
+      for (int q = 0; q < 4; q++) fr[h][j][q] = gc_ec_var(c, k, "fa", F);
+
+  /* tiles 0 .. 2 kpairs - 1: the last one zero-filled when K has an odd number of tiles */
+  int64_t ktiles = (s->K + WT_BK - 1) / WT_BK, kpairs = (ktiles + 1) / 2;
+  for (int st = 0; st < WG_STAGES - 2; st++) {
+    int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
+    if (st < 2 * kpairs) {
+      wg_issue(c, k, b, &ca, sa, oa.param, a_stage, kt, kt, s->K);
+      wg_issue(c, k, b, &cb, sb, ob.param, b_stage, kt, kt, s->K);
+    }
+    kir_emit_cp_commit(c->km, b);
+  }
+  int kp = gc_ec_var(c, k, "kp", GRAPHC_DTYPE_I64);
+  kir_block *lb = kir_emit_for(c->km, b, kp, cx(c, 0), cx(c, kpairs), cx(c, 1));
+  for (int h = 0; h < 2; h++) {
+    int kt = gc_ec_let(c, k, lb, "kt", ec_add(c, ec_mul(c, vx(c, k, kp), cx(c, 2)), cx(c, h)));
+    kir_emit_cp_wait(c->km, lb, WG_STAGES - 3);
+    kir_emit_fence_async(c->km, lb);
+    kir_emit_barrier(c->km, lb);
+    int cs = gc_ec_let(c, k, lb, "cs", rem(c, vx(c, k, kt), WG_STAGES));
+    int as = gc_ec_let(c, k, lb, "as", ec_mul(c, vx(c, k, cs), cx(c, a_stage)));
+    int bs = gc_ec_let(c, k, lb, "bs", ec_add(c, ec_mul(c, vx(c, k, cs), cx(c, b_stage)), vx(c, k, fbase)));
+    for (int j = 0; j < WT_BK / 8; j++)
+      for (int q = 0; q < 4; q++) {
+        int dn = 8 * (q % 2), dk = 8 * j + 4 * (q / 2);
+        int64_t off = b_nmajor ? (int64_t)dk * bpad + dn : (int64_t)dn * bpad + dk;
+        kir_emit_assign(c->km, lb, fr[h][j][q], kir_load(c->km, k, KIR_SHARED, sb, ec_add(c, vx(c, k, bs), cx(c, off))));
+      }
+    kir_emit_wg_fence(c->km, lb);
+    for (int j = 0; j < WT_BK / 8; j++) {
+      /* K step j: 8 K values = 32 bytes into each 128-byte row of A */
+      kir_wg_opnd bo = {sa, ec_add(c, vx(c, k, as), cx(c, j * 8)), 16, 8 * 128, 0};
+      kir_emit_wgmma_ra(c->km, lb, BM, acc, fr[h][j], &bo);
+    }
+    kir_emit_wg_commit(c->km, lb);
+    kir_emit_wg_wait(c->km, lb, 1);
+    /* refill tile kt-2's stage (done in both warpgroups) with tile kt+2 */
+    int nk = gc_ec_let(c, k, lb, "nk", ec_add(c, vx(c, k, kt), cx(c, WG_STAGES - 2)));
+    int ns = gc_ec_let(c, k, lb, "ns", rem(c, vx(c, k, nk), WG_STAGES));
+    wg_issue(c, k, lb, &ca, sa, oa.param, a_stage, nk, ns, s->K);
+    wg_issue(c, k, lb, &cb, sb, ob.param, b_stage, nk, ns, s->K);
+    kir_emit_cp_commit(c->km, lb);
+  }
+  kir_emit_wg_wait(c->km, b, 0);
+  kir_emit_cp_wait(c->km, b, 0);
+
+  /* epilogue: rows m0 + 8j + 2t + e (r = 2j + e), columns n0 + nl and + 8 (h) */
+  int rows[64], cols[1][2], accv[128];
+  int c0 = gc_ec_let(c, k, b, "gn", ec_add(c, vx(c, k, n0), vx(c, k, nloc)));
+  cols[0][0] = c0;
+  cols[0][1] = gc_ec_let(c, k, b, "gn", ec_add(c, vx(c, k, c0), cx(c, 8)));
+  int t2 = gc_ec_let(c, k, b, "t2", ec_add(c, vx(c, k, m0), ec_mul(c, vx(c, k, tq), cx(c, 2))));
+  for (int j = 0; j < BM / 8; j++)
+    for (int e = 0; e < 2; e++) {
+      int r = 2 * j + e;
+      rows[r] = gc_ec_let(c, k, b, "gm", ec_add(c, vx(c, k, t2), cx(c, 8 * j + e)));
+      for (int h = 0; h < 2; h++) accv[r * 2 + h] = acc[4 * j + 2 * h + e];
+    }
+  gc_tc_store_tile(G, b, grp, s, bco, BM / 4, rows, 1, (const int(*)[2])cols, accv, 0);
   return k;
 }

@@ -604,19 +604,37 @@ void kir_emit_wg_wait(kir_module *m, kir_block *b, int pending) {
   if (s) s->u.wait = pending;
 }
 
-void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const int *d,
-                    const kir_wg_opnd *a, const kir_wg_opnd *bop) {
-  GC_ASSERT(kind != KIR_MMA_TF32 && n >= 8 && n <= 256 && n % 8 == 0);
-  if (!a->index || !bop->index) return;
+/* A WGMMA statement with n / 2 accumulators d and shared operand b (NULL when out of memory). */
+static kir_stmt *wgmma_stmt(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const int *d,
+                            const kir_wg_opnd *bop) {
+  GC_ASSERT(n >= 8 && n <= 256 && n % 8 == 0);
   int *dv = gc_arena_alloc(&m->arena, (size_t)(n / 2) * sizeof *dv);
   kir_stmt *s = dv ? new_stmt(m, b, KIR_S_WGMMA) : NULL;
-  if (!s) return;
+  if (!s) return NULL;
   memcpy(dv, d, (size_t)(n / 2) * sizeof *dv);
   s->u.wg.kind = kind;
   s->u.wg.n = n;
   s->u.wg.d = dv;
-  s->u.wg.a = *a;
   s->u.wg.b = *bop;
+  return s;
+}
+
+void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const int *d,
+                    const kir_wg_opnd *a, const kir_wg_opnd *bop) {
+  GC_ASSERT(kind != KIR_MMA_TF32);
+  if (!a->index || !bop->index) return;
+  kir_stmt *s = wgmma_stmt(m, b, kind, n, d, bop);
+  if (s) s->u.wg.a = *a;
+}
+
+void kir_emit_wgmma_ra(kir_module *m, kir_block *b, int n, const int *d, const int *a,
+                       const kir_wg_opnd *bop) {
+  GC_ASSERT(!bop->mn_major);
+  if (!bop->index) return;
+  kir_stmt *s = wgmma_stmt(m, b, KIR_MMA_TF32, n, d, bop);
+  if (!s) return;
+  s->u.wg.a_in_regs = 1;
+  memcpy(s->u.wg.a_regs, a, sizeof s->u.wg.a_regs);
 }
 
 /* PTX ISA, "Matrix Descriptor Format": bits 16-29 lbo >> 4, 32-45 sbo >> 4, 62-63 the
@@ -906,7 +924,15 @@ static void verify_block(verify_ctx *c, const kir_block *b) {
       case KIR_S_WGMMA: {
         GC_ASSERT(c->blocks && k->shared_dynamic && k->launch.block % 128 == 0);
         const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
-        for (int i = 0; i < 2; i++) {
+        /* tf32: A from registers, B K-major; f16 / bf16: both from shared memory */
+        GC_ASSERT((s->u.wg.kind == KIR_MMA_TF32) == (s->u.wg.a_in_regs != 0));
+        GC_ASSERT(s->u.wg.kind != KIR_MMA_TF32 || !s->u.wg.b.mn_major);
+        for (int i = 0; i < 4 && s->u.wg.a_in_regs; i++) {
+          int a = s->u.wg.a_regs[i];
+          GC_ASSERT(a >= 0 && a < k->n_vars && c->assigned[a] &&
+                    (k->vars[a].type == GRAPHC_DTYPE_F32 || k->vars[a].type == GRAPHC_DTYPE_I32));
+        }
+        for (int i = s->u.wg.a_in_regs ? 1 : 0; i < 2; i++) {
           GC_ASSERT(buf_dtype(k, KIR_SHARED, ops[i]->buf) == kir_mma_dtype(s->u.wg.kind));
           verify_expr(c, ops[i]->index);
           GC_ASSERT(ops[i]->index->type == GRAPHC_DTYPE_I64);
@@ -1159,11 +1185,16 @@ static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, i
         gc_sbuf_printf(b, "wgmma.wait %d\n", s->u.wait);
         break;
       case KIR_S_WGMMA: {
-        int n = s->u.wg.n;
-        gc_sbuf_printf(b, "(%%%s .. %%%s) += wgmma.m64n%dk16.%s", k->vars[s->u.wg.d[0]].name,
-                       k->vars[s->u.wg.d[n / 2 - 1]].name, n, graphc_dtype_name(kir_mma_dtype(s->u.wg.kind)));
+        int n = s->u.wg.n, ra = s->u.wg.a_in_regs;
+        gc_sbuf_printf(b, "(%%%s .. %%%s) += wgmma.m64n%dk%d.%s", k->vars[s->u.wg.d[0]].name,
+                       k->vars[s->u.wg.d[n / 2 - 1]].name, n, ra ? 8 : 16,
+                       ra ? "tf32" : graphc_dtype_name(kir_mma_dtype(s->u.wg.kind)));
         const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
-        for (int i = 0; i < 2; i++) {
+        if (ra)
+          gc_sbuf_printf(b, " (%%%s, %%%s, %%%s, %%%s) x", k->vars[s->u.wg.a_regs[0]].name,
+                         k->vars[s->u.wg.a_regs[1]].name, k->vars[s->u.wg.a_regs[2]].name,
+                         k->vars[s->u.wg.a_regs[3]].name);
+        for (int i = ra; i < 2; i++) {
           gc_sbuf_printf(b, " smem%d[", ops[i]->buf);
           print_expr(b, k, ops[i]->index);
           gc_sbuf_printf(b, "]%s(lbo %d, sbo %d)", ops[i]->mn_major ? ".mn" : ".k", ops[i]->lbo, ops[i]->sbo);

@@ -147,7 +147,7 @@ typedef enum kir_stmt_kind {
   KIR_S_WG_FENCE,         /* wgmma.fence: before the first WGMMA touching the accumulators */
   KIR_S_WG_COMMIT,        /* close the group of WGMMAs issued by this warpgroup */
   KIR_S_WG_WAIT,          /* wait until at most u.wait of the warpgroup's WGMMA groups are pending */
-  KIR_S_WGMMA             /* warpgroup: d[0..n/2) (f32) += A (64 x 16) * B (16 x n), see kir_wg_opnd */
+  KIR_S_WGMMA             /* warpgroup: d[0..n/2) (f32) += A (64 x k) * B (k x n), see kir_wg_opnd */
 } kir_stmt_kind;
 
 /* Warp-level matrix multiply-accumulate shapes (PTX mma.sync, row.col, f32 accumulators).
@@ -166,14 +166,18 @@ typedef enum kir_stmt_kind {
  * u.ldm.trans. */
 typedef enum kir_mma_kind { KIR_MMA_F16, KIR_MMA_BF16, KIR_MMA_TF32 } kir_mma_kind;
 
-/* A WGMMA operand in shared memory (wgmma.mma_async m64nNk16, f16 / bf16, f32 accumulators):
+/* A WGMMA operand in shared memory (wgmma.mma_async m64nNk16 for f16 / bf16, m64nNk8 for tf32;
+ * f32 accumulators; tf32 operands only K-major, A only from registers, see below):
  * 128-byte swizzled rows (16-byte chunk c of row r stored at chunk c ^ (r % 8); the tile 1024-byte
  * aligned), starting at element `index` of shared array `buf`. K-major (mn_major 0): rows are
  * M (A) or N (B) with 64 K values each, `sbo` bytes from one 8-row group to the next. MN-major
  * (B stored K x N): rows are K with 64 N values each, `sbo` bytes per 8 K rows, `lbo` bytes from
  * one 64-wide N block to the next. The printers encode the PTX matrix descriptor from these.
  * Accumulators: lane l of warp w (of the warpgroup), g = l / 4, t = l % 4:
- *   d[4j + 2h + e] = C(16w + g + 8h, 8j + 2t + e). */
+ *   d[4j + 2h + e] = C(16w + g + 8h, 8j + 2t + e).
+ * A from registers (tf32, kir_emit_wgmma_ra: a_regs, f32 or i32 variables whose bits the
+ * tensor cores read as tf32): a[0..4) = A(16w + g, t), A(16w + g + 8, t), A(16w + g, t + 4),
+ * A(16w + g + 8, t + 4), as mma.sync's m16n8k8 per warp. */
 typedef struct kir_wg_opnd {
   int buf;
   kir_expr *index;        /* i64, element of the tile's first row */
@@ -208,7 +212,10 @@ struct kir_stmt {
     int wait;                       /* CP_WAIT */
     struct { int buf; kir_expr *index; int trans; int vars[4]; } ldm;  /* LDMATRIX */
     struct { kir_mma_kind kind; int d[4], a[4], b[2]; } mma;            /* MMA */
-    struct { kir_mma_kind kind; int n; int *d; kir_wg_opnd a, b; } wg;  /* WGMMA: d[0..n/2) */
+    struct {                        /* WGMMA: d[0..n/2) += a (or a_regs) x b */
+      kir_mma_kind kind; int n; int *d; kir_wg_opnd a, b;
+      int a_in_regs, a_regs[4];
+    } wg;
   } u;
 };
 
@@ -350,6 +357,10 @@ void kir_emit_wg_commit(kir_module *m, kir_block *b);
 void kir_emit_wg_wait(kir_module *m, kir_block *b, int pending);
 void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const int *d,
                     const kir_wg_opnd *a, const kir_wg_opnd *bop);
+/* tf32 warpgroup MMA with A from registers (a[0..4), layout at kir_wg_opnd), B in shared
+ * memory K-major: d[0..n/2) += A (64 x 8) * B (8 x n). */
+void kir_emit_wgmma_ra(kir_module *m, kir_block *b, int n, const int *d, const int *a,
+                       const kir_wg_opnd *bop);
 /* The PTX matrix descriptor's constant bits for an operand (swizzle, lbo, sbo); the
  * printers OR in (shared address & 0x3FFFF) >> 4. */
 uint64_t kir_wg_desc_bits(const kir_wg_opnd *o);

@@ -765,41 +765,55 @@ static LLVMValueRef var_val(em *e, int var) {
 /* WGMMA: the matrix descriptors ((shared address & 0x3FFFF) >> 4 | kir_wg_desc_bits), then
  * wgmma.mma_async with the n/2 accumulators as outputs tied to their inputs. */
 static void emit_wgmma(em *e, const kir_stmt *s) {
-  int nd = s->u.wg.n / 2;
+  int nd = s->u.wg.n / 2, ra = s->u.wg.a_in_regs;
   const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
-  LLVMValueRef args[3 + 128];
-  LLVMTypeRef ats[3 + 128], fts[128];
-  for (int i = 0; i < 2; i++) {
+  /* inputs before the tied accumulators: descriptor a (or the 4 A registers, tf32),
+   * descriptor b, scale-d */
+  int na = ra ? 4 : 1, nin = na + 2;
+  LLVMValueRef args[6 + 128];
+  LLVMTypeRef ats[6 + 128], fts[128];
+  for (int i = 0; i < 4 && ra; i++) {
+    args[i] = var_val(e, s->u.wg.a_regs[i]);
+    if (LLVMTypeOf(args[i]) == e->t_f32) args[i] = LLVMBuildBitCast(e->b, args[i], e->t_i32, "");
+  }
+  for (int i = ra; i < 2; i++) {
     LLVMValueRef a = LLVMBuildZExt(e->b, shared_addr(e, ops[i]->buf, ops[i]->index), e->t_i64, "");
     a = LLVMBuildLShr(e->b, LLVMBuildAnd(e->b, a, cint(e->t_i64, 0x3FFFF), ""), cint(e->t_i64, 4), "");
-    args[i] = LLVMBuildOr(e->b, a, cint(e->t_i64, (unsigned long long)kir_wg_desc_bits(ops[i])), "");
+    args[i ? na : 0] = LLVMBuildOr(e->b, a, cint(e->t_i64, (unsigned long long)kir_wg_desc_bits(ops[i])), "");
   }
-  args[2] = cint(e->t_i32, 1);
+  args[na + 1] = cint(e->t_i32, 1);
   for (int i = 0; i < nd; i++) {
-    args[3 + i] = var_val(e, s->u.wg.d[i]);
+    args[nin + i] = var_val(e, s->u.wg.d[i]);
     fts[i] = e->t_f32;
   }
-  for (int i = 0; i < 3 + nd; i++) ats[i] = LLVMTypeOf(args[i]);
+  for (int i = 0; i < nin + nd; i++) ats[i] = LLVMTypeOf(args[i]);
   /* at most 128 accumulators: "$127, " and ",127" fit in 6 and 4 characters each */
   char text[2048], cons[2048];
-  const char *ty = s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16";
+  const char *ty = ra ? "tf32" : s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16";
   int tl = snprintf(text, sizeof text,
-                    "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
-                    nd + 2, s->u.wg.n, ty, ty);
+                    "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
+                    nd + na + 1, s->u.wg.n, ra ? 8 : 16, ty, ty);
   int cl = 0;
   for (int i = 0; i < nd; i++) {
     tl += snprintf(text + tl, sizeof text - (size_t)tl, "%s$%d", i ? ", " : "", i);
     cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "=f,");
   }
-  tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nd, nd + 1, ops[1]->mn_major);
-  cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "l,l,r");
+  if (ra) {
+    tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1;\n}", nd, nd + 1,
+                   nd + 2, nd + 3, nd + 4);
+    cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "r,r,r,r,l,r");
+  } else {
+    tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nd, nd + 1,
+                   ops[1]->mn_major);
+    cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "l,l,r");
+  }
   for (int i = 0; i < nd; i++) cl += snprintf(cons + cl, sizeof cons - (size_t)cl, ",%d", i);
   cl += snprintf(cons + cl, sizeof cons - (size_t)cl, ",~{memory}");
   GC_ASSERT(nd <= 128 && tl < (int)sizeof text && cl < (int)sizeof cons);
   LLVMTypeRef ret = LLVMStructTypeInContext(e->ctx, fts, (unsigned)nd, 0);
-  LLVMTypeRef fty = LLVMFunctionType(ret, ats, (unsigned)(3 + nd), 0);
+  LLVMTypeRef fty = LLVMFunctionType(ret, ats, (unsigned)(nin + nd), 0);
   LLVMValueRef asmv = LLVMGetInlineAsm(fty, text, (size_t)tl, cons, (size_t)cl, 1, 0, LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef r = LLVMBuildCall2(e->b, fty, asmv, args, (unsigned)(3 + nd), "");
+  LLVMValueRef r = LLVMBuildCall2(e->b, fty, asmv, args, (unsigned)(nin + nd), "");
   for (int i = 0; i < nd; i++) store_field(e, r, (unsigned)i, s->u.wg.d[i]);
 }
 

@@ -494,20 +494,30 @@ static void ev_mma(ev_kernel_ctx *c, int w, const kir_stmt *s) {
  * apart); MN-major rows are K (128 bytes of N each, 8-row groups sbo apart, 64-wide N
  * blocks lbo apart). Then the 128-byte swizzle: address bits 4-6 ^= bits 7-9 (arrays are
  * 1024-byte aligned on the device, so offsets in the array swizzle alike). */
-static int64_t ev_wg_byte(const kir_wg_opnd *o, int64_t start, int mn, int kk) {
+static int64_t ev_wg_byte(const kir_wg_opnd *o, int64_t start, int mn, int kk, int esz) {
   int64_t lin = o->mn_major ? start + (mn / 64) * o->lbo + (kk / 8) * o->sbo + (kk % 8) * 128 + (mn % 64) * 2
-                            : start + (mn / 8) * o->sbo + (mn % 8) * 128 + kk * 2;
+                            : start + (mn / 8) * o->sbo + (mn % 8) * 128 + kk * esz;
   return lin ^ (((lin >> 7) & 7) << 4);
 }
 
-/* wgmma.m64nNk16 for the 128 threads of warpgroup wgi (products exact, sum in double,
- * rounded to f32), operands read from shared memory through the swizzled layout. */
+/* wgmma.m64nNk16 (f16 / bf16) or m64nNk8 (tf32, A from registers) for the 128 threads of
+ * warpgroup wgi (products exact, sum in double, rounded to f32), shared operands read
+ * through the swizzled layout (tf32: 10 mantissa bits, as ev_frag). */
 static void ev_wgmma(ev_kernel_ctx *c, int wgi, const kir_stmt *s) {
   int nv = c->k->n_vars, N = s->u.wg.n, t0 = wgi * 128;
   const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
   gc_dtype dt = kir_mma_dtype(s->u.wg.kind);
+  int tf32 = s->u.wg.kind == KIR_MMA_TF32, K = tf32 ? 8 : 16, esz = tf32 ? 4 : 2;
   static double A[64][16], B[16][256];
-  for (int o = 0; o < 2; o++) {
+  if (s->u.wg.a_in_regs)
+    for (int l = 0; l < 128; l++) {
+      ev_val *v = c->vars + (size_t)(t0 + l) * nv;
+      int w = l / 32, g = (l % 32) / 4, tq = l % 4;
+      const int *a = s->u.wg.a_regs;
+      for (int q = 0; q < 4; q++)
+        A[16 * w + g + 8 * (q % 2)][tq + 4 * (q / 2)] = ev_frag(KIR_MMA_TF32, v[a[q]], c->k->vars[a[q]].type, 0);
+    }
+  for (int o = s->u.wg.a_in_regs ? 1 : 0; o < 2; o++) {
     int64_t start = ev_expr(c, t0, ops[o]->index).i;
     for (int t = 1; t < 128; t++)
       if (ev_expr(c, t0 + t, ops[o]->index).i != start) {
@@ -517,13 +527,21 @@ static void ev_wgmma(ev_kernel_ctx *c, int wgi, const kir_stmt *s) {
     const ev_mem *m = &c->shared[ops[o]->buf];
     int rows = o ? N : 64;
     for (int mn = 0; mn < rows; mn++)
-      for (int kk = 0; kk < 16; kk++) {
-        int64_t at = ev_wg_byte(ops[o], start * 2, mn, kk);
-        if (at < 0 || at + 2 > m->n * 2) {
-          ev_fail(c, "%swgmma reads shared byte %lld of %lld", "", at, m->n * 2);
+      for (int kk = 0; kk < K; kk++) {
+        int64_t at = ev_wg_byte(ops[o], start * esz, mn, kk, esz);
+        if (at < 0 || at + esz > m->n * esz) {
+          ev_fail(c, "%swgmma reads shared byte %lld of %lld", "", at, m->n * esz);
           return;
         }
-        double x = gc_load_f64(m->p + at, dt, 0);
+        double x;
+        if (tf32) {
+          uint32_t u;
+          memcpy(&u, m->p + at, 4);  /* the bits, read as tf32 */
+          ev_val r = {.i = u};
+          x = ev_frag(KIR_MMA_TF32, r, GRAPHC_DTYPE_I32, 0);
+        } else {
+          x = gc_load_f64(m->p + at, dt, 0);
+        }
         if (o) B[kk][mn] = x;
         else A[mn][kk] = x;
       }
@@ -534,7 +552,7 @@ static void ev_wgmma(ev_kernel_ctx *c, int wgi, const kir_stmt *s) {
     for (int i = 0; i < N / 2; i++) {
       int row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * tq + i % 2;
       double acc = v[s->u.wg.d[i]].f;
-      for (int kk = 0; kk < 16; kk++) acc += A[row][kk] * B[kk][col];
+      for (int kk = 0; kk < K; kk++) acc += A[row][kk] * B[kk][col];
       v[s->u.wg.d[i]].f = (double)(float)acc;
     }
   }

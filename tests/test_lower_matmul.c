@@ -505,7 +505,10 @@ END_TEST
 
 /* tf32 tensor cores for f32 matmuls (kir_target.tf32, opt-in): the same layouts as
  * above; the results carry tf32's 10-bit mantissa, so they are compared by relative
- * L2 error and by the largest error relative to the largest output. */
+ * L2 error and by the largest error relative to the largest output. _i 0: sm_80 (the
+ * mma.sync kernel); 1 and 2: sm_90, the transposed wgmma kernel (emit_wgmma.c: every case
+ * but A transposed) on one SM (its largest tiles, 256x128 on the first case: rows and
+ * columns past M and N, an odd number of K tiles) and on 132 (its smaller tiles). */
 START_TEST(test_matmul_tf32) {
   static const char *const cases[] = {
       "(%a: f32[2, 200, 72], %b: f32[72, 136], %c: f32[136]) -> (f32[2, 200, 136]) {\n"
@@ -520,21 +523,30 @@ START_TEST(test_matmul_tf32) {
       "  %s = matmul(%xh, %kh, transpose_b=true);\n  return %s;\n}\n",
       "(%a: f32[72, 96], %b: f32[72, 68]) -> (f32[96, 68]) {\n"
       "  %y = matmul(%a, %b, transpose_a=true);\n  return %y;\n}\n",
+      "(%a: f32[96, 40], %b: f32[40, 64], %c: f32[64]) -> (f32[96, 64]) {\n"
+      "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = gelu(%z);\n  return %r;\n}\n",
+      "(%a: f32[64, 36], %b: f32[200, 36]) -> (f16[64, 200]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  %h = cast(%y, to=f16);\n  return %h;\n}\n",
   };
+  const int sm = _i ? 90 : 80;
   for (int ci = 0; ci < COUNT(cases); ci++) {
     char text[2048];
     snprintf(text, sizeof text, "version 1;\ngraph @g%s", cases[ci]);
     gc_module *m = parse_ok(text);
     gc_graph *g = m->graphs[0];
     kir_target t;
-    kir_target_cuda(&t, 90);
+    kir_target_cuda(&t, sm);
     t.tf32 = 1;
+    t.num_sms = _i == 2 ? 132 : 1;
     gc_diags d;
     gc_diags_init(&d, "case.graph", NULL, 0);
     gc_plan *p = gc_lower_opts(g, NULL, &t, 1, &d);
     ck_assert_msg(p != NULL, "lowering failed");
     gc_diags_free(&d);
     ck_assert_msg(plan_uses_tc(p), "case %d: no tensor cores\n%s", ci, text);
+    int wg_want = sm == 90 && !strstr(cases[ci], "transpose_a");
+    ck_assert_msg(kir_module_uses_wgmma(p->kir) == wg_want, "case %d (sm_%d): wgmma %s\n%s", ci, sm,
+                  wg_want ? "missing" : "unexpected", text);
     pc_compile_plan(p, "cuda plan");
     graphc_tensor_t in[4], ref[1];
     unsigned char *ins[4], *got[1];
@@ -556,14 +568,14 @@ START_TEST(test_matmul_tf32) {
     gc_diags_free(&d);
     const char *err = ev_run_plan(p, ins, got);
     ck_assert_msg(err == NULL, "case %d: %s", ci, err ? err : "");
-    const float *rf = ref[0].data, *gf = (const float *)got[0];
     double e2 = 0, r2 = 0, emax = 0, rmax = 0;
     for (int64_t i = 0; i < n; i++) {
-      double e = (double)gf[i] - (double)rf[i];
+      double rv = gc_load_f64(ref[0].data, ot->dtype, i), gv = gc_load_f64(got[0], ot->dtype, i);
+      double e = gv - rv;
       e2 += e * e;
-      r2 += (double)rf[i] * rf[i];
+      r2 += rv * rv;
       emax = fmax(emax, fabs(e));
-      rmax = fmax(rmax, fabs((double)rf[i]));
+      rmax = fmax(rmax, fabs(rv));
     }
     ck_assert_msg(sqrt(e2) <= 4e-3 * sqrt(r2) && emax <= 1e-2 * rmax && emax > 0,
                   "case %d: rel L2 %.3g, max error %.3g of %.3g (seed %llu)\n%s", ci, sqrt(e2 / r2), emax, rmax,
@@ -596,7 +608,7 @@ static Suite *lower_matmul_suite(void) {
   if (only("attention")) tcase_add_loop_test(tc, test_matmul_attention, 0, 2);
   if (only("attention_declined")) tcase_add_test(tc, test_matmul_attention_declined);
   if (only("simt")) tcase_add_loop_test(tc, test_matmul_simt, 0, 1);
-  if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 1);
+  if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 3);
   if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
   suite_add_tcase(s, tc);
   return s;
