@@ -589,7 +589,7 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   /* Hopper: warpgroup MMAs when both operands load by cp.async as they are (emit_wgmma.c),
    * unless a tuning entry names one of this kernel's tiles or a tile is forced
    * (kir_target.tc_bm / tc_bn) */
-  const gc_tuning_entry *te = tf32 ? NULL : gc_tuning_find(c->t->tuning, key);
+  const gc_tuning_entry *te = gc_tuning_find(c->t->tuning, key);
   /* K of at most two 64-deep steps (attention's batched QK^T and PV, 1x1 convs over 64 or
    * 128 channels) and no tuning entry: this kernel, 128x64 tiles first (kir_target
    * short_k_mma). With so little K per tile the tile's loads and stores dominate, and the
@@ -600,7 +600,8 @@ kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const g
   int short_k = c->t->short_k_mma && !te && s->K <= 128;
   /* tf32 on Hopper: the transposed warpgroup-MMA kernel (emit_wgmma.c) */
   if (c->t->wgmma && tf32 && !a_gen && !b_gen && s->M >= 64 && s->N >= 64 && !c->t->tc_bm && !c->t->tc_bn)
-    return gc_mm_wgmma_tf32(c, grp, s, G, &oa, &ob, b_nmajor);
+    return gc_mm_wgmma_tf32(c, grp, s, G, &oa, &ob, b_nmajor, te && te->wgmma ? te->bm : 0,
+                            te && te->wgmma ? te->bn : 0, key);
   if (c->t->wgmma && !tf32 && (!a_gen || a_nhwc) && !b_gen && s->M >= 64 && s->N >= 64 && !c->t->tc_bm &&
       !c->t->tc_bn && (!te || te->wgmma) && !short_k)
     return gc_mm_wgmma(c, grp, s, G, &oa, a_nhwc ? aic : NULL, &ob, b_nmajor, te ? te->bm : 0, te ? te->bn : 0,

@@ -49,10 +49,11 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
                         const tc_opnd *oa, const gc_op *a_nhwc, const tc_opnd *ob, int b_nmajor, int bm,
                         int bn, const char *key);
 /* emit_wgmma.c: the tf32 warpgroup-MMA kernel for f32 operands oa (K contiguous) and ob (N
- * contiguous when b_nmajor, else K contiguous), 16-byte aligned windows, M and N at least 64.
+ * contiguous when b_nmajor, else K contiguous), 16-byte aligned windows, M and N at least 64;
+ * tile bm x bn (a tuning entry's; 0 x 0: the heuristic), `key` the problem's tuning key.
  * wgmma's tf32 reads shared operands K-major only, so it computes C^T = B^T A^T: B^T from
  * registers, A from shared memory. */
 kir_kernel *gc_mm_wgmma_tf32(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
-                             const tc_opnd *oa, const tc_opnd *ob, int b_nmajor);
+                             const tc_opnd *oa, const tc_opnd *ob, int b_nmajor, int bm, int bn, const char *key);
 
 #endif /* GC_EMIT_TC_H */

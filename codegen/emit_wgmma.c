@@ -373,19 +373,24 @@ static void wt_tile(const gc_lowerer *c, const gc_mm_shape *s, int *bm, int *bn)
 }
 
 kir_kernel *gc_mm_wgmma_tf32(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
-                             const tc_opnd *oa_in, const tc_opnd *ob_in, int b_nmajor) {
+                             const tc_opnd *oa_in, const tc_opnd *ob_in, int b_nmajor, int bm, int bn,
+                             const char *key) {
   const gc_op *op = grp->roots[0];
   const gc_value *A = op->operands[0], *B = op->operands[1];
   const gc_dtype F = GRAPHC_DTYPE_F32;
   tc_opnd oa = *oa_in, ob = *ob_in;
-  int BM = 64, BN = 64;
-  wt_tile(c, s, &BM, &BN);
+  int BM = bm, BN = bn;
+  if (!((BM == 256 && BN == 128) || ((BM == 128 || BM == 64) && (BN == 128 || BN == 64)))) {
+    BM = BN = 64;
+    wt_tile(c, s, &BM, &BN);
+  }
   const int NT = 2 * BN;  /* a warpgroup per 64 columns */
   const int bpad = b_nmajor ? BN + 8 : WT_BK + 4;
   const int64_t a_stage = (int64_t)BM * WT_BK, b_stage = (int64_t)(b_nmajor ? WT_BK : BN) * bpad;
   int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, NT);
   k->shared_dynamic = 1;
+  snprintf(k->tune_key, sizeof k->tune_key, "%s", key);
   gc_gen_init(G, c, k);
   oa.param = gc_gen_rparam(G, c->val_buf[oa.v.base->id], F);
   ob.param = gc_gen_rparam(G, c->val_buf[ob.v.base->id], F);

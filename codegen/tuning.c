@@ -56,7 +56,9 @@ static void fail(gc_diags *d, const char *name, int line, int col, const char *f
 }
 
 void gc_tuning_key_mm(char *buf, gc_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t k, int ta, int tb) {
-  snprintf(buf, GC_TUNING_KEY_MAX, "matmul %s b=%lld m=%lld n=%lld k=%lld ab=%c%c", graphc_dtype_name(dt),
+  /* f32 matmuls are tunable only on the tensor cores, as tf32 */
+  snprintf(buf, GC_TUNING_KEY_MAX, "matmul %s b=%lld m=%lld n=%lld k=%lld ab=%c%c",
+           dt == GRAPHC_DTYPE_F32 ? "tf32" : graphc_dtype_name(dt),
            (long long)batch, (long long)m, (long long)n, (long long)k, ta ? 't' : 'n', tb ? 't' : 'n');
 }
 
@@ -69,9 +71,14 @@ static int parse_entry(const char *name, int line, const tok *t, int nt, gc_tuni
       fail(d, name, line, t[0].col, "a matmul entry needs 8 fields: matmul DTYPE b=N m=N n=N k=N ab=nn|nt|tn|tt tile=BMxBN");
     return -1;
   }
-  int dt = gc_dtype_from_name(t[1].s, (size_t)t[1].len);
+  int tf32 = tok_is(&t[1], "tf32");
+  int dt = tf32 ? GRAPHC_DTYPE_F32 : gc_dtype_from_name(t[1].s, (size_t)t[1].len);
   if (dt < 0) {
     fail(d, name, line, t[1].col, "unknown dtype '%.*s'", t[1].len, t[1].s);
+    return -1;
+  }
+  if (dt == GRAPHC_DTYPE_F32 && !tf32) {
+    fail(d, name, line, t[1].col, "f32 matmuls are tuned on the tensor cores: write 'tf32'");
     return -1;
   }
   static const char *const fields[] = {"b", "m", "n", "k"};
@@ -101,10 +108,18 @@ static int parse_entry(const char *name, int line, const tok *t, int nt, gc_tuni
     *x = 0;
     bm = atoi(tp);
     bn = atoi(x + 1);
-    if (wg ? !((!strcmp(tp, "128") && (!strcmp(x + 1, "64") || !strcmp(x + 1, "128") || !strcmp(x + 1, "256"))) ||
-               (!strcmp(tp, "64") && (!strcmp(x + 1, "64") || !strcmp(x + 1, "128"))))
-           : (strcmp(tp, "64") && strcmp(tp, "128")) || (strcmp(x + 1, "64") && strcmp(x + 1, "128")))
+    if (tf32 ? !wg || !((bm == 256 && bn == 128) || ((bm == 128 || bm == 64) && (bn == 128 || bn == 64))) ||
+                   strcmp(tp, bm == 256 ? "256" : bm == 128 ? "128" : "64") ||
+                   strcmp(x + 1, bn == 128 ? "128" : "64")
+        : wg ? !((!strcmp(tp, "128") && (!strcmp(x + 1, "64") || !strcmp(x + 1, "128") || !strcmp(x + 1, "256"))) ||
+                 (!strcmp(tp, "64") && (!strcmp(x + 1, "64") || !strcmp(x + 1, "128"))))
+             : (strcmp(tp, "64") && strcmp(tp, "128")) || (strcmp(x + 1, "64") && strcmp(x + 1, "128")))
       bm = 0;
+  }
+  if (tf32 && (!bm || !bn)) {
+    fail(d, name, line, tl->col,
+         "expected tile=wgBMxBN (256x128, 128x128, 128x64, 64x128, 64x64) for tf32, got '%.*s'", tl->len, tl->s);
+    return -1;
   }
   if (!bm || !bn) {
     fail(d, name, line, tl->col,

@@ -14,7 +14,9 @@
  * family and problem: dtype, batch, M, N, K, A/B layouts n|t) and `tile=BMxBN`
  * (64 or 128 each) for the mma.sync tensor-core matmul, or `tile=wgBMxBN` (128x256, 128x128, 128x64, 64x128, 64x64)
  * for the warpgroup-MMA kernel (sm_90; where that kernel cannot take the problem, the
- * mma.sync kernel's heuristic). Keys are compared as text, so the
+ * mma.sync kernel's heuristic). f32 matmuls compiled with tf32 are `matmul tf32 ...`
+ * entries with `tile=wgBMxBN` (256x128, 128x128, 128x64, 64x128, 64x64) for the transposed
+ * tf32 warpgroup-MMA kernel (sm_90; elsewhere, or without an entry, the heuristic). Keys are compared as text, so the
  * generator's key (gc_tuning_key_mm) and the file's must match exactly.
  */
 #ifndef GC_TUNING_H

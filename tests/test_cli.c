@@ -202,6 +202,19 @@ START_TEST(tuning_files) {
   EXPECT(a, 0, "");
   snprintf(a, sizeof a, "cmp %s/a.ptx %s/b.ptx", tu_tmpdir(), tu_tmpdir());
   ck_assert_int_eq(system(a), 0);
+  /* tf32 (f32 matmuls with --tf32): the transposed warpgroup-MMA kernel's tiles; the
+   * heuristic gives 256 x 384 64x64 tiles (the larger grids would leave SMs idle) */
+  char g32[512];
+  snprintf(g32, sizeof g32, "%s/mm32.graph", tu_tmpdir());
+  tu_write_text(tu_tmpdir(), "mm32.graph", "version 1;\ngraph @g(%a: f32[256, 512], %b: f32[512, 384]) -> (f32[256, 384]) {\n"
+                   "  %y = matmul(%a, %b);\n  return %y;\n}\n");
+  snprintf(a, sizeof a, "compile %s --emit kir --arch sm_90 --tf32", g32);
+  EXPECT(a, 0, "tune \"matmul tf32 b=1 m=256 n=384 k=512 ab=nn\"");
+  EXPECT(a, 0, "kernel matmul_0 blocks(n=24, block=128)");
+  tu_write_text(tu_tmpdir(), "t.tuning", "graphc-tuning 1\nmatmul tf32 b=1 m=256 n=384 k=512 ab=nn tile=wg256x128\n");
+  snprintf(a, sizeof a, "compile %s --emit kir --arch sm_90 --tf32 --tuning %s", g32, t);
+  EXPECT(a, 0, "kernel matmul_0 blocks(n=3, block=256)");
+  EXPECT(a, 0, "wgmma.m64n256k8.tf32");
   /* bad files */
   static const char *const bad[][2] = {
       {"matmul f16 b=1 m=127 n=4096 k=4096 ab=nn tile=64x64\n", ":1:1: not a graphc tuning file"},
@@ -213,6 +226,11 @@ START_TEST(tuning_files) {
       {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nx tile=64x64\n", ":2:28: expected ab=nn, nt, tn or tt"},
       {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=96x64\n", ":2:34: expected tile=BMxBN"},
       {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=wg64x256\n", ":2:34: expected tile=BMxBN"},
+      {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=wg256x128\n", ":2:34: expected tile=BMxBN"},
+      {"graphc-tuning 1\nmatmul f32 b=1 m=1 n=1 k=1 ab=nn tile=wg64x64\n",
+       ":2:8: f32 matmuls are tuned on the tensor cores: write 'tf32'"},
+      {"graphc-tuning 1\nmatmul tf32 b=1 m=1 n=1 k=1 ab=nn tile=64x64\n", ":2:35: expected tile=wgBMxBN (256x128"},
+      {"graphc-tuning 1\nmatmul tf32 b=1 m=1 n=1 k=1 ab=nn tile=wg128x256\n", ":2:35: expected tile=wgBMxBN (256x128"},
       {"graphc-tuning 1\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=64x64\nmatmul f16 b=1 m=1 n=1 k=1 ab=nn tile=64x128\n",
        ":3:1: a second entry for the same problem"},
       {"", ":1:1: not a graphc tuning file"}};

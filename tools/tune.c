@@ -24,7 +24,7 @@
 static const char *const usage_tune =
     "usage: graphc tune FILE -o TUNING [options]\n"
     "Time each configuration of FILE's tunable kernels (tensor-core matmul tiles: the mma.sync\n"
-    "kernel's, and on sm_90 the warpgroup-MMA kernel's wg128x256 .. wg64x64) on the\n"
+    "kernel's, and on sm_90 the warpgroup-MMA kernels' wg128x256 .. wg64x64, tf32 wg256x128 ..) on the\n"
     "GPU and write the fastest per problem to TUNING, which compile, run and bench read\n"
     "with --tuning TUNING.\n\noptions:\n"
     "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
@@ -35,10 +35,18 @@ static const char *const usage_tune =
     "  --weights W       weights file (default: the file's; random weights when missing)\n"
     "  -o TUNING         the tuning file to write\n";
 
-enum { N_TILES = 9, MAX_KEYS = 256 };
-/* BM, BN, and 1 for the warpgroup-MMA kernel's tiles (sm_90 only) */
+enum { N_TILES = 10, MAX_KEYS = 256 };
+/* BM, BN, and 1 for the warpgroup-MMA kernels' tiles (sm_90 only; 256x128 only for tf32) */
 static const int k_tiles[N_TILES][3] = {{128, 128, 0}, {128, 64, 0}, {64, 128, 0}, {64, 64, 0}, {128, 256, 1},
-                                        {128, 128, 1}, {128, 64, 1}, {64, 128, 1}, {64, 64, 1}};
+                                        {128, 128, 1}, {128, 64, 1}, {64, 128, 1}, {64, 64, 1}, {256, 128, 1}};
+
+/* Does tile t apply to the problem `key`? tf32 problems take only the tf32 warpgroup
+ * kernel's tiles (codegen/tuning.h), the others every tile but 256x128. */
+static int tile_ok(const char *key, int t) {
+  int tf32 = strncmp(key, "matmul tf32 ", 12) == 0;
+  if (!tf32) return k_tiles[t][0] != 256;
+  return k_tiles[t][2] && k_tiles[t][1] != 256;
+}
 
 /* "128x64" or "wg128x256" */
 static const char *tile_name(int t, char *buf, size_t len) {
@@ -76,10 +84,11 @@ static int write_tuning(const char *path, const tune_state *st, int ti, const ch
   if (ti < 0) fprintf(f, "# written by graphc tune on %s; fastest tile per problem\n", device);
   for (int i = 0; i < st->n_keys; i++) {
     int t = ti;
+    if (t >= 0 && !tile_ok(st->keys[i], t)) continue;  /* the heuristic's tile in this run */
     if (t < 0) {
-      t = 0;
-      for (int j = 1; j < N_TILES; j++)
-        if (st->ms[i][j] >= 0 && (st->ms[i][t] < 0 || st->ms[i][j] < st->ms[i][t])) t = j;
+      for (int j = 0; j < N_TILES; j++)
+        if (st->ms[i][j] >= 0 && (t < 0 || st->ms[i][j] < st->ms[i][t])) t = j;
+      if (t < 0) continue;  /* nothing measured (not on sm_90) */
     }
     char tn[32];
     fprintf(f, "%s tile=%s\n", st->keys[i], tile_name(t, tn, sizeof tn));
@@ -134,7 +143,7 @@ static graphc_status_t measure(graphc_model_t *m, cli_opts *o, tune_state *st, i
     const kir_kernel *k = p->kir->kernels[p->launches[i]];
     if (!k->tune_key[0]) continue;
     int ki = key_index(st, k->tune_key);
-    if (ki < 0) continue;
+    if (ki < 0 || !tile_ok(st->keys[ki], ti)) continue;
     for (int r = 0; r < o->runs; r++) col[r] = kms[(size_t)r * nl + i];
     qsort(col, (size_t)o->runs, sizeof *col, cmp_float);
     st->ms[ki][ti] = (st->ms[ki][ti] < 0 ? 0 : st->ms[ki][ti]) + col[o->runs / 2];
@@ -186,6 +195,9 @@ int gc_cli_tune(int argc, char **argv) {
     rc = measure(m, &o, st, -1, device, sizeof device, tmp_weights, sizeof tmp_weights, &err);
   for (int t = 0; rc == GRAPHC_STATUS_OK && st->n_keys && t < N_TILES; t++) {
     if (k_tiles[t][2] && st->sm != 90) continue;
+    int any = 0;
+    for (int i = 0; i < st->n_keys; i++) any |= tile_ok(st->keys[i], t);
+    if (!any) continue;
     if (write_tuning(tmp_tuning, st, t, device) != 0) {
       rc = gc_set_error(&err, GRAPHC_STATUS_IO_ERROR, "cannot write %s", tmp_tuning);
       break;
