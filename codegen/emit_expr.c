@@ -163,8 +163,17 @@ kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc
       return compare(c, k, kop, a[0], a[1]);
     default: break;
   }
-  if (op->n_operands == 1 && direct_unary(op->opcode, &kop))
+  if (op->n_operands == 1 && direct_unary(op->opcode, &kop)) {
+    /* tanh rounded to f16 / bf16 at once on the GPU: tanh.approx.f32, whose error (below
+     * 2^-10.9 relative) is under the half ulp of f16 (2^-11) plus rounding, about 1 ulp at
+     * most; tanhf costs ~20 instructions an element, enough to hold an f16 chain at 74% of
+     * copy bandwidth on the H200 (docs/performance.md) */
+    gc_dtype rt = op->results[0]->type.dtype;
+    if (kop == KIR_TANH && c->t->kind == KIR_TARGET_CUDA && c->t->sm >= 75 &&
+        (rt == GRAPHC_DTYPE_F16 || rt == GRAPHC_DTYPE_BF16) && k->vars[a[0]].type == GRAPHC_DTYPE_F32)
+      kop = KIR_TANH_APPROX;
     return kir_unary(c->km, kop, ec_v(c, k, a[0]));
+  }
   if (op->n_operands == 2 && direct_binary(op->opcode, &kop))
     return ec_bin(c, kop, ec_v(c, k, a[0]), ec_v(c, k, a[1]));
   GC_ASSERT(!"elementwise op without a lowering");

@@ -97,7 +97,7 @@ static int is_logical(gc_dtype t) {
 static int is_valid_dtype(gc_dtype t) { return (unsigned)t < GRAPHC_DTYPE_COUNT_; }
 
 /* Does op take one operand? */
-static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_CEIL; }
+static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_TANH_APPROX; }
 /* Does op compare (result bool)? */
 static int op_is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
 
@@ -112,6 +112,8 @@ static int op_accepts(kir_op op, gc_dtype t) {
       return is_arith_float(t);
     case KIR_NOT: case KIR_AND: case KIR_OR: case KIR_XOR:
       return is_logical(t);
+    case KIR_TANH_APPROX:
+      return t == GRAPHC_DTYPE_F32;
     case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
       return is_arith(t);
     case KIR_OP_COUNT_:
@@ -988,7 +990,7 @@ void kir_verify(const kir_kernel *k) {
 
 static const char *const op_names[KIR_OP_COUNT_] = {
     "neg", "abs", "not", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos",
-    "floor", "ceil", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
+    "floor", "ceil", "tanh.approx", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
     ">", ">="};
 
 static const char *const special_names[] = {"thread", "block_dim", "lane", "warp"};

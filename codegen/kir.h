@@ -71,6 +71,8 @@ typedef enum kir_op {
   /* unary */
   KIR_NEG, KIR_ABS, KIR_NOT, KIR_EXP, KIR_EXP2 /* 2^x */, KIR_LOG, KIR_SQRT, KIR_RSQRT, KIR_TANH,
   KIR_ERF, KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL,
+  KIR_TANH_APPROX,  /* f32 tanh with relative error below 2^-10.9 (PTX tanh.approx.f32, sm_75+);
+                       CUDA targets only, where the result is rounded to f16 / bf16 at once */
   /* binary */
   KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX, KIR_POW,
   KIR_AND, KIR_OR, KIR_XOR,  /* bool or integer */

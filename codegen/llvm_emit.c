@@ -400,6 +400,12 @@ static LLVMValueRef float_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
   case KIR_RSQRT:  /* 1/sqrt(x): both correctly rounded, more accurate than rsqrt.approx */
     return LLVMBuildFDiv(e->b, LLVMConstReal(reg_ty(e, t), 1.0), intr1(e, "llvm.sqrt", a), "");
   case KIR_FLOOR: return intr1(e, "llvm.floor", a);
+  case KIR_TANH_APPROX: {  /* no side effects: free to move and merge; the host has tanhf */
+    if (e->t->arch != GC_LLVM_NVPTX) return math_call(e, KIR_TANH, t, a, NULL);
+    LLVMTypeRef fty = LLVMFunctionType(e->t_f32, &e->t_f32, 1, 0);
+    LLVMValueRef asmv = LLVMGetInlineAsm(fty, "tanh.approx.f32 $0, $1;", 23, "=f,f", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(e->b, fty, asmv, &a, 1, "");
+  }
   case KIR_CEIL: return intr1(e, "llvm.ceil", a);
   case KIR_EXP: case KIR_EXP2: case KIR_LOG: case KIR_TANH: case KIR_ERF: case KIR_SIN:
   case KIR_COS:
