@@ -72,6 +72,8 @@ void kir_target_host(kir_target *t, int cores) {
   t->shared_bytes = 0;
   t->vector_bytes = 16;
   t->simd_bytes = 16;
+  const char *pl = getenv("GRAPHC_PROLOGUE");
+  t->prologue = !(pl && strcmp(pl, "0") == 0);
 }
 
 /* ---- type classes --------------------------------------------------------------------- */

@@ -330,7 +330,7 @@ gc_plan *gc_lower_opts(const gc_graph *g, const gc_safetensors *w, const kir_tar
   }
   if (ok && !c.oom && !c.km->arena.failed && !p->arena.failed) {
     number_temps(p);
-    if (t->kind == KIR_TARGET_CUDA && t->prologue && gc_plan_hoist_prologue(p)) c.oom = 1;
+    if (t->prologue && gc_plan_hoist_prologue(p)) c.oom = 1;
     gc_assign_buffers(p, c.hints);
   }
   int oom = !c.km || !c.val_buf || !c.fz || !c.inl || !p->op_kernel || c.oom || c.km->arena.failed ||

@@ -7,11 +7,11 @@
  * launches, in their order, to the front of the plan (they read nothing the
  * others write, so the move changes no result) and counts them in
  * plan->n_prologue; their outputs live to the end of the plan, so buffer
- * assignment never gives their slots to anything else. The CUDA runtime runs the
- * prologue once after the weights reach the device, and again after a weight
- * changes (runtime/cuda_exec.c); every run replays the launches after it. A
- * backend that runs every launch every time (the host, the evaluator) computes
- * the same results.
+ * assignment never gives their slots to anything else. The CUDA and host runtimes
+ * run the prologue once after the weights are in place, and again after a weight
+ * changes (runtime/cuda_exec.c, runtime/host_exec.c); every run then runs the
+ * launches after it. Running every launch every time (the evaluator,
+ * GRAPHC_PROLOGUE=0) computes the same results.
  *
  *   before: [transpose w1] [conv x] [transpose w2] [conv]    n_prologue 0
  *   after:  [transpose w1] [transpose w2] | [conv x] [conv]  n_prologue 2

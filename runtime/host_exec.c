@@ -56,6 +56,7 @@ struct gc_host_exec {
   void **in_scratch, **out_scratch;
   pthread_mutex_t run_mu;
   int run_mu_ok;
+  int prologue_due;          /* the plan's prologue has yet to run on the current consts */
 };
 
 int gc_host_threads(gc_diags *d) {
@@ -210,6 +211,7 @@ gc_host_exec *gc_host_exec_load(const gc_launch_plan *lp, const gc_host_code *co
   }
   x->lp = lp;
   x->threads = threads > 1 ? threads : 1;
+  x->prologue_due = 1;
   if (pthread_mutex_init(&x->run_mu, NULL) != 0) {
     gc_error_at(d, GRAPHC_STATUS_INTERNAL, noloc, "host executor: cannot initialize a mutex");
     free(x);
@@ -228,6 +230,7 @@ int gc_host_exec_set_const(gc_host_exec *x, int c, const void *data, gc_diags *d
   GC_ASSERT(x && c >= 0 && c < x->lp->n_consts && data);
   pthread_mutex_lock(&x->run_mu);
   int rc = place_const(x, c, data, d);
+  x->prologue_due = 1;  /* what the prologue computed from the old bytes is stale */
   const gc_launch_plan *p = x->lp;
   for (int i = 0; i < p->n_kernels && rc == 0; i++)
     for (int j = 0; j < p->kernels[i].n_params; j++) {
@@ -298,7 +301,10 @@ int gc_host_exec_run(gc_host_exec *x, const graphc_tensor_t *in, graphc_tensor_t
   const gc_launch_plan *p = x->lp;
   pthread_mutex_lock(&x->run_mu);
   int rc = bind_io(x, in, out, d);
-  for (int i = 0; i < p->n_launches && rc == 0; i++) {
+  /* the prologue (launches reading only consts) once per consts, then the rest */
+  int first = x->prologue_due ? 0 : p->n_prologue;
+  if (rc == 0) x->prologue_due = 0;
+  for (int i = first; i < p->n_launches && rc == 0; i++) {
     int ki = p->launches[i];
     const host_kernel *hk = &x->kernels[ki];
     host_task t = {hk->fn, hk->slots};
@@ -321,6 +327,9 @@ void gc_host_exec_describe(const gc_host_exec *x, gc_sbuf *out) {
   gc_sbuf_printf(out, "%d thread%s, arena %llu bytes, %d of %d consts copied", x->threads,
                  x->threads == 1 ? "" : "s", (unsigned long long)x->lp->arena_bytes, x->n_copied,
                  x->lp->n_consts);
+  if (x->lp->n_prologue)
+    gc_sbuf_printf(out, "; the first %d launch%s read only weights: run once per weights", x->lp->n_prologue,
+                   x->lp->n_prologue == 1 ? "" : "es");
 }
 
 void gc_host_exec_free(gc_host_exec *x) {

@@ -1120,6 +1120,56 @@ START_TEST(stats_and_default_backend) {
 }
 END_TEST
 
+/* Launches that read only weights (a reduction of a param and the add after it) are the
+ * plan's prologue (codegen/prologue.c) on the cpu backend too: they run in the first run
+ * only, and the runs after it, on new inputs, still match the interpreter. */
+START_TEST(prologue_runs_once) {
+  static const char *const text =
+      "version 1;\n"
+      "graph @t(%x: f32[5, 40]) -> (f32[5, 40]) {\n"
+      "  param %w: f32[6, 40] = \"w\";\n"
+      "  param %b: f32[40] = \"b\";\n"
+      "  %s = reduce_max(%w, axes=[0]);\n"
+      "  %t = add(%s, %b);\n"
+      "  %y = mul(%x, %t);\n"
+      "  %z = add(%y, %x);\n"
+      "  return %z;\n"
+      "}\n";
+  graphc_context_t *ctx;
+  graphc_model_t *m = load(&ctx, text);
+  graphc_error_t err;
+  char wpath[4200];
+  snprintf(wpath, sizeof wpath, "%s/pw-%d.safetensors", tu_tmpdir(), (int)getpid());
+  ck_assert_int_eq(graphc_model_write_random_weights(m, wpath, g_seed, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_set_weights(m, wpath, &err), GRAPHC_STATUS_OK);
+  graphc_executable_t *ref = compile_or_die(ctx, m, GRAPHC_BACKEND_INTERP, "prologue");
+  graphc_executable_t *cpu = compile_or_die(ctx, m, GRAPHC_BACKEND_CPU, "prologue");
+  const char *st = graphc_executable_stats(cpu);
+  ck_assert_msg(strstr(st, "read only weights: run once per weights"), "%s", st);
+  gc_sbuf fails = {0};
+  for (int run = 0; run < 3; run++) {
+    graphc_tensor_t *in, *rout, *cout, *unused;
+    uint64_t s = g_seed + 7 * (uint64_t)run;
+    make_io(ref, NULL, NULL, &s, &in, &rout);
+    make_io(cpu, NULL, NULL, &s, &unused, &cout);
+    tu_free_tensors(unused, 1);
+    memset(cout[0].data, 0xa5, cout[0].nbytes);
+    ck_assert_int_eq(graphc_executable_run(ref, in, 1, rout, 1, &err), GRAPHC_STATUS_OK);
+    ck_assert_int_eq(graphc_executable_run(cpu, in, 1, cout, 1, &err), GRAPHC_STATUS_OK);
+    ck_assert_msg(compare_outputs("prologue", cpu, rout, cout, 0, &fails) == 0, "run %d: %s", run, fails.data);
+    tu_free_tensors(in, 1);
+    tu_free_tensors(rout, 1);
+    tu_free_tensors(cout, 1);
+  }
+  gc_sbuf_free(&fails);
+  graphc_executable_destroy(ref);
+  graphc_executable_destroy(cpu);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  remove(wpath);
+}
+END_TEST
+
 int main(void) {
   g_seed = tu_seed();
   printf("test_cpu_backend: seed %llu (GRAPHC_TEST_SEED=%llu reproduces)\n",
@@ -1138,6 +1188,7 @@ int main(void) {
   tcase_add_test(te, public_api_compile_error);
   tcase_add_test(te, io_misaligned_overlapping_repeated);
   tcase_add_test(te, stats_and_default_backend);
+  tcase_add_test(te, prologue_runs_once);
   suite_add_tcase(s, te);
   TCase *tx = tcase_create("examples");
   tcase_add_test(tx, examples_cpu_vs_interp);
