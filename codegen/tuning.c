@@ -95,27 +95,16 @@ static int parse_entry(const char *name, int line, const tok *t, int nt, gc_tuni
     return -1;
   }
   const tok *tl = &t[7];
-  int bm = 0, bn = 0, wg = 0;
+  /* the tiles each kernel has: the mma.sync kernel's, the f16/bf16 warpgroup kernel's, the tf32 one's */
+  static const char *const mma_tiles[] = {"64x64", "64x128", "128x64", "128x128", NULL};
+  static const char *const wg_tiles[] = {"wg128x64", "wg128x128", "wg128x256", "wg64x64", "wg64x128", NULL};
+  static const char *const tf32_tiles[] = {"wg256x128", "wg128x128", "wg128x64", "wg64x128", "wg64x64", NULL};
+  int bm = 0, bn = 0;
   char tiles[16] = "";
   if (tl->len > 5 && tl->len < 15 && memcmp(tl->s, "tile=", 5) == 0) snprintf(tiles, sizeof tiles, "%.*s", tl->len - 5, tl->s + 5);
-  char *tp = tiles;
-  if (memcmp(tp, "wg", 2) == 0) {  /* the warpgroup-MMA kernel (sm_90): 128x128 or 128x256 */
-    wg = 1;
-    tp += 2;
-  }
-  char *x = strchr(tp, 'x');
-  if (x) {
-    *x = 0;
-    bm = atoi(tp);
-    bn = atoi(x + 1);
-    if (tf32 ? !wg || !((bm == 256 && bn == 128) || ((bm == 128 || bm == 64) && (bn == 128 || bn == 64))) ||
-                   strcmp(tp, bm == 256 ? "256" : bm == 128 ? "128" : "64") ||
-                   strcmp(x + 1, bn == 128 ? "128" : "64")
-        : wg ? !((!strcmp(tp, "128") && (!strcmp(x + 1, "64") || !strcmp(x + 1, "128") || !strcmp(x + 1, "256"))) ||
-                 (!strcmp(tp, "64") && (!strcmp(x + 1, "64") || !strcmp(x + 1, "128"))))
-             : (strcmp(tp, "64") && strcmp(tp, "128")) || (strcmp(x + 1, "64") && strcmp(x + 1, "128")))
-      bm = 0;
-  }
+  int wg = memcmp(tiles, "wg", 2) == 0;
+  for (const char *const *l = tf32 ? tf32_tiles : wg ? wg_tiles : mma_tiles; *l; l++)
+    if (strcmp(tiles, *l) == 0 && sscanf(tiles + (wg ? 2 : 0), "%dx%d", &bm, &bn) != 2) bm = 0;
   if (tf32 && (!bm || !bn)) {
     fail(d, name, line, tl->col,
          "expected tile=wgBMxBN (256x128, 128x128, 128x64, 64x128, 64x64) for tf32, got '%.*s'", tl->len, tl->s);
