@@ -548,6 +548,67 @@ static void print_wgmma(cprint *c, const kir_stmt *s, int depth) {
   gc_sbuf_puts(b, "}\n");
 }
 
+/* `const unsigned name = shared address of element index of shared array buf;` */
+static void print_shared_addr(cprint *c, const char *name, int buf, const kir_expr *index) {
+  gc_sbuf_printf(c->b, "const unsigned %s = (unsigned)__cvta_generic_to_shared(&", name);
+  print_buf_name(c, KIR_SHARED, buf);
+  gc_sbuf_putc(c->b, '[');
+  print_expr(c, index);
+  gc_sbuf_puts(c->b, "]); ");
+}
+
+/* Shared-memory barriers and bulk tensor copies (kir.h KIR_S_MBAR_*, KIR_S_TMA_LOAD), as the
+ * LLVM printer emits them. The wait spins on try_wait; its labels are local to the braces. */
+static void print_tma(cprint *c, const kir_stmt *s, int depth) {
+  gc_sbuf *b = c->b;
+  if (s->kind == KIR_S_TMAP_ACQUIRE) {
+    gc_sbuf_printf(b, "asm volatile(\"fence.proxy.tensormap::generic.acquire.gpu [%%0], 128;\\n\" :: \"l\"(p_%s) : "
+                      "\"memory\");\n",
+                   c->k->params[s->u.tma.tmap].name);
+    return;
+  }
+  gc_sbuf_puts(b, "{ ");
+  if (s->kind == KIR_S_TMA_LOAD) {
+    print_shared_addr(c, "s_", s->u.tma.sbuf, s->u.tma.sindex);
+    print_shared_addr(c, "m_", s->u.tma.mbuf, s->u.tma.mindex);
+    gc_sbuf_puts(b, "\n");
+    indent(b, depth + 1);
+    int r = s->u.tma.rank;
+    gc_sbuf_printf(b, "asm volatile(\"cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                      " [%%0], [%%1, {", r);
+    for (int i = 0; i < r; i++) gc_sbuf_printf(b, "%s%%%d", i ? ", " : "", i + 3);
+    gc_sbuf_printf(b, "}], [%%2];\\n\" :: \"r\"(s_), \"l\"(p_%s), \"r\"(m_)", c->k->params[s->u.tma.tmap].name);
+    for (int i = 0; i < r; i++) {
+      gc_sbuf_puts(b, ", \"r\"((int)(");
+      print_expr(c, s->u.tma.coord[i]);
+      gc_sbuf_puts(b, "))");
+    }
+    gc_sbuf_puts(b, " : \"memory\"); }\n");
+    return;
+  }
+  print_shared_addr(c, "m_", s->u.mbar.buf, s->u.mbar.index);
+  switch (s->kind) {
+    case KIR_S_MBAR_INIT:
+      gc_sbuf_printf(b, "asm volatile(\"mbarrier.init.shared::cta.b64 [%%0], %d;\\n"
+                        "fence.mbarrier_init.release.cluster;\\n\" :: \"r\"(m_) : \"memory\"); }\n",
+                     s->u.mbar.count);
+      break;
+    case KIR_S_MBAR_EXPECT:
+      gc_sbuf_printf(b, "asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%0], %d;\\n\" :: \"r\"(m_) : "
+                        "\"memory\"); }\n",
+                     s->u.mbar.count);
+      break;
+    default:
+      gc_sbuf_puts(b, "const unsigned q_ = (unsigned)(");
+      print_expr(c, s->u.mbar.parity);
+      gc_sbuf_puts(b, ");\n");
+      indent(b, depth + 1);
+      gc_sbuf_puts(b, "asm volatile(\"{\\n.reg .pred p;\\nGC_WAIT:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n"
+                      "@!p bra GC_WAIT;\\n}\\n\" :: \"r\"(m_), \"r\"(q_) : \"memory\"); }\n");
+      break;
+  }
+}
+
 /* Tensor-core statements as inline PTX (the LLVM printer emits the same instructions). */
 static void print_tensor_core(cprint *c, const kir_stmt *s, int depth) {
   gc_sbuf *b = c->b;
@@ -621,6 +682,10 @@ static void print_tensor_core(cprint *c, const kir_stmt *s, int depth) {
       gc_sbuf_printf(b, "asm volatile(\"wgmma.wait_group.sync.aligned %d;\\n\" ::: \"memory\");\n", s->u.wait);
       break;
     case KIR_S_WGMMA: print_wgmma(c, s, depth); break;
+    case KIR_S_MBAR_INIT: case KIR_S_MBAR_EXPECT: case KIR_S_MBAR_WAIT: case KIR_S_TMA_LOAD:
+    case KIR_S_TMAP_ACQUIRE:
+      print_tma(c, s, depth);
+      break;
     default: GC_ASSERT(!"not a tensor-core statement");
   }
 }
@@ -698,6 +763,11 @@ static void print_stmt(cprint *c, const kir_stmt *s, int depth) {
     case KIR_S_WG_COMMIT:
     case KIR_S_WG_WAIT:
     case KIR_S_WGMMA:
+    case KIR_S_MBAR_INIT:
+    case KIR_S_MBAR_EXPECT:
+    case KIR_S_MBAR_WAIT:
+    case KIR_S_TMA_LOAD:
+    case KIR_S_TMAP_ACQUIRE:
       print_tensor_core(c, s, depth);
       break;
   }
@@ -766,7 +836,17 @@ static void block_types(const kir_block *blk, unsigned *mask) {
         if (!s->u.wg.a_in_regs) expr_types(s->u.wg.a.index, mask);
         expr_types(s->u.wg.b.index, mask);
         break;
-      case KIR_S_BARRIER: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_MMA:
+      case KIR_S_MBAR_INIT: case KIR_S_MBAR_EXPECT: expr_types(s->u.mbar.index, mask); break;
+      case KIR_S_MBAR_WAIT:
+        expr_types(s->u.mbar.index, mask);
+        expr_types(s->u.mbar.parity, mask);
+        break;
+      case KIR_S_TMA_LOAD:
+        expr_types(s->u.tma.sindex, mask);
+        expr_types(s->u.tma.mindex, mask);
+        for (int i = 0; i < s->u.tma.rank; i++) expr_types(s->u.tma.coord[i], mask);
+        break;
+      case KIR_S_BARRIER: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_MMA: case KIR_S_TMAP_ACQUIRE:
       case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE: case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: break;
     }
   }
@@ -799,6 +879,8 @@ static void print_kernel(gc_sbuf *b, const kir_kernel *k) {
     if (i) gc_sbuf_puts(b, ", ");
     if (p->kind == KIR_PARAM_I64)
       gc_sbuf_printf(b, "long long p_%s", p->name);
+    else if (p->kind == KIR_PARAM_TMAP)  /* the device address of the encoded tensor map */
+      gc_sbuf_printf(b, "unsigned long long p_%s", p->name);
     else
       gc_sbuf_printf(b, "%s%s* __restrict__ p_%s", p->readonly ? "const " : "", mem_type(p->dtype),
                      p->name);

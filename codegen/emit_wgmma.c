@@ -16,8 +16,11 @@
  * of 8 tile rows for L2 reuse); warpgroup w computes rows 64w .. 64w+63 with wgmma.m64nBNk16,
  * its accumulators in registers (BN / 2 f32 per thread).
  *   - K advances 64 at a time through a ring of 4 shared-memory stages (dynamic shared
- *     memory: 4 x (128 x 64 + 64 x BN) halves, 192 KiB at BN 256), filled by 16-byte
- *     cp.async copies of all 256 threads, zero-filled outside the matrix;
+ *     memory: 4 x (128 x 64 + 64 x BN) halves, 192 KiB at BN 256), filled by TMA bulk
+ *     tensor copies that thread 0 issues (kir_target.tma, see "TMA" below: one block per tile,
+ *     a shared-memory barrier per stage), or, for an NHWC im2col A, a window TMA cannot
+ *     describe or GRAPHC_TMA=0, by 16-byte cp.async copies of all 256 threads; both zero-fill
+ *     outside the matrix;
  *   - the stages are laid out as wgmma reads them: 128-byte rows, 16-byte chunk c of row r
  *     at chunk c ^ (r % 8) (the 128-byte swizzle), every stage 1024-byte aligned. A rows are
  *     M (K-major); B rows are N (K-major, B stored N x K) or K (MN-major, B stored K x N, in
@@ -27,13 +30,16 @@
  *     pending, so tile kt-1's wgmmas are done in this warpgroup (and tile kt-2's in both,
  *     by the barrier); then refill tile kt-2's stage with tile kt+2. Two tiles load while
  *     the tensor cores work.
- * Measured on the H200 (docs/performance.md): 4096^3 f16 at 0.70x cuBLASLt, where the
- * mma.sync kernel reaches 0.47x.
+ * Measured on the H200 (docs/performance.md, 2026-12-02): 4096^3 f16 at 0.85x cuBLASLt with
+ * TMA (0.80x with cp.async in the same run; the mma.sync kernel: 0.47x), 8192^3 at 0.98x
+ * (0.83x).
  *
  * f32 matmuls with tf32 allowed (kir_target.tf32) take gc_mm_wgmma_tf32 at the end of this
  * file: the same pipeline over the tile transposed, A from registers (see there).
  */
 #include "emit_tc.h"
+
+#include <string.h>
 
 enum {
   WG_BK = 64, WG_STAGES = 4,
@@ -235,6 +241,90 @@ static void wg_tile_origin(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_
   *n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, tn, cx(c, BN)));
 }
 
+/* ---- TMA ------------------------------------------------------------------------------------
+ * With kir_target.tma the f16 / bf16 kernel fills its stages with bulk tensor copies: thread 0
+ * issues one copy per operand box (BN / 64 for an MN-major B) into the stage, and the stage's
+ * shared-memory barrier completes when all its bytes have landed; every thread waits on it
+ * instead of on its own cp.async groups. TMA's 128-byte swizzle is the layout wgmma reads, and
+ * it zero-fills the parts of a box outside the matrix, so no thread computes an address or a
+ * bound. */
+
+/* A tensor map over operand o of x (dtype dt) viewed as `inner` contiguous elements x `outer`
+ * rows `ostride` elements apart, plus its batch dims (as gc_tc_batch_off: those of extent > 1
+ * and non-zero stride; bj[] their indices), box box0 x box1. 0 when TMA cannot express it:
+ * a base or stride not a multiple of 16 bytes, a negative stride, or more than 3 batch dims. */
+static int wg_tma_geom(const gc_value *x, const tc_opnd *o, gc_dtype dt, int64_t inner, int64_t outer, int64_t ostride,
+                       int box0, int box1, kir_tmap *tm, int *nb, int *bj) {
+  int64_t es = (int64_t)graphc_dtype_size(dt);
+  memset(tm, 0, sizeof *tm);
+  if ((o->v.off * es) % 16 || o->v.off < 0 || ostride <= 0 || (ostride * es) % 16) return 0;
+  tm->rank = 2;
+  tm->dims[0] = inner;
+  tm->dims[1] = outer;
+  tm->strides[0] = es;
+  tm->strides[1] = ostride * es;
+  tm->box[0] = box0;
+  tm->box[1] = box1;
+  tm->offset = o->v.off * es;
+  tm->swizzle = 128;
+  *nb = 0;
+  for (int j = 0; j < o->rank - 2; j++) {
+    if (x->type.dims[j] == 1 || o->v.st[j] == 0) continue;
+    if (tm->rank == KIR_TMAP_MAX_RANK || o->v.st[j] < 0 || (o->v.st[j] * es) % 16) return 0;
+    tm->dims[tm->rank] = x->type.dims[j];
+    tm->strides[tm->rank] = o->v.st[j] * es;
+    tm->box[tm->rank++] = 1;
+    bj[(*nb)++] = j;
+  }
+  for (int i = 0; i < tm->rank; i++)
+    if (tm->dims[i] > ((int64_t)1 << 32) || tm->strides[i] >= ((int64_t)1 << 40)) return 0;
+  return 1;
+}
+
+/* An operand's tensor map in the kernel: param, and the batch coordinates' expressions. */
+typedef struct wg_tma {
+  int param;
+  int nb;
+  int bc[3];   /* i64 vars, or GC_PT_ZERO */
+} wg_tma;
+
+static void wg_tma_add(gc_lowerer *c, kir_kernel *k, const char *name, gc_dtype dt, int buf, const kir_tmap *tm,
+                       int nb, const int *bj, const tc_opnd *o, const gc_mm_shape *s, const int *bco, wg_tma *w) {
+  (void)k;
+  w->param = kir_add_tmap(c->km, k, name, dt, buf, tm);
+  w->nb = nb;
+  for (int i = 0; i < nb; i++) {
+    w->bc[i] = bco[bj[i] + s->ob - (o->rank - 2)];
+  }
+}
+
+/* One box of w at (x0, x1) into shared element sidx, completing on barrier mb[slot]. */
+static void wg_tma_box(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_tma *w, int sh, kir_expr *sidx,
+                       kir_expr *x0, kir_expr *x1, int mb, kir_expr *slot) {
+  kir_expr *co[KIR_TMAP_MAX_RANK + 1] = {x0, x1};
+  for (int i = 0; i < w->nb; i++) co[2 + i] = w->bc[i] == GC_PT_ZERO ? cx(c, 0) : vx(c, k, w->bc[i]);
+  kir_emit_tma_load(c->km, b, sh, sidx, w->param, co, mb, slot);
+}
+
+/* Thread 0, when `cond`: K tile kt (i64 var) of both operands into stage `slot` (i64 var). */
+static void wg_tma_tile(gc_lowerer *c, kir_kernel *k, kir_block *b, kir_expr *cond, const wg_tma *ta,
+                        const wg_tma *tb, int b_nmajor, int sa, int sb, int mb, int BM, int BN, int kt, int slot,
+                        int m0, int n0, int64_t es) {
+  kir_block *tb_;
+  kir_emit_if(c->km, b, cond, &tb_, NULL);
+  const int64_t a_stage = (int64_t)BM * WG_BK, b_stage = (int64_t)WG_BK * BN;
+  kir_emit_mbar_expect(c->km, tb_, mb, vx(c, k, slot), (int)((a_stage + b_stage) * es));
+  kir_expr *k0 = ec_mul(c, vx(c, k, kt), cx(c, WG_BK));
+  wg_tma_box(c, k, tb_, ta, sa, ec_mul(c, vx(c, k, slot), cx(c, a_stage)), k0, vx(c, k, m0), mb, vx(c, k, slot));
+  if (!b_nmajor) {
+    wg_tma_box(c, k, tb_, tb, sb, ec_mul(c, vx(c, k, slot), cx(c, b_stage)), k0, vx(c, k, n0), mb, vx(c, k, slot));
+    return;
+  }
+  for (int j = 0; j < BN / WG_ROW; j++)  /* blocks of 64 K rows x 64 N */
+    wg_tma_box(c, k, tb_, tb, sb, ec_add(c, ec_mul(c, vx(c, k, slot), cx(c, b_stage)), cx(c, (int64_t)j * WG_BK * WG_ROW)),
+               ec_add(c, vx(c, k, n0), cx(c, (int64_t)j * WG_ROW)), k0, mb, vx(c, k, slot));
+}
+
 kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
                         const tc_opnd *oa_in, const gc_op *a_nhwc, const tc_opnd *ob_in, int b_nmajor, int bm,
                         int bn, const char *key) {
@@ -253,35 +343,63 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   snprintf(k->tune_key, sizeof k->tune_key, "%s", key);
   gc_gen_init(G, c, k);
   kir_mma_kind kind = dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
-  oa.param = gc_gen_rparam(G, c->val_buf[a_nhwc ? a_nhwc->operands[0]->id : oa.v.base->id], dt);
-  ob.param = gc_gen_rparam(G, c->val_buf[ob.v.base->id], dt);
+  const int64_t es = (int64_t)graphc_dtype_size(dt);
+  int abuf = c->val_buf[a_nhwc ? a_nhwc->operands[0]->id : oa.v.base->id], bbuf = c->val_buf[ob.v.base->id];
+  oa.param = gc_gen_rparam(G, abuf, dt);
+  ob.param = gc_gen_rparam(G, bbuf, dt);
   int sa = kir_add_shared(c->km, k, dt, WG_STAGES * a_stage);
   int sb = kir_add_shared(c->km, k, dt, WG_STAGES * b_stage);
+  kir_tmap tma_a, tma_b;
+  int nba = 0, nbb = 0, bja[3], bjb[3];
+  int tma = c->t->tma && !a_nhwc && wg_tma_geom(A, &oa, dt, s->K, s->M, oa.s_outer, WG_ROW, BM, &tma_a, &nba, bja) &&
+            (b_nmajor ? wg_tma_geom(B, &ob, dt, s->N, s->K, ob.s_k, WG_ROW, WG_BK, &tma_b, &nbb, bjb)
+                      : wg_tma_geom(B, &ob, dt, s->K, s->N, ob.s_outer, WG_ROW, BN, &tma_b, &nbb, bjb));
+  /* TMA: a barrier per stage, initialized once per block: one block per tile */
+  int mb = tma ? kir_add_shared(c->km, k, GRAPHC_DTYPE_I64, WG_STAGES) : -1;
+  k->one_pass = tma;
   kir_block *b = &k->body;
 
   int bco[GC_MAX_RANK], m0, n0;
   wg_tile_origin(c, k, b, s, BM, BN, bco, &m0, &n0);
-  int abase = a_nhwc ? -1 : gc_ec_let(c, k, b, "abase", gc_tc_batch_off(c, k, A, &oa, s, bco));
-  int bbase = gc_ec_let(c, k, b, "bbase", gc_tc_batch_off(c, k, B, &ob, s, bco));
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int wg = gc_ec_let(c, k, b, "wg", quo(c, vx(c, k, tid), 128));
-
   wg_copy ca = {.nt = NT, .epc = WG_EPC, .bk = WG_BK}, cb = {.nt = NT, .epc = WG_EPC, .bk = WG_BK};
   wg_nhwc nh = {.op = a_nhwc};
-  wg_plan_kmajor(c, k, b, tid, a_nhwc ? NULL : &oa, abase, m0, s->M, BM, &ca);
-  if (a_nhwc) wg_plan_nhwc(c, k, b, &ca, &nh);
-  if (b_nmajor)
-    wg_plan_nmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
-  else
-    wg_plan_kmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
+  wg_tma ta = {0}, tb = {0};
+  if (tma) {
+    wg_tma_add(c, k, "amap", dt, abuf, &tma_a, nba, bja, &oa, s, bco, &ta);
+    wg_tma_add(c, k, "bmap", dt, bbuf, &tma_b, nbb, bjb, &ob, s, bco, &tb);
+  } else {
+    int abase = a_nhwc ? -1 : gc_ec_let(c, k, b, "abase", gc_tc_batch_off(c, k, A, &oa, s, bco));
+    int bbase = gc_ec_let(c, k, b, "bbase", gc_tc_batch_off(c, k, B, &ob, s, bco));
+    wg_plan_kmajor(c, k, b, tid, a_nhwc ? NULL : &oa, abase, m0, s->M, BM, &ca);
+    if (a_nhwc) wg_plan_nhwc(c, k, b, &ca, &nh);
+    if (b_nmajor)
+      wg_plan_nmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
+    else
+      wg_plan_kmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
+  }
 
   int nd = BN / 2, acc[128];  /* BN 64, 128 or 256 */
   for (int i = 0; i < nd; i++) acc[i] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, GRAPHC_DTYPE_F32, 0.0));
 
   /* prologue: K tiles 0 .. STAGES-3 into stages 0 .. STAGES-3 (a commit group each) */
   int64_t ktiles = (s->K + WG_BK - 1) / WG_BK;
+  int first = tma ? gc_ec_let(c, k, b, "first", ec_bin(c, KIR_EQ, vx(c, k, tid), cx(c, 0))) : -1;
+  if (tma) {
+    kir_block *ib;
+    kir_emit_if(c->km, b, vx(c, k, first), &ib, NULL);
+    for (int st = 0; st < WG_STAGES; st++) kir_emit_mbar_init(c->km, ib, mb, cx(c, st), 1);
+    kir_emit_tmap_acquire(c->km, ib, ta.param);
+    kir_emit_tmap_acquire(c->km, ib, tb.param);
+    kir_emit_barrier(c->km, b);
+  }
   for (int st = 0; st < WG_STAGES - 2; st++) {
     int kt = gc_ec_let(c, k, b, "kt", cx(c, st));
+    if (tma) {
+      if (st < ktiles) wg_tma_tile(c, k, b, vx(c, k, first), &ta, &tb, b_nmajor, sa, sb, mb, BM, BN, kt, kt, m0, n0, es);
+      continue;
+    }
     if (st < ktiles) wg_issue_tile(c, k, b, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BM, BN, kt, kt, s->K);
     kir_emit_cp_commit(c->km, b);
   }
@@ -290,10 +408,14 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
 
   int kt = gc_ec_var(c, k, "kt", GRAPHC_DTYPE_I64);
   kir_block *lb = kir_emit_for(c->km, b, kt, cx(c, 0), cx(c, ktiles), cx(c, 1));
-  kir_emit_cp_wait(c->km, lb, WG_STAGES - 3);
-  kir_emit_fence_async(c->km, lb);
-  kir_emit_barrier(c->km, lb);
   int cs = gc_ec_let(c, k, lb, "cs", rem(c, vx(c, k, kt), WG_STAGES));
+  if (tma) {  /* the stage's phase: its (kt / STAGES)-th fill */
+    kir_emit_mbar_wait(c->km, lb, mb, vx(c, k, cs), rem(c, quo(c, vx(c, k, kt), WG_STAGES), 2));
+  } else {
+    kir_emit_cp_wait(c->km, lb, WG_STAGES - 3);
+    kir_emit_fence_async(c->km, lb);
+  }
+  kir_emit_barrier(c->km, lb);
   int as = gc_ec_let(c, k, lb, "as", ec_add(c, ec_mul(c, vx(c, k, cs), cx(c, a_stage)), vx(c, k, arow)));
   int bs = gc_ec_let(c, k, lb, "bs", ec_mul(c, vx(c, k, cs), cx(c, b_stage)));
   kir_emit_wg_fence(c->km, lb);
@@ -309,11 +431,17 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   /* refill tile kt-2's stage (done in both warpgroups) with tile kt+2 */
   int nk = gc_ec_let(c, k, lb, "nk", ec_add(c, vx(c, k, kt), cx(c, WG_STAGES - 2)));
   int ns = gc_ec_let(c, k, lb, "ns", rem(c, vx(c, k, nk), WG_STAGES));
-  wg_issue_tile(c, k, lb, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BM, BN, nk, ns, s->K);
-  kir_emit_cp_commit(c->km, lb);
-  kir_emit_wg_wait(c->km, b, 0);
-  /* the zero fills past K still in flight must land before shared memory is reused */
-  kir_emit_cp_wait(c->km, b, 0);
+  if (tma) {  /* no copies past K: nothing is in flight after the loop */
+    wg_tma_tile(c, k, lb, ec_bin(c, KIR_AND, vx(c, k, first), lt(c, vx(c, k, nk), cx(c, ktiles))), &ta, &tb, b_nmajor, sa, sb,
+                mb, BM, BN, nk, ns, m0, n0, es);
+    kir_emit_wg_wait(c->km, b, 0);
+  } else {
+    wg_issue_tile(c, k, lb, &ca, a_nhwc ? &nh : NULL, &cb, sa, sb, oa.param, ob.param, BM, BN, nk, ns, s->K);
+    kir_emit_cp_commit(c->km, lb);
+    kir_emit_wg_wait(c->km, b, 0);
+    /* the zero fills past K still in flight must land before shared memory is reused */
+    kir_emit_cp_wait(c->km, b, 0);
+  }
 
   /* epilogue: thread (warp w of the warpgroup, lane l = 4 g + t): accumulator 4j + 2h + e is
    * output (m0 + 64 wg + 16 w + g + 8h, n0 + 8j + 2t + e) */

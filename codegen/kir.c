@@ -49,6 +49,8 @@ void kir_target_cuda(kir_target *t, int sm) {
   /* wgmma exists on sm_90 only (sm_90a code; Blackwell has other instructions) */
   const char *wg = getenv("GRAPHC_WGMMA");
   t->wgmma = t->sm == 90 && !(wg && strcmp(wg, "0") == 0);
+  const char *tm = getenv("GRAPHC_TMA");
+  t->tma = t->wgmma && !(tm && strcmp(tm, "0") == 0);
   t->short_k_mma = 1;
   const char *fl = getenv("GRAPHC_FLASH");
   t->attention = t->sm >= 80 && !(fl && strcmp(fl, "0") == 0);
@@ -202,7 +204,7 @@ kir_kernel *kir_kernel_new(kir_module *m, const char *name, kir_launch launch) {
  * made identifiers and unique (a clash gets "_<index>"). */
 int kir_add_param(kir_module *m, kir_kernel *k, const char *name, kir_param_kind kind,
                   gc_dtype dtype, int readonly, int binding) {
-  GC_ASSERT(kind == KIR_PARAM_BUFFER || kind == KIR_PARAM_I64);
+  GC_ASSERT(kind == KIR_PARAM_BUFFER || kind == KIR_PARAM_I64 || kind == KIR_PARAM_TMAP);
   GC_ASSERT(is_valid_dtype(dtype));
   if (kind == KIR_PARAM_I64) GC_ASSERT(dtype == GRAPHC_DTYPE_I64);
   char *nm = sanitize(m, name, "p");
@@ -222,7 +224,19 @@ int kir_add_param(kir_module *m, kir_kernel *k, const char *name, kir_param_kind
   p->dtype = dtype;
   p->readonly = kind == KIR_PARAM_BUFFER ? (readonly != 0) : 1;
   p->binding = binding;
+  memset(&p->tmap, 0, sizeof p->tmap);
   return k->n_params++;
+}
+
+int kir_add_tmap(kir_module *m, kir_kernel *k, const char *name, gc_dtype dtype, int binding,
+                 const kir_tmap *tm) {
+  GC_ASSERT(tm->rank >= 2 && tm->rank <= KIR_TMAP_MAX_RANK && (tm->swizzle == 0 || tm->swizzle == 128));
+  GC_ASSERT(tm->strides[0] == (int64_t)graphc_dtype_size(dtype) && tm->offset % 16 == 0);
+  for (int i = 0; i < tm->rank; i++) GC_ASSERT(tm->dims[i] >= 1 && tm->box[i] >= 1 && tm->box[i] <= 256);
+  GC_ASSERT(!tm->swizzle || tm->box[0] * tm->strides[0] <= tm->swizzle);
+  int i = kir_add_param(m, k, name, KIR_PARAM_TMAP, dtype, 1, binding);
+  if (i >= 0) k->params[i].tmap = *tm;
+  return i;
 }
 
 /* Append a shared-memory array of `count` elements; returns its index. */
@@ -641,6 +655,60 @@ void kir_emit_wgmma_ra(kir_module *m, kir_block *b, int n, const int *d, const i
   memcpy(s->u.wg.a_regs, a, sizeof s->u.wg.a_regs);
 }
 
+/* ---- bulk tensor copies and shared-memory barriers --------------------------------------- */
+
+static kir_stmt *mbar_stmt(kir_module *m, kir_block *b, kir_stmt_kind kind, int buf, kir_expr *index) {
+  if (!index) return NULL;
+  kir_stmt *s = new_stmt(m, b, kind);
+  if (s) {
+    s->u.mbar.buf = buf;
+    s->u.mbar.index = index;
+  }
+  return s;
+}
+
+void kir_emit_mbar_init(kir_module *m, kir_block *b, int buf, kir_expr *index, int count) {
+  GC_ASSERT(count >= 1);
+  kir_stmt *s = mbar_stmt(m, b, KIR_S_MBAR_INIT, buf, index);
+  if (s) s->u.mbar.count = count;
+}
+
+void kir_emit_mbar_expect(kir_module *m, kir_block *b, int buf, kir_expr *index, int bytes) {
+  GC_ASSERT(bytes >= 0 && bytes < (1 << 20));  /* the tx-count's range */
+  kir_stmt *s = mbar_stmt(m, b, KIR_S_MBAR_EXPECT, buf, index);
+  if (s) s->u.mbar.count = bytes;
+}
+
+void kir_emit_mbar_wait(kir_module *m, kir_block *b, int buf, kir_expr *index, kir_expr *parity) {
+  if (!parity) return;
+  kir_stmt *s = mbar_stmt(m, b, KIR_S_MBAR_WAIT, buf, index);
+  if (s) s->u.mbar.parity = parity;
+}
+
+void kir_emit_tmap_acquire(kir_module *m, kir_block *b, int tmap) {
+  kir_stmt *s = new_stmt(m, b, KIR_S_TMAP_ACQUIRE);
+  if (s) s->u.tma.tmap = tmap;
+}
+
+void kir_emit_tma_load(kir_module *m, kir_block *b, int sbuf, kir_expr *sindex, int tmap,
+                       kir_expr *const *coord, int mbuf, kir_expr *mindex) {
+  if (!sindex || !mindex) return;
+  kir_stmt *s = new_stmt(m, b, KIR_S_TMA_LOAD);
+  if (!s) return;
+  s->u.tma.sbuf = sbuf;
+  s->u.tma.sindex = sindex;
+  s->u.tma.tmap = tmap;
+  s->u.tma.mbuf = mbuf;
+  s->u.tma.mindex = mindex;
+  /* the rank is the tensor map's: the verifier checks it */
+  int r = 0;
+  while (r < KIR_TMAP_MAX_RANK && coord[r]) {
+    s->u.tma.coord[r] = coord[r];
+    r++;
+  }
+  s->u.tma.rank = r;
+}
+
 /* PTX ISA, "Matrix Descriptor Format": bits 16-29 lbo >> 4, 32-45 sbo >> 4, 62-63 the
  * swizzle (1: 128 bytes); the start address (bits 0-13) comes at run time. */
 uint64_t kir_wg_desc_bits(const kir_wg_opnd *o) {
@@ -689,6 +757,8 @@ static int block_uses_tc(const kir_block *b) {
     switch (s->kind) {
       case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_LDMATRIX: case KIR_S_MMA:
       case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE: case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: case KIR_S_WGMMA:
+      case KIR_S_MBAR_INIT: case KIR_S_MBAR_EXPECT: case KIR_S_MBAR_WAIT: case KIR_S_TMA_LOAD:
+      case KIR_S_TMAP_ACQUIRE:
         return 1;
       case KIR_S_FOR:
         if (block_uses_tc(&s->u.loop.body)) return 1;
@@ -948,6 +1018,38 @@ static void verify_block(verify_ctx *c, const kir_block *b) {
           GC_ASSERT(d >= 0 && d < k->n_vars && k->vars[d].type == GRAPHC_DTYPE_F32 && c->assigned[d]);
         }
         c->uses_shfl = 1;
+        break;
+      }
+      case KIR_S_MBAR_INIT:
+      case KIR_S_MBAR_EXPECT:
+      case KIR_S_MBAR_WAIT:
+        GC_ASSERT(c->blocks && k->shared_dynamic);
+        GC_ASSERT(buf_dtype(k, KIR_SHARED, s->u.mbar.buf) == GRAPHC_DTYPE_I64);
+        verify_expr(c, s->u.mbar.index);
+        GC_ASSERT(s->u.mbar.index->type == GRAPHC_DTYPE_I64);
+        if (s->kind == KIR_S_MBAR_WAIT) {
+          verify_expr(c, s->u.mbar.parity);
+          GC_ASSERT(s->u.mbar.parity->type == GRAPHC_DTYPE_I64);
+        }
+        break;
+      case KIR_S_TMAP_ACQUIRE:
+        GC_ASSERT(c->blocks && s->u.tma.tmap >= 0 && s->u.tma.tmap < k->n_params &&
+                  k->params[s->u.tma.tmap].kind == KIR_PARAM_TMAP);
+        break;
+      case KIR_S_TMA_LOAD: {
+        GC_ASSERT(c->blocks && k->shared_dynamic);
+        int t = s->u.tma.tmap;
+        GC_ASSERT(t >= 0 && t < k->n_params && k->params[t].kind == KIR_PARAM_TMAP);
+        GC_ASSERT(s->u.tma.rank == k->params[t].tmap.rank);
+        GC_ASSERT(buf_dtype(k, KIR_SHARED, s->u.tma.sbuf) == k->params[t].dtype);
+        GC_ASSERT(buf_dtype(k, KIR_SHARED, s->u.tma.mbuf) == GRAPHC_DTYPE_I64);
+        verify_expr(c, s->u.tma.sindex);
+        verify_expr(c, s->u.tma.mindex);
+        GC_ASSERT(s->u.tma.sindex->type == GRAPHC_DTYPE_I64 && s->u.tma.mindex->type == GRAPHC_DTYPE_I64);
+        for (int i = 0; i < s->u.tma.rank; i++) {
+          verify_expr(c, s->u.tma.coord[i]);
+          GC_ASSERT(s->u.tma.coord[i]->type == GRAPHC_DTYPE_I64);
+        }
         break;
       }
       default:
@@ -1215,6 +1317,36 @@ static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, i
                        k->vars[a[2]].name, k->vars[a[3]].name, k->vars[bf[0]].name, k->vars[bf[1]].name);
         break;
       }
+      case KIR_S_MBAR_INIT:
+      case KIR_S_MBAR_EXPECT:
+      case KIR_S_MBAR_WAIT:
+        gc_sbuf_printf(b, "mbarrier.%s smem%d[", s->kind == KIR_S_MBAR_INIT ? "init" : s->kind == KIR_S_MBAR_EXPECT ? "expect_tx" : "wait",
+                       s->u.mbar.buf);
+        print_expr(b, k, s->u.mbar.index);
+        gc_sbuf_puts(b, "]");
+        if (s->kind == KIR_S_MBAR_WAIT) {
+          gc_sbuf_puts(b, " parity ");
+          print_expr(b, k, s->u.mbar.parity);
+        } else {
+          gc_sbuf_printf(b, s->kind == KIR_S_MBAR_INIT ? " count %d" : " bytes %d", s->u.mbar.count);
+        }
+        gc_sbuf_puts(b, "\n");
+        break;
+      case KIR_S_TMAP_ACQUIRE:
+        gc_sbuf_printf(b, "fence.tensormap.acquire %s\n", k->params[s->u.tma.tmap].name);
+        break;
+      case KIR_S_TMA_LOAD:
+        gc_sbuf_printf(b, "tma.load smem%d[", s->u.tma.sbuf);
+        print_expr(b, k, s->u.tma.sindex);
+        gc_sbuf_printf(b, "] = %s[", k->params[s->u.tma.tmap].name);
+        for (int i = 0; i < s->u.tma.rank; i++) {
+          if (i) gc_sbuf_puts(b, ", ");
+          print_expr(b, k, s->u.tma.coord[i]);
+        }
+        gc_sbuf_printf(b, "] on smem%d[", s->u.tma.mbuf);
+        print_expr(b, k, s->u.tma.mindex);
+        gc_sbuf_puts(b, "]\n");
+        break;
     }
   }
 }
@@ -1229,9 +1361,19 @@ void kir_print(gc_sbuf *b, const kir_kernel *k) {
   if (k->one_pass) gc_sbuf_puts(b, "  one_pass\n");
   for (int i = 0; i < k->n_params; i++) {
     const kir_param *p = &k->params[i];
-    if (p->kind == KIR_PARAM_I64)
+    if (p->kind == KIR_PARAM_I64) {
       gc_sbuf_printf(b, "  param $%s: i64\n", p->name);
-    else
+    } else if (p->kind == KIR_PARAM_TMAP) {
+      const kir_tmap *t = &p->tmap;
+      gc_sbuf_printf(b, "  param %s: tensormap %s binding=%d +%lldB dims", p->name, graphc_dtype_name(p->dtype),
+                     p->binding, (long long)t->offset);
+      for (int d = 0; d < t->rank; d++) gc_sbuf_printf(b, "%s%lld", d ? "x" : " ", (long long)t->dims[d]);
+      gc_sbuf_puts(b, " strides");
+      for (int d = 1; d < t->rank; d++) gc_sbuf_printf(b, "%s%lldB", d > 1 ? "," : " ", (long long)t->strides[d]);
+      gc_sbuf_puts(b, " box");
+      for (int d = 0; d < t->rank; d++) gc_sbuf_printf(b, "%s%d", d ? "x" : " ", t->box[d]);
+      gc_sbuf_printf(b, " swizzle %d\n", t->swizzle);
+    } else
       gc_sbuf_printf(b, "  param %s: %s*%s binding=%d\n", p->name, graphc_dtype_name(p->dtype),
                      p->readonly ? " readonly" : "", p->binding);
   }

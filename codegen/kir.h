@@ -44,6 +44,8 @@ typedef struct kir_target {
                              matmul from its grid and num_sms (codegen/emit_mma.c) */
   int wgmma;              /* Hopper warpgroup MMAs (sm_90 exactly: code for sm_90a); set by
                              kir_target_cuda for sm 90 unless GRAPHC_WGMMA=0 (codegen/emit_wgmma.c) */
+  int tma;                /* Hopper bulk tensor copies (TMA) fill the f16 / bf16 wgmma kernel's
+                             stages (codegen/emit_wgmma.c); set with wgmma unless GRAPHC_TMA=0 */
   int short_k_mma;        /* matmuls with K <= 128 and no tuning entry take the mma.sync kernel,
                              128x64 tiles first, not wgmma (codegen/emit_mma.c); set by
                              kir_target_cuda, cleared by tests of the wgmma kernel */
@@ -149,7 +151,23 @@ typedef enum kir_stmt_kind {
   KIR_S_WG_FENCE,         /* wgmma.fence: before the first WGMMA touching the accumulators */
   KIR_S_WG_COMMIT,        /* close the group of WGMMAs issued by this warpgroup */
   KIR_S_WG_WAIT,          /* wait until at most u.wait of the warpgroup's WGMMA groups are pending */
-  KIR_S_WGMMA             /* warpgroup: d[0..n/2) (f32) += A (64 x k) * B (k x n), see kir_wg_opnd */
+  KIR_S_WGMMA,            /* warpgroup: d[0..n/2) (f32) += A (64 x k) * B (k x n), see kir_wg_opnd */
+  /* Hopper bulk tensor copies (TMA) and the shared-memory barriers they complete (sm_90;
+   * kernels with shared_dynamic). A barrier is an element of an I64 shared array. */
+  KIR_S_MBAR_INIT,        /* mbarrier.init: barrier u.mbar (buf, index) expects u.mbar.count arrivals
+                             per phase; then fence.mbarrier_init. One thread, before a KIR barrier
+                             that publishes it */
+  KIR_S_MBAR_EXPECT,      /* mbarrier.arrive.expect_tx: this thread arrives and the current phase
+                             also waits for u.mbar.count bytes of bulk copies */
+  KIR_S_MBAR_WAIT,        /* wait until the phase of parity u.mbar.parity (i64, 0 or 1) has completed */
+  KIR_S_TMAP_ACQUIRE,     /* fence.proxy.tensormap::generic.acquire on tensor map param u.tma.tmap:
+                             the host wrote it with a copy; once per block before its first TMA_LOAD */
+  KIR_S_TMA_LOAD          /* cp.async.bulk.tensor: the box of tensor map param u.tma.tmap at
+                             coordinates u.tma.coord[0..rank) (i64, innermost first; outside the
+                             tensor reads zeros) into shared u.tma.sbuf from element u.tma.sindex
+                             (1024-byte aligned with a 128-byte swizzle: 16-byte chunk c of
+                             128-byte row r at chunk c ^ (r % 8)), completing box bytes on barrier
+                             u.tma.mbuf[u.tma.mindex] */
 } kir_stmt_kind;
 
 /* Warp-level matrix multiply-accumulate shapes (PTX mma.sync, row.col, f32 accumulators).
@@ -188,6 +206,7 @@ typedef struct kir_wg_opnd {
 } kir_wg_opnd;
 
 #define KIR_MAX_VEC 8
+#define KIR_TMAP_MAX_RANK 5
 
 /* Statement lists: a kir_block collects statements in order. */
 typedef struct kir_stmt kir_stmt;
@@ -218,17 +237,36 @@ struct kir_stmt {
       kir_mma_kind kind; int n; int *d; kir_wg_opnd a, b;
       int a_in_regs, a_regs[4];
     } wg;
+    struct { int buf; kir_expr *index; int count; kir_expr *parity; } mbar;  /* MBAR_* */
+    struct {                        /* TMA_LOAD */
+      int sbuf; kir_expr *sindex; int tmap; int rank; kir_expr *coord[KIR_TMAP_MAX_RANK];
+      int mbuf; kir_expr *mindex;
+    } tma;
   } u;
 };
 
-typedef enum kir_param_kind { KIR_PARAM_BUFFER, KIR_PARAM_I64 } kir_param_kind;
+/* A TMA tensor map over a buffer (KIR_PARAM_TMAP): a tiled view the runtime encodes
+ * (cuTensorMapEncodeTiled) once the buffer's address is known, and passes as the device
+ * address of the 128-byte map. */
+typedef struct kir_tmap {
+  int rank;                            /* 2 .. KIR_TMAP_MAX_RANK */
+  int64_t dims[KIR_TMAP_MAX_RANK];     /* elements; dims[0] contiguous */
+  int64_t strides[KIR_TMAP_MAX_RANK];  /* bytes from one coordinate of dim i to the next;
+                                          strides[0] is the element size */
+  int box[KIR_TMAP_MAX_RANK];          /* elements per copy along each dim (1 .. 256) */
+  int64_t offset;                      /* bytes from the buffer's start to element (0, .., 0) */
+  int swizzle;                         /* 0 or 128 (box[0] elements span at most 128 bytes) */
+} kir_tmap;
+
+typedef enum kir_param_kind { KIR_PARAM_BUFFER, KIR_PARAM_I64, KIR_PARAM_TMAP } kir_param_kind;
 
 typedef struct kir_param {
   const char *name;
   kir_param_kind kind;
-  gc_dtype dtype;         /* element type of a buffer */
+  gc_dtype dtype;         /* element type of a buffer (or of a tensor map's tensor) */
   int readonly;           /* buffer only read (const __restrict__ / noalias readonly) */
-  int binding;            /* which executable buffer this is: see codegen/lower.h */
+  int binding;            /* which executable buffer this is (a tensor map's too): codegen/lower.h */
+  kir_tmap tmap;          /* KIR_PARAM_TMAP */
 } kir_param;
 
 typedef struct kir_shared {
@@ -297,6 +335,9 @@ void kir_module_free(kir_module *m);
 kir_kernel *kir_kernel_new(kir_module *m, const char *name, kir_launch launch);
 int kir_add_param(kir_module *m, kir_kernel *k, const char *name, kir_param_kind kind,
                   gc_dtype dtype, int readonly, int binding);
+/* A tensor map over buffer `binding` (elements of dtype): a read-only KIR_PARAM_TMAP. */
+int kir_add_tmap(kir_module *m, kir_kernel *k, const char *name, gc_dtype dtype, int binding,
+                 const kir_tmap *tm);
 int kir_add_shared(kir_module *m, kir_kernel *k, gc_dtype dtype, int64_t count);
 int kir_add_scratch(kir_module *m, kir_kernel *k, gc_dtype dtype, int64_t count);
 int kir_add_var(kir_module *m, kir_kernel *k, const char *hint, gc_dtype type);
@@ -363,6 +404,14 @@ void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const
  * memory K-major: d[0..n/2) += A (64 x 8) * B (8 x n). */
 void kir_emit_wgmma_ra(kir_module *m, kir_block *b, int n, const int *d, const int *a,
                        const kir_wg_opnd *bop);
+/* Hopper bulk tensor copies and shared-memory barriers (see KIR_S_TMA_LOAD, KIR_S_MBAR_*):
+ * barrier (buf, index) of an I64 shared array. */
+void kir_emit_mbar_init(kir_module *m, kir_block *b, int buf, kir_expr *index, int count);
+void kir_emit_mbar_expect(kir_module *m, kir_block *b, int buf, kir_expr *index, int bytes);
+void kir_emit_mbar_wait(kir_module *m, kir_block *b, int buf, kir_expr *index, kir_expr *parity);
+void kir_emit_tmap_acquire(kir_module *m, kir_block *b, int tmap);
+void kir_emit_tma_load(kir_module *m, kir_block *b, int sbuf, kir_expr *sindex, int tmap,
+                       kir_expr *const *coord, int mbuf, kir_expr *mindex);
 /* The PTX matrix descriptor's constant bits for an operand (swizzle, lbo, sbo); the
  * printers OR in (shared address & 0x3FFFF) >> 4. */
 uint64_t kir_wg_desc_bits(const kir_wg_opnd *o);

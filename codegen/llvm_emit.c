@@ -823,9 +823,59 @@ static void emit_wgmma(em *e, const kir_stmt *s) {
   for (int i = 0; i < nd; i++) store_field(e, r, (unsigned)i, s->u.wg.d[i]);
 }
 
+/* Shared-memory barriers and bulk tensor copies (kir.h), the CUDA C printer's instructions. */
+static void emit_tma(em *e, const kir_stmt *s) {
+  char text[320];
+  if (s->kind == KIR_S_TMAP_ACQUIRE) {
+    LLVMValueRef a = e->params[s->u.tma.tmap];
+    inline_ptx(e, "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;", "l,~{memory}", e->t_void, &a, 1);
+    return;
+  }
+  if (s->kind == KIR_S_TMA_LOAD) {
+    int r = s->u.tma.rank;
+    LLVMValueRef args[3 + KIR_TMAP_MAX_RANK] = {shared_addr(e, s->u.tma.sbuf, s->u.tma.sindex),
+                                                e->params[s->u.tma.tmap],
+                                                shared_addr(e, s->u.tma.mbuf, s->u.tma.mindex)};
+    int tl = snprintf(text, sizeof text,
+                      "cp.async.bulk.tensor.%dd.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {", r);
+    char cons[64] = "r,l,r";
+    for (int i = 0; i < r; i++) {
+      args[3 + i] = LLVMBuildTrunc(e->b, index64(e, s->u.tma.coord[i]), e->t_i32, "");
+      tl += snprintf(text + tl, sizeof text - (size_t)tl, "%s$%d", i ? ", " : "", 3 + i);
+      strcat(cons, ",r");
+    }
+    snprintf(text + tl, sizeof text - (size_t)tl, "}], [$2];");
+    strcat(cons, ",~{memory}");
+    inline_ptx(e, text, cons, e->t_void, args, 3 + r);
+    return;
+  }
+  LLVMValueRef args[2] = {shared_addr(e, s->u.mbar.buf, s->u.mbar.index), NULL};
+  switch (s->kind) {
+    case KIR_S_MBAR_INIT:
+      snprintf(text, sizeof text, "mbarrier.init.shared::cta.b64 [$0], %d;\n\tfence.mbarrier_init.release.cluster;",
+               s->u.mbar.count);
+      inline_ptx(e, text, "r,~{memory}", e->t_void, args, 1);
+      return;
+    case KIR_S_MBAR_EXPECT:
+      snprintf(text, sizeof text, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], %d;", s->u.mbar.count);
+      inline_ptx(e, text, "r,~{memory}", e->t_void, args, 1);
+      return;
+    default:
+      args[1] = LLVMBuildTrunc(e->b, index64(e, s->u.mbar.parity), e->t_i32, "");
+      inline_ptx(e,
+                 "{\n\t.reg .pred p;\n\tGC_WAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n\t"
+                 "@!p bra GC_WAIT;\n\t}",
+                 "r,r,~{memory}", e->t_void, args, 2);
+      return;
+  }
+}
+
 static void emit_tensor_core(em *e, const kir_stmt *s) {
   GC_ASSERT(e->t->arch == GC_LLVM_NVPTX);
   switch (s->kind) {
+  case KIR_S_MBAR_INIT: case KIR_S_MBAR_EXPECT: case KIR_S_MBAR_WAIT: case KIR_S_TMA_LOAD: case KIR_S_TMAP_ACQUIRE:
+    emit_tma(e, s);
+    return;
   case KIR_S_CP_ASYNC: {
     LLVMValueRef q = ex(e, s->u.copy.pred);
     LLVMValueRef sa = shared_addr(e, s->u.copy.sbuf, s->u.copy.sindex);
@@ -919,6 +969,8 @@ static void emit_stmt(em *e, const kir_stmt *s) {
   case KIR_S_BARRIER: t_barrier(e); return;
   case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT: case KIR_S_LDMATRIX: case KIR_S_MMA:
   case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE: case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: case KIR_S_WGMMA:
+  case KIR_S_MBAR_INIT: case KIR_S_MBAR_EXPECT: case KIR_S_MBAR_WAIT: case KIR_S_TMA_LOAD:
+  case KIR_S_TMAP_ACQUIRE:
     emit_tensor_core(e, s);
     return;
   }

@@ -56,7 +56,7 @@
 /* PTX ISA 7.8 (CUDA 11.8): covers sm_50..sm_90 and keeps old drivers able to JIT it.
  * A module with Hopper warpgroup MMAs (kir_module_uses_wgmma) is for sm_90a, PTX ISA 8.0. */
 #define NVPTX_FEATURES "+ptx78"
-#define NVPTX_FEATURES_A "+ptx80"
+#define NVPTX_FEATURES_A "+ptx83"  /* fence.proxy.tensormap (TMA kernels) needs PTX 8.3 */
 
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
 

@@ -144,6 +144,20 @@ static void w_plan(wbuf *w, const gc_launch_plan *p, const uint32_t *blob) {
   w_u32(w, (uint32_t)p->n_launches);
   for (int i = 0; i < p->n_launches; i++) w_u32(w, (uint32_t)p->launches[i]);
   w_u32(w, (uint32_t)p->n_prologue);
+  w_u32(w, (uint32_t)p->n_tmaps);
+  for (int i = 0; i < p->n_tmaps; i++) {
+    const gc_lp_tmap *t = &p->tmaps[i];
+    w_u32(w, (uint32_t)t->buffer);
+    w_u32(w, (uint32_t)t->dtype);
+    w_u32(w, (uint32_t)t->rank);
+    w_u32(w, (uint32_t)t->swizzle);
+    w_u64(w, t->offset);
+    for (int k = 0; k < t->rank && k < GC_LP_TMAP_MAX_RANK; k++) {  /* a bad rank: the reader's error */
+      w_i64(w, t->dims[k]);
+      w_i64(w, t->strides[k]);
+      w_u32(w, (uint32_t)t->box[k]);
+    }
+  }
 }
 
 typedef struct blob_ref {
@@ -427,7 +441,8 @@ static int read_sign(rd *r, gc_bundle *b, gc_launch_plan *sig) {
   return 0;
 }
 
-/* PLAN: buffers, consts (blob indices kept in blob[]), kernels, launches. */
+/* PLAN: buffers, consts (blob indices kept in blob[]), kernels, launches, prologue,
+ * tensor maps. */
 static int read_plan(rd *r, gc_bundle *b, gc_launch_plan *p, uint32_t **blob) {
   p->arena_bytes = r_u64(r);
   p->n_buffers = r_count(r, 24, 1u << 24);
@@ -470,6 +485,23 @@ static int read_plan(rd *r, gc_bundle *b, gc_launch_plan *p, uint32_t **blob) {
   p->launches = r_array(r, &b->arena, (size_t)p->n_launches, sizeof *p->launches);
   for (int i = 0; i < p->n_launches && !r->err; i++) p->launches[i] = (int)r_u32(r);
   p->n_prologue = (int)r_count(r, 0, 1u << 24);  /* at most n_launches: gc_launch_plan_check */
+  p->n_tmaps = r_count(r, 24, 1u << 20);
+  p->tmaps = r_array(r, &b->arena, (size_t)p->n_tmaps, sizeof *p->tmaps);
+  for (int i = 0; i < p->n_tmaps && !r->err; i++) {
+    gc_lp_tmap *t = &p->tmaps[i];
+    t->buffer = (int)r_u32(r);
+    t->dtype = (gc_dtype)r_u32(r);
+    uint32_t rank = r_u32(r);
+    t->swizzle = (int)r_u32(r);
+    t->offset = r_u64(r);
+    if (!r->err && rank > GC_LP_TMAP_MAX_RANK) r_fail(r, "a tensor map's rank is too large");
+    t->rank = (int)rank;   /* below 2: gc_launch_plan_check */
+    for (uint32_t k = 0; k < rank && !r->err; k++) {
+      t->dims[k] = r_i64(r);
+      t->strides[k] = r_i64(r);
+      t->box[k] = (int)r_u32(r);
+    }
+  }
   return r->err ? -1 : 0;
 }
 

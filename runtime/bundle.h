@@ -26,8 +26,8 @@
 #include "launch_plan.h"
 
 #define GC_BUNDLE_MAGIC "\x89GCX\r\n\x1a\n"
-#define GC_BUNDLE_FORMAT 4  /* 2: kernels' dynamic shared memory (2026-11-30); 3: GC_LP_BLOCKS_ONE (2026-12-01);
-                               4: the plan's prologue count (2026-12-02) */
+#define GC_BUNDLE_FORMAT 5  /* 2: kernels' dynamic shared memory (2026-11-30); 3: GC_LP_BLOCKS_ONE (2026-12-01);
+                               4: the plan's prologue count (2026-12-02); 5: TMA tensor maps (2026-12-02) */
 #define GC_BUNDLE_HEADER_BYTES 64
 
 typedef struct gc_bundle_image {

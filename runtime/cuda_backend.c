@@ -246,6 +246,24 @@ int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache 
 }
 
 /* ---- launch plans ------------------------------------------------------------------------ */
+/* The launch plan's copy of a KIR_PARAM_TMAP param's geometry (checked by
+ * gc_launch_plan_check, encoded by cuda_exec.c once its buffer has an address). */
+static void lp_tmap(gc_lp_tmap *t, const kir_param *kp) {
+  _Static_assert(GC_LP_TMAP_MAX_RANK == KIR_TMAP_MAX_RANK, "tensor map ranks differ");
+  const kir_tmap *m = &kp->tmap;
+  memset(t, 0, sizeof *t);
+  t->buffer = kp->binding;
+  t->dtype = kp->dtype;
+  t->rank = m->rank;
+  for (int i = 0; i < KIR_TMAP_MAX_RANK; i++) {
+    t->dims[i] = m->dims[i];
+    t->strides[i] = m->strides[i];
+    t->box[i] = m->box[i];
+  }
+  t->offset = (uint64_t)m->offset;
+  t->swizzle = m->swizzle;
+}
+
 int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
                         const graphc_tensor_info_t *in, size_t n_in,
                         const graphc_tensor_info_t *out, size_t n_out, gc_launch_plan *lp,
@@ -255,6 +273,13 @@ int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
   const kir_module *km = p->kir;
   lp->n_kernels = km->n_kernels;
   lp->kernels = gc_arena_alloc(a, (size_t)km->n_kernels * sizeof *lp->kernels + 1);
+  /* Every tensor map param gets its own map: two kernels over one buffer may view it
+   * through different boxes. */
+  int n_tmaps = 0;
+  for (int i = 0; i < km->n_kernels; i++)
+    for (int j = 0; j < km->kernels[i]->n_params; j++)
+      n_tmaps += km->kernels[i]->params[j].kind == KIR_PARAM_TMAP;
+  lp->tmaps = gc_arena_alloc(a, (size_t)n_tmaps * sizeof *lp->tmaps + 1);
   for (int i = 0; lp->kernels && i < km->n_kernels; i++) {
     const kir_kernel *k = km->kernels[i];
     gc_lp_kernel *q = &lp->kernels[i];
@@ -266,9 +291,15 @@ int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
     q->n_params = k->n_params;
     q->params = gc_arena_alloc(a, (size_t)k->n_params * sizeof *q->params + 1);
     for (int j = 0; q->params && j < k->n_params; j++) {
-      q->params[j].kind = k->params[j].kind == KIR_PARAM_I64 ? GC_LP_PARAM_I64 : GC_LP_PARAM_BUFFER;
+      const kir_param *kp = &k->params[j];
+      if (kp->kind == KIR_PARAM_TMAP) {
+        if (lp->tmaps) lp_tmap(&lp->tmaps[lp->n_tmaps], kp);
+        q->params[j] = (gc_lp_param){GC_LP_PARAM_TMAP, lp->n_tmaps++};
+        continue;
+      }
+      q->params[j].kind = kp->kind == KIR_PARAM_I64 ? GC_LP_PARAM_I64 : GC_LP_PARAM_BUFFER;
       /* lower.h: a buffer's binding indexes plan buffers; an I64's is its value. */
-      q->params[j].value = k->params[j].binding;
+      q->params[j].value = kp->binding;
     }
   }
   lp->n_launches = p->n_launches;

@@ -76,7 +76,8 @@
   X(EventRecord, cuEventRecord, NULL)                                     \
   X(EventSynchronize, cuEventSynchronize, NULL)                           \
   X(EventElapsedTime, cuEventElapsedTime_v2, "cuEventElapsedTime")        \
-  X(EventDestroy, cuEventDestroy_v2, NULL)
+  X(EventDestroy, cuEventDestroy_v2, NULL)                                \
+  X(TensorMapEncodeTiled, cuTensorMapEncodeTiled, NULL)
 
 typedef struct gc_cu_driver {
 #define GC_CU_FIELD(FIELD, SYM, ALT) __typeof__(SYM) *FIELD;

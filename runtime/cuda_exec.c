@@ -10,6 +10,14 @@
  * device buffers, so one capture serves every run. run_device binds other
  * pointers: the graph is re-captured and the instantiated graph updated in
  * place (cuGraphExecUpdate) whenever they differ from the last ones.
+ *
+ * TMA tensor maps: the plan's maps live in one device table of 128-byte
+ * CUtensorMaps, and a kernel's TMAP argument is its map's address in the table,
+ * which never changes, so the captured graph stays valid. A map embeds its
+ * buffer's address: it is encoded into a host copy of the table whenever that
+ * address changes (at load; when run_device binds other pointers), and the copy
+ * is uploaded on the stream before the next launches, after earlier runs'
+ * kernels have read the old maps.
  */
 #include "cuda_exec.h"
 
@@ -21,6 +29,9 @@
 #include "cuda_driver.h"
 
 #define CU_ALIGN 256
+#define TMAP_BYTES 128   /* one encoded CUtensorMap in the table (its size and alignment) */
+
+_Static_assert(sizeof(CUtensorMap) == TMAP_BYTES, "CUtensorMap is not 128 bytes");
 
 typedef struct cu_kernel {
   const gc_lp_kernel *k;
@@ -46,6 +57,11 @@ struct gc_cu_exec {
   CUdeviceptr *bound_in, *bound_out; /* what the kernel arguments point at now */
   CUdeviceptr *graph_in, *graph_out; /* what the instantiated graph was captured with */
   cu_kernel *kernels;              /* per plan kernel */
+  CUdeviceptr tmaps;               /* the tensor map table: n_tmaps x TMAP_BYTES */
+  CUtensorMap *tmap_host;          /* its host copy (TMAP_BYTES aligned) */
+  CUdeviceptr *tmap_at;            /* per map: the address it was encoded with */
+  unsigned char *tmap_valid;       /* per map: tmap_host holds a good encoding at tmap_at */
+  int tmaps_dirty;                 /* tmap_host differs from the device table */
   CUgraphExec gexec;
   int eager, sync_each;
   int prologue_due;                /* the plan's prologue has yet to run on the current consts */
@@ -153,14 +169,74 @@ static int check_tensor(const graphc_tensor_info_t *t, const char *kind, int i, 
   return 0;
 }
 
+/* Check tensor map i against what cuTensorMapEncodeTiled accepts (so that at run time
+ * only the buffer's address can make the encode fail) and against its buffer's bytes:
+ * every element the map can address lies inside the buffer (TMA never reads past
+ * globalDim, so the boxes' overhang is no concern). */
+static int check_tmap(const gc_launch_plan *p, int i, graphc_status_t st, const char *what,
+                      gc_diags *d) {
+  const gc_lp_tmap *t = &p->tmaps[i];
+  if (t->buffer < 0 || t->buffer >= p->n_buffers)
+    return bad_plan(d, st, what, "tensor map %d refers to a missing buffer (%d)", i, t->buffer);
+  if (t->dtype != GRAPHC_DTYPE_F16 && t->dtype != GRAPHC_DTYPE_BF16 && t->dtype != GRAPHC_DTYPE_F32)
+    return bad_plan(d, st, what, "tensor map %d has dtype %d (f16, bf16 or f32 expected)", i,
+                    (int)t->dtype);
+  if (t->rank < 2 || t->rank > GC_LP_TMAP_MAX_RANK)
+    return bad_plan(d, st, what, "tensor map %d has rank %d (2 to %d)", i, t->rank,
+                    GC_LP_TMAP_MAX_RANK);
+  const int64_t es = (int64_t)graphc_dtype_size(t->dtype);
+  if (t->strides[0] != es)
+    return bad_plan(d, st, what,
+                    "tensor map %d: stride 0 is %" PRId64 " bytes, not the element size %" PRId64, i,
+                    t->strides[0], es);
+  for (int k = 0; k < t->rank; k++) {
+    if (t->dims[k] < 1 || t->dims[k] > (INT64_C(1) << 32))
+      return bad_plan(d, st, what, "tensor map %d: dim %d is %" PRId64 " (1 to 2^32)", i, k,
+                      t->dims[k]);
+    if (k && (t->strides[k] < 16 || t->strides[k] % 16 || t->strides[k] >= (INT64_C(1) << 40)))
+      return bad_plan(d, st, what,
+                      "tensor map %d: stride %d (%" PRId64 " bytes) is not a multiple of 16 below 2^40",
+                      i, k, t->strides[k]);
+    if (t->box[k] < 1 || t->box[k] > 256)
+      return bad_plan(d, st, what, "tensor map %d: box dim %d is %d (1 to 256)", i, k, t->box[k]);
+  }
+  int64_t row = (int64_t)t->box[0] * es;  /* bytes of the box's innermost run */
+  if (row % 16)
+    return bad_plan(d, st, what,
+                    "tensor map %d: the box's rows are %" PRId64 " bytes, not a multiple of 16", i, row);
+  if (t->swizzle != 0 && t->swizzle != 128)
+    return bad_plan(d, st, what, "tensor map %d has swizzle %d (0 or 128)", i, t->swizzle);
+  if (t->swizzle == 128 && row > 128)
+    return bad_plan(d, st, what,
+                    "tensor map %d: the box's rows are %" PRId64
+                    " bytes, wider than its 128-byte swizzle", i, row);
+  if (t->offset % 16)
+    return bad_plan(d, st, what, "tensor map %d: offset %" PRIu64 " is not a multiple of 16", i,
+                    t->offset);
+  /* offset + sum (dims[k] - 1) * strides[k] + es <= bytes, each step kept below bytes */
+  uint64_t bytes = p->buffers[t->buffer].bytes, end = t->offset;
+  int inside = end <= bytes;
+  for (int k = 0; k < t->rank && inside; k++) {
+    uint64_t n = (uint64_t)(t->dims[k] - 1), s = (uint64_t)t->strides[k];
+    inside = n <= (bytes - end) / s;
+    if (inside) end += n * s;
+  }
+  if (!inside || (uint64_t)es > bytes - end)
+    return bad_plan(d, st, what,
+                    "tensor map %d reaches past the end of buffer %d (%" PRIu64 " bytes)", i,
+                    t->buffer, bytes);
+  return 0;
+}
+
 int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char *what,
                          gc_diags *d) {
   if (p->n_kernels < 0 || p->n_launches < 0 || p->n_buffers < 0 || p->n_consts < 0 ||
-      p->n_inputs < 0 || p->n_outputs < 0)
+      p->n_inputs < 0 || p->n_outputs < 0 || p->n_tmaps < 0)
     return bad_plan(d, st, what, "negative count");
   if ((p->n_kernels && !p->kernels) || (p->n_launches && !p->launches) ||
       (p->n_buffers && !p->buffers) || (p->n_consts && !p->consts) ||
-      (p->n_inputs && !p->inputs) || (p->n_outputs && !p->outputs))
+      (p->n_inputs && !p->inputs) || (p->n_outputs && !p->outputs) ||
+      (p->n_tmaps && !p->tmaps))
     return bad_plan(d, st, what, "missing table");
   if (p->arena_bytes > (UINT64_C(1) << 50)) return bad_plan(d, st, what, "arena size is absurd");
   for (int i = 0; i < p->n_inputs; i++)
@@ -203,6 +279,8 @@ int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char
   bad_index:
     return bad_plan(d, st, what, "buffer %d refers to a missing tensor (%d)", i, b->index);
   }
+  for (int i = 0; i < p->n_tmaps; i++)
+    if (check_tmap(p, i, st, what, d)) return -1;
   for (int i = 0; i < p->n_kernels; i++) {
     const gc_lp_kernel *k = &p->kernels[i];
     if (!is_c_ident(k->name)) return bad_plan(d, st, what, "kernel %d has an invalid name", i);
@@ -216,6 +294,12 @@ int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char
     for (int j = 0; j < k->n_params; j++) {
       const gc_lp_param *q = &k->params[j];
       if (q->kind == GC_LP_PARAM_I64) continue;
+      if (q->kind == GC_LP_PARAM_TMAP) {
+        if (q->value < 0 || q->value >= p->n_tmaps)
+          return bad_plan(d, st, what, "kernel %s: parameter %d names tensor map %" PRId64 " of %d",
+                          k->name, j, q->value, p->n_tmaps);
+        continue;
+      }
       if (q->kind != GC_LP_PARAM_BUFFER || q->value < 0 || q->value >= p->n_buffers)
         return bad_plan(d, st, what, "kernel %s: parameter %d is bound to nothing", k->name, j);
     }
@@ -578,6 +662,17 @@ static int setup_memory(gc_cu_exec *x, gc_sbuf *st, gc_diags *d) {
     x->out_buf[i] = x->io + off;
     off += align_up(p->outputs[i].nbytes);
   }
+  if (p->n_tmaps) {
+    size_t nt = (size_t)p->n_tmaps, tbytes = nt * TMAP_BYTES;
+    /* cuTensorMapEncodeTiled writes only to aligned maps (64 bytes; CUDA 13's
+     * CUtensorMap says 128) */
+    x->tmap_host = aligned_alloc(TMAP_BYTES, tbytes);
+    x->tmap_at = calloc(nt, sizeof *x->tmap_at);
+    x->tmap_valid = calloc(nt, 1);
+    if (!x->tmap_host || !x->tmap_at || !x->tmap_valid) return oom(d);
+    memset(x->tmap_host, 0, tbytes);
+    if (dev_alloc(x, &x->tmaps, tbytes, "TMA tensor maps", d)) return -1;
+  }
   if (st) {
     char a[64], c[64], io[64];
     fmt_bytes(a, sizeof a, (double)p->arena_bytes);
@@ -589,8 +684,94 @@ static int setup_memory(gc_cu_exec *x, gc_sbuf *st, gc_diags *d) {
   return 0;
 }
 
-/* Point every kernel argument at the given I/O buffers (TEMP and CONST fixed). */
-static void bind_io(gc_cu_exec *x, const CUdeviceptr *in, const CUdeviceptr *out) {
+/* Device address of plan buffer `buf` with the given I/O buffers bound. */
+static CUdeviceptr buffer_addr(const gc_cu_exec *x, int buf, const CUdeviceptr *in,
+                               const CUdeviceptr *out) {
+  const gc_lp_buffer *b = &x->plan->buffers[buf];
+  switch (b->kind) {
+    case GC_LP_INPUT: return in[b->index];
+    case GC_LP_OUTPUT: return out[b->index];
+    case GC_LP_CONST: return x->consts + x->const_off[b->index];
+    case GC_LP_TEMP: return x->arena + b->offset;
+  }
+  return 0;
+}
+
+/* The first kernel reading tensor map i, for messages. */
+static const char *tmap_kernel(const gc_cu_exec *x, int i) {
+  const gc_launch_plan *p = x->plan;
+  for (int k = 0; k < p->n_kernels; k++)
+    for (int j = 0; j < p->kernels[k].n_params; j++)
+      if (p->kernels[k].params[j].kind == GC_LP_PARAM_TMAP && p->kernels[k].params[j].value == i)
+        return p->kernels[k].name;
+  return "(no kernel)";
+}
+
+/* Report a failed encode of tensor map i at addr: the kernel, the tensor, the CUresult.
+ * A misaligned address is the caller's (run_device pointers): INVALID_ARGUMENT. */
+static int tmap_failed(gc_cu_exec *x, int i, CUdeviceptr addr, CUresult r, gc_diags *d) {
+  const gc_launch_plan *p = x->plan;
+  const gc_lp_tmap *t = &p->tmaps[i];
+  const gc_lp_buffer *b = &p->buffers[t->buffer];
+  char tensor[600];
+  if (b->kind == GC_LP_INPUT || b->kind == GC_LP_OUTPUT)
+    snprintf(tensor, sizeof tensor, "%s '%s'", b->kind == GC_LP_INPUT ? "input" : "output",
+             b->kind == GC_LP_INPUT ? p->inputs[b->index].name : p->outputs[b->index].name);
+  else
+    snprintf(tensor, sizeof tensor, "%s buffer %d", b->kind == GC_LP_CONST ? "const" : "temp",
+             t->buffer);
+  int misaligned = addr % 16 != 0;
+  gc_error_at(d, misaligned ? GRAPHC_STATUS_INVALID_ARGUMENT : gc_cu_status(r), (gc_loc){0, 0},
+              "kernel %s: tensor map %d over %s at 0x%llx: cuTensorMapEncodeTiled failed: %s (%s)%s",
+              tmap_kernel(x, i), i, tensor, (unsigned long long)addr, gc_cu_error_name(x->cu, r),
+              gc_cu_error_string(x->cu, r),
+              misaligned ? " [TMA needs 16-byte aligned tensors: pass 16-byte aligned device pointers]"
+                         : "");
+  return -1;
+}
+
+/* Encode tensor map i, whose element (0, .., 0) is at addr, into the host table. */
+static CUresult encode_tmap(gc_cu_exec *x, int i, CUdeviceptr addr) {
+  const gc_lp_tmap *t = &x->plan->tmaps[i];
+  cuuint64_t dims[GC_LP_TMAP_MAX_RANK], strides[GC_LP_TMAP_MAX_RANK];
+  cuuint32_t box[GC_LP_TMAP_MAX_RANK], ones[GC_LP_TMAP_MAX_RANK];
+  for (int k = 0; k < t->rank; k++) {
+    dims[k] = (cuuint64_t)t->dims[k];
+    strides[k] = k + 1 < t->rank ? (cuuint64_t)t->strides[k + 1] : 0;  /* strides[0] is implied */
+    box[k] = (cuuint32_t)t->box[k];
+    ones[k] = 1;
+  }
+  CUtensorMapDataType dt = t->dtype == GRAPHC_DTYPE_F16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                           : t->dtype == GRAPHC_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                           : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  return x->cu->TensorMapEncodeTiled(
+      &x->tmap_host[i], dt, (cuuint32_t)t->rank, (void *)(uintptr_t)addr, dims, strides, box, ones,
+      CU_TENSOR_MAP_INTERLEAVE_NONE,
+      t->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+/* Re-encode the tensor maps whose buffer moved (only I/O buffers move: run_device)
+ * and mark the table for upload. A map that fails to encode is left invalid, so the
+ * next bind tries it again; nothing launches with it (the caller fails). */
+static int bind_tmaps(gc_cu_exec *x, const CUdeviceptr *in, const CUdeviceptr *out, gc_diags *d) {
+  const gc_launch_plan *p = x->plan;
+  for (int i = 0; i < p->n_tmaps; i++) {
+    CUdeviceptr addr = buffer_addr(x, p->tmaps[i].buffer, in, out) + p->tmaps[i].offset;
+    if (x->tmap_valid[i] && x->tmap_at[i] == addr) continue;
+    x->tmaps_dirty = 1;
+    x->tmap_valid[i] = 0;
+    CUresult r = encode_tmap(x, i, addr);
+    if (r != CUDA_SUCCESS) return tmap_failed(x, i, addr, r, d);
+    x->tmap_at[i] = addr;
+    x->tmap_valid[i] = 1;
+  }
+  return 0;
+}
+
+/* Point every kernel argument at the given I/O buffers (TEMP and CONST fixed), and
+ * the tensor maps over them. */
+static int bind_io(gc_cu_exec *x, const CUdeviceptr *in, const CUdeviceptr *out, gc_diags *d) {
   const gc_launch_plan *p = x->plan;
   memcpy(x->bound_in, in, (size_t)p->n_inputs * sizeof *in);
   memcpy(x->bound_out, out, (size_t)p->n_outputs * sizeof *out);
@@ -598,21 +779,14 @@ static void bind_io(gc_cu_exec *x, const CUdeviceptr *in, const CUdeviceptr *out
     cu_kernel *ck = &x->kernels[i];
     for (int j = 0; j < ck->k->n_params; j++) {
       const gc_lp_param *q = &ck->k->params[j];
-      if (q->kind == GC_LP_PARAM_I64) {
-        ck->args[j] = (uint64_t)q->value;
-        continue;
+      switch (q->kind) {
+        case GC_LP_PARAM_I64: ck->args[j] = (uint64_t)q->value; break;
+        case GC_LP_PARAM_TMAP: ck->args[j] = x->tmaps + (uint64_t)q->value * TMAP_BYTES; break;
+        case GC_LP_PARAM_BUFFER: ck->args[j] = buffer_addr(x, (int)q->value, in, out); break;
       }
-      const gc_lp_buffer *b = &p->buffers[q->value];
-      CUdeviceptr v = 0;
-      switch (b->kind) {
-        case GC_LP_INPUT: v = in[b->index]; break;
-        case GC_LP_OUTPUT: v = out[b->index]; break;
-        case GC_LP_CONST: v = x->consts + x->const_off[b->index]; break;
-        case GC_LP_TEMP: v = x->arena + b->offset; break;
-      }
-      ck->args[j] = (uint64_t)v;
     }
   }
+  return bind_tmaps(x, in, out, d);
 }
 
 int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *imgs, int n_imgs,
@@ -638,8 +812,7 @@ int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *i
   int rc = -1;
   if (load_module(x, imgs, n_imgs, st, d) || setup_kernels(x, d)) goto out;
   if (GC_CU(x->cu, d, StreamCreate, &x->stream, CU_STREAM_NON_BLOCKING)) goto out;
-  if (setup_memory(x, st, d)) goto out;
-  bind_io(x, x->in_buf, x->out_buf);
+  if (setup_memory(x, st, d) || bind_io(x, x->in_buf, x->out_buf, d)) goto out;
   x->prologue_due = 1;
   if (st) {
     gc_sbuf_printf(st, "cuda: %d kernels, %d launches (%s)\n", p->n_kernels, p->n_launches,
@@ -647,6 +820,9 @@ int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *i
     if (p->n_prologue)
       gc_sbuf_printf(st, "cuda: the first %d launches read only weights: run once per weights\n",
                      p->n_prologue);
+    if (p->n_tmaps)
+      gc_sbuf_printf(st, "cuda: %d tensor maps (%d bytes each, one device table), encoded again "
+                     "when a buffer they view moves\n", p->n_tmaps, TMAP_BYTES);
     for (int i = 0; i < p->n_kernels; i++) {
       const cu_kernel *ck = &x->kernels[i];
       gc_sbuf_printf(st, "cuda:   %-32s %s n=%" PRId64 " grid=%u block=%u\n", ck->k->name,
@@ -672,6 +848,20 @@ int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, g
 }
 
 /* ---- launching ---------------------------------------------------------------------- */
+/* Upload the tensor map table when bind_tmaps changed it. Stream order puts the copy
+ * after the kernels of earlier runs that read the old maps and before every launch
+ * that reads the new ones (a replayed graph reads the table at the same address). The
+ * copy is never captured: its source is pageable host memory, which the driver stages
+ * before returning (and every run synchronizes before its caller can bind again). */
+static int upload_tmaps(gc_cu_exec *x, gc_diags *d) {
+  if (!x->tmaps_dirty) return 0;
+  if (GC_CU_WHAT(x->cu, d, "TMA tensor maps", MemcpyHtoDAsync, x->tmaps, x->tmap_host,
+                 (size_t)x->plan->n_tmaps * TMAP_BYTES, x->stream))
+    return -1;
+  x->tmaps_dirty = 0;
+  return 0;
+}
+
 /* Launch the i-th launch of the plan on the stream. */
 static int launch_one(gc_cu_exec *x, int i, gc_diags *d) {
   cu_kernel *ck = &x->kernels[x->plan->launches[i]];
@@ -733,6 +923,7 @@ static int capture_graph(gc_cu_exec *x, gc_diags *d) {
  * per weights), then the rest as a graph replay or eagerly. */
 static int launch_all(gc_cu_exec *x, gc_diags *d) {
   const int np = x->plan->n_prologue, nl = x->plan->n_launches;
+  if (upload_tmaps(x, d)) return -1;
   if (x->prologue_due) {
     if (launch_range(x, 0, np, d)) return -1;
     x->prologue_due = 0;
@@ -768,8 +959,7 @@ int gc_cu_exec_run(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *ou
   if (not_loaded(x, d) || ctx_push(x, d)) return -1;
   const gc_cu_driver *cu = x->cu;
   const gc_launch_plan *p = x->plan;
-  int bad = 0;
-  bind_io(x, x->in_buf, x->out_buf);
+  int bad = bind_io(x, x->in_buf, x->out_buf, d);
   for (int i = 0; i < p->n_inputs && !bad; i++)
     bad = GC_CU_WHAT(cu, d, p->inputs[i].name, MemcpyHtoDAsync, x->in_buf[i], in[i].data,
                      p->inputs[i].nbytes, x->stream);
@@ -805,8 +995,7 @@ int gc_cu_exec_run_device(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tenso
   for (size_t i = 0; i < no; i++) pout[i] = (CUdeviceptr)(uintptr_t)out[i].data;
   int rc = -1;
   if (ctx_push(x, d) == 0) {
-    bind_io(x, pin, pout);
-    rc = launch_all(x, d) || sync_stream(x, d) ? -1 : 0;
+    rc = bind_io(x, pin, pout, d) || launch_all(x, d) || sync_stream(x, d) ? -1 : 0;
     ctx_pop(x);
   }
   free(pin);
@@ -832,6 +1021,7 @@ void gc_cu_exec_free(gc_cu_exec *x) {
     if (x->arena) cu->MemFree(x->arena);
     if (x->consts) cu->MemFree(x->consts);
     if (x->io) cu->MemFree(x->io);
+    if (x->tmaps) cu->MemFree(x->tmaps);
     if (x->mod) cu->ModuleUnload(x->mod);
     if (pushed) cu->CtxPopCurrent(&dummy);
     cu->DevicePrimaryCtxRelease(x->dev);
@@ -849,6 +1039,9 @@ void gc_cu_exec_free(gc_cu_exec *x) {
   free(x->bound_out);
   free(x->graph_in);
   free(x->graph_out);
+  free(x->tmap_host);
+  free(x->tmap_at);
+  free(x->tmap_valid);
   free(x);
 }
 
@@ -879,8 +1072,7 @@ static void free_events(gc_cu_exec *x, CUevent *ev, int n) {
 int gc_cu_exec_time_runs(gc_cu_exec *x, int warmup, int runs, float *ms, gc_diags *d) {
   if (not_loaded(x, d) || ctx_push(x, d)) return -1;
   CUevent ev[2] = {0, 0};
-  int bad = make_events(x, ev, 2, d);
-  bind_io(x, x->in_buf, x->out_buf);
+  int bad = make_events(x, ev, 2, d) || bind_io(x, x->in_buf, x->out_buf, d);
   for (int i = 0; i < warmup && !bad; i++) bad = launch_all(x, d);
   if (!bad) bad = sync_stream(x, d);
   for (int i = 0; i < runs && !bad; i++) {
@@ -900,8 +1092,8 @@ int gc_cu_exec_time_runs(gc_cu_exec *x, int warmup, int runs, float *ms, gc_diag
  * launches never wait for queue space. */
 int gc_cu_exec_time_issue(gc_cu_exec *x, int runs, float *us, gc_diags *d) {
   if (not_loaded(x, d) || ctx_push(x, d)) return -1;
-  bind_io(x, x->in_buf, x->out_buf);
-  int bad = launch_all(x, d) || sync_stream(x, d);  /* capture the graph first */
+  /* capture the graph first */
+  int bad = bind_io(x, x->in_buf, x->out_buf, d) || launch_all(x, d) || sync_stream(x, d);
   for (int i = 0; i < runs && !bad; i++) {
     double t0 = now_ms();
     bad = launch_all(x, d);
@@ -925,7 +1117,7 @@ int gc_cu_exec_time_kernels(gc_cu_exec *x, int runs, float *ms, gc_diags *d) {
   }
   int bad = make_events(x, ev, n + 1, d);
   int made = !bad;
-  bind_io(x, x->in_buf, x->out_buf);
+  if (!bad) bad = bind_io(x, x->in_buf, x->out_buf, d) || upload_tmaps(x, d);
   for (int r = 0; r < runs && !bad; r++) {
     for (int i = 0; i < n && !bad; i++)
       bad = GC_CU(x->cu, d, EventRecord, ev[i], x->stream) || launch_one(x, i, d);

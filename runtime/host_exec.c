@@ -186,6 +186,13 @@ static int setup_kernels(gc_host_exec *x, const gc_host_code *code, gc_diags *d)
         hk->slots[j] = (void *)(intptr_t)q->value;
         continue;
       }
+      if (q->kind == GC_LP_PARAM_TMAP) {
+        /* TMA tensor maps are a GPU (sm_90) feature: host lowering never makes one */
+        gc_error_at(d, GRAPHC_STATUS_INTERNAL, noloc,
+                    "host kernel %s: parameter %d is a TMA tensor map, which the host cannot run",
+                    k->name, j);
+        return -1;
+      }
       const gc_lp_buffer *b = &p->buffers[q->value];  /* in range: gc_launch_plan_check */
       switch (b->kind) {
         case GC_LP_INPUT:

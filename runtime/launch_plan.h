@@ -39,8 +39,25 @@ typedef struct gc_lp_buffer {
 
 typedef enum gc_lp_param_kind {
   GC_LP_PARAM_BUFFER = 0,  /* value: index into buffers */
-  GC_LP_PARAM_I64 = 1      /* value: the scalar passed */
+  GC_LP_PARAM_I64 = 1,     /* value: the scalar passed */
+  GC_LP_PARAM_TMAP = 2     /* value: index into tmaps; passed as the device address of the
+                              encoded 128-byte CUtensorMap */
 } gc_lp_param_kind;
+
+/* A TMA tensor map (kir_tmap, codegen/kir.h) over buffers[buffer]: encoded with
+ * cuTensorMapEncodeTiled at the buffer's device address + offset whenever that address
+ * changes, kept in a device table the kernels read. */
+#define GC_LP_TMAP_MAX_RANK 5
+typedef struct gc_lp_tmap {
+  int buffer;              /* index into buffers */
+  gc_dtype dtype;          /* F16, BF16 or F32 */
+  int rank;                /* 2 .. GC_LP_TMAP_MAX_RANK */
+  int64_t dims[GC_LP_TMAP_MAX_RANK];     /* elements, dims[0] contiguous */
+  int64_t strides[GC_LP_TMAP_MAX_RANK];  /* bytes; strides[0] = element size */
+  int box[GC_LP_TMAP_MAX_RANK];          /* 1 .. 256 elements */
+  uint64_t offset;         /* bytes from the buffer's start, a multiple of 16 */
+  int swizzle;             /* 0 or 128 */
+} gc_lp_tmap;
 
 typedef struct gc_lp_param {
   gc_lp_param_kind kind;
@@ -82,6 +99,8 @@ typedef struct gc_launch_plan {
                               run (codegen/prologue.c) */
   int n_buffers;
   gc_lp_buffer *buffers;   /* param values of kind BUFFER index this */
+  int n_tmaps;
+  gc_lp_tmap *tmaps;       /* param values of kind TMAP index this */
   int n_consts;
   gc_lp_const *consts;
   uint64_t arena_bytes;    /* bytes of the TEMP arena */

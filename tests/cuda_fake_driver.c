@@ -114,6 +114,15 @@ CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUs
   memset((void *)(uintptr_t)dst, v, n);
   return CUDA_SUCCESS;
 }
+/* A map of zeros; the driver's own check of the address (16-byte aligned). */
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank, void *addr,
+                                        const cuuint64_t *dims, const cuuint64_t *strides,
+                                        const cuuint32_t *box, const cuuint32_t *es,
+                                        CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                        CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  memset(m, 0, sizeof *m);
+  return (uintptr_t)addr % 16 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) {
   *m = handle();
   return *m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;

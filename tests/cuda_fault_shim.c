@@ -175,6 +175,12 @@ SHIM("copy", CUDA_ERROR_INVALID_VALUE, cuMemcpyDtoDAsync,
      (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s), NOTHING)
 SHIM("copy", CUDA_ERROR_INVALID_VALUE, cuMemsetD8Async,
      (CUdeviceptr dst, unsigned char v, size_t n, CUstream s), (dst, v, n, s), NOTHING)
+SHIM("copy", CUDA_ERROR_INVALID_VALUE, cuTensorMapEncodeTiled,
+     (CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank, void *addr, const cuuint64_t *dims,
+      const cuuint64_t *strides, const cuuint32_t *box, const cuuint32_t *es,
+      CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+      CUtensorMapFloatOOBfill oob),
+     (m, t, rank, addr, dims, strides, box, es, il, sw, l2, oob), NOTHING)
 /* sync */
 SHIM("sync", CUDA_ERROR_LAUNCH_FAILED, cuStreamSynchronize, (CUstream s), (s), NOTHING)
 SHIM("sync", CUDA_ERROR_LAUNCH_FAILED, cuCtxSynchronize, (void), (), NOTHING)

@@ -26,7 +26,7 @@
  *             [STREAM_CAPTURE_INVALIDATED], cuGraphInstantiate [OUT_OF_MEMORY],
  *             cuGraphExecUpdate [GRAPH_EXEC_UPDATE_FAILURE]
  *   copy      cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync,
- *             cuMemcpyDtoDAsync, cuMemsetD8Async [INVALID_VALUE]
+ *             cuMemcpyDtoDAsync, cuMemsetD8Async, cuTensorMapEncodeTiled [INVALID_VALUE]
  *   sync      cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize [LAUNCH_FAILED]
  *   stream    cuStreamCreate, cuEventCreate [OUT_OF_MEMORY], cuEventRecord [INVALID_HANDLE]
  *   device    cuDeviceGet, cuDeviceGetAttribute, cuDeviceGetName, cuDeviceTotalMem,

@@ -115,7 +115,8 @@ static int block_gpu_only(const kir_block *b) {
     switch (s->kind) {
       case KIR_S_BARRIER: case KIR_S_CP_ASYNC: case KIR_S_CP_COMMIT: case KIR_S_CP_WAIT:
       case KIR_S_LDMATRIX: case KIR_S_MMA: case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE:
-      case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: case KIR_S_WGMMA: return 1;
+      case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: case KIR_S_WGMMA: case KIR_S_MBAR_INIT:
+      case KIR_S_MBAR_EXPECT: case KIR_S_MBAR_WAIT: case KIR_S_TMA_LOAD: case KIR_S_TMAP_ACQUIRE: return 1;
       case KIR_S_ASSIGN: if (expr_gpu_only(s->u.assign.value)) return 1; break;
       case KIR_S_STORE:
         if (s->u.store.space == KIR_SHARED || expr_gpu_only(s->u.store.value) || expr_gpu_only(s->u.store.index)) return 1;
@@ -243,10 +244,11 @@ gc_module *parse_ok(const char *text) {
 /* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic;
  * a forced tile is the mma.sync kernel's), g_no_wgmma: sm_90 targets without wgmma, and
  * g_tc_sms: kir_target.num_sms (0: the default 132; small counts pick big tiles on small grids),
- * g_wgmma_short_k: wgmma also for K <= 128 (kir_target.short_k_mma cleared),
+ * g_wgmma_short_k: wgmma also for K <= 128 (kir_target.short_k_mma cleared), g_no_tma: the
+ * wgmma kernels' stages filled by cp.async, not TMA (kir_target.tma cleared),
  * g_simt_unroll_macs: kir_target.simt_unroll_macs (0: the default; 1: every f32 SIMT matmul
  * unrolls its K tile). */
-int g_tc_tile[2], g_no_wgmma, g_tc_sms, g_wgmma_short_k;
+int g_tc_tile[2], g_no_wgmma, g_tc_sms, g_wgmma_short_k, g_no_tma;
 int64_t g_simt_unroll_macs;
 /* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
  * plan only, which must use scratch arrays (the packed matmul). */
@@ -262,6 +264,7 @@ gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind 
     if (g_no_wgmma) t.wgmma = 0;
     if (g_tc_sms) t.num_sms = g_tc_sms;
     if (g_wgmma_short_k) t.short_k_mma = 0;
+    if (g_no_tma) t.tma = 0;
     if (g_simt_unroll_macs) t.simt_unroll_macs = g_simt_unroll_macs;
   } else {
     kir_target_host(&t, 4);

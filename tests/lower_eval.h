@@ -49,8 +49,16 @@ typedef struct ev_kernel_ctx {
   int nthreads;    /* 1 for ITEMS */
   ev_val *vars;    /* nthreads x n_vars */
   ev_val *snap;    /* shuffle snapshot */
+  struct ev_mbar **mbar;      /* per shared array of I64: the barrier state of each element */
   char err[256];   /* first error */
 } ev_kernel_ctx;
+
+/* A shared-memory barrier (KIR_S_MBAR_*): `phase` phases have completed; the current one
+ * waits for `pending` arrivals and `tx` bytes of bulk copies. */
+typedef struct ev_mbar {
+  int init, count, pending;
+  int64_t tx, phase;
+} ev_mbar;
 
 /* Record the first evaluation error (bounds, non-uniform barrier). */
 static void ev_fail(ev_kernel_ctx *c, const char *fmt, const char *a, long long x, long long y) {
@@ -329,6 +337,9 @@ static int ev_block_sync(const kir_block *b) {
 
 static void ev_block(ev_kernel_ctx *c, int th, const kir_block *b);
 
+static void ev_tma_load(ev_kernel_ctx *c, int th, const kir_stmt *s);
+static void ev_mbar_stmt(ev_kernel_ctx *c, int th, const kir_stmt *s);
+
 /* One statement in one thread. */
 static void ev_stmt(ev_kernel_ctx *c, int th, const kir_stmt *s) {
   ev_val *vars = c->vars + (size_t)th * (size_t)c->k->n_vars;
@@ -391,7 +402,104 @@ static void ev_stmt(ev_kernel_ctx *c, int th, const kir_stmt *s) {
     /* copies land at once and wgmmas complete at once: the fences and groups order nothing */
     case KIR_S_FENCE_ASYNC: case KIR_S_WG_FENCE: case KIR_S_WG_COMMIT: case KIR_S_WG_WAIT: break;
     case KIR_S_LDMATRIX: case KIR_S_MMA: case KIR_S_WGMMA: ev_fail(c, "%swarp-collective statement outside lockstep%lld%lld", "", 0, 0); break;
+    case KIR_S_MBAR_INIT: case KIR_S_MBAR_EXPECT: case KIR_S_MBAR_WAIT: ev_mbar_stmt(c, th, s); break;
+    case KIR_S_TMA_LOAD: ev_tma_load(c, th, s); break;
+    case KIR_S_TMAP_ACQUIRE: break;  /* the maps are the kernel's params, unchanged while it runs */
   }
+}
+
+/* The barrier a KIR_S_MBAR_* or TMA statement names in thread th (NULL after an error). */
+static ev_mbar *ev_mbar_at(ev_kernel_ctx *c, int th, int buf, const kir_expr *index) {
+  int64_t i = ev_expr(c, th, index).i;
+  if (!ev_target(c, KIR_SHARED, buf, i, 1)) return NULL;
+  return &c->mbar[buf][i];
+}
+
+/* The current phase completes once every arrival and every byte is in. */
+static void ev_mbar_step(ev_mbar *b) {
+  if (b->pending == 0 && b->tx == 0) {
+    b->phase++;
+    b->pending = b->count;
+  }
+}
+
+/* cp.async.bulk.tensor, done at once: the box at the coordinates (zeros outside the tensor)
+ * into shared memory, 128-byte rows swizzled as TMA does, then the bytes complete on the
+ * barrier. */
+static void ev_tma_load(ev_kernel_ctx *c, int th, const kir_stmt *s) {
+  const kir_param *q = &c->k->params[s->u.tma.tmap];
+  const kir_tmap *t = &q->tmap;
+  const ev_mem *src = &c->params[s->u.tma.tmap];
+  int64_t es = (int64_t)graphc_dtype_size(q->dtype), co[KIR_TMAP_MAX_RANK], n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    co[i] = ev_expr(c, th, s->u.tma.coord[i]).i;
+    n *= t->box[i];
+  }
+  int64_t si = ev_expr(c, th, s->u.tma.sindex).i;
+  ev_mem *dst = &c->shared[s->u.tma.sbuf];
+  if (si < 0 || si + n > dst->n) {
+    ev_fail(c, "%stma.load: shared elements %lld.. of %lld", "", (long long)si, (long long)dst->n);
+    return;
+  }
+  ev_mbar *b = ev_mbar_at(c, th, s->u.tma.mbuf, s->u.tma.mindex);
+  if (!b) return;
+  if (t->swizzle && (si * es) % 1024 != 0) {
+    ev_fail(c, "%stma.load: swizzled destination at byte %lld, %lld past a 1024-byte boundary", "",
+            (long long)(si * es), (long long)(si * es % 1024));
+    return;
+  }
+  for (int64_t l = 0; l < n; l++) {
+    int64_t r = l, off = (int64_t)t->offset;
+    int in = 1;
+    for (int i = 0; i < t->rank; i++) {
+      int64_t x = co[i] + r % t->box[i];
+      r /= t->box[i];
+      in = in && x >= 0 && x < t->dims[i];
+      off += x * t->strides[i];
+    }
+    int64_t db = l * es;
+    if (t->swizzle) db = db / 128 * 128 + (((db % 128) / 16) ^ (db / 128 % 8)) * 16 + db % 16;
+    unsigned char *d = dst->p + si * es + db;
+    if (!in) {
+      memset(d, 0, (size_t)es);
+    } else if (off < 0 || off + es > src->n * es) {
+      ev_fail(c, "%s: tensor map reads byte %lld of %lld", q->name, (long long)off, (long long)(src->n * es));
+      return;
+    } else {
+      memcpy(d, src->p + off, (size_t)es);
+    }
+  }
+  if (!b->init) {
+    ev_fail(c, "%stma.load completes on a barrier never initialized", "", 0, 0);
+    return;
+  }
+  b->tx -= n * es;
+  ev_mbar_step(b);
+}
+
+/* The barrier statements; a wait that would block is an error (copies land at once, so
+ * only a missing arrival or a wrong parity can leave a phase open). */
+static void ev_mbar_stmt(ev_kernel_ctx *c, int th, const kir_stmt *s) {
+  ev_mbar *b = ev_mbar_at(c, th, s->u.mbar.buf, s->u.mbar.index);
+  if (!b) return;
+  if (s->kind == KIR_S_MBAR_INIT) {
+    *b = (ev_mbar){1, s->u.mbar.count, s->u.mbar.count, 0, 0};
+    return;
+  }
+  if (!b->init) {
+    ev_fail(c, "%smbarrier used before mbarrier.init", "", 0, 0);
+    return;
+  }
+  if (s->kind == KIR_S_MBAR_EXPECT) {
+    b->tx += s->u.mbar.count;
+    b->pending--;
+    ev_mbar_step(b);
+    return;
+  }
+  int64_t parity = ev_expr(c, th, s->u.mbar.parity).i;
+  if ((b->phase & 1) == (parity & 1))
+    ev_fail(c, "%smbarrier wait on parity %lld would block: phase %lld still open", "", (long long)parity,
+            (long long)b->phase);
 }
 
 /* 16-bit element (row, col) of an 8x8 matrix whose row r starts at byte rows[r] of m. */
@@ -662,18 +770,20 @@ static const char *ev_run_plan(const gc_plan *p, unsigned char **inputs, unsigne
     c.k = k;
     c.params = calloc((size_t)k->n_params + 1, sizeof *c.params);
     for (int i = 0; i < k->n_params; i++) {
-      if (k->params[i].kind != KIR_PARAM_BUFFER) continue;
+      if (k->params[i].kind == KIR_PARAM_I64) continue;  /* buffers and tensor maps' buffers */
       c.params[i] = ev_buffer(p, k->params[i].binding, inputs, outputs, arena);
       c.params[i].t = k->params[i].dtype;
     }
     c.nthreads = k->launch.kind == KIR_LAUNCH_BLOCKS ? k->launch.block : 1;
     c.shared = calloc((size_t)k->n_shared + 1, sizeof *c.shared);
+    c.mbar = calloc((size_t)k->n_shared + 1, sizeof *c.mbar);
     for (int i = 0; i < k->n_shared; i++) {
       size_t bytes = (size_t)k->shared[i].count * graphc_dtype_size(k->shared[i].dtype);
       c.shared[i].p = malloc(bytes);
       memset(c.shared[i].p, 0xFF, bytes);  /* NaN for floats */
       c.shared[i].n = k->shared[i].count;
       c.shared[i].t = k->shared[i].dtype;
+      if (k->shared[i].dtype == GRAPHC_DTYPE_I64) c.mbar[i] = calloc((size_t)k->shared[i].count, sizeof **c.mbar);
     }
     c.scratch = calloc((size_t)k->n_scratch + 1, sizeof *c.scratch);
     for (int i = 0; i < k->n_scratch; i++) {
@@ -694,8 +804,12 @@ static const char *ev_run_plan(const gc_plan *p, unsigned char **inputs, unsigne
         ev_group_block(&c, &k->body);
     }
     if (c.err[0]) snprintf(err, sizeof err, "launch %d (%s): %s", li, k->name, c.err);
-    for (int i = 0; i < k->n_shared; i++) free(c.shared[i].p);
+    for (int i = 0; i < k->n_shared; i++) {
+      free(c.shared[i].p);
+      free(c.mbar[i]);
+    }
     free(c.shared);
+    free(c.mbar);
     for (int i = 0; i < k->n_scratch; i++) free(c.scratch[i].p);
     free(c.scratch);
     free(c.params);

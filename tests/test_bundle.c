@@ -580,6 +580,159 @@ START_TEST(crafted_invalid_plans) {
 }
 END_TEST
 
+/* ==== TMA tensor maps (bundle format 5) ==================================================== */
+
+/* Two maps over the net's input x (f32[5, 40], 800 bytes): rows of 32 floats under a
+ * 128-byte swizzle, and a rank-3 view from byte 16 whose last element is the buffer's
+ * last (the bounds check's edge). */
+static void tmap_pair(gc_lp_tmap *t, int xbuf) {
+  memset(t, 0, 2 * sizeof *t);
+  t[0] = (gc_lp_tmap){.buffer = xbuf, .dtype = GRAPHC_DTYPE_F32, .rank = 2, .dims = {40, 5},
+                      .strides = {4, 160}, .box = {32, 5}, .offset = 0, .swizzle = 128};
+  t[1] = (gc_lp_tmap){.buffer = xbuf, .dtype = GRAPHC_DTYPE_F32, .rank = 3, .dims = {4, 9, 5},
+                      .strides = {4, 16, 160}, .box = {4, 2, 1}, .offset = 16, .swizzle = 0};
+}
+
+/* The input buffer of x (input 0) in plan p. */
+static int input_buffer(const gc_launch_plan *p) {
+  for (int i = 0; i < p->n_buffers; i++)
+    if (p->buffers[i].kind == GC_LP_INPUT && p->buffers[i].index == 0) return i;
+  return -1;
+}
+
+/* A plan with tensor maps (and a kernel parameter naming one) is written and read back
+ * field by field, and writes the same bytes again. */
+START_TEST(tmaps_round_trip) {
+  fixture f;
+  fixture_init(&f, "tmaps");
+  const char *path = compile_bundle(&f, "net.gcx", "--embed-weights");
+  gc_bundle b;
+  char *bytes;
+  read_bundle(path, &b, &bytes);
+  gc_launch_plan *p = &b.plans[0];
+  ck_assert_int_eq(p->n_tmaps, 0);
+  int xbuf = input_buffer(p);
+  ck_assert_int_ge(xbuf, 0);
+  ck_assert_int_eq(p->buffers[xbuf].bytes, 800);
+  gc_lp_tmap tm[2];
+  tmap_pair(tm, xbuf);
+  p->n_tmaps = 2;
+  p->tmaps = tm;
+  /* kernel 0 gains a last parameter: tensor map 1 */
+  gc_lp_kernel *k = &p->kernels[0];
+  int np = k->n_params;
+  gc_lp_param *params = calloc((size_t)np + 1, sizeof *params);
+  ck_assert_ptr_nonnull(params);
+  memcpy(params, k->params, (size_t)np * sizeof *params);
+  params[np] = (gc_lp_param){GC_LP_PARAM_TMAP, 1};
+  k->params = params;
+  k->n_params = np + 1;
+
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  void *out = NULL, *again = NULL;
+  size_t len = 0, len2 = 0;
+  ck_assert_int_eq(gc_bundle_write(&b, 1, &out, &len, &d), 0);
+  gc_bundle r;
+  int rc = gc_bundle_read(&r, out, len, "tmaps.gcx", &d);
+  ck_assert_msg(rc == 0, "read back: %s", d.n ? d.items[0].msg : "?");
+  ck_assert_uint_eq(r.format, 5);
+  const gc_launch_plan *q = &r.plans[0];
+  ck_assert_int_eq(q->n_tmaps, 2);
+  for (int i = 0; i < 2; i++) {
+    const gc_lp_tmap *a = &tm[i], *c = &q->tmaps[i];
+    ck_assert_int_eq(c->buffer, a->buffer);
+    ck_assert_int_eq(c->dtype, a->dtype);
+    ck_assert_int_eq(c->rank, a->rank);
+    ck_assert_uint_eq(c->offset, a->offset);
+    ck_assert_int_eq(c->swizzle, a->swizzle);
+    for (int j = 0; j < a->rank; j++) {
+      ck_assert_int_eq(c->dims[j], a->dims[j]);
+      ck_assert_int_eq(c->strides[j], a->strides[j]);
+      ck_assert_int_eq(c->box[j], a->box[j]);
+    }
+  }
+  ck_assert_int_eq(q->kernels[0].n_params, np + 1);
+  ck_assert_int_eq(q->kernels[0].params[np].kind, GC_LP_PARAM_TMAP);
+  ck_assert_int_eq(q->kernels[0].params[np].value, 1);
+  ck_assert_int_eq(gc_bundle_write(&r, 1, &again, &len2, &d), 0);
+  ck_assert_msg(len2 == len && memcmp(again, out, len) == 0, "read + write changed the bytes");
+  free(again);
+  gc_bundle_free(&r);
+  free(out);
+  gc_diags_free(&d);
+  gc_bundle_free(&b);
+  free(params);
+  free(bytes);
+}
+END_TEST
+
+/* Tensor maps cuTensorMapEncodeTiled would refuse, or that reach past their buffer,
+ * and parameters naming a missing map: each named when the bundle is read. */
+START_TEST(tmaps_invalid_rejected) {
+  fixture f;
+  fixture_init(&f, "tmaps-bad");
+  const char *path = compile_bundle(&f, "net.gcx", "--embed-weights");
+  gc_bundle b;
+  char *bytes;
+  read_bundle(path, &b, &bytes);
+  gc_launch_plan *p = &b.plans[0];
+  int xbuf = input_buffer(p);
+  ck_assert_int_ge(xbuf, 0);
+  gc_lp_tmap tm[2];
+  p->n_tmaps = 2;
+  p->tmaps = tm;
+  /* Map MAP of a good pair changed by STMT (on t) is rejected with MSG. */
+#define REJECT(MAP, STMT, MSG)     \
+  do {                             \
+    tmap_pair(tm, xbuf);           \
+    gc_lp_tmap *t = &tm[MAP];      \
+    STMT;                          \
+    expect_rejected(&b, MSG);      \
+  } while (0)
+  REJECT(0, t->strides[1] = 164, "tensor map 0: stride 1 (164 bytes) is not a multiple of 16");
+  REJECT(1, t->strides[2] = INT64_C(1) << 40, "tensor map 1: stride 2 (1099511627776 bytes) is not");
+  REJECT(0, t->box[0] = 40, "tensor map 0: the box's rows are 160 bytes, wider than its 128-byte swizzle");
+  REJECT(1, t->box[0] = 2, "tensor map 1: the box's rows are 8 bytes, not a multiple of 16");
+  REJECT(1, t->box[1] = 257, "tensor map 1: box dim 1 is 257 (1 to 256)");
+  REJECT(1, t->box[2] = 0, "tensor map 1: box dim 2 is 0 (1 to 256)");
+  REJECT(1, t->strides[0] = 2, "tensor map 1: stride 0 is 2 bytes, not the element size 4");
+  REJECT(1, t->dims[2] = 0, "tensor map 1: dim 2 is 0 (1 to 2^32)");
+  REJECT(0, t->dims[1] = (INT64_C(1) << 32) + 1, "tensor map 0: dim 1 is 4294967297 (1 to 2^32)");
+  REJECT(1, t->dims[1] = 10, "tensor map 1 reaches past the end of buffer");  /* 816 bytes of 800 */
+  REJECT(1, t->offset = 32, "tensor map 1 reaches past the end of buffer");
+  REJECT(1, t->offset = UINT64_MAX - 15, "tensor map 1 reaches past the end of buffer");
+  REJECT(1, t->offset = 8, "tensor map 1: offset 8 is not a multiple of 16");
+  REJECT(0, t->dtype = GRAPHC_DTYPE_I32, "tensor map 0 has dtype");
+  REJECT(0, t->rank = 1, "tensor map 0 has rank 1 (2 to 5)");
+  REJECT(0, t->rank = 6, "a tensor map's rank is too large");  /* the reader's count check */
+  REJECT(1, t->swizzle = 64, "tensor map 1 has swizzle 64 (0 or 128)");
+  REJECT(0, t->buffer = p->n_buffers, "tensor map 0 refers to a missing buffer");
+#undef REJECT
+  tmap_pair(tm, xbuf);
+  /* a parameter naming map 2 of 2 */
+  gc_lp_kernel *k = &p->kernels[0];
+  ck_assert_int_ge(k->n_params, 1);
+  gc_lp_param saved = k->params[0];
+  k->params[0] = (gc_lp_param){GC_LP_PARAM_TMAP, 2};
+  expect_rejected(&b, "parameter 0 names tensor map 2 of 2");
+  k->params[0] = saved;
+  /* and, restored, the plan is good again */
+  void *out = NULL;
+  size_t len = 0;
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  ck_assert_int_eq(gc_bundle_write(&b, 1, &out, &len, &d), 0);
+  gc_bundle r;
+  ck_assert_int_eq(gc_bundle_read(&r, out, len, "good.gcx", &d), 0);
+  gc_bundle_free(&r);
+  free(out);
+  gc_diags_free(&d);
+  gc_bundle_free(&b);
+  free(bytes);
+}
+END_TEST
+
 /* XXH64 as written in runtime/hash.h agrees with the reference implementation
  * (values from libxxhash 0.8), in one call and streamed in odd pieces. */
 START_TEST(xxh64_reference_values) {
@@ -1101,6 +1254,8 @@ int main(void) {
   tcase_add_test(tc, damaged_files);
   tcase_add_test(tc, fuzz_fields_with_valid_checksum);
   tcase_add_test(tc, crafted_invalid_plans);
+  tcase_add_test(tc, tmaps_round_trip);
+  tcase_add_test(tc, tmaps_invalid_rejected);
   tcase_add_test(tc, image_order_rules);
   tcase_add_test(tc, xxh64_reference_values);
   tcase_add_test(tc, reproducible_outputs);

@@ -280,8 +280,10 @@ END_TEST
  * a 7x8 window with padding [3, 4, 3, 2], K 224 = 3 x 64 + 32, and a 3x4 one); every
  * tile: 64x128 and 64x64 (the small grids on 132 SMs), with 1 SM 128x128 and 128x64,
  * with 2 SMs 128x256. */
+/* Cases 0, 1: f16, bf16 with TMA filling the stages (but for NHWC im2cols); 2, 3: with cp.async. */
 START_TEST(test_matmul_wgmma) {
-  const char *T = _i ? "bf16" : "f16";
+  const char *T = _i % 2 ? "bf16" : "f16";
+  g_no_tma = _i >= 2;
   static const struct { const char *body; int sms; int64_t blocks; int threads; } cases[] = {
       {"(%a: T[200, 200], %b: T[200, 136], %c: T[136]) -> (T[200, 136]) {\n"
        "  %y = matmul(%a, %b);\n  %z = add(%y, %c);\n  %r = relu(%z);\n  return %r;\n}\n", 0, 8, 128},
@@ -317,9 +319,13 @@ START_TEST(test_matmul_wgmma) {
     ck_assert_msg(k0->launch.n == cases[k].blocks && k0->launch.block == cases[k].threads,
                   "case %d: %lld blocks of %d threads, expected %lld of %d", k, (long long)k0->launch.n,
                   k0->launch.block, (long long)cases[k].blocks, cases[k].threads);
-    if (cases[k].sms == 2) {  /* 128 x 256 tiles: 128 accumulators per thread */
+    int tmaps = 0, nhwc = strstr(text, "im2col") != NULL;
+    for (int i = 0; i < k0->n_params; i++) tmaps += k0->params[i].kind == KIR_PARAM_TMAP;
+    ck_assert_msg(tmaps == (g_no_tma || nhwc ? 0 : 2), "case %d: %d tensor maps", k, tmaps);
+    ck_assert_msg(k0->one_pass == (tmaps > 0), "case %d: one_pass %d", k, k0->one_pass);
+    if (cases[k].sms == 2) {  /* 128 x 256 tiles: 128 accumulators per thread; TMA: 4 barriers */
       const kir_kernel *kk = p->kir->kernels[0];
-      ck_assert_msg(kk->shared_dynamic && kir_shared_bytes(kk) == 4 * (128 * 64 + 64 * 256) * 2 + 1024,
+      ck_assert_msg(kk->shared_dynamic && kir_shared_bytes(kk) == 4 * (128 * 64 + 64 * 256) * 2 + (tmaps ? 32 : 0) + 1024,
                     "case %d: %lld bytes of shared memory", k, (long long)kir_shared_bytes(kk));
     }
     gc_plan_free(p);
@@ -328,6 +334,7 @@ START_TEST(test_matmul_wgmma) {
   }
   g_tc_sms = 0;
   g_wgmma_short_k = 0;
+  g_no_tma = 0;
 }
 END_TEST
 
@@ -604,7 +611,7 @@ static Suite *lower_matmul_suite(void) {
   tcase_set_timeout(tc, 600);
   if (only("matmul")) tcase_add_loop_test(tc, test_matmul, 0, COUNT(NUMERIC));
   if (only("tensor_core")) tcase_add_loop_test(tc, test_matmul_tensor_core, 0, 2);
-  if (only("wgmma")) tcase_add_loop_test(tc, test_matmul_wgmma, 0, 2);
+  if (only("wgmma")) tcase_add_loop_test(tc, test_matmul_wgmma, 0, 4);
   if (only("attention")) tcase_add_loop_test(tc, test_matmul_attention, 0, 2);
   if (only("attention_declined")) tcase_add_test(tc, test_matmul_attention_declined);
   if (only("simt")) tcase_add_loop_test(tc, test_matmul_simt, 0, 1);

@@ -7,7 +7,8 @@
  * Bundles: one plan of two kernels (items and blocks launches, buffer and i64
  * parameters, input, output, const and temp buffers, a folded constant and a
  * param), with and without embedded weights, one and two architectures
- * (cubin + PTX, PTX only), two distinct plans, and a plan without consts.
+ * (cubin + PTX, PTX only), two distinct plans (the second with a TMA tensor
+ * map parameter), and a plan without consts.
  * The "cubins" are ELF-looking bytes: only the loader's checks see them.
  * Cache entries: zero, one, two and three blobs, empty blobs included.
  */
@@ -36,7 +37,8 @@ static void put_file(const char *dir, const char *name, const void *p, size_t le
   }
 }
 
-/* The two-kernel plan; variant 1 changes a launch shape, variant 2 drops the consts. */
+/* The two-kernel plan; variant 1 changes a launch shape and passes k0 a tensor map over
+ * the input, variant 2 drops the consts. */
 static void make_plan(gc_launch_plan *p, int variant) {
   static graphc_tensor_info_t in = {"x", GRAPHC_DTYPE_F32, 2, {2, 3}, 24};
   static graphc_tensor_info_t out = {"y", GRAPHC_DTYPE_F32, 2, {2, 3}, 24};
@@ -47,9 +49,13 @@ static void make_plan(gc_launch_plan *p, int variant) {
       {"const.0", 12, k_c, 0, GRAPHC_DTYPE_F32, 1, {3}}};
   static gc_lp_param p0[3] = {{GC_LP_PARAM_BUFFER, 0}, {GC_LP_PARAM_BUFFER, 3}, {GC_LP_PARAM_I64, 6}};
   static gc_lp_param p1[3] = {{GC_LP_PARAM_BUFFER, 3}, {GC_LP_PARAM_BUFFER, 2}, {GC_LP_PARAM_BUFFER, 1}};
+  static gc_lp_param p2[3] = {{GC_LP_PARAM_TMAP, 0}, {GC_LP_PARAM_BUFFER, 3}, {GC_LP_PARAM_I64, 6}};
   static gc_lp_kernel ks[2][2] = {
       {{"k0", GC_LP_ITEMS, 6, 256, 0, 3, p0}, {"k1", GC_LP_BLOCKS, 2, 32, 0, 3, p1}},
-      {{"k0", GC_LP_ITEMS, 6, 128, 0, 3, p0}, {"k1", GC_LP_BLOCKS, 2, 64, 1024, 3, p1}}};
+      {{"k0", GC_LP_ITEMS, 6, 128, 0, 3, p2}, {"k1", GC_LP_BLOCKS, 2, 64, 1024, 3, p1}}};
+  /* 4 floats of the input's first 16 bytes, as one row of a 2-d map */
+  static gc_lp_tmap tmap = {.buffer = 0, .dtype = GRAPHC_DTYPE_F32, .rank = 2, .dims = {4, 1},
+                            .strides = {4, 16}, .box = {4, 1}, .offset = 0, .swizzle = 0};
   static gc_lp_buffer bufs_nc[3] = {{GC_LP_INPUT, 0, 24, 0}, {GC_LP_OUTPUT, 0, 24, 0},
                                     {GC_LP_TEMP, 0, 24, 0}};
   static gc_lp_param q0[2] = {{GC_LP_PARAM_BUFFER, 0}, {GC_LP_PARAM_BUFFER, 1}};
@@ -75,6 +81,10 @@ static void make_plan(gc_launch_plan *p, int variant) {
   p->consts = consts;
   p->n_kernels = 2;
   p->kernels = ks[variant];
+  if (variant == 1) {
+    p->n_tmaps = 1;
+    p->tmaps = &tmap;
+  }
   p->n_launches = 3;
   p->launches = launches;
   p->arena_bytes = 512;
