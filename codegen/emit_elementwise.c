@@ -19,6 +19,11 @@
 
 #include "emit.h"
 
+enum {
+  GC_LOOP_MAX_VECS = 4, /* vectors an item at most (loop_vecs) */
+  GC_LOOP_WAVES = 4     /* full waves of threads each copy keeps at least */
+};
+
 /* Is the edge from value v to its user u index-preserving (same linear index)? */
 static int identity_edge(const gc_value *v, const gc_op *u) {
   if (u->opcode == GC_OP_RESHAPE) return 1;
@@ -79,46 +84,83 @@ static int loop_inputs(gc_lowerer *c, const gc_fusion_group *grp, const unsigned
 }
 
 /* Vector body: identity inputs loaded `w` at a time, each lane computed by the
- * generator with its preloaded elements, one vector store per output. */
-static void vector_body(gc_gen *G, const gc_fusion_group *grp, const loop_in *in, int n_in, int w) {
+ * generator with its preloaded elements, one vector store per output. With `u` > 1
+ * vectors an item, item i handles vectors i, i + h, ..., i + (u - 1) h (h = the item
+ * count: each copy is coalesced across a warp), and every copy's loads come before the
+ * first copy's arithmetic, so a thread has u loads of each input in flight. */
+static void vector_body(gc_gen *G, const gc_fusion_group *grp, const loop_in *in, int n_in, int w, int u,
+                        int64_t h) {
   gc_lowerer *c = G->c;
   kir_kernel *k = G->k;
   kir_block *b = &k->body;
-  int base = gc_ec_let(c, k, b, "i", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, w)));
-  int lin[KIR_MAX_VEC];
-  for (int l = 0; l < w; l++)
-    lin[l] = l == 0 ? base : gc_ec_let(c, k, b, "i", ec_add(c, ec_v(c, k, base), ec_i64(c, l)));
-  for (int i = 0; i < n_in; i++) {
-    if (!in[i].identity) continue;  /* read lane by lane by the generator */
-    gc_dtype dt = in[i].v->type.dtype, ct = gc_ec_compute_type(dt);
-    int raw[KIR_MAX_VEC];
-    for (int l = 0; l < w; l++) raw[l] = gc_ec_var(c, k, in[i].v->name, dt);
-    int p = gc_gen_rparam(G, c->val_buf[in[i].v->id], dt);
-    kir_emit_load_vec(c->km, b, KIR_GLOBAL, p, ec_v(c, k, base), w, raw);
-    for (int l = 0; l < w; l++) {
-      int x = ct == dt ? raw[l] : gc_ec_let(c, k, b, in[i].v->name, kir_cast(c->km, ct, ec_v(c, k, raw[l])));
-      gc_gen_bind(G, in[i].v, gc_gen_pt(G, &in[i].v->type, lin[l], NULL), x);
-    }
+  int base[GC_LOOP_MAX_VECS], lin[GC_LOOP_MAX_VECS][KIR_MAX_VEC];
+  for (int q = 0; q < u; q++) {
+    kir_expr *vi = ec_v(c, k, k->item_var);
+    if (q > 0) vi = ec_add(c, vi, ec_i64(c, q * h));
+    base[q] = gc_ec_let(c, k, b, "i", ec_mul(c, vi, ec_i64(c, w)));
+    for (int l = 0; l < w; l++)
+      lin[q][l] = l == 0 ? base[q] : gc_ec_let(c, k, b, "i", ec_add(c, ec_v(c, k, base[q]), ec_i64(c, l)));
   }
+  for (int q = 0; q < u; q++)
+    for (int i = 0; i < n_in; i++) {
+      if (!in[i].identity) continue;  /* read lane by lane by the generator */
+      gc_dtype dt = in[i].v->type.dtype, ct = gc_ec_compute_type(dt);
+      int raw[KIR_MAX_VEC];
+      for (int l = 0; l < w; l++) raw[l] = gc_ec_var(c, k, in[i].v->name, dt);
+      int p = gc_gen_rparam(G, c->val_buf[in[i].v->id], dt);
+      kir_emit_load_vec(c->km, b, KIR_GLOBAL, p, ec_v(c, k, base[q]), w, raw);
+      for (int l = 0; l < w; l++) {
+        int x = ct == dt ? raw[l] : gc_ec_let(c, k, b, in[i].v->name, kir_cast(c->km, ct, ec_v(c, k, raw[l])));
+        gc_gen_bind(G, in[i].v, gc_gen_pt(G, &in[i].v->type, lin[q][l], NULL), x);
+      }
+    }
   int n = grp->n_outs;
   int *vals = malloc(((size_t)n + 1) * KIR_MAX_VEC * sizeof *vals);  /* vals[j * KIR_MAX_VEC + lane] */
   if (!vals) {
     c->oom = 1;
     return;
   }
-  for (int l = 0; l < w; l++)
+  for (int q = 0; q < u; q++) {
+    for (int l = 0; l < w; l++)
+      for (int j = 0; j < n; j++) {
+        const gc_value *o = grp->outs[j];
+        vals[j * KIR_MAX_VEC + l] = gc_gen_val(G, b, o, gc_gen_pt(G, &o->type, lin[q][l], NULL));
+      }
     for (int j = 0; j < n; j++) {
       const gc_value *o = grp->outs[j];
-      vals[j * KIR_MAX_VEC + l] = gc_gen_val(G, b, o, gc_gen_pt(G, &o->type, lin[l], NULL));
+      kir_expr *v[KIR_MAX_VEC];
+      for (int l = 0; l < w; l++) v[l] = ec_cast(c, o->type.dtype, ec_v(c, k, vals[j * KIR_MAX_VEC + l]));
+      int p = gc_gen_wparam(G, c->val_buf[o->id], o->type.dtype);
+      kir_emit_store_vec(c->km, b, KIR_GLOBAL, p, ec_v(c, k, base[q]), w, v);
     }
-  for (int j = 0; j < n; j++) {
-    const gc_value *o = grp->outs[j];
-    kir_expr *v[KIR_MAX_VEC];
-    for (int l = 0; l < w; l++) v[l] = ec_cast(c, o->type.dtype, ec_v(c, k, vals[j * KIR_MAX_VEC + l]));
-    int p = gc_gen_wparam(G, c->val_buf[o->id], o->type.dtype);
-    kir_emit_store_vec(c->km, b, KIR_GLOBAL, p, ec_v(c, k, base), w, v);
   }
   free(vals);
+}
+
+/* Vectors an item handles (vector_body): more than one only on the GPU, for a group with
+ * at most one input read a vector at a time (`n_vin`), when the vector count divides and
+ * leaves at least GC_LOOP_WAVES full waves of resident threads (2048 a multiprocessor) per
+ * copy. GRAPHC_LOOP_VECS=N (kir_target.loop_vecs) forces N. H200, 256 MB, % of copy
+ * bandwidth, 1 -> 4 vectors: f32 neg 85.4 -> 88.8, f16 x + bias[col] then tanh 82.2 -> 86.9;
+ * two vector inputs (f16 relu(x * y + x)): 93.6 -> 92.6, so those keep one
+ * (docs/performance.md). */
+static int loop_vecs(const gc_lowerer *c, int64_t nvec, int n_vin) {
+  const kir_target *t = c->t;
+  if (t->kind != KIR_TARGET_CUDA) return 1;
+  int u = t->loop_vecs;
+  if (u <= 0 && n_vin > 1) return 1;
+  if (u <= 0) {
+    int64_t wave = (int64_t)(t->num_sms > 0 ? t->num_sms : 1) * 2048;
+    u = 1;
+    for (int q = GC_LOOP_MAX_VECS; q > 1; q /= 2)
+      if (nvec / q >= GC_LOOP_WAVES * wave) {
+        u = q;
+        break;
+      }
+  }
+  if (u > GC_LOOP_MAX_VECS) u = GC_LOOP_MAX_VECS;
+  while (u > 1 && nvec % u != 0) u /= 2;
+  return u;
 }
 
 /* One ITEMS kernel for a loop group (see the file comment). */
@@ -155,11 +197,14 @@ int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp) {
     }
   }
 
-  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w, 256);
+  int n_vin = 0;
+  for (int i = 0; i < n_in; i++) n_vin += in[i].identity;
+  int u = w > 1 ? loop_vecs(c, numel / w, n_vin) : 1;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w / u, 256);
   gc_gen G;
   gc_gen_init(&G, c, k);
   if (w > 1) {
-    vector_body(&G, grp, in, n_in, w);
+    vector_body(&G, grp, in, n_in, w, u, numel / w / u);
   } else {
     int pt = gc_gen_pt(&G, rt, k->item_var, NULL);
     gc_gen_store_outs(&G, &k->body, grp, pt);

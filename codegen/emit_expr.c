@@ -83,11 +83,24 @@ double gc_ec_op_flops(const gc_op *op) {
   }
 }
 
-/* 1 / (1 + exp(-x)) in x's float type. */
-static kir_expr *sigmoid(gc_lowerer *c, kir_kernel *k, int x) {
+/* Is op's f32 result rounded to f16 / bf16 on a GPU, where an approximation within an
+ * f32 ulp or so (tanh.approx, rcp.approx) rounds to the same or a neighbouring value? */
+static int rounded_to_16(const gc_lowerer *c, const kir_kernel *k, const gc_op *op, int x) {
+  gc_dtype rt = op->results[0]->type.dtype;
+  return c->t->kind == KIR_TARGET_CUDA && c->t->sm >= 75 && (rt == GRAPHC_DTYPE_F16 || rt == GRAPHC_DTYPE_BF16) &&
+         k->vars[x].type == GRAPHC_DTYPE_F32;
+}
+
+/* 1 / (1 + exp(-x)) in x's float type. Rounded to f16 / bf16 on the GPU, the reciprocal is
+ * rcp.approx (one MUFU instruction against a correctly rounded division's dozen and its
+ * slow-path branch): an f16 silu over 256 MB read 85.7% of copy bandwidth on the H200
+ * with the division (docs/performance.md). exp(-x) = inf gives rcp(inf) = 0, as 1/inf. */
+static kir_expr *sigmoid(gc_lowerer *c, kir_kernel *k, const gc_op *op, int x) {
   gc_dtype t = k->vars[x].type;
   kir_expr *e = kir_unary(c->km, KIR_EXP, kir_unary(c->km, KIR_NEG, ec_v(c, k, x)));
-  return ec_bin(c, KIR_DIV, gc_ec_num(c, t, 1.0), ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), e));
+  kir_expr *d = ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), e);
+  if (rounded_to_16(c, k, op, x)) return kir_unary(c->km, KIR_RCP_APPROX, d);
+  return ec_bin(c, KIR_DIV, gc_ec_num(c, t, 1.0), d);
 }
 
 /* gelu: 0.5x(1+erf(x/sqrt2)) or 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))). */
@@ -103,8 +116,11 @@ static kir_expr *gelu(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_op *o
     inner = kir_unary(c->km, KIR_TANH,
                       ec_bin(c, KIR_MUL, gc_ec_num(c, t, 0.7978845608028654), poly));
   } else {
+    /* x * (1 / sqrt 2), not x / sqrt 2: a correctly rounded f32 division is a dozen
+     * instructions and a slow-path branch on the GPU (128 of them in each thread of a
+     * 256x128 f16 wgmma epilogue); the two differ by an ulp of erf's argument */
     inner = kir_unary(c->km, KIR_ERF,
-                      ec_bin(c, KIR_DIV, ec_v(c, k, x), gc_ec_num(c, t, 1.4142135623730951)));
+                      ec_bin(c, KIR_MUL, ec_v(c, k, x), gc_ec_num(c, t, 0.70710678118654752440)));
   }
   kir_expr *half_x = ec_bin(c, KIR_MUL, gc_ec_num(c, t, 0.5), ec_v(c, k, x));
   return ec_bin(c, KIR_MUL, half_x, ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), inner));
@@ -145,8 +161,8 @@ kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc
       kir_expr *pos = ec_bin(c, KIR_GT, ec_v(c, k, a[0]), gc_ec_num(c, t, 0.0));
       return kir_select(c->km, pos, ec_v(c, k, a[0]), gc_ec_num(c, t, 0.0));
     }
-    case GC_OP_SIGMOID: return sigmoid(c, k, a[0]);
-    case GC_OP_SILU: return ec_bin(c, KIR_MUL, ec_v(c, k, a[0]), sigmoid(c, k, a[0]));
+    case GC_OP_SIGMOID: return sigmoid(c, k, op, a[0]);
+    case GC_OP_SILU: return ec_bin(c, KIR_MUL, ec_v(c, k, a[0]), sigmoid(c, k, op, a[0]));
     case GC_OP_GELU: return gelu(c, k, b, op, a[0]);
     case GC_OP_CLAMP: return clamp(c, k, b, op, a[0]);
     case GC_OP_CAST: return ec_cast(c, op->results[0]->type.dtype, ec_v(c, k, a[0]));
@@ -168,10 +184,7 @@ kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc
      * 2^-10.9 relative) is under the half ulp of f16 (2^-11) plus rounding, about 1 ulp at
      * most; tanhf costs ~20 instructions an element, enough to hold an f16 chain at 74% of
      * copy bandwidth on the H200 (docs/performance.md) */
-    gc_dtype rt = op->results[0]->type.dtype;
-    if (kop == KIR_TANH && c->t->kind == KIR_TARGET_CUDA && c->t->sm >= 75 &&
-        (rt == GRAPHC_DTYPE_F16 || rt == GRAPHC_DTYPE_BF16) && k->vars[a[0]].type == GRAPHC_DTYPE_F32)
-      kop = KIR_TANH_APPROX;
+    if (kop == KIR_TANH && rounded_to_16(c, k, op, a[0])) kop = KIR_TANH_APPROX;
     return kir_unary(c->km, kop, ec_v(c, k, a[0]));
   }
   if (op->n_operands == 2 && direct_binary(op->opcode, &kop))

@@ -61,6 +61,8 @@ void kir_target_cuda(kir_target *t, int sm) {
   t->prologue = !(pl && strcmp(pl, "0") == 0);
   const char *rg = getenv("GRAPHC_ROW_GROUPS");
   t->row_groups = !(rg && strcmp(rg, "0") == 0);
+  const char *lv = getenv("GRAPHC_LOOP_VECS");
+  t->loop_vecs = lv ? atoi(lv) : 0;
 }
 
 /* Defaults for the host: one "thread" per group, `cores` workers. */
@@ -101,7 +103,7 @@ static int is_logical(gc_dtype t) {
 static int is_valid_dtype(gc_dtype t) { return (unsigned)t < GRAPHC_DTYPE_COUNT_; }
 
 /* Does op take one operand? */
-static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_TANH_APPROX; }
+static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_RCP_APPROX; }
 /* Does op compare (result bool)? */
 static int op_is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
 
@@ -116,7 +118,7 @@ static int op_accepts(kir_op op, gc_dtype t) {
       return is_arith_float(t);
     case KIR_NOT: case KIR_AND: case KIR_OR: case KIR_XOR:
       return is_logical(t);
-    case KIR_TANH_APPROX:
+    case KIR_TANH_APPROX: case KIR_RCP_APPROX:
       return t == GRAPHC_DTYPE_F32;
     case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
       return is_arith(t);
@@ -1094,7 +1096,7 @@ void kir_verify(const kir_kernel *k) {
 
 static const char *const op_names[KIR_OP_COUNT_] = {
     "neg", "abs", "not", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos",
-    "floor", "ceil", "tanh.approx", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
+    "floor", "ceil", "tanh.approx", "rcp.approx", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
     ">", ">="};
 
 static const char *const special_names[] = {"thread", "block_dim", "lane", "warp"};

@@ -62,6 +62,8 @@ typedef struct kir_target {
   int row_groups;          /* rows of at most 32 registers per thread in thread groups of <= 32
                              lanes, several rows per block, reduced with shuffles alone
                              (codegen/emit_reduce.c); GRAPHC_ROW_GROUPS=0: a block per row */
+  int loop_vecs;           /* 16-byte vectors per item of a loop kernel (codegen/emit_elementwise.c):
+                             0 chooses from the size; GRAPHC_LOOP_VECS=N forces N (1, 2 or 4) */
   const struct gc_tuning *tuning; /* measured choices (codegen/tuning.h), or NULL */
 } kir_target;
 
@@ -75,6 +77,8 @@ typedef enum kir_op {
   KIR_ERF, KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL,
   KIR_TANH_APPROX,  /* f32 tanh with relative error below 2^-10.9 (PTX tanh.approx.f32, sm_75+);
                        CUDA targets only, where the result is rounded to f16 / bf16 at once */
+  KIR_RCP_APPROX,   /* f32 1/x within 1 ulp, subnormals flushed (PTX rcp.approx.ftz.f32); CUDA
+                       targets only, where the result is rounded to f16 / bf16 */
   /* binary */
   KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX, KIR_POW,
   KIR_AND, KIR_OR, KIR_XOR,  /* bool or integer */

@@ -406,6 +406,10 @@ static LLVMValueRef float_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
     LLVMValueRef asmv = LLVMGetInlineAsm(fty, "tanh.approx.f32 $0, $1;", 23, "=f,f", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
     return LLVMBuildCall2(e->b, fty, asmv, &a, 1, "");
   }
+  case KIR_RCP_APPROX: {  /* MUFU.RCP; the host divides */
+    if (e->t->arch != GC_LLVM_NVPTX) return LLVMBuildFDiv(e->b, LLVMConstReal(reg_ty(e, t), 1.0), a, "");
+    return intr(e, "llvm.nvvm.rcp.approx.ftz.f", NULL, 0, &a, 1);
+  }
   case KIR_CEIL: return intr1(e, "llvm.ceil", a);
   case KIR_EXP: case KIR_EXP2: case KIR_LOG: case KIR_TANH: case KIR_ERF: case KIR_SIN:
   case KIR_COS:

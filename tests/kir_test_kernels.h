@@ -43,8 +43,9 @@ static int test_op_accepts(kir_op op, gc_dtype t) {
   if (op <= KIR_ABS) return num;
   if (op == KIR_NOT) return logic;
   if (op <= KIR_CEIL) return fl;
-  /* tanh.approx (CUDA, f32): the f16 / bf16 tanh of test_backend_ops checks it on the GPU */
-  if (op == KIR_TANH_APPROX) return 0;
+  /* tanh.approx, rcp.approx (CUDA, f32): the f16 / bf16 tanh, sigmoid and silu of
+   * test_backend_ops check them on the GPU */
+  if (op == KIR_TANH_APPROX || op == KIR_RCP_APPROX) return 0;
   if (op <= KIR_MAX) return num;
   if (op == KIR_POW) return fl;
   if (op <= KIR_XOR) return logic;
@@ -52,7 +53,7 @@ static int test_op_accepts(kir_op op, gc_dtype t) {
 }
 
 /* Unary op? Comparison (bool result)? */
-static int op_unary(kir_op op) { return op <= KIR_TANH_APPROX; }
+static int op_unary(kir_op op) { return op <= KIR_RCP_APPROX; }
 static int op_cmp(kir_op op) { return op >= KIR_EQ; }
 
 #define NOPS ((int)KIR_OP_COUNT_)

@@ -247,8 +247,9 @@ gc_module *parse_ok(const char *text) {
  * g_wgmma_short_k: wgmma also for K <= 128 (kir_target.short_k_mma cleared), g_no_tma: the
  * wgmma kernels' stages filled by cp.async, not TMA (kir_target.tma cleared),
  * g_simt_unroll_macs: kir_target.simt_unroll_macs (0: the default; 1: every f32 SIMT matmul
- * unrolls its K tile). */
-int g_tc_tile[2], g_no_wgmma, g_tc_sms, g_wgmma_short_k, g_no_tma;
+ * unrolls its K tile), g_loop_vecs: kir_target.loop_vecs (vectors an item of a loop kernel;
+ * 0: chosen from the size). */
+int g_tc_tile[2], g_no_wgmma, g_tc_sms, g_wgmma_short_k, g_no_tma, g_loop_vecs;
 int64_t g_simt_unroll_macs;
 /* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
  * plan only, which must use scratch arrays (the packed matmul). */
@@ -265,6 +266,7 @@ gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind 
     if (g_tc_sms) t.num_sms = g_tc_sms;
     if (g_wgmma_short_k) t.short_k_mma = 0;
     if (g_no_tma) t.tma = 0;
+    if (g_loop_vecs) t.loop_vecs = g_loop_vecs;
     if (g_simt_unroll_macs) t.simt_unroll_macs = g_simt_unroll_macs;
   } else {
     kir_target_host(&t, 4);

@@ -18,8 +18,9 @@
 
 /* The run's random seed (set by each suite's main, printed on failure). */
 extern uint64_t g_seed;
-/* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic). */
-extern int g_tc_tile[2], g_no_wgmma, g_tc_sms, g_wgmma_short_k, g_no_tma;
+/* Tensor-core tile forced on CUDA targets (kir_target.tc_bm / tc_bn; 0: the heuristic),
+ * and the other kir_target overrides of lower_common.c. */
+extern int g_tc_tile[2], g_no_wgmma, g_tc_sms, g_wgmma_short_k, g_no_tma, g_loop_vecs;
 extern int64_t g_simt_unroll_macs;
 /* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
  * plan only, which must use scratch arrays (the packed matmul). */

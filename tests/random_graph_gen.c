@@ -468,7 +468,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_NEG: case GC_OP_ABS: case GC_OP_RELU: {
-      want w = {MN, 0, 4, 0, 0};
+      want w = {MN, 0, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       rg_op *op = new_op(g, opc);
       op_in(op, x);
@@ -477,7 +477,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
     }
     case GC_OP_EXP: case GC_OP_TANH: case GC_OP_SIGMOID: case GC_OP_GELU: case GC_OP_SILU:
     case GC_OP_ERF: case GC_OP_SIN: case GC_OP_COS: {
-      want w = {MF, 0, 4, 0, opc == GC_OP_EXP ? 6 : 100};
+      want w = {MF, 0, 4, 0, opc == GC_OP_EXP ? 6 : 100, 0};
       int x = pick(g, r, &w);
       rg_op *op = new_op(g, opc);
       op_in(op, x);
@@ -496,7 +496,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_FLOOR: case GC_OP_CEIL: {
-      want w = {MF, 0, 4, 1, 0};
+      want w = {MF, 0, 4, 1, 0, 0};
       int x = pick(g, r, &w);
       rg_op *op = new_op(g, opc);
       op_in(op, x);
@@ -504,7 +504,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_NOT: {
-      want w = {MB, 0, 4, 1, 0};
+      want w = {MB, 0, 4, 1, 0, 0};
       int x = pick(g, r, &w);
       rg_op *op = new_op(g, opc);
       op_in(op, x);
@@ -512,7 +512,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_CLAMP: {
-      want w = {MN, 0, 4, 0, 0};
+      want w = {MN, 0, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       gc_dtype dt = g->vals[x].t.dtype;
       rg_op *op = new_op(g, opc);
@@ -529,7 +529,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
     }
     case GC_OP_CAST: {
       gc_dtype to = rdtype(r, MA);
-      want w = {MA, 0, 4, !gc_dtype_is_float(to), 0};
+      want w = {MA, 0, 4, !gc_dtype_is_float(to), 0, 0};
       int x = pick(g, r, &w);
       rg_op *op = new_op(g, opc);
       op_in(op, x);
@@ -542,12 +542,12 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
     case GC_OP_ADD: case GC_OP_SUB: case GC_OP_MUL: case GC_OP_DIV: case GC_OP_MAXIMUM:
     case GC_OP_MINIMUM: case GC_OP_POW: {
       unsigned mask = opc == GC_OP_POW ? MF : MN;
-      want w = {mask, 0, 4, 0, opc == GC_OP_MUL ? 100 : 0};
+      want w = {mask, 0, 4, 0, opc == GC_OP_MUL ? 100 : 0, 0};
       int a = pick(g, r, &w), b;
       gc_dtype dt = g->vals[a].t.dtype;
       int fl = gc_dtype_is_float(dt);
       if (opc == GC_OP_POW) { /* positive base, small exponent */
-        want we = {M(dt), 0, 4, 0, 3};
+        want we = {M(dt), 0, 4, 0, 3, 0};
         int e = pick(g, r, &we);
         a = positive_arg(g, r, dt, &g->vals[e].t);
         b = e;
@@ -584,7 +584,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
     case GC_OP_EQ: case GC_OP_NE: case GC_OP_LT: case GC_OP_LE: case GC_OP_GT: case GC_OP_GE:
     case GC_OP_AND: case GC_OP_OR: {
       int logic = opc == GC_OP_AND || opc == GC_OP_OR;
-      want w = {logic ? MB : MA, 0, 4, 1, 0};
+      want w = {logic ? MB : MA, 0, 4, 1, 0, 0};
       int a = pick(g, r, &w);
       int b = pick_partner(g, r, g->vals[a].t.dtype, &g->vals[a].t, 1);
       gc_type t;
@@ -602,7 +602,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_SELECT: {
-      want w = {MA, 0, 4, 0, 0};
+      want w = {MA, 0, 4, 0, 0, 0};
       int a = pick(g, r, &w);
       int c = pick_partner(g, r, GRAPHC_DTYPE_BOOL, &g->vals[a].t, 1);
       int b = pick_partner(g, r, g->vals[a].t.dtype, &g->vals[a].t, 0);
@@ -625,7 +625,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
     case GC_OP_REDUCE_SUM: case GC_OP_REDUCE_MAX: case GC_OP_REDUCE_MIN: case GC_OP_REDUCE_MEAN:
     case GC_OP_ARGMAX: {
       int am = opc == GC_OP_ARGMAX;
-      want w = {opc == GC_OP_REDUCE_MEAN ? MF : MN, am ? 1 : 0, 4, am, 0};
+      want w = {opc == GC_OP_REDUCE_MEAN ? MF : MN, am ? 1 : 0, 4, am, 0, 0};
       int x = pick(g, r, &w);
       const gc_type *xt = &g->vals[x].t;
       rg_op *op = new_op(g, opc);
@@ -673,7 +673,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
         build_attention(g, r);
         return 0;
       }
-      want w = {MF, 1, 4, 0, 1000};
+      want w = {MF, 1, 4, 0, 1000, 0};
       int x = pick(g, r, &w);
       int rank = g->vals[x].t.rank;
       rg_op *op = new_op(g, opc);
@@ -707,7 +707,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
         build_attention(g, r);
         return 0;
       }
-      want w = {MF | MI, 2, 4, 0, 100};
+      want w = {MF | MI, 2, 4, 0, 100, 0};
       int a = pick(g, r, &w);
       if (rchance(r, 15)) a = swap_last2(g, a);  /* simplify folds it into transpose_a */
       const gc_type *at = &g->vals[a].t;
@@ -753,7 +753,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_CONV2D: case GC_OP_MAX_POOL2D: case GC_OP_AVG_POOL2D: case GC_OP_IM2COL: {
-      want w = {opc == GC_OP_IM2COL ? MA : MF, 4, 4, 0, 1000};
+      want w = {opc == GC_OP_IM2COL ? MA : MF, 4, 4, 0, 1000, 0};
       int x = pick(g, r, &w);
       /* pools: NHWC ([N, H, W, C], layout="nhwc") a third of the time */
       int nhwc = (opc == GC_OP_MAX_POOL2D || opc == GC_OP_AVG_POOL2D) && rchance(r, 35);
@@ -834,7 +834,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_RESHAPE: {
-      want w = {MA, 0, 4, 0, 0};
+      want w = {MA, 0, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       int64_t n = numel_of(&g->vals[x].t);
       gc_type t = {.dtype = g->vals[x].t.dtype};
@@ -859,7 +859,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_TRANSPOSE: {
-      want w = {MA, 1, 4, 0, 0};
+      want w = {MA, 1, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       const gc_type *xt = &g->vals[x].t;
       int64_t perm[GC_MAX_RANK];
@@ -877,7 +877,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_BROADCAST: {
-      want w = {MA, 0, 3, 0, 0};
+      want w = {MA, 0, 3, 0, 0, 0};
       int x = pick(g, r, &w);
       const gc_type *xt = &g->vals[x].t;
       gc_type t = {.dtype = xt->dtype, .rank = xt->rank + (int)rint_in(r, 0, 2)};
@@ -899,7 +899,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_CONCAT: {
-      want w = {MA, 1, 4, 0, 0};
+      want w = {MA, 1, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       gc_type t = g->vals[x].t;
       int axis = (int)rint_in(r, 0, t.rank - 1);
@@ -925,7 +925,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_SLICE: {
-      want w = {MA, 1, 4, 0, 0};
+      want w = {MA, 1, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       const gc_type *xt = &g->vals[x].t;
       int64_t st[GC_MAX_RANK], en[GC_MAX_RANK], sp[GC_MAX_RANK];
@@ -948,7 +948,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_PAD: {
-      want w = {MA, 1, 4, 0, 0};
+      want w = {MA, 1, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       const gc_type *xt = &g->vals[x].t;
       int64_t pads[2 * GC_MAX_RANK];
@@ -965,7 +965,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_GATHER: {
-      want w = {MA, 1, 4, 0, 0};
+      want w = {MA, 1, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       const gc_type *xt = &g->vals[x].t;
       int axis = (int)rint_in(r, 0, xt->rank - 1);
@@ -985,7 +985,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       return 0;
     }
     case GC_OP_SPLIT: {
-      want w = {MA, 1, 4, 0, 0};
+      want w = {MA, 1, 4, 0, 0, 0};
       int x = pick(g, r, &w);
       const gc_type *xt = &g->vals[x].t;
       int axis = (int)rint_in(r, 0, xt->rank - 1);

@@ -64,6 +64,52 @@ START_TEST(test_unary_float) {
 }
 END_TEST
 
+/* Loop kernels with several 16-byte vectors an item (kir_target.loop_vecs): item i
+ * handles vectors i, i + h, ... Identity inputs x (and y), a broadcast b read lane by lane
+ * and two outputs; u = 2 and 4 forced, 4 falling back to 2 where the vector count is
+ * only even, and the size heuristic on one multiprocessor (u = 4 from 32 Ki vectors, 2
+ * from 16 Ki; always 1 with two inputs read a vector at a time). */
+START_TEST(test_loop_vecs) {
+  const char *T = _i % 2 ? "f16" : "f32";
+  int es = _i % 2 ? 2 : 4, w = 16 / es;
+  static const struct { const char *rows; int64_t numel; int force, two_in, u; } cases[] = {
+      {"64", 64 * 128, 2, 1, 2},  {"64", 64 * 128, 4, 1, 4},     {"3", 3 * 128, 4, 1, 0},
+      {"1024", 1024 * 128, 0, 0, 0}, {"1024", 1024 * 128, 0, 1, 1}};
+  int c = _i / 2;
+  char text[1024], sh[32];
+  snprintf(sh, sizeof sh, "%s, 128", cases[c].rows);
+  const char *y = cases[c].two_in ? "%y" : "%x";
+  snprintf(text, sizeof text,
+           "version 1;\n"
+           "graph @t(%%x: %s, %%y: %s, %%b: %s) -> (%s, %s) {\n"
+           "  %%m = mul(%%x, %s);\n"
+           "  %%a = add(%%m, %%b);\n"
+           "  %%r = tanh(%%a);\n"
+           "  %%d = sub(%%x, %s);\n"
+           "  return %%r, %%d;\n"
+           "}\n",
+           ty(T, sh), ty(T, sh), ty(T, "128"), ty(T, sh), ty(T, sh), y, y);
+  int64_t nvec = cases[c].numel / w;
+  int u = cases[c].u;
+  if (!u) u = cases[c].force ? (nvec % 4 ? 2 : 4) : nvec >= 4 * 4 * 2048 ? 4 : nvec >= 2 * 4 * 2048 ? 2 : 1;
+  g_loop_vecs = cases[c].force;
+  if (!cases[c].force) g_tc_sms = 1;
+  gc_module *m = parse_ok(text);
+  gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+  check_plan(p, m->graphs[0], KIR_TARGET_CUDA);
+  ck_assert_int_eq(p->kir->n_kernels, 1);
+  ck_assert_msg(p->kir->kernels[0]->launch.n == nvec / u, "%s %s: %lld items, expected %lld (u = %d)", T, sh,
+                (long long)p->kir->kernels[0]->launch.n, (long long)(nvec / u), u);
+  gc_plan_free(p);
+  gc_module_free(m);
+  gb kinds = {0};
+  strcpy(kinds.kinds, "xxx");
+  run_case_w(strdup(text), 1, 0, NULL, &kinds);
+  g_loop_vecs = 0;
+  g_tc_sms = 0;
+}
+END_TEST
+
 /* neg/abs/relu/clamp on ints (extremes wrap), clamp on floats (NaN passes through). */
 START_TEST(test_unary_numeric) {
   const char *T = NUMERIC[_i];
@@ -1067,6 +1113,7 @@ static Suite *lower_suite(void) {
   const struct { const char *name; const TTest *test; int n; } fams[] = {
       {"unary", test_unary_float, COUNT(FLOATS)},
       {"unary", test_unary_numeric, COUNT(NUMERIC)},
+      {"unary", test_loop_vecs, 10},
       {"binary", test_binary, COUNT(NUMERIC)},
       {"binary", test_compare, COUNT(ALL)},
       {"binary", test_select_logic, COUNT(ALL)},

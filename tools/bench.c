@@ -30,7 +30,7 @@ static const char *const usage_bench =
     "fraction of the device's measured copy bandwidth.\n\noptions:\n"
     "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
     "  --entry @name     entry graph (default: the first)\n"
-    "  --codegen C       nvrtc | llvm (default nvrtc)\n"
+    "  --codegen C       llvm | nvrtc (default llvm)\n"
     "  --arch sm_XX      GPU architecture (default: the device's)\n"
     "  --runs N          timed runs (default 100)\n"
     "  --warmup N        untimed runs first (default 10)\n"

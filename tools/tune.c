@@ -29,7 +29,7 @@ static const char *const usage_tune =
     "with --tuning TUNING.\n\noptions:\n"
     "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
     "  --entry @name     entry graph (default: the first)\n"
-    "  --codegen C       nvrtc | llvm (default nvrtc)\n"
+    "  --codegen C       llvm | nvrtc (default llvm)\n"
     "  --arch sm_XX      GPU architecture (default: the device's)\n"
     "  --runs N          timed launches per kernel and configuration (default 30)\n"
     "  --weights W       weights file (default: the file's; random weights when missing)\n"
