@@ -138,17 +138,18 @@ static void vector_body(gc_gen *G, const gc_fusion_group *grp, const loop_in *in
 }
 
 /* Vectors an item handles (vector_body): more than one only on the GPU, for a group with
- * at most one input read a vector at a time (`n_vin`), when the vector count divides and
- * leaves at least GC_LOOP_WAVES full waves of resident threads (2048 a multiprocessor) per
- * copy. GRAPHC_LOOP_VECS=N (kir_target.loop_vecs) forces N. H200, 256 MB, % of copy
- * bandwidth, 1 -> 4 vectors: f32 neg 85.4 -> 88.8, f16 x + bias[col] then tanh 82.2 -> 86.9;
- * two vector inputs (f16 relu(x * y + x)): 93.6 -> 92.6, so those keep one
- * (docs/performance.md). */
-static int loop_vecs(const gc_lowerer *c, int64_t nvec, int n_vin) {
+ * one input read a vector at a time and at least one read lane by lane (a broadcast bias),
+ * when the vector count divides and leaves at least GC_LOOP_WAVES full waves of resident
+ * threads (2048 a multiprocessor) per copy. GRAPHC_LOOP_VECS=N (kir_target.loop_vecs)
+ * forces N. H200, 256 MB, % of copy bandwidth, 1 -> 4 vectors (two calls): f16
+ * tanh(x + bias[col]) 82.2 -> 86.9 and 81.9 -> 85.9; plain one-input ops moved within
+ * noise (f32 neg 87.9 -> 87.0), an f32 silu lost (86.1 -> 81.0), two vector inputs lost a
+ * point, so those keep one (docs/performance.md). */
+static int loop_vecs(const gc_lowerer *c, int64_t nvec, int n_vin, int n_lane) {
   const kir_target *t = c->t;
   if (t->kind != KIR_TARGET_CUDA) return 1;
   int u = t->loop_vecs;
-  if (u <= 0 && n_vin > 1) return 1;
+  if (u <= 0 && (n_vin != 1 || n_lane == 0)) return 1;
   if (u <= 0) {
     int64_t wave = (int64_t)(t->num_sms > 0 ? t->num_sms : 1) * 2048;
     u = 1;
@@ -199,7 +200,7 @@ int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp) {
 
   int n_vin = 0;
   for (int i = 0; i < n_in; i++) n_vin += in[i].identity;
-  int u = w > 1 ? loop_vecs(c, numel / w, n_vin) : 1;
+  int u = w > 1 ? loop_vecs(c, numel / w, n_vin, n_in - n_vin) : 1;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w / u, 256);
   gc_gen G;
   gc_gen_init(&G, c, k);

@@ -67,8 +67,8 @@ END_TEST
 /* Loop kernels with several 16-byte vectors an item (kir_target.loop_vecs): item i
  * handles vectors i, i + h, ... Identity inputs x (and y), a broadcast b read lane by lane
  * and two outputs; u = 2 and 4 forced, 4 falling back to 2 where the vector count is
- * only even, and the size heuristic on one multiprocessor (u = 4 from 32 Ki vectors, 2
- * from 16 Ki; always 1 with two inputs read a vector at a time). */
+ * only even, and the size heuristic on one multiprocessor for one vector input and the
+ * broadcast (u = 4 from 32 Ki vectors, 2 from 16 Ki; 1 with two vector inputs). */
 START_TEST(test_loop_vecs) {
   const char *T = _i % 2 ? "f16" : "f32";
   int es = _i % 2 ? 2 : 4, w = 16 / es;
