@@ -9,7 +9,8 @@
  * Identity analysis: a member is "at identity" when it is computed at the
  * roots' own linear index (roots; producers reached only through elementwise
  * ops of the same dims or reshapes). When the sizes divide, each item handles a
- * 16-byte vector per output and per input read at identity (CUDA); the other
+ * 16-byte vector (2 or 4 of them for some groups: loop_vecs) per output and per input
+ * read at identity (CUDA); the other
  * inputs (transposed, broadcast, gathered) are read element by element. An input read only at
  * identity may donate its buffer to an output of the same element size
  * (in-place hint for buffers.c).
