@@ -10,7 +10,8 @@ Reads what the parts of the run wrote into DIR, each measured in that run:
 and prints one row per case: what, shape, dtype, graphc's median time (the default LLVM path where
 both were timed), its rate (TFLOP/s or GB/s), % of the roofline measured in the same run (copy
 bandwidth; for compute-bound rows the peer is the bar), the peer and its time, and peer time /
-graphc time (above 1: graphc is faster). Parts that are missing are skipped; a line that does not
+graphc time (above 1: graphc is faster). Memory rows time runs queued back to back, as the copy
+baseline queues its copies; every other row times each run alone, as its peer does. Parts that are missing are skipped; a line that does not
 parse is reported, not guessed.
 """
 import math

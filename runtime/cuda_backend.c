@@ -574,6 +574,20 @@ graphc_status_t gc_cuda_time_runs(gc_exec *exe, int warmup, int runs, float *ms,
   return gc_cu_exec_time_runs(s->x, warmup, runs, ms, d) ? failed(d) : GRAPHC_STATUS_OK;
 }
 
+/* Runs queued back to back, one event between each two (see gc_cu_exec_time_queued). */
+graphc_status_t gc_cuda_time_queued(gc_exec *exe, int warmup, int runs, float *ms, gc_diags *d) {
+  cu_state *s = cuda_state(exe, d);
+  if (!s) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  if (runs < 1 || warmup < 0 || !ms) {
+    if (d)
+      gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
+                  "time_queued: runs must be at least 1 (got %d), warm-up at least 0 (got %d)",
+                  runs, warmup);
+    return GRAPHC_STATUS_INVALID_ARGUMENT;
+  }
+  return gc_cu_exec_time_queued(s->x, warmup, runs, ms, d) ? failed(d) : GRAPHC_STATUS_OK;
+}
+
 /* Host time to issue a run, per run (see gc_cu_exec_time_issue). */
 graphc_status_t gc_cuda_time_issue(gc_exec *exe, int runs, float *us, gc_diags *d) {
   cu_state *s = cuda_state(exe, d);
@@ -581,7 +595,8 @@ graphc_status_t gc_cuda_time_issue(gc_exec *exe, int runs, float *us, gc_diags *
   return gc_cu_exec_time_issue(s->x, runs, us, d) ? failed(d) : GRAPHC_STATUS_OK;
 }
 
-/* Per-launch times: eager launches with an event recorded between each two. */
+/* Per-launch times: eager launches with an event recorded between each two; each run is
+ * queued behind the one before. */
 graphc_status_t gc_cuda_time_kernels(gc_exec *exe, int runs, float *ms, gc_diags *d) {
   cu_state *s = cuda_state(exe, d);
   if (!s) return GRAPHC_STATUS_INVALID_ARGUMENT;

@@ -49,10 +49,16 @@ graphc_status_t gc_cuda_kernel_geometry(const gc_exec *exe, int kernel, unsigned
  * launches when the executable is eager. The device buffers keep what the last
  * graphc_executable_run left there. ms[runs] receives milliseconds. */
 graphc_status_t gc_cuda_time_runs(gc_exec *exe, int warmup, int runs, float *ms, gc_diags *d);
+/* The same runs queued back to back with one event between each two, as the copy
+ * baseline's copies are: ms[i] is the device time of run i with no idle wait for the
+ * host to issue it. The figure to set against copy bandwidth; time_runs is the one to
+ * set against a peer timed one run at a time. */
+graphc_status_t gc_cuda_time_queued(gc_exec *exe, int warmup, int runs, float *ms, gc_diags *d);
 /* CPU microseconds to issue each of `runs` runs (graph launch or eager launches). */
 graphc_status_t gc_cuda_time_issue(gc_exec *exe, int runs, float *us, gc_diags *d);
 
-/* Time every launch separately: eager launches with an event between each.
+/* Time every launch separately: eager launches with an event between each, every run
+ * queued behind the one before (after one untimed run), so no launch waits for the host.
  * ms[r * n_launches + i] = launch i of run r (n_launches = plan->n_launches). */
 graphc_status_t gc_cuda_time_kernels(gc_exec *exe, int runs, float *ms, gc_diags *d);
 

@@ -1106,27 +1106,67 @@ int gc_cu_exec_time_issue(gc_cu_exec *x, int runs, float *us, gc_diags *d) {
   return bad ? -1 : 0;
 }
 
-int gc_cu_exec_time_kernels(gc_cu_exec *x, int runs, float *ms, gc_diags *d) {
-  if (not_loaded(x, d)) return -1;
-  int n = x->plan->n_launches;
-  CUevent *ev = calloc((size_t)n + 1, sizeof *ev);
+/* Runs queued back to back (as the copy baseline's copies are): events[i] after run i-1,
+ * so ms[i] is the interval between the ends of two runs: one run's device time, with no
+ * idle wait for the host to issue it (the host issues faster than a run takes). */
+int gc_cu_exec_time_queued(gc_cu_exec *x, int warmup, int runs, float *ms, gc_diags *d) {
+  if (not_loaded(x, d) || runs < 1) return -1;
+  CUevent *ev = calloc((size_t)runs + 1, sizeof *ev);
   if (!ev) return oom(d);
   if (ctx_push(x, d)) {
     free(ev);
     return -1;
   }
-  int bad = make_events(x, ev, n + 1, d);
+  int bad = make_events(x, ev, runs + 1, d);
+  int made = !bad;
+  if (!bad) bad = bind_io(x, x->in_buf, x->out_buf, d);
+  for (int i = 0; i < warmup && !bad; i++) bad = launch_all(x, d);
+  if (!bad) bad = GC_CU(x->cu, d, EventRecord, ev[0], x->stream);
+  for (int i = 0; i < runs && !bad; i++)
+    bad = launch_all(x, d) || GC_CU(x->cu, d, EventRecord, ev[i + 1], x->stream);
+  if (!bad) bad = sync_stream(x, d);
+  for (int i = 0; i < runs && !bad; i++)
+    bad = GC_CU(x->cu, d, EventElapsedTime, &ms[i], ev[i], ev[i + 1]);
+  if (bad) x->cu->StreamSynchronize(x->stream);
+  if (made) free_events(x, ev, runs + 1);
+  free(ev);
+  ctx_pop(x);
+  return bad ? -1 : 0;
+}
+
+/* Per-launch times. Two sets of n + 1 events take turns: run r is queued behind run r - 1
+ * before the host waits for run r - 1 and reads its times, so no launch but the very first
+ * starts on an idle device (whose wait for the host would count as the first kernel's). */
+int gc_cu_exec_time_kernels(gc_cu_exec *x, int runs, float *ms, gc_diags *d) {
+  if (not_loaded(x, d)) return -1;
+  int n = x->plan->n_launches;
+  CUevent *ev = calloc(2 * ((size_t)n + 1), sizeof *ev);
+  if (!ev) return oom(d);
+  if (ctx_push(x, d)) {
+    free(ev);
+    return -1;
+  }
+  int bad = make_events(x, ev, 2 * (n + 1), d);
   int made = !bad;
   if (!bad) bad = bind_io(x, x->in_buf, x->out_buf, d) || upload_tmaps(x, d);
-  for (int r = 0; r < runs && !bad; r++) {
+  /* one untimed run first, so that run 0 is queued behind work too */
+  if (!bad) bad = launch_range(x, 0, n, d);
+  for (int r = 0; r <= runs && !bad; r++) {
+    if (r < runs) {
+      CUevent *e = ev + (size_t)(r & 1) * (n + 1);
+      for (int i = 0; i < n && !bad; i++)
+        bad = GC_CU(x->cu, d, EventRecord, e[i], x->stream) || launch_one(x, i, d);
+      if (!bad) bad = GC_CU(x->cu, d, EventRecord, e[n], x->stream);
+    }
+    if (r == 0 || bad) continue;
+    CUevent *p = ev + (size_t)((r - 1) & 1) * (n + 1);  /* run r - 1: read its times */
+    bad = GC_CU(x->cu, d, EventSynchronize, p[n]);
     for (int i = 0; i < n && !bad; i++)
-      bad = GC_CU(x->cu, d, EventRecord, ev[i], x->stream) || launch_one(x, i, d);
-    if (!bad) bad = GC_CU(x->cu, d, EventRecord, ev[n], x->stream) || sync_stream(x, d);
-    for (int i = 0; i < n && !bad; i++)
-      bad = GC_CU(x->cu, d, EventElapsedTime, &ms[(size_t)r * n + i], ev[i], ev[i + 1]);
+      bad = GC_CU(x->cu, d, EventElapsedTime, &ms[(size_t)(r - 1) * n + i], p[i], p[i + 1]);
   }
-  if (bad) x->cu->StreamSynchronize(x->stream);
-  if (made) free_events(x, ev, n + 1);
+  if (!bad) bad = sync_stream(x, d);
+  else x->cu->StreamSynchronize(x->stream);
+  if (made) free_events(x, ev, 2 * (n + 1));
   free(ev);
   ctx_pop(x);
   return bad ? -1 : 0;

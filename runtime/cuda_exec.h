@@ -99,6 +99,7 @@ int gc_cu_exec_geometry(const gc_cu_exec *x, int k, unsigned *grid, unsigned *bl
 int gc_cu_exec_time_runs(gc_cu_exec *x, int warmup, int runs, float *ms, gc_diags *d);
 /* CPU microseconds to issue each of `runs` runs (launches only, no copies). */
 int gc_cu_exec_time_issue(gc_cu_exec *x, int runs, float *us, gc_diags *d);
+int gc_cu_exec_time_queued(gc_cu_exec *x, int warmup, int runs, float *ms, gc_diags *d);
 int gc_cu_exec_time_kernels(gc_cu_exec *x, int runs, float *ms, gc_diags *d);
 int gc_cu_exec_copy_bandwidth(gc_cu_exec *x, size_t bytes, int reps, double *gbps,
                               size_t *bytes_used, gc_diags *d);

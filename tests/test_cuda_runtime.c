@@ -289,6 +289,7 @@ START_TEST(hooks_reject_other_backends) {
   float ms[2];
   ck_assert_int_eq(gc_cuda_time_runs(t.exe, 1, 2, ms, &d), GRAPHC_STATUS_INVALID_ARGUMENT);
   ck_assert_int_eq(d.n_errors, 1);
+  ck_assert_int_eq(gc_cuda_time_queued(t.exe, 1, 2, ms, NULL), GRAPHC_STATUS_INVALID_ARGUMENT);
   ck_assert_msg(strstr(d.items[0].msg, "cuda backend"), "%s", d.items[0].msg);
   gc_diags_free(&d);
   ck_assert_ptr_null(gc_backend_interp.run_device);
@@ -820,6 +821,12 @@ START_TEST(bench_hooks) {
   float ms[8];
   ck_assert_int_eq(gc_cuda_time_runs(t.exe, 2, 8, ms, &d), GRAPHC_STATUS_OK);
   for (int i = 0; i < 8; i++) ck_assert_msg(ms[i] > 0 && ms[i] < 1000, "run %d: %g ms", i, ms[i]);
+  float qms[8];
+  ck_assert_int_eq(gc_cuda_time_queued(t.exe, 1, 8, qms, &d), GRAPHC_STATUS_OK);
+  for (int i = 0; i < 8; i++) ck_assert_msg(qms[i] > 0 && qms[i] < 1000, "queued run %d: %g ms", i, qms[i]);
+  ck_assert_int_eq(gc_cuda_time_queued(t.exe, 0, 0, qms, &d), GRAPHC_STATUS_INVALID_ARGUMENT);
+  gc_diags_free(&d);
+  gc_diags_init(&d, "", NULL, 0);
   float *kms = calloc((size_t)nl * 3, sizeof *kms);
   ck_assert_int_eq(gc_cuda_time_kernels(t.exe, 3, kms, &d), GRAPHC_STATUS_OK);
   for (int i = 0; i < nl * 3; i++) ck_assert_msg(kms[i] > 0, "launch %d: %g ms", i, kms[i]);
