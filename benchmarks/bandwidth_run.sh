@@ -92,5 +92,5 @@ printf "%-24s %10s %10s %8s\n" case "queued ms" "GB/s" "% copy"
 for f in "$OUT"/*.graph; do
   n=$(basename "$f" .graph)
   timeout 120 "$G" bench "$f" --runs 30 --warmup 5 > "$OUT/$n.txt" 2>&1
-  awk -v n="$n" '/^  queued/ {ms=$2} /modeled/ {for (i=1;i<=NF;i++) if ($i=="GB/s") gb=$(i-1); pc=$0; sub(/.*\(/,"",pc); sub(/%.*/,"",pc)} END {printf "%-24s %10s %10s %8s\n", n, ms, gb, pc}' "$OUT/$n.txt"
+  awk -v n="$n" '/^  queued/ {ms=$2} /modeled/ {for (i=1;i<=NF;i++) if ($i=="GB/s") gb=$(i-1); if (match($0, /[0-9.]+% of copy/)) pc=substr($0, RSTART, RLENGTH - 9)} END {printf "%-24s %10s %10s %8s\n", n, ms, gb, pc}' "$OUT/$n.txt"
 done

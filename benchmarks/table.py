@@ -91,6 +91,8 @@ def peers(path, rows, bad):
         if not m:
             bad.append(("peers.txt", line))
             continue
+        if f[-1] == "NO":  # its output did not match graphc's: not a peer to race (as in peers.py)
+            continue
         models.setdefault(m.group(1), {})[m.group(2)] = num(m.group(3))
     for model, t in models.items():
         g = t.get("graphc", float("nan"))
@@ -99,7 +101,7 @@ def peers(path, rows, bad):
             continue
         p, name = min(others)
         dtype = "f16" if "f16" in model else "bf16" if "bf16" in model else "f32"
-        rows.append(("model", model, dtype, g, "-", "-", f"{name} (fastest)", p, p / g if g > 0 else float("nan")))
+        rows.append(("model", model, dtype, g, "-", "-", f"{name} (fastest matching)", p, p / g if g > 0 else float("nan")))
 
 
 def examples(path, rows, bad):
