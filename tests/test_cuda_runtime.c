@@ -825,6 +825,8 @@ START_TEST(bench_hooks) {
   ck_assert_int_eq(gc_cuda_time_queued(t.exe, 1, 8, qms, &d), GRAPHC_STATUS_OK);
   for (int i = 0; i < 8; i++) ck_assert_msg(qms[i] > 0 && qms[i] < 1000, "queued run %d: %g ms", i, qms[i]);
   ck_assert_int_eq(gc_cuda_time_queued(t.exe, 0, 0, qms, &d), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(d.n_errors == 1 && strstr(d.items[0].msg, "runs must be at least 1 (got 0)"),
+                "%s", d.n_errors ? d.items[0].msg : "no error");
   gc_diags_free(&d);
   gc_diags_init(&d, "", NULL, 0);
   float *kms = calloc((size_t)nl * 3, sizeof *kms);

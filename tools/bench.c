@@ -162,8 +162,7 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
     bytes += k->bytes_moved;
     flops += k->flops;
   }
-  qsort(ms, (size_t)runs, sizeof *ms, cmp_float);
-  double med = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+  double med = median(ms, runs);  /* sorts ms */
   printf("\nwhole graph (%s, %d runs after %d warm-up):\n",
          info.eager ? "eager launches" : "CUDA graph replay", runs, o->warmup);
   printf("  median %.4f ms   min %.4f ms   p90 %.4f ms   (each run alone, as a caller waits)\n",
@@ -171,8 +170,7 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
   /* The copy baseline queues its copies back to back; so, for the roofline ratio, do the
    * runs: their device time without the idle wait for the host to issue each one. */
   if (gc_cuda_time_queued(exe, o->warmup, runs, ms, &d) != GRAPHC_STATUS_OK) goto out;
-  qsort(ms, (size_t)runs, sizeof *ms, cmp_float);
-  double qmed = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+  double qmed = median(ms, runs);
   printf("  queued %.4f ms   min %.4f ms   p90 %.4f ms   (runs back to back, as the copies)\n",
          qmed, ms[0], quantile(ms, runs, 0.9));
   double gbps = qmed > 0 ? bytes / (qmed * 1e-3) / 1e9 : 0;
