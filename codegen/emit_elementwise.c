@@ -9,7 +9,7 @@
  * Identity analysis: a member is "at identity" when it is computed at the
  * roots' own linear index (roots; producers reached only through elementwise
  * ops of the same dims or reshapes). When the sizes divide, each item handles a
- * 16-byte vector (2 or 4 of them for some groups: loop_vecs) per output and per input
+ * 16-byte vector (2 or 4 of them for compute-heavy groups: loop_vecs) per output and per input
  * read at identity (CUDA); the other
  * inputs (transposed, broadcast, gathered) are read element by element. An input read only at
  * identity may donate its buffer to an output of the same element size
@@ -22,7 +22,8 @@
 
 enum {
   GC_LOOP_MAX_VECS = 4, /* vectors an item at most (loop_vecs) */
-  GC_LOOP_WAVES = 4     /* full waves of threads each copy keeps at least */
+  GC_LOOP_WAVES = 4,    /* full waves of threads each copy keeps at least */
+  GC_LOOP_ILP_FLOPS = 2 /* flops per byte moved from which an item takes several vectors */
 };
 
 /* Is the edge from value v to its user u index-preserving (same linear index)? */
@@ -138,19 +139,19 @@ static void vector_body(gc_gen *G, const gc_fusion_group *grp, const loop_in *in
   free(vals);
 }
 
-/* Vectors an item handles (vector_body): more than one only on the GPU, for a group with
- * one input read a vector at a time and at least one read lane by lane (a broadcast bias),
- * when the vector count divides and leaves at least GC_LOOP_WAVES full waves of resident
- * threads (2048 a multiprocessor) per copy. GRAPHC_LOOP_VECS=N (kir_target.loop_vecs)
- * forces N. H200, 256 MB, % of copy bandwidth, 1 -> 4 vectors (two calls): f16
- * tanh(x + bias[col]) 82.2 -> 86.9 and 81.9 -> 85.9; plain one-input ops moved within
- * noise (f32 neg 87.9 -> 87.0), an f32 silu lost (86.1 -> 81.0), two vector inputs lost a
- * point, so those keep one (docs/performance.md). */
-static int loop_vecs(const gc_lowerer *c, int64_t nvec, int n_vin, int n_lane) {
+/* Vectors an item handles (vector_body): more than one only on the GPU, for a group that
+ * computes at least GC_LOOP_ILP_FLOPS flops per byte it moves (an erf gelu in f16 / bf16:
+ * independent work for each thread to overlap), when the vector count divides and leaves
+ * at least GC_LOOP_WAVES full waves of resident threads (2048 a multiprocessor) per copy.
+ * GRAPHC_LOOP_VECS=N (kir_target.loop_vecs) forces N. H200, 256 MB, queued, a block per
+ * 256 items, u = 1 / 2 / 4 (docs/performance.md): bf16 gelu 0.1824 / 0.1665 / 0.1570 ms;
+ * memory-bound groups lose with more (f32 neg 0.1285 / 0.1298 / 0.1320, f16
+ * tanh(x + bias[col]) 0.1286 / 0.1297 / 0.1320, f32 silu 0.1301 / 0.1301 / 0.1318). */
+static int loop_vecs(const gc_lowerer *c, int64_t nvec, double flops_per_byte) {
   const kir_target *t = c->t;
   if (t->kind != KIR_TARGET_CUDA) return 1;
   int u = t->loop_vecs;
-  if (u <= 0 && (n_vin != 1 || n_lane == 0)) return 1;
+  if (u <= 0 && flops_per_byte < GC_LOOP_ILP_FLOPS) return 1;
   if (u <= 0) {
     int64_t wave = (int64_t)(t->num_sms > 0 ? t->num_sms : 1) * 2048;
     u = 1;
@@ -199,9 +200,13 @@ int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp) {
     }
   }
 
-  int n_vin = 0;
-  for (int i = 0; i < n_in; i++) n_vin += in[i].identity;
-  int u = w > 1 ? loop_vecs(c, numel / w, n_vin, n_in - n_vin) : 1;
+  double flops = 0;
+  for (int i = 0; i < grp->n_ops; i++)
+    if (gc_op_infos[grp->ops[i]->opcode].kind == GC_KIND_ELEMENTWISE)
+      flops += (double)gc_type_numel(&grp->ops[i]->results[0]->type) * gc_ec_op_flops(grp->ops[i]);
+  int64_t vec_bytes = 0;  /* an element's bytes through the vector accesses */
+  for (int i = 0; i < nd; i++) vec_bytes += graphc_dtype_size(dts[i]);
+  int u = w > 1 ? loop_vecs(c, numel / w, flops / ((double)numel * (double)(vec_bytes > 0 ? vec_bytes : 1))) : 1;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w / u, 256);
   gc_gen G;
   gc_gen_init(&G, c, k);
@@ -212,10 +217,6 @@ int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp) {
     gc_gen_store_outs(&G, &k->body, grp, pt);
   }
   k->bytes_moved = gc_gen_bytes(&G, numel);
-  double flops = 0;
-  for (int i = 0; i < grp->n_ops; i++)
-    if (gc_op_infos[grp->ops[i]->opcode].kind == GC_KIND_ELEMENTWISE)
-      flops += (double)gc_type_numel(&grp->ops[i]->results[0]->type) * gc_ec_op_flops(grp->ops[i]);
   k->flops = flops;
   gc_gen_free(&G);
   gc_ec_launch(c, k);

@@ -67,14 +67,16 @@ END_TEST
 /* Loop kernels with several 16-byte vectors an item (kir_target.loop_vecs): item i
  * handles vectors i, i + h, ... Identity inputs x (and y), a broadcast b read lane by lane
  * and two outputs; u = 2 and 4 forced, 4 falling back to 2 where the vector count is
- * only even, and the size heuristic on one multiprocessor for one vector input and the
- * broadcast (u = 4 from 32 Ki vectors, 2 from 16 Ki; 1 with two vector inputs). */
+ * only even, and the size heuristic on one multiprocessor for a group of at least 2 flops
+ * a byte moved (an erf gelu: 13 flops an element over f16 x and two outputs, 6 bytes;
+ * u = 4 from 32 Ki vectors, 2 from 16 Ki) and 1 below it (tanh, f32, or a second input). */
 START_TEST(test_loop_vecs) {
   const char *T = _i % 2 ? "f16" : "f32";
   int es = _i % 2 ? 2 : 4, w = 16 / es;
-  static const struct { const char *rows; int64_t numel; int force, two_in, u; } cases[] = {
-      {"64", 64 * 128, 2, 1, 2},  {"64", 64 * 128, 4, 1, 4},     {"3", 3 * 128, 4, 1, 0},
-      {"1024", 1024 * 128, 0, 0, 0}, {"1024", 1024 * 128, 0, 1, 1}};
+  static const struct { const char *rows; int64_t numel; int force, two_in, heavy, u; } cases[] = {
+      {"64", 64 * 128, 2, 1, 0, 2},      {"64", 64 * 128, 4, 1, 0, 4},      {"3", 3 * 128, 4, 1, 0, 0},
+      {"1024", 1024 * 128, 0, 0, 1, 0},  {"1024", 1024 * 128, 0, 1, 1, 1},  {"1024", 1024 * 128, 0, 0, 0, 1},
+      {"2048", 2048 * 128, 0, 0, 1, 0}};
   int c = _i / 2;
   char text[1024], sh[32];
   snprintf(sh, sizeof sh, "%s, 128", cases[c].rows);
@@ -84,14 +86,15 @@ START_TEST(test_loop_vecs) {
            "graph @t(%%x: %s, %%y: %s, %%b: %s) -> (%s, %s) {\n"
            "  %%m = mul(%%x, %s);\n"
            "  %%a = add(%%m, %%b);\n"
-           "  %%r = tanh(%%a);\n"
+           "  %%r = %s(%%a);\n"
            "  %%d = sub(%%x, %s);\n"
            "  return %%r, %%d;\n"
            "}\n",
-           ty(T, sh), ty(T, sh), ty(T, "128"), ty(T, sh), ty(T, sh), y, y);
+           ty(T, sh), ty(T, sh), ty(T, "128"), ty(T, sh), ty(T, sh), y, cases[c].heavy ? "gelu" : "tanh", y);
   int64_t nvec = cases[c].numel / w;
   int u = cases[c].u;
-  if (!u) u = cases[c].force ? (nvec % 4 ? 2 : 4) : nvec >= 4 * 4 * 2048 ? 4 : nvec >= 2 * 4 * 2048 ? 2 : 1;
+  if (!u && cases[c].force) u = nvec % 4 ? 2 : 4;
+  if (!u) u = es == 4 ? 1 : nvec >= 4 * 4 * 2048 ? 4 : nvec >= 2 * 4 * 2048 ? 2 : 1;
   g_loop_vecs = cases[c].force;
   if (!cases[c].force) g_tc_sms = 1;
   gc_module *m = parse_ok(text);
@@ -1113,7 +1116,7 @@ static Suite *lower_suite(void) {
   const struct { const char *name; const TTest *test; int n; } fams[] = {
       {"unary", test_unary_float, COUNT(FLOATS)},
       {"unary", test_unary_numeric, COUNT(NUMERIC)},
-      {"unary", test_loop_vecs, 10},
+      {"unary", test_loop_vecs, 14},
       {"binary", test_binary, COUNT(NUMERIC)},
       {"binary", test_compare, COUNT(ALL)},
       {"binary", test_select_logic, COUNT(ALL)},
