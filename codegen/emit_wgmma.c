@@ -29,7 +29,9 @@
  *     the 4 wgmmas of tile kt (one commit group) and wait until at most that group is
  *     pending, so tile kt-1's wgmmas are done in this warpgroup (and tile kt-2's in both,
  *     by the barrier); then refill tile kt-2's stage with tile kt+2. Two tiles load while
- *     the tensor cores work.
+ *     the tensor cores work. (Releasing stages through per-stage "empty" mbarriers instead,
+ *     three tiles ahead with no block barrier, measured no better on 2026-12-03, and 18% slower
+ *     on 127 x 4096 x 4096: docs/performance.md.)
  * Measured on the H200 (docs/performance.md, 2026-12-02): 4096^3 f16 at 0.85x cuBLASLt with
  * TMA (0.80x with cp.async in the same run; the mma.sync kernel: 0.47x), 8192^3 at 0.98x
  * (0.83x).
