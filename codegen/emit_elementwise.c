@@ -204,9 +204,9 @@ int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp) {
   for (int i = 0; i < grp->n_ops; i++)
     if (gc_op_infos[grp->ops[i]->opcode].kind == GC_KIND_ELEMENTWISE)
       flops += (double)gc_type_numel(&grp->ops[i]->results[0]->type) * gc_ec_op_flops(grp->ops[i]);
-  int64_t vec_bytes = 0;  /* an element's bytes through the vector accesses */
-  for (int i = 0; i < nd; i++) vec_bytes += graphc_dtype_size(dts[i]);
-  int u = w > 1 ? loop_vecs(c, numel / w, flops / ((double)numel * (double)(vec_bytes > 0 ? vec_bytes : 1))) : 1;
+  double elem_bytes = 0;  /* an element's bytes through the vector accesses */
+  for (int i = 0; i < nd; i++) elem_bytes += graphc_dtype_size(dts[i]);
+  int u = w > 1 ? loop_vecs(c, numel / w, flops / ((double)numel * elem_bytes)) : 1;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w / u, 256);
   gc_gen G;
   gc_gen_init(&G, c, k);

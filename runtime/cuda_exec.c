@@ -372,7 +372,6 @@ static int query_device(gc_cu_exec *x, gc_diags *d) {
       {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor},
       {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &p->num_sms},
       {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &p->max_threads},
-      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, &p->max_threads_sm},
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, &p->shared_bytes},
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &p->shared_optin},
       {CU_DEVICE_ATTRIBUTE_WARP_SIZE, &p->warp},
@@ -383,7 +382,6 @@ static int query_device(gc_cu_exec *x, gc_diags *d) {
   if (GC_CU(cu, d, DeviceGetName, p->name, (int)sizeof p->name, x->dev)) return -1;
   if (GC_CU(cu, d, DeviceTotalMem, &p->total_mem, x->dev)) return -1;
   if (p->num_sms < 1) p->num_sms = 1;
-  if (p->max_threads_sm < 32) p->max_threads_sm = 2048;
   p->driver_version = cu->version;
   return 0;
 }

@@ -52,7 +52,7 @@ void gc_cu_image_list(const gc_cu_image *imgs, int n, char *buf, size_t len);
 typedef struct gc_cu_props {
   char name[256];          /* "NVIDIA H200" */
   int sm;                  /* compute capability x10 */
-  int num_sms, max_threads, max_threads_sm, shared_bytes, shared_optin, warp;
+  int num_sms, max_threads, shared_bytes, shared_optin, warp;
   size_t total_mem;
   int driver_version;      /* 13000 = CUDA 13.0 */
 } gc_cu_props;
