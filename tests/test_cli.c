@@ -143,6 +143,8 @@ START_TEST(run_with_inputs_file) {
   EXPECT(args, 0, "%z: f32[2, 10]");
   snprintf(args, sizeof args, "run %s --backend interp --inputs %s", g, w);
   EXPECT(args, 1, "has no tensor 'y'");
+  snprintf(args, sizeof args, "run %s --backend interp --inputs /nonexistent.st", g);
+  EXPECT(args, 1, "/nonexistent.st: cannot open");
 }
 END_TEST
 

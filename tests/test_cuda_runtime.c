@@ -19,6 +19,7 @@
 #include "runtime/cuda_backend.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/exec.h"
+#include "runtime/safetensors.h"
 
 static uint64_t g_seed;
 static int g_have_device;
@@ -299,7 +300,7 @@ END_TEST
 
 /* `graphc bench` without a GPU exits 1 and says why; with one it prints the tables. */
 START_TEST(bench_cli) {
-  char path[4096], cmd[8192];
+  char path[4096], cmd[16384];
   snprintf(path, sizeof path, "%s/bench_small.graph", tu_tmpdir());
   FILE *f = fopen(path, "w");
   ck_assert_ptr_nonnull(f);
@@ -313,6 +314,29 @@ START_TEST(bench_cli) {
     ck_assert_msg(strstr(out, "whole graph") && strstr(out, "GB/s") && strstr(out, "per kernel"),
                   "%s", out);
     printf("%s\n", out);
+    /* --inputs: the inputs from a file by argument name; a missing one is an error */
+    static float x[17 * 33], y[33];
+    for (int i = 0; i < 17 * 33; i++) x[i] = 1.0f;
+    for (int i = 0; i < 33; i++) y[i] = 2.0f;
+    gc_st_tensor ts[2] = {
+        {.name = "x", .dtype = GRAPHC_DTYPE_F32, .rank = 2, .dims = {17, 33}, .data = x, .nbytes = sizeof x},
+        {.name = "y", .dtype = GRAPHC_DTYPE_F32, .rank = 1, .dims = {33}, .data = y, .nbytes = sizeof y}};
+    char in[4096];
+    gc_diags d;
+    for (int n = 2; n >= 1; n--) {
+      snprintf(in, sizeof in, "%s/bench_in%d.safetensors", tu_tmpdir(), n);
+      gc_diags_init(&d, in, NULL, 0);
+      ck_assert_int_eq(gc_safetensors_write(in, ts + 2 - n, n, &d), 0);
+      gc_diags_free(&d);
+      snprintf(cmd, sizeof cmd, "%s bench %s --runs 3 --warmup 1 --inputs %s", GRAPHC_CLI, path, in);
+      free(out);
+      out = NULL;
+      rc = tu_run_cmd(cmd, &out);
+      if (n == 2)
+        ck_assert_msg(rc == 0 && strstr(out, "whole graph"), "bench --inputs exit %d:\n%s", rc, out);
+      else
+        ck_assert_msg(rc == 1 && strstr(out, "has no tensor 'x' for input %x"), "bench exit %d:\n%s", rc, out);
+    }
   } else {
     ck_assert_msg(rc == 1, "bench exit %d:\n%s", rc, out);
     ck_assert_msg(strstr(out, "no GPU") && strstr(out, "CUDA backend unavailable"), "%s", out);

@@ -35,6 +35,7 @@ static const char *const usage_bench =
     "  --runs N          timed runs (default 100)\n"
     "  --warmup N        untimed runs first (default 10)\n"
     "  --weights W       weights file (default: the file's; random weights when missing)\n"
+    "  --inputs F        inputs by argument name from safetensors file F (default: random)\n"
     "  --seed N          seed for random inputs (default 0)\n"
     "  --eager           time eager launches instead of CUDA graph replay\n"
     "  --stats           print compile statistics\n";
@@ -84,33 +85,6 @@ graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_ex
   }
   fprintf(stderr, "graphc bench: note: %s; using random weights (%s)\n", err->message, tmp_weights);
   return graphc_compile(m, &o->copts, exe, err);
-}
-
-/* Allocate and fill the host tensors for inputs (random) and outputs. */
-int cli_make_tensors(graphc_executable_t *exe, uint64_t seed, graphc_tensor_t *in, graphc_tensor_t *out) {
-  for (int pass = 0; pass < 2; pass++) {
-    size_t n = pass ? graphc_executable_num_outputs(exe) : graphc_executable_num_inputs(exe);
-    for (size_t i = 0; i < n; i++) {
-      graphc_tensor_info_t info;
-      if (pass)
-        graphc_executable_output_info(exe, i, &info);
-      else
-        graphc_executable_input_info(exe, i, &info);
-      graphc_tensor_t *t = pass ? &out[i] : &in[i];
-      t->dtype = info.dtype;
-      t->rank = info.rank;
-      memcpy(t->dims, info.dims, sizeof t->dims);
-      t->nbytes = info.nbytes;
-      t->data = malloc(info.nbytes ? info.nbytes : 1);
-      if (!t->data) return -1;
-      if (!pass) {
-        gc_type ty = {.dtype = info.dtype, .rank = info.rank};
-        memcpy(ty.dims, info.dims, sizeof ty.dims);
-        gc_random_fill(t->data, &ty, seed * 7919 + i + 1);
-      }
-    }
-  }
-  return 0;
 }
 
 /* Print diagnostics collected in d (if any) and free them. */
@@ -244,6 +218,7 @@ int gc_cli_bench(int argc, char **argv) {
   char tmp_weights[256] = "";
   size_t n_in = 0, n_out = 0;
   graphc_tensor_t *in = NULL, *out = NULL;
+  gc_safetensors *file = NULL;
   graphc_status_t st = cli_load(ctx, &o, &m, &err);
   if (st == GRAPHC_STATUS_OK) st = cli_compile_cuda(m, &o, &exe, tmp_weights, sizeof tmp_weights, &err);
   if (st == GRAPHC_STATUS_OK) {
@@ -251,8 +226,8 @@ int gc_cli_bench(int argc, char **argv) {
     n_out = graphc_executable_num_outputs(exe);
     in = calloc(n_in + 1, sizeof *in);
     out = calloc(n_out + 1, sizeof *out);
-    if (!in || !out || cli_make_tensors(exe, o.seed, in, out) != 0)
-      st = gc_set_error(&err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
+    st = in && out ? cli_make_tensors(exe, &o, in, out, &file, &err)
+                   : gc_set_error(&err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
   }
   /* One checked run uploads the inputs and proves the executable works. */
   if (st == GRAPHC_STATUS_OK) st = graphc_executable_run(exe, in, n_in, out, n_out, &err);
@@ -265,6 +240,7 @@ int gc_cli_bench(int argc, char **argv) {
   for (size_t i = 0; out && i < n_out; i++) free(out[i].data);
   free(in);
   free(out);
+  gc_safetensors_free(file);
   graphc_executable_destroy(exe);
   graphc_model_destroy(m);
   graphc_context_destroy(ctx);

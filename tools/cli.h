@@ -47,8 +47,12 @@ int cli_have_gpu(const char *what);
  * model's weights file is missing and no --weights was given. */
 graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
                                  char *tmp_weights, size_t tmp_len, graphc_error_t *err);
-/* Host tensors for the executable's inputs (random, from seed) and outputs. -1 on OOM. */
-int cli_make_tensors(graphc_executable_t *exe, uint64_t seed, graphc_tensor_t *in, graphc_tensor_t *out);
+/* tools/run.c: host tensors for the executable's inputs (from o->inputs by argument name,
+ * else random from o->seed) and outputs; *file is the loaded inputs file, NULL without
+ * --inputs, for the caller to free with gc_safetensors_free (also on failure). */
+struct gc_safetensors;
+graphc_status_t cli_make_tensors(graphc_executable_t *exe, const cli_opts *o, graphc_tensor_t *in,
+                                 graphc_tensor_t *out, struct gc_safetensors **file, graphc_error_t *err);
 /* tools/tune.c */
 int gc_cli_tune(int argc, char **argv);
 

@@ -39,51 +39,54 @@ static const char *const usage_run_head =
     "  --output F.safetensors save the outputs by value name\n"
     "  --full                 print every output value\n";
 
-/* Fill host inputs: from a safetensors file by argument name, or random. */
-static graphc_status_t make_inputs(graphc_executable_t *exe, const cli_opts *o,
-                                   graphc_tensor_t *in, gc_safetensors **file) {
-  size_t n = graphc_executable_num_inputs(exe);
+/* Host tensors for the inputs (from o->inputs by argument name, or random from o->seed) and
+ * the outputs. *file holds the loaded inputs file (the caller frees it, also on failure). */
+graphc_status_t cli_make_tensors(graphc_executable_t *exe, const cli_opts *o, graphc_tensor_t *in,
+                                 graphc_tensor_t *out, gc_safetensors **file, graphc_error_t *err) {
+  *file = NULL;
   if (o->inputs) {
     gc_diags d;
     gc_diags_init(&d, o->inputs, NULL, 0);
     *file = gc_safetensors_load(o->inputs, &d);
     if (!*file) {
-      char *r = gc_diags_render(&d);
-      fputs(r ? r : "graphc: cannot load inputs\n", stderr);
-      free(r);
+      gc_diags_to_error(&d, err);
       gc_diags_free(&d);
       return GRAPHC_STATUS_WEIGHTS_ERROR;
     }
     gc_diags_free(&d);
   }
-  for (size_t i = 0; i < n; i++) {
-    graphc_tensor_info_t info;
-    graphc_executable_input_info(exe, i, &info);
-    in[i].dtype = info.dtype;
-    in[i].rank = info.rank;
-    memcpy(in[i].dims, info.dims, sizeof in[i].dims);
-    in[i].nbytes = info.nbytes;
-    if (*file) {
-      const gc_st_tensor *t = gc_safetensors_find(*file, info.name);
-      if (!t) {
-        fprintf(stderr, "graphc: error: %s has no tensor '%s' for input %%%s\n", o->inputs,
-                info.name, info.name);
-        return GRAPHC_STATUS_INVALID_ARGUMENT;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t n = pass ? graphc_executable_num_outputs(exe) : graphc_executable_num_inputs(exe);
+    for (size_t i = 0; i < n; i++) {
+      graphc_tensor_info_t info;
+      if (pass)
+        graphc_executable_output_info(exe, i, &info);
+      else
+        graphc_executable_input_info(exe, i, &info);
+      graphc_tensor_t *t = pass ? &out[i] : &in[i];
+      t->dtype = info.dtype;
+      t->rank = info.rank;
+      memcpy(t->dims, info.dims, sizeof t->dims);
+      t->nbytes = info.nbytes;
+      const gc_st_tensor *ft = NULL;
+      if (!pass && *file && !(ft = gc_safetensors_find(*file, info.name)))
+        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s has no tensor '%s' for input %%%s",
+                            o->inputs, info.name, info.name);
+      if (ft) {  /* shape and dtype are checked by graphc_executable_run */
+        t->dtype = ft->dtype;
+        t->rank = ft->rank;
+        memcpy(t->dims, ft->dims, sizeof t->dims);
+        t->nbytes = ft->nbytes;
       }
-      /* Shape/dtype are checked by graphc_executable_run. */
-      in[i].dtype = t->dtype;
-      in[i].rank = t->rank;
-      memcpy(in[i].dims, t->dims, sizeof in[i].dims);
-      in[i].nbytes = t->nbytes;
-      in[i].data = malloc(t->nbytes ? t->nbytes : 1);
-      if (!in[i].data) return GRAPHC_STATUS_OUT_OF_MEMORY;
-      memcpy(in[i].data, t->data, t->nbytes);
-    } else {
-      in[i].data = malloc(info.nbytes ? info.nbytes : 1);
-      if (!in[i].data) return GRAPHC_STATUS_OUT_OF_MEMORY;
-      gc_type ty = {.dtype = info.dtype, .rank = info.rank};
-      memcpy(ty.dims, info.dims, sizeof ty.dims);
-      gc_random_fill(in[i].data, &ty, o->seed * 7919 + i + 1);
+      t->data = malloc(t->nbytes ? t->nbytes : 1);
+      if (!t->data) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
+      if (ft) {
+        memcpy(t->data, ft->data, ft->nbytes);
+      } else if (!pass) {
+        gc_type ty = {.dtype = info.dtype, .rank = info.rank};
+        memcpy(ty.dims, info.dims, sizeof ty.dims);
+        gc_random_fill(t->data, &ty, o->seed * 7919 + i + 1);
+      }
     }
   }
   return GRAPHC_STATUS_OK;
@@ -148,18 +151,8 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
     n_out = graphc_executable_num_outputs(exe);
     in = calloc(n_in + 1, sizeof *in);
     out = calloc(n_out + 1, sizeof *out);
-    st = in && out ? make_inputs(exe, &o, in, &file) : GRAPHC_STATUS_OUT_OF_MEMORY;
-    if (st != GRAPHC_STATUS_OK) err.message[0] = 0;
-  }
-  for (size_t i = 0; st == GRAPHC_STATUS_OK && i < n_out; i++) {
-    graphc_tensor_info_t info;
-    graphc_executable_output_info(exe, i, &info);
-    out[i].dtype = info.dtype;
-    out[i].rank = info.rank;
-    memcpy(out[i].dims, info.dims, sizeof out[i].dims);
-    out[i].nbytes = info.nbytes;
-    out[i].data = malloc(info.nbytes ? info.nbytes : 1);
-    if (!out[i].data) st = GRAPHC_STATUS_OUT_OF_MEMORY;
+    st = in && out ? cli_make_tensors(exe, &o, in, out, &file, &err)
+                   : gc_set_error(&err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
   }
   t3 = cli_now_ms();
   if (st == GRAPHC_STATUS_OK) st = graphc_executable_run(exe, in, n_in, out, n_out, &err);

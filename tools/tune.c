@@ -19,6 +19,7 @@
 
 #include "codegen/tuning.h"
 #include "runtime/cuda_backend.h"
+#include "runtime/safetensors.h"
 #include "tools/cli.h"
 
 static const char *const usage_tune =
@@ -33,6 +34,7 @@ static const char *const usage_tune =
     "  --arch sm_XX      GPU architecture (default: the device's)\n"
     "  --runs N          timed launches per kernel and configuration (default 30)\n"
     "  --weights W       weights file (default: the file's; random weights when missing)\n"
+    "  --inputs F        inputs by argument name from safetensors file F (default: random)\n"
     "  -o TUNING         the tuning file to write\n";
 
 enum { N_TILES = 10, MAX_KEYS = 256 };
@@ -102,6 +104,7 @@ static graphc_status_t measure(graphc_model_t *m, cli_opts *o, tune_state *st, i
                                size_t device_len, char *tmp_weights, size_t tmp_len, graphc_error_t *err) {
   graphc_executable_t *exe = NULL;
   graphc_tensor_t *in = NULL, *out = NULL;
+  gc_safetensors *file = NULL;
   size_t n_in = 0, n_out = 0;
   float *kms = NULL, *col = NULL;
   gc_diags d;
@@ -130,10 +133,11 @@ static graphc_status_t measure(graphc_model_t *m, cli_opts *o, tune_state *st, i
   out = calloc(n_out + 1, sizeof *out);
   kms = calloc((size_t)o->runs * (size_t)(nl > 0 ? nl : 1) + 1, sizeof *kms);
   col = calloc((size_t)o->runs + 1, sizeof *col);
-  if (!in || !out || !kms || !col || cli_make_tensors(exe, o->seed, in, out) != 0) {
+  if (!in || !out || !kms || !col) {
     rc = gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
     goto out;
   }
+  if ((rc = cli_make_tensors(exe, o, in, out, &file, err)) != GRAPHC_STATUS_OK) goto out;
   if ((rc = graphc_executable_run(exe, in, n_in, out, n_out, err)) != GRAPHC_STATUS_OK) goto out;
   if ((rc = gc_cuda_time_kernels(exe, o->runs, kms, &d)) != GRAPHC_STATUS_OK) {
     gc_diags_to_error(&d, err);
@@ -155,6 +159,7 @@ out:
   free(out);
   free(kms);
   free(col);
+  gc_safetensors_free(file);
   gc_diags_free(&d);
   graphc_executable_destroy(exe);
   return rc;
