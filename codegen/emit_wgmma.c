@@ -32,9 +32,10 @@
  *     the tensor cores work. (Releasing stages through per-stage "empty" mbarriers instead,
  *     three tiles ahead with no block barrier, measured no better on 2026-12-03, and 18% slower
  *     on 127 x 4096 x 4096: docs/performance.md.)
- * Measured on the H200 (docs/performance.md, 2026-12-02): 4096^3 f16 at 0.85x cuBLASLt with
- * TMA (0.80x with cp.async in the same run; the mma.sync kernel: 0.47x), 8192^3 at 0.98x
- * (0.83x).
+ * Measured on the H200 (docs/performance.md): against cuBLASLt on random operands, rounds in
+ * turn (2026-12-03), f16 / bf16 4096^3 0.90 / 0.89, 8192^3 0.94 / 0.96. Against a cuBLASLt on
+ * constant operands (2026-12-02), TMA gave 4096^3 f16 0.85x, cp.async 0.80x, the mma.sync
+ * kernel 0.47x.
  *
  * f32 matmuls with tf32 allowed (kir_target.tf32) take gc_mm_wgmma_tf32 at the end of this
  * file: the same pipeline over the tile transposed, A from registers (see there).
