@@ -10,7 +10,7 @@ safetensors file. First graphc runs it once (`graphc run`) and its output is
 compared with the peer's on the same data (PyTorch F.conv2d, cuDNN with
 cudnn.benchmark; numpy in float64 when PyTorch or a GPU is missing): relative L2 error within the dtype's tolerance, or the
 layer is reported as a mismatch and not timed. Then graphc is timed with
-`graphc bench` (median of CUDA-graph replays) and PyTorch as the median of 50
+`graphc bench` on the same input (median of CUDA-graph replays) and PyTorch as the median of 50
 runs after 10 warm-ups (CUDA events). "graphc/cuDNN" is cuDNN's time over
 graphc's (1.0 = as fast; the goal is >= 0.7).
 
@@ -198,7 +198,8 @@ def main():
             continue
         gms = float("nan")
         if a.backend == "cuda":
-            r = run([a.graphc, "bench", g, "--runs", str(a.runs), "--warmup", "10"])
+            r = run([a.graphc, "bench", g, "--inputs", os.path.join(d, "in.safetensors"), "--runs", str(a.runs),
+                     "--warmup", "10"])
             m = re.search(r"^  median ([0-9.]+) ms", r.stdout, re.M)
             gms = float(m.group(1)) if m else float("nan")
         pms = float("nan")

@@ -7,8 +7,8 @@ For each model it writes random weights with `graphc weights --random` (the same
 safetensors file feeds every framework) and a random input, runs graphc once
 (`graphc run --backend cuda`) and each peer once, and checks that every peer's
 output matches graphc's before anything is timed (relative L2 error within the
-dtype's tolerance). Then it times graphc with `graphc bench` (median of CUDA-graph
-replays) and each peer as the median of 50 runs after 10 warm-ups (CUDA events
+dtype's tolerance). Then it times graphc with `graphc bench` on the same input
+(median of CUDA-graph replays) and each peer as the median of 50 runs after 10 warm-ups (CUDA events
 for PyTorch, block_until_ready for JAX). Prints one table; "graphc / best" is
 graphc's time over the fastest peer's (<= 1.0: graphc is at least as fast).
 """
@@ -159,8 +159,8 @@ def run_graphc(args, name, graph, binds, wpath, xpath, ypath):
     cmd = [args.graphc, "run", graph] + bind + ["--backend", "cuda", "--weights", wpath, "--inputs", xpath,
                                                 "--output", ypath]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run([args.graphc, "bench", graph] + bind + ["--weights", wpath, "--runs", "100",
-                                                                 "--warmup", "10"],
+    out = subprocess.run([args.graphc, "bench", graph] + bind + ["--weights", wpath, "--inputs", xpath,
+                                                                 "--runs", "100", "--warmup", "10"],
                          check=True, capture_output=True, text=True).stdout
     for line in out.splitlines():
         if line.strip().startswith("median"):
