@@ -9,13 +9,13 @@
  * (only this benchmark uses it); the best heuristic algorithm with a 32 MiB
  * workspace runs 10 times (or N) untimed, then 50 times, each bracketed by events.
  *
- * The operands hold random values drawn like `graphc bench`'s inputs (uniform in
- * [-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in the product of the non-leading dims: K
- * for A, N for B, M K and K N when batched, 1 for the bias), not the same bits but the same distribution. That
- * matters on the H200: a large matmul is power-limited and the tensor cores draw less
- * on constant operands, so the clocks, and the time, depend on the data (8192^3 f16
- * runs measurably faster on constant data). `const` fills every element with 0.125
- * instead (this program's fill before 2026-12-03), to show the difference.
+ * The operands hold random values drawn like `graphc bench`'s inputs: uniform in
+ * [-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in the product of the non-leading dims (K for
+ * A, N for B, M K and K N when batched, 1 for the bias); the same distribution, not the
+ * same bits. That matters on the H200: a large matmul is power-limited and the tensor
+ * cores draw less on constant operands, so the clocks, and the time, depend on the data
+ * (12-23% faster on constant operands, docs/performance.md). `const` fills every element
+ * with 0.125 instead (this program's fill before 2026-12-03), to show the difference.
  * Prints one line: "cublaslt <dtype> <batch>x<M>x<N>x<K> median_ms <t> tflops <f>".
  *
  * Build (on the GPU machine):
