@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 #define ALIGN 256
 

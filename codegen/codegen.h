@@ -13,7 +13,7 @@
 #ifndef GC_CODEGEN_H
 #define GC_CODEGEN_H
 
-#include "kir.h"
+#include "codegen/kir.h"
 
 /* codegen/cuda_c.c: the whole module as one CUDA C translation unit; each
  * kernel is `extern "C" __global__`, named kir_kernel.name. */

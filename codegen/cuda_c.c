@@ -24,7 +24,7 @@
  * INT_MIN), int->int wraps, ->bool is != 0, ->f16/bf16
  * round to nearest even (one rounding: f64 and i64 convert directly).
  */
-#include "codegen.h"
+#include "codegen/codegen.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -22,8 +22,8 @@
 #ifndef GC_EMIT_H
 #define GC_EMIT_H
 
-#include "fusion.h"
-#include "lower.h"
+#include "codegen/fusion.h"
+#include "codegen/lower.h"
 
 /* ---- lowering state ----------------------------------------------------------------- */
 #define GC_MAX_INPLACE 3

@@ -31,7 +31,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "emit_tc.h"
+#include "codegen/emit_tc.h"
 
 #define AT_LOG2E 1.4426950408889634
 

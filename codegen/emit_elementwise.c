@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 enum {
   GC_LOOP_MAX_VECS = 4, /* vectors an item at most (loop_vecs) */

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 /* ---- elementwise arithmetic ----------------------------------------------------------------- */
 

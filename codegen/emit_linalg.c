@@ -29,7 +29,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 /* Tile geometry of the CUDA matmul kernel. */
 enum { MM_T = 32, MM_PAD = MM_T + 1, MM_ROWS = 8, MM_RPT = MM_T / MM_ROWS };

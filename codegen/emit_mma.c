@@ -32,8 +32,8 @@
  * sm < 80 or small outputs (M or N below 32) return NULL and the caller uses the
  * CUDA-core kernel.
  */
-#include "emit_tc.h"
-#include "tuning.h"
+#include "codegen/emit_tc.h"
+#include "codegen/tuning.h"
 
 enum {
   TC_STAGES = 3, TC_THREADS = 128,      /* 4 warps: 2 (M) x 2 (N), each a (BM/2) x (BN/2) tile */

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 /* ---- host-side scalar conversion (const data and fill values) ------------------------------ */
 

@@ -19,7 +19,7 @@
  */
 #include <math.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 /* ---- reductions ----------------------------------------------------------------------------- */
 

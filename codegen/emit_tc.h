@@ -9,7 +9,7 @@
 #ifndef GC_EMIT_TC_H
 #define GC_EMIT_TC_H
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 /* An operand as a strided window of a materialized buffer:
  * element co of the operand = base[off + sum co[i] * st[i]]. */

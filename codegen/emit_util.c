@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 /* ---- kernels, params, launches --------------------------------------------------------- */
 

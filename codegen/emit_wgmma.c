@@ -40,7 +40,7 @@
  * f32 matmuls with tf32 allowed (kir_target.tf32) take gc_mm_wgmma_tf32 at the end of this
  * file: the same pipeline over the tile transposed, A from registers (see there).
  */
-#include "emit_tc.h"
+#include "codegen/emit_tc.h"
 
 #include <string.h>
 

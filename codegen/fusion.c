@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fusion.h"
+#include "codegen/fusion.h"
 
 /* Most a duplicated producer may cost per element, summed over the extra copies. */
 #define DUP_BUDGET 4

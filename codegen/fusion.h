@@ -47,7 +47,7 @@
 #ifndef GC_FUSION_H
 #define GC_FUSION_H
 
-#include "kir.h"
+#include "codegen/kir.h"
 
 typedef enum gc_fusion_kind {
   GC_FUSION_VIEW,    /* no kernel: a reshape sharing its operand's buffer */

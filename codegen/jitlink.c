@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen.h"
+#include "codegen/codegen.h"
 
 #define GC_STR_(x) #x
 #define GC_STR(x) GC_STR_(x)

@@ -20,7 +20,7 @@
  * `failed` flag is set. Callers check `m->arena.failed` after building and
  * report GRAPHC_STATUS_OUT_OF_MEMORY before verifying or printing.
  */
-#include "kir.h"
+#include "codegen/kir.h"
 
 #include <math.h>
 #include <stdlib.h>

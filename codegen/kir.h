@@ -25,7 +25,7 @@
 #ifndef GC_KIR_H
 #define GC_KIR_H
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 typedef enum kir_target_kind { KIR_TARGET_CUDA, KIR_TARGET_HOST } kir_target_kind;
 

@@ -9,7 +9,7 @@
  * that depends on the target is in the "target switch" section below; the
  * rest is shared. See llvm_emit.h for the mapping table and the host ABI.
  */
-#include "llvm_emit.h"
+#include "codegen/llvm_emit.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>

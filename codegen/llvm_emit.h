@@ -37,7 +37,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
-#include "kir.h"
+#include "codegen/kir.h"
 
 typedef enum gc_llvm_arch { GC_LLVM_NVPTX, GC_LLVM_HOST } gc_llvm_arch;
 

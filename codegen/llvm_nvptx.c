@@ -45,8 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codegen.h"
-#include "llvm_emit.h"
+#include "codegen/codegen.h"
+#include "codegen/llvm_emit.h"
 
 #ifndef GRAPHC_CUDA_HOME
 #define GRAPHC_CUDA_HOME "/usr/local/cuda"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 /* The emitter of each group kind (views have no kernel). */
 static const gc_emit_fn emit_table[] = {

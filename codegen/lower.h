@@ -14,8 +14,8 @@
 #ifndef GC_LOWER_H
 #define GC_LOWER_H
 
-#include "kir.h"
-#include "../runtime/safetensors.h"
+#include "codegen/kir.h"
+#include "weights/safetensors.h"
 
 typedef enum gc_buf_kind {
   GC_BUF_INPUT,          /* caller's input `index` */

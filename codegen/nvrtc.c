@@ -12,7 +12,7 @@
  * $CUDA_HOME/include, $CUDA_PATH/include or /usr/local/cuda/include, whichever
  * has cuda_fp16.h. The include path does not affect the output bytes.
  */
-#include "codegen.h"
+#include "codegen/codegen.h"
 
 #include <nvrtc.h>
 #include <pthread.h>

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "codegen/emit.h"
 
 /* Does launch L's kernel read only constants and prologue results (written[b]),
  * and write only TEMP buffers? */

@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "codegen.h"
+#include "codegen/codegen.h"
 
 extern char **environ;
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tuning.h"
+#include "codegen/tuning.h"
 
 #define MAX_TOKENS 16
 

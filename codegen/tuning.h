@@ -22,7 +22,7 @@
 #ifndef GC_TUNING_H
 #define GC_TUNING_H
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 typedef struct gc_tuning_entry {
   char *key;             /* "matmul f16 b=1 m=127 n=4096 k=4096 ab=nn" */

@@ -16,7 +16,7 @@
 #define GC_ONNX_H
 
 #include "ir/ir.h"
-#include "runtime/safetensors.h"
+#include "weights/safetensors.h"
 
 /* TensorProto.DataType values. */
 enum {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "frontend/onnx_internal.h"
-#include "runtime/interp.h"
+#include "interp/interp.h"
 
 #define FOLD_LIMIT (INT64_C(1) << 24) /* largest constant result folded at import */
 #define SMALL_CONST 16                /* constants up to this many elements are written inline */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 #define DIM_LIMIT (INT64_C(1) << 62) /* dims and element counts stay at or below 2^62 */
 #define MAX_LIST (2 * GC_MAX_RANK)    /* longest int list a rule reads into a buffer */
@@ -1194,7 +1194,7 @@ static int gc_infer_split(const gc_graph *g, const gc_op *op, gc_type *out, gc_d
 /* ---- dispatch ------------------------------------------------------------------------ */
 static const rule_fn rules[GC_OP_COUNT_] = {
 #define OP(ID, NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, RULE, EVAL, KIND) [GC_OP_##ID] = gc_infer_##RULE,
-#include "ops.def"
+#include "ir/ops.def"
 #undef OP
 };
 

@@ -2,12 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 const gc_op_info gc_op_infos[GC_OP_COUNT_] = {
 #define OP(ID, NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, RULE, EVAL, KIND) \
   [GC_OP_##ID] = {NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, GC_KIND_##KIND},
-#include "ops.def"
+#include "ir/ops.def"
 #undef OP
 };
 

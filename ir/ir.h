@@ -158,7 +158,7 @@ typedef struct gc_named_attr {
 /* ---- ops -------------------------------------------------------------------------- */
 typedef enum gc_opcode {
 #define OP(ID, NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, RULE, EVAL, KIND) GC_OP_##ID,
-#include "ops.def"
+#include "ir/ops.def"
 #undef OP
   GC_OP_COUNT_
 } gc_opcode;

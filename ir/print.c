@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* Shortest round-tripping float, like Python's repr: the fewest significant digits
  * that strtod reads back exactly; fixed notation for exponents -4..15 (with ".0"

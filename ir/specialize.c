@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 #define DIM_LIMIT (INT64_C(1) << 62)
 

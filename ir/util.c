@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 void gc_assert_fail(const char *expr, const char *file, int line) {
   fprintf(stderr, "graphc: internal error: %s:%d: assertion failed: %s\n", file, line, expr);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 #define MAX_SPECS 16
 #define DIM_LIMIT (INT64_C(1) << 62)

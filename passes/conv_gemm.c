@@ -19,7 +19,7 @@
  * worth the name) and symbolic shapes. Not run for the interpreter, the float64
  * reference, which keeps its direct loops (and no KH*KW-times copy of x).
  */
-#include "rewrite.h"
+#include "passes/rewrite.h"
 
 static void rewrite_conv(gc_rewriter *rw, gc_op *op) {
   if (!gc_conv_gemm_ok(op)) return;

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rewrite.h"
+#include "passes/rewrite.h"
 
 /* ---- hashing (FNV-1a over ids and attribute contents) -------------------------------- */
 /* Fold the 8 bytes of v into the hash. */

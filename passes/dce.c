@@ -1,7 +1,7 @@
 /* dce.c - dead code elimination: drop ops whose results nobody uses.
  * One backward sweep suffices: removing a user can only make earlier ops dead,
  * and those are visited later in the sweep. */
-#include "pipeline.h"
+#include "passes/pipeline.h"
 
 int gc_pass_dce(gc_graph *g, gc_diags *d) {
   gc_graph_recount_uses(g);

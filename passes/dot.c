@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline.h"
+#include "passes/pipeline.h"
 
 /* Text inside a DOT string: quotes and backslashes escaped, newlines as \n. */
 static void put_escaped(gc_sbuf *b, const char *s) {

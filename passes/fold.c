@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rewrite.h"
+#include "passes/rewrite.h"
 
 #define FOLD_MAX_ELEMS 4096
 #define LITERAL_LIMIT (INT64_C(1) << 62) /* integer literals must be below 2^62 */

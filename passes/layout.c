@@ -79,7 +79,7 @@
  */
 #include <string.h>
 
-#include "rewrite.h"
+#include "passes/rewrite.h"
 
 /* transpose(v, perm) before `before`. NULL on OOM (flagged). */
 static gc_value *transpose_of(gc_rewriter *rw, gc_op *before, gc_value *v, const int64_t *perm) {

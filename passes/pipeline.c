@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pipeline.h"
+#include "passes/pipeline.h"
 
 const char *const gc_pass_names[] = {"layout", "conv-gemm", "reduce-split", "simplify", "fold", "cse", "dce", NULL};
 #define N_PASSES 7

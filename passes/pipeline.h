@@ -19,7 +19,7 @@
 #ifndef GC_PIPELINE_H
 #define GC_PIPELINE_H
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 #define GC_PIPELINE_MAX_ROUNDS 4
 

@@ -23,7 +23,7 @@
  * count). Inputs under SPLIT_INNER_MIN / SPLIT_SEG_MIN elements stay whole. Only for
  * the GPU (the CPU backend's items already have enough work each).
  */
-#include "rewrite.h"
+#include "passes/rewrite.h"
 
 enum { SEG_THREADS = 1 << 18, SEG_MIN = 8 /* elements per first-stage thread, at least */ };
 /* Inputs smaller than these stay whole (a second kernel costs a launch): rule 1's

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rewrite.h"
+#include "passes/rewrite.h"
 
 /* The number a value name spells when it is all digits, else -1. */
 static long long numeric_name(const char *s) {

@@ -19,7 +19,7 @@
 #ifndef GC_PASSES_REWRITE_H
 #define GC_PASSES_REWRITE_H
 
-#include "pipeline.h"
+#include "passes/pipeline.h"
 
 /* ---- forwarding map and op construction (rewrite.c) ------------------------------ */
 typedef struct gc_rewriter {

@@ -24,7 +24,7 @@
  * New ops keep the replaced op's location and result name. Operands that become
  * dead are left for dce.
  */
-#include "rewrite.h"
+#include "passes/rewrite.h"
 
 /* ---- helpers -------------------------------------------------------------------- */
 

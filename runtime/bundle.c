@@ -12,13 +12,13 @@
  * before anything is allocated, so a damaged file never makes a huge
  * allocation or reads out of bounds.
  */
-#include "bundle.h"
+#include "runtime/bundle.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "runtime/hash.h"
 
 #define SEC_META 0x4154454du  /* "META" read as a little-endian u32 */
 #define SEC_SIGN 0x4e474953u  /* "SIGN" */

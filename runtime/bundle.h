@@ -23,7 +23,7 @@
 #ifndef GC_BUNDLE_H
 #define GC_BUNDLE_H
 
-#include "launch_plan.h"
+#include "runtime/launch_plan.h"
 
 #define GC_BUNDLE_MAGIC "\x89GCX\r\n\x1a\n"
 #define GC_BUNDLE_FORMAT 5  /* 2: kernels' dynamic shared memory (2026-11-30); 3: GC_LP_BLOCKS_ONE (2026-12-01);

@@ -4,7 +4,7 @@
  * afterwards: it is the one piece of global state graphc keeps (see
  * docs/architecture.md). Nothing here links against libcuda.
  */
-#include "cuda_driver.h"
+#include "runtime/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

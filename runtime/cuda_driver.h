@@ -26,7 +26,7 @@
 #include <pthread.h>
 #include <cuda.h>
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 /* X(FIELD, "symbol", "alternative symbol or NULL"): every driver function graphc
  * uses. The field's type is the prototype <cuda.h> declares for the symbol. */

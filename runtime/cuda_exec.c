@@ -19,14 +19,14 @@
  * is uploaded on the stream before the next launches, after earlier runs'
  * kernels have read the old maps.
  */
-#include "cuda_exec.h"
+#include "runtime/cuda_exec.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "cuda_driver.h"
+#include "runtime/cuda_driver.h"
 
 #define CU_ALIGN 256
 #define TMAP_BYTES 128   /* one encoded CUtensorMap in the table (its size and alignment) */

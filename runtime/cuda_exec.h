@@ -20,7 +20,7 @@
 #ifndef GC_CUDA_EXEC_H
 #define GC_CUDA_EXEC_H
 
-#include "launch_plan.h"
+#include "runtime/launch_plan.h"
 
 /* Code for one architecture: a cubin, PTX, or both. */
 typedef struct gc_cu_image {

@@ -7,7 +7,7 @@
  *          each launch in order over the pool -> copy scratch outputs back
  */
 #define _GNU_SOURCE
-#include "host_exec.h"
+#include "runtime/host_exec.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "threadpool.h"
+#include "runtime/threadpool.h"
 
 #define HOST_ARENA_ALIGN 64
 #define HOST_DEFAULT_ALIGN 16

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#include "launch_plan.h"
+#include "runtime/launch_plan.h"
 
 typedef void (*gc_host_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 

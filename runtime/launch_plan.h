@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 typedef enum gc_lp_buf_kind {
   GC_LP_INPUT = 0,     /* caller's input `index` */

@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "graphc/graphc_rt.h"
-#include "bundle.h"
-#include "cuda_exec.h"
-#include "host_exec.h"
+#include "runtime/bundle.h"
+#include "runtime/cuda_exec.h"
+#include "runtime/host_exec.h"
 
 typedef struct rt_weight {
   const char *name;        /* bundle arena */

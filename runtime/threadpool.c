@@ -9,7 +9,7 @@
  * job's function. The caller takes chunks too, then waits until `done`
  * reaches the chunk count; the last finisher signals it under the mutex.
  */
-#include "threadpool.h"
+#include "runtime/threadpool.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 typedef struct gc_threadpool gc_threadpool;
 

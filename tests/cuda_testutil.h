@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "graphc/graphc.h"
-#include "runtime/interp.h"
+#include "interp/interp.h"
 
 /* splitmix64 step. */
 static inline uint64_t tu_next(uint64_t *s) {

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
-#include "runtime/interp.h"
+#include "interp/interp.h"
 #include "testutil.h"
 
 #define F64 GRAPHC_DTYPE_F64

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "codegen/lower.h"
-#include "runtime/interp.h"
+#include "interp/interp.h"
 
 /* A scalar: floats in f (already rounded to their type), ints and bools in i. */
 typedef struct ev_val {

@@ -29,7 +29,7 @@
 
 #include "testutil.h"
 #include "cuda_testutil.h"
-#include "runtime/exec.h"
+#include "driver/exec.h"
 
 static uint64_t g_seed;
 static int g_have_device;

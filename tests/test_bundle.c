@@ -28,7 +28,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_exec.h"
 #include "runtime/hash.h"
-#include "runtime/safetensors.h"
+#include "weights/safetensors.h"
 
 static uint64_t g_seed;
 static int g_have_device;

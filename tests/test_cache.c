@@ -1,4 +1,4 @@
-/* test_cache.c - the persistent JIT cache (runtime/cache.c) and its use by the
+/* test_cache.c - the persistent JIT cache (driver/cache.c) and its use by the
  * CUDA compile path (gc_cuda_codegen) and the CLI.
  *
  * Runs without a GPU: the cache stores code generator outputs (cubin, PTX),
@@ -22,9 +22,9 @@
 
 #include "testutil.h"
 #include "cuda_testutil.h"
-#include "runtime/cache.h"
-#include "runtime/cuda_backend.h"
-#include "runtime/exec.h"
+#include "driver/cache.h"
+#include "driver/cuda_backend.h"
+#include "driver/exec.h"
 
 static uint64_t g_seed;
 static int g_have_device;

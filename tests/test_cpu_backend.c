@@ -27,8 +27,8 @@
 #include "cuda_testutil.h"
 #include "codegen/kir.h"
 #include "ir/ir.h"
-#include "runtime/cpu_backend.h"
-#include "runtime/exec.h"
+#include "driver/cpu_backend.h"
+#include "driver/exec.h"
 #include "runtime/threadpool.h"
 
 /* The run's seed (tu_seed), printed at start and in failures. */

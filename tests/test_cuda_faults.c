@@ -36,8 +36,8 @@
 #include "testutil.h"
 #include "cuda_testutil.h"
 #include "cuda_fault_shim.h"
-#include "runtime/exec.h"
-#include "runtime/safetensors.h"
+#include "driver/exec.h"
+#include "weights/safetensors.h"
 
 #ifndef GRAPHC_CUDA_SHIM
 #error "GRAPHC_CUDA_SHIM (path of libgraphc_cuda_fault_shim.so) must be defined"

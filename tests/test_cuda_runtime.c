@@ -16,10 +16,10 @@
 
 #include "testutil.h"
 #include "cuda_testutil.h"
-#include "runtime/cuda_backend.h"
+#include "driver/cuda_backend.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/exec.h"
-#include "runtime/safetensors.h"
+#include "driver/exec.h"
+#include "weights/safetensors.h"
 
 static uint64_t g_seed;
 static int g_have_device;

@@ -16,8 +16,8 @@
 
 #include "testutil.h"
 #include "cuda_testutil.h"
-#include "runtime/exec.h"
-#include "runtime/safetensors.h"
+#include "driver/exec.h"
+#include "weights/safetensors.h"
 
 static uint64_t g_seed;
 static glob_t g_examples;

@@ -16,7 +16,7 @@
 
 #include "testutil.h"
 #include "cuda_testutil.h"
-#include "runtime/exec.h"
+#include "driver/exec.h"
 
 static int g_have_device;
 

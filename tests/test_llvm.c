@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
-#include "runtime/cpu_backend.h"
-#include "runtime/interp.h"
+#include "driver/cpu_backend.h"
+#include "interp/interp.h"
 #include "testutil.h"
 
 /* LeakSanitizer: nvJitLink 13.0 leaks ~100 KB inside nvJitLinkAddData on every

@@ -28,8 +28,8 @@
 #include "ir/ir.h"
 #include "passes/pipeline.h"
 #include "passes/rewrite.h"
-#include "runtime/interp.h"
-#include "runtime/exec.h"
+#include "interp/interp.h"
+#include "driver/exec.h"
 #include "testutil.h"
 
 #define EXPECTED_MARK "# ---- expected ----\n"

@@ -53,7 +53,7 @@
 #include "ir/ir.h"
 #include "random_graph_gen.h"
 #include "passes/pipeline.h"
-#include "runtime/interp.h"
+#include "interp/interp.h"
 #include "tests/lower_eval.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/safetensors.h"
+#include "weights/safetensors.h"
 #include "testutil.h"
 
 /* A fresh seed per test (time and pid), printed in failure messages. */

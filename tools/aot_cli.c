@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "graphc/graphc_rt.h"
-#include "runtime/cpu_aot.h"
-#include "runtime/cuda_backend.h"
+#include "driver/cpu_aot.h"
+#include "driver/cuda_backend.h"
 #include "tools/cli.h"
 
 #ifndef GRAPHC_INCLUDE_DIR

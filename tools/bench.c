@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/cuda_backend.h"
-#include "runtime/safetensors.h"
+#include "driver/cuda_backend.h"
+#include "weights/safetensors.h"
 #include "tools/cli.h"
 
 static const char *const usage_bench =

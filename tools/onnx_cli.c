@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "frontend/onnx.h"
-#include "runtime/interp.h"
+#include "interp/interp.h"
 #include "tools/cli.h"
 
 #define PB_RTOL 1e-3

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/interp.h"
-#include "runtime/safetensors.h"
+#include "interp/interp.h"
+#include "weights/safetensors.h"
 #include "tools/aot_cli.h"
 #include "tools/cli.h"
 

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "codegen/tuning.h"
-#include "runtime/cuda_backend.h"
-#include "runtime/safetensors.h"
+#include "driver/cuda_backend.h"
+#include "weights/safetensors.h"
 #include "tools/cli.h"
 
 static const char *const usage_tune =

@@ -36,9 +36,9 @@ LIBS="$(pkg-config --libs libcjson) -lm -lpthread -ldl"
 # never opened: fuzz_bundle points GRAPHC_CUDA_DRIVER at nothing); the JIT
 # cache; the ONNX reader and importer. They go into one archive, so each
 # target links only what it uses; tests/fuzz/stubs.c is linked as an object.
-LIB_SOURCES="$(ls ir/*.c frontend/lexer.c frontend/parser.c passes/*.c runtime/api.c runtime/safetensors.c \
-               runtime/interp*.c runtime/random.c runtime/bundle.c runtime/rt_api.c runtime/cuda_exec.c \
-               runtime/cuda_driver.c runtime/host_exec.c runtime/threadpool.c runtime/cache.c frontend/onnx*.c \
+LIB_SOURCES="$(ls ir/*.c frontend/lexer.c frontend/parser.c passes/*.c driver/api.c weights/safetensors.c \
+               interp/*.c driver/random.c runtime/bundle.c runtime/rt_api.c runtime/cuda_exec.c \
+               runtime/cuda_driver.c runtime/host_exec.c runtime/threadpool.c driver/cache.c frontend/onnx*.c \
                frontend/protobuf.c codegen/tuning.c) tests/fuzz/stubs.c"
 TARGETS="fuzz_parse fuzz_safetensors fuzz_load fuzz_bundle fuzz_cache fuzz_onnx"
 
@@ -49,7 +49,7 @@ for src in $LIB_SOURCES; do
   obj="$OUT/obj/$(echo "$src" | tr / _).o"
   objs+=("$obj")
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$0" -nt "$obj" ] ||
-     [ -n "$(find include ir runtime codegen passes frontend \( -name '*.h' -o -name '*.def' \) -newer "$obj" 2>/dev/null | head -1)" ]; then
+     [ -n "$(find include ir runtime driver interp weights codegen passes frontend \( -name '*.h' -o -name '*.def' \) -newer "$obj" 2>/dev/null | head -1)" ]; then
     # shellcheck disable=SC2086
     $CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj" &
     pids+=($!)

@@ -1,4 +1,4 @@
-/* fuzz_cache.c - libFuzzer target for JIT cache entries (runtime/cache.c).
+/* fuzz_cache.c - libFuzzer target for JIT cache entries (driver/cache.c).
  *
  * Input: bytes as the file "<key>.gcm" in a private cache directory (under
  * /dev/shm, else $TMPDIR, else /tmp; removed at exit). The key looked up and
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "ir/ir.h"
-#include "runtime/cache.h"
+#include "driver/cache.h"
 
 #define MAX_BLOBS 16
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/safetensors.h"
+#include "weights/safetensors.h"
 
 /* Describe the violation and abort. */
 static void fail(const char *fmt, const char *name) {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "runtime/bundle.h"
-#include "runtime/cache.h"
+#include "driver/cache.h"
 
 static const char k_ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
                             ".visible .entry k0(.param .u64 a, .param .u64 b, .param .u64 n) { ret; }\n"

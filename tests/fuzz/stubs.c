@@ -9,7 +9,7 @@
  */
 #include "codegen/codegen.h"
 #include "codegen/lower.h"
-#include "runtime/exec.h"
+#include "driver/exec.h"
 
 /* Report that this program was built without code generation. */
 static int no_codegen(gc_diags *d, const char *what) {

@@ -16,7 +16,7 @@
  * size, largest first, so every tensor starts at a multiple of its element
  * size. Written to a temporary file in the same directory, then renamed.
  */
-#include "safetensors.h"
+#include "weights/safetensors.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

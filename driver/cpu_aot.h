@@ -13,7 +13,7 @@
 #ifndef GC_CPU_AOT_H
 #define GC_CPU_AOT_H
 
-#include "exec.h"
+#include "driver/exec.h"
 
 typedef struct gc_host_aot_options {
   const char *prefix;      /* a C identifier: kernel symbols are <prefix>__<kernel> */

@@ -30,11 +30,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "bundle.h"
-#include "cuda_backend.h"
-#include "cuda_driver.h"
-#include "cuda_exec.h"
-#include "../codegen/codegen.h"
+#include "runtime/bundle.h"
+#include "driver/cuda_backend.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/cuda_exec.h"
+#include "codegen/codegen.h"
 
 typedef struct cu_state {
   gc_cu_exec *x;

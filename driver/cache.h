@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
+#include "runtime/hash.h"
 
 #define GC_CACHE_DEFAULT_MAX_MB 256
 

@@ -8,8 +8,8 @@
 #ifndef GC_INTERP_H
 #define GC_INTERP_H
 
-#include "../ir/ir.h"
-#include "safetensors.h"
+#include "ir/ir.h"
+#include "weights/safetensors.h"
 
 /* inputs: one per graph argument, checked by the caller for dtype/shape.
  * outputs: one per graph output, caller-allocated with the right nbytes.

@@ -14,10 +14,10 @@
 #ifndef GC_CUDA_BACKEND_H
 #define GC_CUDA_BACKEND_H
 
-#include "exec.h"
-#include "cache.h"
-#include "launch_plan.h"
-#include "../codegen/lower.h"
+#include "driver/exec.h"
+#include "driver/cache.h"
+#include "runtime/launch_plan.h"
+#include "codegen/lower.h"
 
 typedef struct gc_cuda_info {
   char device[256];       /* "NVIDIA H200" */

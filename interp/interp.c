@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp_internal.h"
+#include "interp/interp_internal.h"
 
 /* ---- binary16 / bfloat16 ------------------------------------------------------ */
 
@@ -292,7 +292,7 @@ int interp_next(int rank, const int64_t *dims, int64_t *idx, int n, int64_t *off
 
 static const interp_eval_fn evals[GC_OP_COUNT_] = {
 #define OP(ID, NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, RULE, EVAL, KIND) [GC_OP_##ID] = interp_##EVAL,
-#include "../ir/ops.def"
+#include "ir/ops.def"
 #undef OP
 };
 

@@ -8,7 +8,7 @@
  * hidden visibility, everything else is internal, so two models link into
  * one program without clashes and nothing leaks out of a shared library.
  */
-#include "cpu_aot.h"
+#include "driver/cpu_aot.h"
 
 #include <inttypes.h>
 #include <llvm-c/Core.h>
@@ -19,11 +19,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "bundle.h"
-#include "cpu_backend.h"
-#include "cuda_backend.h"
-#include "host_exec.h"
-#include "../codegen/llvm_emit.h"
+#include "runtime/bundle.h"
+#include "driver/cpu_backend.h"
+#include "driver/cuda_backend.h"
+#include "runtime/host_exec.h"
+#include "codegen/llvm_emit.h"
 
 static const gc_loc noloc = {0, 0};
 

@@ -8,7 +8,7 @@
 #ifndef GC_SAFETENSORS_H
 #define GC_SAFETENSORS_H
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 typedef struct gc_st_tensor {
   const char *name;

@@ -11,9 +11,9 @@
  *   64  P  payload: n u64 blob sizes, then the blobs back to back
  * Written to "<key>.gcm.tmp.<pid>.<n>" and renamed to "<key>.gcm".
  */
-#include "cache.h"
+#include "driver/cache.h"
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 #include <dirent.h>
 #include <errno.h>

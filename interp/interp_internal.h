@@ -14,7 +14,7 @@
 
 #include <math.h>
 
-#include "interp.h"
+#include "interp/interp.h"
 
 #define GC_INTERP_HIDDEN __attribute__((visibility("hidden")))
 
@@ -41,7 +41,7 @@ typedef graphc_status_t (*interp_eval_fn)(interp_ctx *cx, const gc_op *op, const
 #define OP(ID, NAME, MIN_IN, MAX_IN, N_OUT, ATTRS, RULE, EVAL, KIND) \
   GC_INTERP_HIDDEN graphc_status_t interp_##EVAL(interp_ctx *cx, const gc_op *op,       \
                                                  const itensor *in, itensor *out);
-#include "../ir/ops.def"
+#include "ir/ops.def"
 #undef OP
 
 /* ---- element access (interp.c) ------------------------------------------------ */

@@ -28,12 +28,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu_backend.h"
-#include "cuda_backend.h"
-#include "exec.h"
-#include "host_exec.h"
-#include "../codegen/llvm_emit.h"
-#include "../codegen/lower.h"
+#include "driver/cpu_backend.h"
+#include "driver/cuda_backend.h"
+#include "driver/exec.h"
+#include "runtime/host_exec.h"
+#include "codegen/llvm_emit.h"
+#include "codegen/lower.h"
 
 static const gc_loc noloc = {0, 0};
 

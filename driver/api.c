@@ -9,12 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec.h"
-#include "interp.h"
-#include "../passes/pipeline.h"
-#include "../codegen/codegen.h"
-#include "../codegen/lower.h"
-#include "../codegen/tuning.h"
+#include "driver/exec.h"
+#include "interp/interp.h"
+#include "passes/pipeline.h"
+#include "codegen/codegen.h"
+#include "codegen/lower.h"
+#include "codegen/tuning.h"
 
 struct graphc_context {
   char *diagnostics;     /* rendered diagnostics of the last call that made any */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp_internal.h"
+#include "interp/interp_internal.h"
 
 /* Bytes per element of a tensor. */
 static size_t esize(const itensor *t) { return graphc_dtype_size(t->type->dtype); }

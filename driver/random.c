@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "weights/safetensors.h"
 
 #define SPLITMIX_GAMMA UINT64_C(0x9e3779b97f4a7c15)
 

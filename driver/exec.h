@@ -8,8 +8,8 @@
 #ifndef GC_EXEC_H
 #define GC_EXEC_H
 
-#include "../ir/ir.h"
-#include "safetensors.h"
+#include "ir/ir.h"
+#include "weights/safetensors.h"
 
 typedef struct graphc_executable gc_exec;
 

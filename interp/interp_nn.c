@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp_internal.h"
+#include "interp/interp_internal.h"
 
 /* Product of dims [from, to) of a type. */
 static int64_t dims_prod(const gc_type *t, int from, int to) {

@@ -11,7 +11,7 @@
 #ifndef GC_CPU_BACKEND_H
 #define GC_CPU_BACKEND_H
 
-#include "../codegen/lower.h"
+#include "codegen/lower.h"
 
 typedef void (*gc_cpu_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 
