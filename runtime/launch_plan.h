@@ -1,16 +1,17 @@
-/* launch_plan.h - what the CUDA runtime half needs to run compiled kernels,
- * with no Kernel IR in it: kernel names and launch shapes, what each kernel
- * parameter is bound to, the buffers (inputs, outputs, constants, arena
- * temporaries), and the I/O signature.
+/* launch_plan.h - what a runtime half needs to run compiled kernels, with no
+ * Kernel IR in it: kernel names and launch shapes, what each kernel parameter
+ * is bound to, the buffers (inputs, outputs, constants, arena temporaries), and
+ * the I/O signature. One form for every target: the CUDA executor and the host
+ * (CPU) executor run the same plan.
  *
- *   gc_plan (codegen/lower.h) --gc_cuda_launch_plan--> gc_launch_plan --bundle.c--> bytes
- *                                                          |
- *                                         runtime/cuda_exec.c runs it
+ *   gc_plan (codegen/lower.h) --gc_launch_plan_build--> gc_launch_plan --bundle.c--> bytes
+ *                                                            |
+ *                               runtime/cuda_exec.c or runtime/host_exec.c runs it
  *
- * The compile half (runtime/cuda_backend.c) builds one from a gc_plan; the
+ * The compile half (driver/launch_build.c) builds one from a gc_plan; the
  * bundle reader (runtime/bundle.c) builds one from a file. Either way
- * gc_launch_plan_check runs before anything is launched, so a damaged file
- * cannot index outside an array.
+ * gc_launch_plan_check (runtime/launch_plan.c) runs before anything is
+ * launched, so a damaged file cannot index outside an array.
  *
  * Ownership: everything hangs off `arena` (strings and arrays); const data is
  * borrowed (from the weights file, the plan or the bundle bytes) and must
@@ -118,7 +119,7 @@ void gc_launch_plan_free(gc_launch_plan *p);
  * OUTPUT buffers no bigger than the signature says, kernel names C
  * identifiers, launch shapes sane. Reports the first violation to d (status
  * `st`, prefixed with `what`) and returns -1; 0 when the plan is usable.
- * Const data may be missing (checked when loading). runtime/cuda_exec.c. */
+ * Const data may be missing (checked when loading). runtime/launch_plan.c. */
 int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char *what,
                          gc_diags *d);
 

@@ -39,7 +39,7 @@ LIBS="$(pkg-config --libs libcjson) -lm -lpthread -ldl"
 LIB_SOURCES="$(ls ir/*.c frontend/lexer.c frontend/parser.c passes/*.c driver/api.c weights/safetensors.c \
                interp/*.c driver/random.c runtime/bundle.c runtime/rt_api.c runtime/cuda_exec.c \
                runtime/cuda_driver.c runtime/host_exec.c runtime/threadpool.c driver/cache.c frontend/onnx*.c \
-               frontend/protobuf.c codegen/tuning.c) tests/fuzz/stubs.c"
+               frontend/protobuf.c codegen/tuning.c runtime/launch_plan.c) tests/fuzz/stubs.c"
 TARGETS="fuzz_parse fuzz_safetensors fuzz_load fuzz_bundle fuzz_cache fuzz_onnx"
 
 # Compile each source once (only when it changed), in parallel.
