@@ -37,7 +37,6 @@ typedef struct gc_buf_hint {
 
 typedef struct gc_lowerer {
   const gc_graph *g;
-  const gc_safetensors *w;
   const kir_target *t;
   gc_diags *d;
   gc_plan *p;
@@ -71,8 +70,9 @@ kir_expr *gc_ec_scalar_const(gc_lowerer *c, const gc_attr *a, gc_dtype t);
  * for outputs that alias inputs, consts, views or other outputs). */
 int gc_emit_copy(gc_lowerer *c, const char *name, int src, int dst, const gc_type *t);
 
-/* lower.c: a CONST buffer (and plan const) for value v backed by `data`, which
- * the weights file or the plan arena owns. Returns the buffer index, -1 on OOM. */
+/* lower.c: a CONST buffer (and plan const) for value v backed by `data` (NULL for a
+ * param: the driver binds it), which the plan arena owns. Returns the buffer index,
+ * -1 on OOM. */
 int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, const void *data,
                           size_t bytes);
 

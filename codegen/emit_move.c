@@ -1,6 +1,6 @@
 /* emit_move.c - constant sources and split groups.
  *
- *   param          CONST buffer pointing into the weights file (no kernel)
+ *   param          CONST buffer the driver binds to the weights file (no kernel)
  *   const [list]   CONST buffer, data converted to the dtype in the plan arena
  *   scalar consts  literals rounded like a store to the dtype (gc_ec_scalar_const),
  *                  used by the generator for splats and pad values
@@ -154,35 +154,19 @@ static unsigned char *fill_leaves(unsigned char *dst, gc_dtype t, const gc_attr 
 
 /* ---- sources --------------------------------------------------------------------------------- */
 
-/* param: a CONST buffer on the tensor named by `name`, checked against the declared
- * type; without weights (code generation only) the buffer has no data. */
+/* param: a CONST buffer with no data, marked as the param's: the driver binds the
+ * weights file's tensor `name` to it (gc_plan_bind_weights, driver/launch_build.c). */
 static int lower_param(gc_lowerer *c, const gc_op *op) {
   const gc_value *v = op->results[0];
   const char *name = gc_op_attr_str(op, "name", "");
-  if (!c->w) {  /* code generation only (graphc compile): no data behind the buffer */
-    size_t bytes = (size_t)gc_type_numel(&v->type) * graphc_dtype_size(v->type.dtype);
-    return gc_lower_const_buffer(c, v, name, NULL, bytes) < 0 ? -1 : 0;
-  }
-  const gc_st_tensor *st = gc_safetensors_find(c->w, name);
-  if (!st) {
-    gc_error_at(c->d, GRAPHC_STATUS_WEIGHTS_ERROR, op->loc, "tensor \"%s\" not found in weights %s",
-                name, c->w->path ? c->w->path : "");
-    return -1;
-  }
-  gc_type t = {st->dtype, st->rank, {0}};
-  memcpy(t.dims, st->dims, sizeof t.dims);
-  size_t want = (size_t)gc_type_numel(&v->type) * graphc_dtype_size(v->type.dtype);
-  if (!gc_type_equal(&t, &v->type) || st->nbytes != want) {
-    gc_sbuf got = {0}, exp = {0};
-    gc_type_print(&got, &t, NULL);
-    gc_type_print(&exp, &v->type, NULL);
-    gc_error_at(c->d, GRAPHC_STATUS_WEIGHTS_ERROR, op->loc, "tensor \"%s\" is %s, param %%%s is %s",
-                name, got.data ? got.data : "?", v->name, exp.data ? exp.data : "?");
-    gc_sbuf_free(&got);
-    gc_sbuf_free(&exp);
-    return -1;
-  }
-  return gc_lower_const_buffer(c, v, name, st->data, st->nbytes) < 0 ? -1 : 0;
+  size_t bytes = (size_t)gc_type_numel(&v->type) * graphc_dtype_size(v->type.dtype);
+  int bi = gc_lower_const_buffer(c, v, name, NULL, bytes);
+  if (bi < 0) return -1;
+  gc_plan_const *k = &c->p->consts[c->p->buffers[bi].index];
+  k->is_param = 1;
+  k->param = gc_arena_strdup(&c->p->arena, v->name);
+  k->loc = op->loc;
+  return 0;
 }
 
 /* const with a list: convert to the dtype once, at compile time. */

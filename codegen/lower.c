@@ -60,7 +60,7 @@ static int temp_count(const gc_plan *p) {
   return n;
 }
 
-/* A CONST buffer for value v backed by `data` (owned by the weights or the plan arena). */
+/* A CONST buffer for value v backed by `data` (the plan arena's, or NULL for a param). */
 int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, const void *data,
                           size_t bytes) {
   gc_plan *p = c->p;
@@ -75,6 +75,7 @@ int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, co
     c->cap_consts = cap;
   }
   int ci = p->n_consts++;
+  memset(&p->consts[ci], 0, sizeof p->consts[ci]);
   p->consts[ci].name = gc_arena_strdup(&p->arena, name);
   p->consts[ci].data = data;
   p->consts[ci].bytes = bytes;
@@ -291,17 +292,15 @@ int gc_lower_fusion_enabled(const graphc_compile_options_t *o) {
 }
 
 /* Graph -> plan with fusion on. */
-gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *t, gc_diags *d) {
-  return gc_lower_opts(g, w, t, 1, d);
+gc_plan *gc_lower(const gc_graph *g, const kir_target *t, gc_diags *d) {
+  return gc_lower_opts(g, t, 1, d);
 }
 
 /* Graph -> plan: fusion decisions, buffers, kernels and launches, then buffer assignment. */
-gc_plan *gc_lower_opts(const gc_graph *g, const gc_safetensors *w, const kir_target *t, int fuse,
-                       gc_diags *d) {
+gc_plan *gc_lower_opts(const gc_graph *g, const kir_target *t, int fuse, gc_diags *d) {
   gc_lowerer c;
   memset(&c, 0, sizeof c);
   c.g = g;
-  c.w = w;
   c.t = t;
   c.d = d;
   if (check_concrete(&c)) return NULL;
@@ -347,7 +346,7 @@ gc_plan *gc_lower_opts(const gc_graph *g, const gc_safetensors *w, const kir_tar
   return p;
 }
 
-/* Free the plan: its kernels, arrays and arena (weights stay the caller's). */
+/* Free the plan: its kernels, arrays and arena (bound weights stay the caller's). */
 void gc_plan_free(gc_plan *p) {
   if (!p) return;
   if (p->kir) kir_module_free(p->kir);

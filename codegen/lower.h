@@ -15,7 +15,6 @@
 #define GC_LOWER_H
 
 #include "codegen/kir.h"
-#include "weights/safetensors.h"
 
 typedef enum gc_buf_kind {
   GC_BUF_INPUT,          /* caller's input `index` */
@@ -35,8 +34,12 @@ typedef struct gc_plan_buffer {
 
 typedef struct gc_plan_const {
   const char *name;      /* param's tensor name, or "const.N" */
-  const void *data;      /* owned by the weights file or the plan's arena */
+  const void *data;      /* list consts: the plan's arena; params: NULL until the driver binds
+                            the weights file's tensor `name` (gc_plan_bind_weights) */
   size_t bytes;
+  int is_param;          /* 1: a param (its data comes from the weights) */
+  const char *param;     /* params: the param's value name and position, for messages */
+  gc_loc loc;
 } gc_plan_const;
 
 typedef struct gc_plan {
@@ -63,11 +66,11 @@ typedef struct gc_plan {
 } gc_plan;
 
 /* Lower every op of g (specialized and verified) for target t. Params become
- * CONST buffers backed by `w`. Returns NULL with errors in d. */
-gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *t, gc_diags *d);
+ * CONST buffers with no data yet (is_param; the driver binds the weights to
+ * them by name). Returns NULL with errors in d. */
+gc_plan *gc_lower(const gc_graph *g, const kir_target *t, gc_diags *d);
 /* The same with fusion on (fuse != 0, what gc_lower does) or off (one kernel per op). */
-gc_plan *gc_lower_opts(const gc_graph *g, const gc_safetensors *w, const kir_target *t, int fuse,
-                       gc_diags *d);
+gc_plan *gc_lower_opts(const gc_graph *g, const kir_target *t, int fuse, gc_diags *d);
 void gc_plan_free(gc_plan *p);
 /* The `fuse` argument for compile options: 1 unless -O0 (optimize == 0) or
  * "fusion" is in disable_passes. NULL options: 1. */

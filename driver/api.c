@@ -610,7 +610,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
       t.tf32 = opts.allow_tf32;
       t.tuning = tuning;
       t0 = emit_now_ms();
-      plan = gc_lower_opts(g, NULL, &t, gc_lower_fusion_enabled(&opts), &d);
+      plan = gc_lower_opts(g, &t, gc_lower_fusion_enabled(&opts), &d);
       gc_sbuf_printf(&stats, "time: lower %.2f ms\n", emit_now_ms() - t0);
     }
   }

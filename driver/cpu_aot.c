@@ -21,7 +21,7 @@
 
 #include "runtime/bundle.h"
 #include "driver/cpu_backend.h"
-#include "driver/cuda_backend.h"
+#include "driver/launch_build.h"
 #include "runtime/host_exec.h"
 #include "codegen/llvm_emit.h"
 
@@ -185,8 +185,7 @@ static int build_bundle(gc_host_aot *a, gc_exec *exe, const gc_plan *plan,
   gc_launch_plan_init(&lp);
   gc_bundle_host h = {0};
   int rc = -1, cap = 0;
-  if (gc_cuda_launch_plan(plan, exe->weights, exe->inputs, exe->n_inputs, exe->outputs,
-                          exe->n_outputs, &lp, d))
+  if (gc_launch_plan_build(plan, exe->inputs, exe->n_inputs, exe->outputs, exe->n_outputs, &lp, d))
     goto out;
   h.n_kernels = plan->kir->n_kernels;
   h.n_buffers = plan->n_buffers;
@@ -247,8 +246,12 @@ int gc_host_build_aot(gc_exec *exe, const gc_host_aot_options *o, gc_host_aot *o
   kir_target_host(&t, gc_host_threads(NULL));
   t.simd_bytes = gc_llvm_host_simd_bytes(o->cpu);  /* tile shapes for the CPU compiled for */
   double t0 = now_ms();
-  gc_plan *plan = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
+  gc_plan *plan = gc_lower_opts(exe->graph, &t, exe->fuse, d);
   if (!plan) return -1;
+  if (gc_plan_bind_weights(plan, exe->weights, d)) {
+    gc_plan_free(plan);
+    return -1;
+  }
   if (st) gc_sbuf_printf(st, "aot: host: lower %.2f ms, %d kernels\n", now_ms() - t0, plan->kir->n_kernels);
   int rc = -1;
   if (name_kernels(out, plan->kir, o->prefix, d) == 0 && build_object(out, plan->kir, o, st, d) == 0) {

@@ -3,7 +3,7 @@
  *   executable graph --gc_lower_opts(host)--> plan --gc_llvm_emit(host)-->
  *   LLVM module --kernels renamed <prefix>__<name> (hidden), the rest
  *   internal--> default<O3> --TargetMachine (PIC)--> ELF relocatable object
- *   plan --gc_cuda_launch_plan--> .gcx bundle with a HOST section (bundle.h)
+ *   plan --gc_launch_plan_build--> .gcx bundle with a HOST section (bundle.h)
  *
  * The object holds only the kernels; tools/aot_cli.c writes the C wrapper
  * that embeds the bundle and the table of kernel functions, and links both

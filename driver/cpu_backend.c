@@ -5,7 +5,7 @@
  *             the host CPU's features)
  *             -> verify -> default<O3> ($GRAPHC_CPU_PASSES overrides) -> verify
  *             -> ORC LLJIT (libm and friends from the process) -> one entry per
- *             kernel -> the launch plan (gc_cuda_launch_plan: no Kernel IR in
+ *             kernel -> the launch plan (gc_launch_plan_build: no Kernel IR in
  *             it), each kernel's modeled work and each buffer's alignment
  *             -> host_exec.c (arena, consts, slots, thread pool).
  *   run:      host_exec.c: I/O bound to the caller's tensors, every launch in
@@ -29,8 +29,8 @@
 #include <time.h>
 
 #include "driver/cpu_backend.h"
-#include "driver/cuda_backend.h"
 #include "driver/exec.h"
+#include "driver/launch_build.h"
 #include "runtime/host_exec.h"
 #include "codegen/llvm_emit.h"
 #include "codegen/lower.h"
@@ -301,8 +301,8 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   t.simd_bytes = gc_llvm_host_simd_bytes(NULL);  /* the JIT compiles for this CPU */
   double t0 = now_ms();
   /* -O0 or --disable-pass=fusion lowers one op per kernel, unfused. */
-  s->plan = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
-  if (!s->plan) return failed(d);
+  s->plan = gc_lower_opts(exe->graph, &t, exe->fuse, d);
+  if (!s->plan || gc_plan_bind_weights(s->plan, exe->weights, d)) return failed(d);
   double t1 = now_ms();
   gc_plan_stats(&exe->stats, s->plan);
   gc_sbuf times = {0};
@@ -317,8 +317,8 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
     if (times.data) gc_sbuf_puts(&exe->stats, times.data);
   }
   gc_sbuf_free(&times);
-  if (gc_cuda_launch_plan(s->plan, exe->weights, exe->inputs, exe->n_inputs, exe->outputs,
-                          exe->n_outputs, &s->lp, d))
+  if (gc_launch_plan_build(s->plan, exe->inputs, exe->n_inputs, exe->outputs, exe->n_outputs,
+                           &s->lp, d))
     return failed(d);
   const kir_module *m = s->plan->kir;
   gc_host_kernel_fn *fns = calloc((size_t)m->n_kernels + 1, sizeof *fns);

@@ -3,7 +3,7 @@
  *   prepare:  primary context of device 0 (cuda_exec.c) -> target from device
  *             properties -> gc_lower -> gc_cuda_codegen: CUDA C + NVRTC (or LLVM
  *             NVPTX + nvJitLink) -> cubin + PTX, through the JIT cache ->
- *             gc_cuda_launch_plan -> gc_cu_exec_load (cuda_exec.c: module,
+ *             gc_launch_plan_build -> gc_cu_exec_load (cuda_exec.c: module,
  *             arena, consts, stream; runs replay the launches as a CUDA graph).
  *   run / run_device / release: cuda_exec.c.
  *   bundles:  gc_cuda_build_bundle lowers and compiles the same graph once per
@@ -32,6 +32,7 @@
 
 #include "runtime/bundle.h"
 #include "driver/cuda_backend.h"
+#include "driver/launch_build.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_exec.h"
 #include "codegen/codegen.h"
@@ -246,121 +247,6 @@ int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache 
 }
 
 /* ---- launch plans ------------------------------------------------------------------------ */
-/* The launch plan's copy of a KIR_PARAM_TMAP param's geometry (checked by
- * gc_launch_plan_check, encoded by cuda_exec.c once its buffer has an address). */
-static void lp_tmap(gc_lp_tmap *t, const kir_param *kp) {
-  _Static_assert(GC_LP_TMAP_MAX_RANK == KIR_TMAP_MAX_RANK, "tensor map ranks differ");
-  const kir_tmap *m = &kp->tmap;
-  memset(t, 0, sizeof *t);
-  t->buffer = kp->binding;
-  t->dtype = kp->dtype;
-  t->rank = m->rank;
-  for (int i = 0; i < KIR_TMAP_MAX_RANK; i++) {
-    t->dims[i] = m->dims[i];
-    t->strides[i] = m->strides[i];
-    t->box[i] = m->box[i];
-  }
-  t->offset = (uint64_t)m->offset;
-  t->swizzle = m->swizzle;
-}
-
-int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
-                        const graphc_tensor_info_t *in, size_t n_in,
-                        const graphc_tensor_info_t *out, size_t n_out, gc_launch_plan *lp,
-                        gc_diags *d) {
-  gc_launch_plan_init(lp);
-  gc_arena *a = &lp->arena;
-  const kir_module *km = p->kir;
-  lp->n_kernels = km->n_kernels;
-  lp->kernels = gc_arena_alloc(a, (size_t)km->n_kernels * sizeof *lp->kernels + 1);
-  /* Every tensor map param gets its own map: two kernels over one buffer may view it
-   * through different boxes. */
-  int n_tmaps = 0;
-  for (int i = 0; i < km->n_kernels; i++)
-    for (int j = 0; j < km->kernels[i]->n_params; j++)
-      n_tmaps += km->kernels[i]->params[j].kind == KIR_PARAM_TMAP;
-  lp->tmaps = gc_arena_alloc(a, (size_t)n_tmaps * sizeof *lp->tmaps + 1);
-  for (int i = 0; lp->kernels && i < km->n_kernels; i++) {
-    const kir_kernel *k = km->kernels[i];
-    gc_lp_kernel *q = &lp->kernels[i];
-    q->name = gc_arena_strdup(a, k->name);
-    q->kind = k->launch.kind != KIR_LAUNCH_BLOCKS ? GC_LP_ITEMS : k->one_pass ? GC_LP_BLOCKS_ONE : GC_LP_BLOCKS;
-    q->n = k->launch.n;
-    q->block = k->launch.block;
-    q->smem = k->shared_dynamic ? (int)kir_shared_bytes(k) : 0;
-    q->n_params = k->n_params;
-    q->params = gc_arena_alloc(a, (size_t)k->n_params * sizeof *q->params + 1);
-    for (int j = 0; q->params && j < k->n_params; j++) {
-      const kir_param *kp = &k->params[j];
-      if (kp->kind == KIR_PARAM_TMAP) {
-        if (lp->tmaps) lp_tmap(&lp->tmaps[lp->n_tmaps], kp);
-        q->params[j] = (gc_lp_param){GC_LP_PARAM_TMAP, lp->n_tmaps++};
-        continue;
-      }
-      q->params[j].kind = kp->kind == KIR_PARAM_I64 ? GC_LP_PARAM_I64 : GC_LP_PARAM_BUFFER;
-      /* lower.h: a buffer's binding indexes plan buffers; an I64's is its value. */
-      q->params[j].value = kp->binding;
-    }
-  }
-  lp->n_launches = p->n_launches;
-  lp->launches = gc_arena_alloc(a, (size_t)p->n_launches * sizeof *lp->launches + 1);
-  if (lp->launches) memcpy(lp->launches, p->launches, (size_t)p->n_launches * sizeof *p->launches);
-  lp->n_prologue = p->n_prologue;
-  lp->n_buffers = p->n_buffers;
-  lp->buffers = gc_arena_alloc(a, (size_t)p->n_buffers * sizeof *lp->buffers + 1);
-  for (int i = 0; lp->buffers && i < p->n_buffers; i++) {
-    const gc_plan_buffer *b = &p->buffers[i];
-    gc_lp_buffer *q = &lp->buffers[i];
-    switch (b->kind) {
-      case GC_BUF_INPUT: q->kind = GC_LP_INPUT; break;
-      case GC_BUF_OUTPUT: q->kind = GC_LP_OUTPUT; break;
-      case GC_BUF_CONST: q->kind = GC_LP_CONST; break;
-      case GC_BUF_TEMP: q->kind = GC_LP_TEMP; break;
-    }
-    q->index = b->index;
-    q->bytes = b->bytes;
-    q->offset = b->kind == GC_BUF_TEMP ? b->offset : 0;
-  }
-  lp->n_consts = p->n_consts;
-  lp->consts = gc_arena_alloc(a, (size_t)p->n_consts * sizeof *lp->consts + 1);
-  for (int i = 0; lp->consts && i < p->n_consts; i++) {
-    const gc_plan_const *c = &p->consts[i];
-    gc_lp_const *q = &lp->consts[i];
-    q->name = gc_arena_strdup(a, c->name);
-    q->bytes = c->bytes;
-    q->data = c->data;
-    const gc_st_tensor *t = w ? gc_safetensors_find(w, c->name) : NULL;
-    q->is_param = t && t->data == c->data;
-    /* The type of the buffer it backs; raw bytes when no buffer uses it. */
-    q->dtype = GRAPHC_DTYPE_U8;
-    q->rank = 1;
-    q->dims[0] = (int64_t)c->bytes;
-    for (int b = 0; b < p->n_buffers; b++)
-      if (p->buffers[b].kind == GC_BUF_CONST && p->buffers[b].index == i &&
-          p->buffers[b].bytes == c->bytes) {
-        q->dtype = p->buffers[b].type.dtype;
-        q->rank = p->buffers[b].type.rank;
-        memcpy(q->dims, p->buffers[b].type.dims, sizeof q->dims);
-        break;
-      }
-  }
-  lp->arena_bytes = p->arena_bytes;
-  lp->n_inputs = (int)n_in;
-  lp->n_outputs = (int)n_out;
-  lp->inputs = gc_arena_alloc(a, n_in * sizeof *lp->inputs + 1);
-  lp->outputs = gc_arena_alloc(a, n_out * sizeof *lp->outputs + 1);
-  for (size_t i = 0; lp->inputs && lp->outputs && i < n_in + n_out; i++) {
-    graphc_tensor_info_t *t = i < n_in ? &lp->inputs[i] : &lp->outputs[i - n_in];
-    *t = i < n_in ? in[i] : out[i - n_in];
-    t->name = gc_arena_strdup(a, t->name ? t->name : "");
-  }
-  if (a->failed) {
-    gc_launch_plan_free(lp);
-    return oom(d);
-  }
-  return gc_launch_plan_check(lp, GRAPHC_STATUS_INTERNAL, "launch plan", d);
-}
-
 /* Point each kernel that the LLVM path compiled as a copy of another
  * ("// graphc alias COPY = ORIGINAL" in ptx) at the original's code. */
 int gc_cuda_apply_aliases(gc_launch_plan *lp, const char *ptx, gc_diags *d) {
@@ -421,13 +307,13 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
                  eager ? ", eager launches" : ", CUDA graph replay");
 
   double t0 = now_ms();
-  s->plan = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
-  if (!s->plan || d->n_errors) goto fail;
+  s->plan = gc_lower_opts(exe->graph, &t, exe->fuse, d);
+  if (!s->plan || d->n_errors || gc_plan_bind_weights(s->plan, exe->weights, d)) goto fail;
   gc_sbuf_printf(&st, "cuda: lower %.2f ms\n", now_ms() - t0);
   if (gc_cuda_codegen(s->plan->kir, s->sm, cg, &cache, &code, &st, d)) goto fail;
   s->cache_hit = code.cache_hit;
-  if (gc_cuda_launch_plan(s->plan, exe->weights, exe->inputs, exe->n_inputs, exe->outputs,
-                          exe->n_outputs, &s->lp, d) ||
+  if (gc_launch_plan_build(s->plan, exe->inputs, exe->n_inputs, exe->outputs, exe->n_outputs,
+                           &s->lp, d) ||
       gc_cuda_apply_aliases(&s->lp, code.ptx, d))
     goto fail;
   gc_cu_image img = {code.sm, code.cubin, code.cubin_len, code.ptx, code.why_no_cubin};
@@ -672,8 +558,8 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
     t.tf32 = exe->opts.allow_tf32;
     t.tuning = exe->tuning;
     double t0 = now_ms();
-    plans[made] = gc_lower_opts(exe->graph, exe->weights, &t, exe->fuse, d);
-    if (!plans[made] || d->n_errors) goto out;
+    plans[made] = gc_lower_opts(exe->graph, &t, exe->fuse, d);
+    if (!plans[made] || d->n_errors || gc_plan_bind_weights(plans[made], exe->weights, d)) goto out;
     if (st) gc_sbuf_printf(st, "aot: sm_%d: lower %.2f ms\n", sm, now_ms() - t0);
     if (gc_cuda_codegen(plans[made]->kir, sm, cg, o->use_cache ? &cache : NULL, &codes[made], st, d))
       goto out;
@@ -681,8 +567,8 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
       gc_sbuf_printf(st, "aot: sm_%d: module %s %.2f ms (cubin %zu bytes, PTX %zu bytes)\n", sm,
                      codes[made].cache_hit ? "from cache" : "compiled", codes[made].ms,
                      codes[made].cubin_len, codes[made].ptx ? strlen(codes[made].ptx) : (size_t)0);
-    if (gc_cuda_launch_plan(plans[made], exe->weights, exe->inputs, exe->n_inputs, exe->outputs,
-                            exe->n_outputs, &b.plans[made], d) ||
+    if (gc_launch_plan_build(plans[made], exe->inputs, exe->n_inputs, exe->outputs, exe->n_outputs,
+                             &b.plans[made], d) ||
         gc_cuda_apply_aliases(&b.plans[made], codes[made].ptx, d))
       goto out;
     if (o->no_ptx && !codes[made].cubin) {

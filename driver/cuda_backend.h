@@ -4,8 +4,9 @@
  *
  * The backend has two halves:
  *   compile  (cuda_backend.c, libgraphc only): gc_plan -> CUDA C + NVRTC or
- *            LLVM NVPTX + nvJitLink -> cubin/PTX (through the JIT cache), and
- *            gc_plan -> gc_launch_plan; bundles for ahead-of-time use.
+ *            LLVM NVPTX + nvJitLink -> cubin/PTX (through the JIT cache), the
+ *            launch plan (launch_build.c, shared with the CPU backend); bundles
+ *            for ahead-of-time use.
  *   load/run (cuda_exec.c, also in libgraphc_rt): see cuda_exec.h.
  *
  * Functions taking an executable need one compiled with GRAPHC_BACKEND_CUDA;
@@ -92,16 +93,9 @@ void gc_cuda_code_free(gc_cuda_code *c);
 /* The cache key gc_cuda_codegen uses (exposed for tests and docs). */
 void gc_cuda_cache_key(const kir_module *km, int sm, graphc_codegen_t cg, gc_hash128 *key);
 
-/* The launch plan of p with the given signature. Const data is borrowed from
- * the plan / weights; consts that are tensors of `w` are marked as params.
- * lp is initialized by the call; free with gc_launch_plan_free. */
-int gc_cuda_launch_plan(const gc_plan *p, const gc_safetensors *w,
-                        const graphc_tensor_info_t *in, size_t n_in,
-                        const graphc_tensor_info_t *out, size_t n_out, gc_launch_plan *lp,
-                        gc_diags *d);
-/* After gc_cuda_launch_plan: kernels the LLVM path compiled once for several
- * identical ones ("// graphc alias" lines of the module's ptx) run the
- * original's code under their own arguments. */
+/* After gc_launch_plan_build (driver/launch_build.h): kernels the LLVM path
+ * compiled once for several identical ones ("// graphc alias" lines of the
+ * module's ptx) run the original's code under their own arguments. */
 int gc_cuda_apply_aliases(gc_launch_plan *lp, const char *ptx, gc_diags *d);
 
 /* Ahead-of-time options for gc_cuda_build_bundle. */

@@ -274,7 +274,11 @@ gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind 
   }
   gc_diags d;
   gc_diags_init(&d, "case.graph", NULL, 0);
-  gc_plan *p = gc_lower_opts(g, w, &t, fuse, &d);
+  gc_plan *p = gc_lower_opts(g, &t, fuse, &d);
+  if (p && gc_plan_bind_weights(p, w, &d)) {
+    gc_plan_free(p);
+    p = NULL;
+  }
   if (!p) {
     char *r = gc_diags_render(&d);
     ck_abort_msg("lowering failed: %s", r ? r : "");

@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "codegen/emit.h"
 #include "codegen/lower.h"
+#include "driver/launch_build.h"
 #include "tests/cuda_testutil.h"
 #include "tests/testutil.h"
 

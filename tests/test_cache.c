@@ -25,6 +25,7 @@
 #include "driver/cache.h"
 #include "driver/cuda_backend.h"
 #include "driver/exec.h"
+#include "driver/launch_build.h"
 
 static uint64_t g_seed;
 static int g_have_device;
@@ -502,7 +503,11 @@ static void lower_text(lowered *l, const char *text, int sm) {
   kir_target_cuda(&t, sm);
   gc_diags d;
   gc_diags_init(&d, "m.graph", NULL, 0);
-  l->plan = gc_lower(l->exe->graph, l->exe->weights, &t, &d);
+  l->plan = gc_lower(l->exe->graph, &t, &d);
+  if (l->plan && gc_plan_bind_weights(l->plan, l->exe->weights, &d)) {
+    gc_plan_free(l->plan);
+    l->plan = NULL;
+  }
   ck_assert_msg(l->plan != NULL, "lowering failed: %s", d.n ? d.items[0].msg : "?");
   gc_diags_free(&d);
 }

@@ -29,6 +29,7 @@
 #include "codegen/codegen.h"
 #include "codegen/fusion.h"
 #include "codegen/lower.h"
+#include "driver/launch_build.h"
 #include "tests/cuda_testutil.h"
 #include "tests/lower_eval.h"
 #include "tests/plan_compile.h"
@@ -118,7 +119,11 @@ static gc_plan *plan_for(const fcase *fc, kir_target_kind tk, int fuse) {
     kir_target_host(&t, 4);
   gc_diags d;
   gc_diags_init(&d, "case", NULL, 0);
-  gc_plan *p = gc_lower_opts(fc->g, fc->n_w ? &fc->w : NULL, &t, fuse, &d);
+  gc_plan *p = gc_lower_opts(fc->g, &t, fuse, &d);
+  if (p && gc_plan_bind_weights(p, fc->n_w ? &fc->w : NULL, &d)) {
+    gc_plan_free(p);
+    p = NULL;
+  }
   if (!p) {
     char *r = gc_diags_render(&d);
     ck_abort_msg("lowering failed: %s", r ? r : "");

@@ -547,7 +547,7 @@ START_TEST(test_matmul_tf32) {
     t.num_sms = _i == 2 ? 132 : 1;
     gc_diags d;
     gc_diags_init(&d, "case.graph", NULL, 0);
-    gc_plan *p = gc_lower_opts(g, NULL, &t, 1, &d);
+    gc_plan *p = gc_lower_opts(g, &t, 1, &d);
     ck_assert_msg(p != NULL, "lowering failed");
     gc_diags_free(&d);
     ck_assert_msg(plan_uses_tc(p), "case %d: no tensor cores\n%s", ci, text);

@@ -53,6 +53,7 @@
 #include "ir/ir.h"
 #include "random_graph_gen.h"
 #include "passes/pipeline.h"
+#include "driver/launch_build.h"
 #include "interp/interp.h"
 #include "tests/lower_eval.h"
 
@@ -177,7 +178,11 @@ static graphc_status_t run_plan(const rg_graph *g, const char *text, int64_t sym
         gc_run_pipeline(gr, &o, &stats, &d) == 0) {
       kir_target t;
       kir_target_cuda(&t, 90);
-      p = gc_lower_opts(gr, w, &t, 1, &d);
+      p = gc_lower_opts(gr, &t, 1, &d);
+      if (p && gc_plan_bind_weights(p, w, &d)) {
+        gc_plan_free(p);
+        p = NULL;
+      }
     }
     gc_sbuf_free(&stats);
     if (p) {

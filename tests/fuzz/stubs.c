@@ -48,15 +48,14 @@ const gc_backend gc_backend_cpu = {.name = "cpu", .prepare = NULL, .run = stub_r
                                    .release = stub_release};
 
 /* Lowering is unavailable: report and return no plan. */
-gc_plan *gc_lower(const gc_graph *g, const gc_safetensors *w, const kir_target *t, gc_diags *d) {
+gc_plan *gc_lower(const gc_graph *g, const kir_target *t, gc_diags *d) {
   no_codegen(d, "lowering to Kernel IR");
   return NULL;
 }
 
 /* Likewise with fusion chosen explicitly. */
-gc_plan *gc_lower_opts(const gc_graph *g, const gc_safetensors *w, const kir_target *t, int fuse,
-                       gc_diags *d) {
-  return gc_lower(g, w, t, d);
+gc_plan *gc_lower_opts(const gc_graph *g, const kir_target *t, int fuse, gc_diags *d) {
+  return gc_lower(g, t, d);
 }
 
 /* Fusion is on unless disabled; irrelevant without lowering. */
