@@ -1,6 +1,11 @@
-/* buffers.c - buffer assignment: place TEMP buffers in one arena by liveness.
+/* buffers.c - the plan's buffers: creating them, and placing TEMP buffers in
+ * one arena by liveness.
  *
- * Walk the launches in order. At launch L, first place every TEMP buffer whose
+ * Creation: lower.c (inputs, group outputs, temporaries) and the emitters (the
+ * CONST buffers of params and list consts, emit_move.c) append buffers here,
+ * below both, so no emitter calls back into lower.c.
+ *
+ * Assignment: walk the launches in order. At launch L, first place every TEMP buffer whose
  * first use is L (in buffer order), then release every TEMP buffer whose last
  * use is L, so a kernel's inputs and outputs never share memory -- except:
  *   in-place: an elementwise result may take over the slot of an operand that
@@ -17,6 +22,61 @@
 #include <string.h>
 
 #include "codegen/emit.h"
+
+/* ---- creating buffers and consts -------------------------------------------------------- */
+
+/* Append a buffer of `kind` for a value of type t; returns its index (-1: out of memory). */
+int gc_lower_new_buffer(gc_lowerer *c, gc_buf_kind kind, int index, const gc_type *t) {
+  gc_plan *p = c->p;
+  if (p->n_buffers == c->cap_buffers) {
+    int cap = c->cap_buffers ? 2 * c->cap_buffers : 16;
+    gc_plan_buffer *nb = realloc(p->buffers, (size_t)cap * sizeof *nb);
+    gc_buf_hint *nh = nb ? realloc(c->hints, (size_t)cap * sizeof *nh) : NULL;
+    if (nb) p->buffers = nb;
+    if (!nb || !nh) {
+      c->oom = 1;
+      return -1;
+    }
+    c->hints = nh;
+    c->cap_buffers = cap;
+  }
+  int bi = p->n_buffers++;
+  gc_plan_buffer *b = &p->buffers[bi];
+  memset(b, 0, sizeof *b);
+  b->kind = kind;
+  b->index = index;
+  b->type = *t;
+  b->bytes = (size_t)gc_type_numel(t) * graphc_dtype_size(t->dtype);
+  b->first_use = b->last_use = -1;
+  memset(&c->hints[bi], 0, sizeof c->hints[bi]);
+  return bi;
+}
+
+/* A CONST buffer for value v backed by `data` (the plan arena's, or NULL for a param). */
+int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, const void *data,
+                          size_t bytes) {
+  gc_plan *p = c->p;
+  if (p->n_consts == c->cap_consts) {
+    int cap = c->cap_consts ? 2 * c->cap_consts : 8;
+    gc_plan_const *nc = realloc(p->consts, (size_t)cap * sizeof *nc);
+    if (!nc) {
+      c->oom = 1;
+      return -1;
+    }
+    p->consts = nc;
+    c->cap_consts = cap;
+  }
+  int ci = p->n_consts++;
+  memset(&p->consts[ci], 0, sizeof p->consts[ci]);
+  p->consts[ci].name = gc_arena_strdup(&p->arena, name);
+  p->consts[ci].data = data;
+  p->consts[ci].bytes = bytes;
+  int bi = gc_lower_new_buffer(c, GC_BUF_CONST, ci, &v->type);
+  if (bi >= 0) c->val_buf[v->id] = bi;
+  return bi;
+}
+
+/* ---- assignment ---------------------------------------------------------------------------- */
 
 #define ALIGN 256
 

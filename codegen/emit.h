@@ -12,7 +12,9 @@
  *   emit_attn.c      attention groups (flash attention on the tensor cores).
  *   emit_util.c      shared pieces: params, loads/stores with dtype casts, index
  *                    decomposition, block reductions.
- *   buffers.c        liveness-based placement of TEMP buffers in one arena.
+ *   buffers.c        the plan's buffers and consts as lower.c and the emitters
+ *                    create them; liveness-based placement of TEMP buffers in
+ *                    one arena. Emitters call down into it, never into lower.c.
  *
  * Conventions inside emitters: every kir_expr node is used exactly once (make a
  * variable with gc_ec_let and re-read it with ec_v when a value is needed
@@ -70,7 +72,10 @@ kir_expr *gc_ec_scalar_const(gc_lowerer *c, const gc_attr *a, gc_dtype t);
  * for outputs that alias inputs, consts, views or other outputs). */
 int gc_emit_copy(gc_lowerer *c, const char *name, int src, int dst, const gc_type *t);
 
-/* lower.c: a CONST buffer (and plan const) for value v backed by `data` (NULL for a
+/* buffers.c: append a plan buffer of `kind` (its `index`) for a value of type t, with
+ * no uses yet. Returns the buffer index, -1 on OOM (c->oom set). */
+int gc_lower_new_buffer(gc_lowerer *c, gc_buf_kind kind, int index, const gc_type *t);
+/* buffers.c: a CONST buffer (and plan const) for value v backed by `data` (NULL for a
  * param: the driver binds it), which the plan arena owns. Returns the buffer index,
  * -1 on OOM. */
 int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, const void *data,

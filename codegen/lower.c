@@ -24,64 +24,13 @@ static const gc_emit_fn emit_table[] = {
     [GC_FUSION_ATTENTION] = gc_emit_attention,
 };
 
-/* ---- buffers and consts ------------------------------------------------------------------ */
-
-/* Append a buffer of `kind` for a value of type t; returns its index (-1: out of memory). */
-static int new_buffer(gc_lowerer *c, gc_buf_kind kind, int index, const gc_type *t) {
-  gc_plan *p = c->p;
-  if (p->n_buffers == c->cap_buffers) {
-    int cap = c->cap_buffers ? 2 * c->cap_buffers : 16;
-    gc_plan_buffer *nb = realloc(p->buffers, (size_t)cap * sizeof *nb);
-    gc_buf_hint *nh = nb ? realloc(c->hints, (size_t)cap * sizeof *nh) : NULL;
-    if (nb) p->buffers = nb;
-    if (!nb || !nh) {
-      c->oom = 1;
-      return -1;
-    }
-    c->hints = nh;
-    c->cap_buffers = cap;
-  }
-  int bi = p->n_buffers++;
-  gc_plan_buffer *b = &p->buffers[bi];
-  memset(b, 0, sizeof *b);
-  b->kind = kind;
-  b->index = index;
-  b->type = *t;
-  b->bytes = (size_t)gc_type_numel(t) * graphc_dtype_size(t->dtype);
-  b->first_use = b->last_use = -1;
-  memset(&c->hints[bi], 0, sizeof c->hints[bi]);
-  return bi;
-}
+/* ---- buffers ----------------------------------------------------------------------------- */
 
 /* Count TEMP buffers so each gets a stable ordinal in `index`. */
 static int temp_count(const gc_plan *p) {
   int n = 0;
   for (int i = 0; i < p->n_buffers; i++) n += p->buffers[i].kind == GC_BUF_TEMP;
   return n;
-}
-
-/* A CONST buffer for value v backed by `data` (the plan arena's, or NULL for a param). */
-int gc_lower_const_buffer(gc_lowerer *c, const gc_value *v, const char *name, const void *data,
-                          size_t bytes) {
-  gc_plan *p = c->p;
-  if (p->n_consts == c->cap_consts) {
-    int cap = c->cap_consts ? 2 * c->cap_consts : 8;
-    gc_plan_const *nc = realloc(p->consts, (size_t)cap * sizeof *nc);
-    if (!nc) {
-      c->oom = 1;
-      return -1;
-    }
-    p->consts = nc;
-    c->cap_consts = cap;
-  }
-  int ci = p->n_consts++;
-  memset(&p->consts[ci], 0, sizeof p->consts[ci]);
-  p->consts[ci].name = gc_arena_strdup(&p->arena, name);
-  p->consts[ci].data = data;
-  p->consts[ci].bytes = bytes;
-  int bi = new_buffer(c, GC_BUF_CONST, ci, &v->type);
-  if (bi >= 0) c->val_buf[v->id] = bi;
-  return bi;
 }
 
 /* Params and list-valued consts live in CONST buffers, not in kernels. */
@@ -136,7 +85,7 @@ int gc_emit_copy(gc_lowerer *c, const char *name, int src, int dst, const gc_typ
 
 /* Copy value v into a fresh OUTPUT buffer for output index i. */
 static int emit_output_copy(gc_lowerer *c, const gc_value *v, int i) {
-  int dst = new_buffer(c, GC_BUF_OUTPUT, i, &c->g->outputs[i]->type);
+  int dst = gc_lower_new_buffer(c, GC_BUF_OUTPUT, i, &c->g->outputs[i]->type);
   if (dst < 0) return -1;
   char name[32];
   snprintf(name, sizeof name, "copy_out%d", i);
@@ -185,7 +134,8 @@ static int output_buffer(gc_lowerer *c, const gc_value *v) {
   int out = -1;
   for (int i = 0; i < g->n_outputs && out < 0; i++)
     if (g->outputs[i] == v) out = i;
-  int bi = out >= 0 ? new_buffer(c, GC_BUF_OUTPUT, out, &v->type) : new_buffer(c, GC_BUF_TEMP, 0, &v->type);
+  int bi = out >= 0 ? gc_lower_new_buffer(c, GC_BUF_OUTPUT, out, &v->type)
+                    : gc_lower_new_buffer(c, GC_BUF_TEMP, 0, &v->type);
   if (bi >= 0) c->val_buf[v->id] = bi;
   return bi;
 }
@@ -248,7 +198,7 @@ static const char *absorbed_text(gc_lowerer *c) {
 static int lower_graph(gc_lowerer *c) {
   const gc_graph *g = c->g;
   for (int i = 0; i < g->n_args; i++) {
-    int bi = new_buffer(c, GC_BUF_INPUT, i, &g->args[i]->type);
+    int bi = gc_lower_new_buffer(c, GC_BUF_INPUT, i, &g->args[i]->type);
     if (bi < 0) return -1;
     c->val_buf[g->args[i]->id] = bi;
   }
