@@ -68,7 +68,7 @@ typedef struct fz {
 /* ---- op classes ---------------------------------------------------------------------------- */
 
 /* Params and list consts live in CONST buffers: no kernel, never fused. */
-static int is_const_source(const gc_op *op) {
+int gc_fusion_is_const_source(const gc_op *op) {
   if (op->opcode == GC_OP_PARAM) return 1;
   if (op->opcode != GC_OP_CONST) return 0;
   const gc_attr *a = gc_op_attr(op, "value");
@@ -79,7 +79,7 @@ static int is_const_source(const gc_op *op) {
 static int is_loop_op(const gc_op *op) {
   gc_kind k = gc_op_infos[op->opcode].kind;
   if (k == GC_KIND_ELEMENTWISE || k == GC_KIND_MOVE) return 1;
-  return (op->opcode == GC_OP_CONST || op->opcode == GC_OP_IOTA) && !is_const_source(op);
+  return (op->opcode == GC_OP_CONST || op->opcode == GC_OP_IOTA) && !gc_fusion_is_const_source(op);
 }
 
 /* Pure index maps: a matmul can read through them with strided loads. */
@@ -314,7 +314,7 @@ static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
       if (!gc_type_same_dims(&x->type, et)) return 0;  /* the chain is read at its own index */
       continue;
     }
-    if (!d || is_const_source(d)) continue;
+    if (!d || gc_fusion_is_const_source(d)) continue;
     if (fz_reaches(f, gi, -1, d->id)) return 0;  /* x is computed from this group */
   }
   return 1;
@@ -907,7 +907,8 @@ static gc_fusion *fz_result(fz *f) {
   for (int i = 0; i < g->n_args; i++) r->materialized[g->args[i]->id] = 1;
   for (const gc_op *op = g->first; op; op = op->next)
     for (int i = 0; i < op->n_results; i++)
-      r->materialized[op->results[i]->id] = is_const_source(op) || (f->memb_head[op->id] >= 0 && needs_buffer(f, op->results[i]));
+      r->materialized[op->results[i]->id] =
+          gc_fusion_is_const_source(op) || (f->memb_head[op->id] >= 0 && needs_buffer(f, op->results[i]));
   r->n_groups = n;
   for (int k = 0; k < n; k++) {
     int gi = order[k];
@@ -991,14 +992,14 @@ gc_fusion *gc_fusion_plan(const gc_graph *g, const kir_target *t, int fuse) {
   if (fz_index(&f) == 0) {
     if (f.fuse && t && t->kind == KIR_TARGET_CUDA && t->attention) plan_attention(&f);
     for (const gc_op *op = g->first; op && !f.oom; op = op->next) {
-      if (is_const_source(op) || is_loop_op(op) || f.memb_head[op->id] >= 0) continue;
+      if (gc_fusion_is_const_source(op) || is_loop_op(op) || f.memb_head[op->id] >= 0) continue;
       int gi = fz_new_group(&f, root_kind(op));
       if (gi < 0) break;
       fz_add(&f, gi, op->id, GC_FROLE_ROOT | GC_FROLE_WRITE);
       if (f.fuse) grow_epilogue(&f, gi, op);
     }
     for (const gc_op *op = g->last; op && !f.oom; op = op->prev)
-      if (!is_const_source(op) && f.memb_head[op->id] < 0) decide(&f, op);
+      if (!gc_fusion_is_const_source(op) && f.memb_head[op->id] < 0) decide(&f, op);
     if (f.fuse && !f.oom) merge_siblings(&f);
     if (!f.oom) r = fz_result(&f);
   }

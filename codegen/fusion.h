@@ -100,6 +100,10 @@ typedef struct gc_fusion {
 gc_fusion *gc_fusion_plan(const gc_graph *g, const kir_target *t, int fuse);
 void gc_fusion_free(gc_fusion *f);
 
+/* 1 for the ops that live in CONST buffers, not in kernels (params and consts
+ * with a value list): never fused, lowered by gc_emit_const_source. */
+int gc_fusion_is_const_source(const gc_op *op);
+
 /* Role bits of op in group gi (0: not a member). */
 int gc_fusion_role(const gc_fusion *f, int gi, const gc_op *op);
 

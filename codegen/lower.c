@@ -33,14 +33,6 @@ static int temp_count(const gc_plan *p) {
   return n;
 }
 
-/* Params and list-valued consts live in CONST buffers, not in kernels. */
-static int is_const_source(const gc_op *op) {
-  if (op->opcode == GC_OP_PARAM) return 1;
-  if (op->opcode != GC_OP_CONST) return 0;
-  const gc_attr *a = gc_op_attr(op, "value");
-  return a && a->kind == GC_ATTR_LIST;
-}
-
 /* ---- copies ------------------------------------------------------------------------------ */
 
 /* Record the ops kernel ki computes (stats) and, for graph ops, which kernel computes them. */
@@ -205,8 +197,8 @@ static int lower_graph(gc_lowerer *c) {
   for (int i = 0; i < g->n_args; i++)
     if (emit_pending_copies(c, g->args[i]) < 0) return -1;
   for (const gc_op *op = g->first; op; op = op->next) {
-    c->p->n_graph_ops += !is_const_source(op);
-    if (!is_const_source(op)) continue;
+    c->p->n_graph_ops += !gc_fusion_is_const_source(op);
+    if (!gc_fusion_is_const_source(op)) continue;
     if (gc_emit_const_source(c, op) < 0 || c->oom) return -1;
     if (emit_pending_copies(c, op->results[0]) < 0) return -1;
   }
