@@ -15,6 +15,13 @@
 
 #include "codegen/kir.h"
 
+/* The CUDA code path an option names: GRAPHC_CODEGEN_DEFAULT stands for LLVM NVPTX,
+ * which measured faster than NVRTC on the H200 for every example (docs/performance.md)
+ * and compiles faster; NVRTC stays one option away. */
+static inline graphc_codegen_t gc_codegen_resolve(graphc_codegen_t c) {
+  return c == GRAPHC_CODEGEN_DEFAULT ? GRAPHC_CODEGEN_LLVM : c;
+}
+
 /* codegen/cuda_c.c: the whole module as one CUDA C translation unit; each
  * kernel is `extern "C" __global__`, named kir_kernel.name. */
 void gc_cuda_c_print(gc_sbuf *b, const kir_module *m);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "driver/cuda_backend.h"
 #include "weights/safetensors.h"
 #include "tools/cli.h"
