@@ -75,17 +75,25 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
  * "// graphc alias name = ORIGINAL" line of ptx (copied into buf), else name. */
 const char *gc_ptx_kernel_alias(const char *ptx, const char *name, char *buf, size_t len);
 
-/* codegen/jitlink.c: PTX to cubin for sm_<sm>: through the toolkit's ptxas program
- * (codegen/ptxas.c) when one is found, else (or when it fails) through nvJitLink.
- * *via (when via is not NULL) is set to "ptxas" or "nvjitlink", the one that made it. */
+/* codegen/jitlink.c: PTX to cubin for sm_<sm>, by the compiler gc_ptx_compiler_pick
+ * picks: the toolkit's ptxas program (codegen/ptxas.c), or nvJitLink; nvJitLink also
+ * when ptxas fails. *via (when via is not NULL) is set to "ptxas" or "nvjitlink",
+ * the one that made it. */
 int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d);
 int gc_ptx_to_cubin_ex(const char *ptx, int sm, void **cubin, size_t *cubin_len, const char **via,
                        gc_diags *d);
 /* "nvjitlink MAJOR.MINOR" (for cache keys). */
 void gc_nvjitlink_id(char *out, size_t cap);
 
-/* codegen/ptxas.c: the ptxas program gc_ptx_to_cubin runs (see ptxas.c for where it
- * looks; GRAPHC_PTXAS=off: none): 1 and its path in out, else 0. */
+/* The programs that can turn PTX into a cubin. */
+typedef enum gc_ptx_compiler { GC_PTXC_NVJITLINK, GC_PTXC_PTXAS } gc_ptx_compiler;
+/* codegen/ptxas.c: THE rule for PTX to cubin, "the ptxas program first, else nvJitLink"
+ * (whole-program ptxas code keeps fewer registers: see ptxas.c). GC_PTXC_PTXAS with
+ * its path in ptxas[cap] when gc_ptxas_find finds one, else GC_PTXC_NVJITLINK.
+ * gc_ptx_to_cubin, gc_ptx_compiler_id and the CUDA backend all ask it. */
+gc_ptx_compiler gc_ptx_compiler_pick(char *ptxas, size_t cap);
+/* codegen/ptxas.c: the ptxas program (see ptxas.c for where it looks; GRAPHC_PTXAS=off:
+ * none): 1 and its path in out, else 0. */
 int gc_ptxas_find(char *out, size_t cap);
 /* The PTX compiler gc_ptx_to_cubin uses now, for cache keys: "ptxas PATH SIZE MTIME",
  * else gc_nvjitlink_id. */

@@ -80,10 +80,11 @@ int gc_ptx_to_cubin_ex(const char *ptx, int sm, void **cubin, size_t *cubin_len,
   char tgt[32];
   snprintf(tgt, sizeof tgt, ".target sm_%da", sm);
   if (strstr(ptx, tgt)) arch_a = 1;
-  /* ptxas first (whole-program code: see ptxas.c); on any failure of it (an older
-   * toolkit's ptxas, no temporary directory, bad PTX) nvJitLink decides and reports */
+  /* the compiler gc_ptx_compiler_pick picks (ptxas first: see ptxas.c); on any failure
+   * of ptxas (an older toolkit's, no temporary directory, bad PTX) nvJitLink decides and
+   * reports */
   char px[4096];
-  if (gc_ptxas_find(px, sizeof px)) {
+  if (gc_ptx_compiler_pick(px, sizeof px) == GC_PTXC_PTXAS) {
     gc_diags pd;
     gc_diags_init(&pd, "", NULL, 0);
     int rc = gc_ptxas_compile(px, ptx, sm, arch_a, GC_PTXAS_THREADS, cubin, cubin_len, &pd);

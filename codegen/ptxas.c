@@ -7,7 +7,8 @@
  * more registers per thread. The f16 softmax over rows of 8192 took 96 registers
  * there and 64 in whole-program mode: two blocks of 256 threads per SM instead of
  * four, 67% of copy bandwidth instead of 82% (H200, docs/performance.md). XLA runs
- * ptxas the same way. nvJitLink stays the fallback when no ptxas is found.
+ * ptxas the same way. nvJitLink stays the fallback when no ptxas is found: that rule
+ * is gc_ptx_compiler_pick, here, and every caller asks it.
  *
  * Which ptxas: $GRAPHC_PTXAS (a path; "off" or "0": none), else bin/ptxas under
  * $CUDA_HOME, $CUDA_PATH, the toolkit this build was configured with, /usr/local/cuda.
@@ -59,10 +60,15 @@ int gc_ptxas_find(char *out, size_t cap) {
   return try_ptxas(NULL, GRAPHC_PTXAS, out, cap) || try_ptxas("/usr/local/cuda/bin", NULL, out, cap);
 }
 
+/* The ptxas program when there is one, else nvJitLink. */
+gc_ptx_compiler gc_ptx_compiler_pick(char *ptxas, size_t cap) {
+  return gc_ptxas_find(ptxas, cap) ? GC_PTXC_PTXAS : GC_PTXC_NVJITLINK;
+}
+
 void gc_ptx_compiler_id(char *out, size_t cap) {
   char p[4096];
   struct stat s;
-  if (gc_ptxas_find(p, sizeof p) && stat(p, &s) == 0)
+  if (gc_ptx_compiler_pick(p, sizeof p) == GC_PTXC_PTXAS && stat(p, &s) == 0)
     snprintf(out, cap, "ptxas %s %lld %lld", p, (long long)s.st_size, (long long)s.st_mtime);
   else
     gc_nvjitlink_id(out, cap);

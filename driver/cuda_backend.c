@@ -152,7 +152,8 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
      * ptxas program (the default, codegen/ptxas.c) needs no driver: a bundle compile then
      * never opens it. */
     char px[4096];
-    void *pre = gc_ptxas_find(px, sizeof px) ? NULL : gc_cuda_prefetch_start();
+    int nvjitlink = gc_ptx_compiler_pick(px, sizeof px) == GC_PTXC_NVJITLINK;
+    void *pre = nvjitlink ? gc_cuda_prefetch_start() : NULL;
     gc_llvm_ptx_opts lo = {0, 1};  /* automatic threads, identical kernels compiled once */
     gc_llvm_times lt;
     if (gc_llvm_ptx_ex(km, sm, &lo, &out->ptx, &lt, d) != 0) {
