@@ -65,12 +65,13 @@ void gc_nvjitlink_id(char *out, size_t cap) {
   snprintf(out, cap, "nvjitlink %u.%u", a, b);
 }
 
-int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d) {
-  return gc_ptx_to_cubin_ex(ptx, sm, cubin, cubin_len, NULL, d);
+int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, const gc_toolchain *tc,
+                    gc_diags *d) {
+  return gc_ptx_to_cubin_ex(ptx, sm, cubin, cubin_len, NULL, tc, d);
 }
 
 int gc_ptx_to_cubin_ex(const char *ptx, int sm, void **cubin, size_t *cubin_len, const char **via,
-                       gc_diags *d) {
+                       const gc_toolchain *tc, gc_diags *d) {
   *cubin = NULL;
   *cubin_len = 0;
   char arch[32];
@@ -80,13 +81,14 @@ int gc_ptx_to_cubin_ex(const char *ptx, int sm, void **cubin, size_t *cubin_len,
   char tgt[32];
   snprintf(tgt, sizeof tgt, ".target sm_%da", sm);
   if (strstr(ptx, tgt)) arch_a = 1;
-  /* ptxas first (whole-program code: see ptxas.c); on any failure of it (an older
-   * toolkit's ptxas, no temporary directory, bad PTX) nvJitLink decides and reports */
+  /* the compiler gc_ptx_compiler_pick picks (ptxas first: see ptxas.c); on any failure
+   * of ptxas (an older toolkit's, no temporary directory, bad PTX) nvJitLink decides and
+   * reports */
   char px[4096];
-  if (gc_ptxas_find(px, sizeof px)) {
+  if (gc_ptx_compiler_pick(tc, px, sizeof px) == GC_PTXC_PTXAS) {
     gc_diags pd;
     gc_diags_init(&pd, "", NULL, 0);
-    int rc = gc_ptxas_compile(px, ptx, sm, arch_a, GC_PTXAS_THREADS, cubin, cubin_len, &pd);
+    int rc = gc_ptxas_compile(px, ptx, sm, arch_a, GC_PTXAS_THREADS, cubin, cubin_len, tc, &pd);
     gc_diags_free(&pd);
     if (rc == 0) {
       if (via) *via = "ptxas";

@@ -36,7 +36,8 @@ typedef struct kir_module_priv {
 /* ---- targets ------------------------------------------------------------------------ */
 
 /* Defaults for an NVIDIA GPU of compute capability sm/10 (the runtime
- * overwrites num_sms and shared_bytes from the device's properties). */
+ * overwrites num_sms and shared_bytes from the device's properties; the driver
+ * applies the GRAPHC_* kernel settings: driver/settings.c). */
 void kir_target_cuda(kir_target *t, int sm) {
   memset(t, 0, sizeof *t);
   t->kind = KIR_TARGET_CUDA;
@@ -47,25 +48,19 @@ void kir_target_cuda(kir_target *t, int sm) {
   t->shared_bytes = 48 * 1024;
   t->vector_bytes = 16;
   /* wgmma exists on sm_90 only (sm_90a code; Blackwell has other instructions) */
-  const char *wg = getenv("GRAPHC_WGMMA");
-  t->wgmma = t->sm == 90 && !(wg && strcmp(wg, "0") == 0);
-  const char *tm = getenv("GRAPHC_TMA");
-  t->tma = t->wgmma && !(tm && strcmp(tm, "0") == 0);
+  t->wgmma = t->sm == 90;
+  t->tma = t->wgmma;
   t->short_k_mma = 1;
-  const char *fl = getenv("GRAPHC_FLASH");
-  t->attention = t->sm >= 80 && !(fl && strcmp(fl, "0") == 0);
-  const char *sg = getenv("GRAPHC_SIMT");
-  t->simt_blocked = !(sg && strcmp(sg, "0") == 0);
+  t->attention = t->sm >= 80;
+  t->simt_blocked = 1;
   t->simt_unroll_macs = (int64_t)1 << 25;
-  const char *pl = getenv("GRAPHC_PROLOGUE");
-  t->prologue = !(pl && strcmp(pl, "0") == 0);
-  const char *rg = getenv("GRAPHC_ROW_GROUPS");
-  t->row_groups = !(rg && strcmp(rg, "0") == 0);
-  const char *lv = getenv("GRAPHC_LOOP_VECS");
-  t->loop_vecs = lv ? atoi(lv) : 0;
+  t->prologue = 1;
+  t->row_groups = 1;
+  t->loop_vecs = 0;
 }
 
-/* Defaults for the host: one "thread" per group, `cores` workers. */
+/* Defaults for the host: one "thread" per group, `cores` workers (GRAPHC_PROLOGUE:
+ * driver/settings.c). */
 void kir_target_host(kir_target *t, int cores) {
   memset(t, 0, sizeof *t);
   t->kind = KIR_TARGET_HOST;
@@ -76,8 +71,7 @@ void kir_target_host(kir_target *t, int cores) {
   t->shared_bytes = 0;
   t->vector_bytes = 16;
   t->simd_bytes = 16;
-  const char *pl = getenv("GRAPHC_PROLOGUE");
-  t->prologue = !(pl && strcmp(pl, "0") == 0);
+  t->prologue = 1;
 }
 
 /* ---- type classes --------------------------------------------------------------------- */

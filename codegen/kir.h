@@ -67,7 +67,9 @@ typedef struct kir_target {
   const struct gc_tuning *tuning; /* measured choices (codegen/tuning.h), or NULL */
 } kir_target;
 
-/* Fill a target description with defaults (sm_90 / host). */
+/* Fill a target description with defaults (sm_90 / host). The GRAPHC_* variables the
+ * fields above name are applied on top by the driver (gc_settings_apply_target,
+ * driver/settings.c): nothing in codegen reads the environment. */
 void kir_target_cuda(kir_target *t, int sm);
 void kir_target_host(kir_target *t, int cores);
 

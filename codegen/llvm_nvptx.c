@@ -84,16 +84,17 @@ static void report(gc_diags *d, const gc_llvm_diag *dg, const char *what, const 
               msg ? msg : "", dg && dg->msgs.len ? "\n" : "", dg && dg->msgs.len ? dg->msgs.data : "");
 }
 
-/* Path of libdevice.10.bc into buf: $GRAPHC_LIBDEVICE, then <cuda>/nvvm/libdevice for
- * the build's toolkit, $CUDA_HOME, $CUDA_PATH and /usr/local/cuda. 0 if none exists. */
-static int find_libdevice(char *buf, size_t n, gc_sbuf *tried) {
-  const char *env = getenv("GRAPHC_LIBDEVICE");
+/* Path of libdevice.10.bc into buf: tc's GRAPHC_LIBDEVICE, then <cuda>/nvvm/libdevice
+ * for the build's toolkit, CUDA_HOME, CUDA_PATH and /usr/local/cuda. 0 if none exists. */
+static int find_libdevice(const gc_toolchain *tc, char *buf, size_t n, gc_sbuf *tried) {
+  const char *env = tc ? tc->libdevice : NULL;
   if (env && *env) {
     snprintf(buf, n, "%s", env);
     gc_sbuf_printf(tried, " %s", buf);
     return access(buf, R_OK) == 0;
   }
-  const char *homes[] = {GRAPHC_CUDA_HOME, getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+  const char *homes[] = {GRAPHC_CUDA_HOME, tc ? tc->cuda_home : NULL, tc ? tc->cuda_path : NULL,
+                         "/usr/local/cuda"};
   for (size_t i = 0; i < sizeof homes / sizeof homes[0]; i++) {
     if (!homes[i] || !*homes[i]) continue;
     snprintf(buf, n, "%s/nvvm/libdevice/libdevice.10.bc", homes[i]);
@@ -104,10 +105,11 @@ static int find_libdevice(char *buf, size_t n, gc_sbuf *tried) {
 }
 
 /* Parse libdevice, retarget it to our triple/layout and link it into mod. */
-static int link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, gc_llvm_diag *dg, gc_diags *d) {
+static int link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, const gc_toolchain *tc,
+                          gc_llvm_diag *dg, gc_diags *d) {
   char path[4096];
   gc_sbuf tried = {0};
-  int found = find_libdevice(path, sizeof path, &tried);
+  int found = find_libdevice(tc, path, sizeof path, &tried);
   if (!found) {
     gc_loc noloc = {0, 0};
     gc_error_at(d, GRAPHC_STATUS_COMPILE_ERROR, noloc,
@@ -262,12 +264,12 @@ static LLVMModuleRef emit_module(LLVMContextRef ctx, LLVMTargetMachineRef tm, co
 /* libdevice when mod calls it, internalize, default<O3>, verify. Adds the
  * CPU times to *t_link and *t_opt. */
 static int optimize(LLVMContextRef ctx, LLVMTargetMachineRef tm, LLVMModuleRef mod,
-                    const kir_module *m, gc_llvm_diag *dg, gc_diags *d, double *t_link,
-                    double *t_opt) {
+                    const kir_module *m, const gc_toolchain *tc, gc_llvm_diag *dg, gc_diags *d,
+                    double *t_link, double *t_opt) {
   double t0 = thread_ms();
   int rc = 0;
   if (gc_llvm_uses_libdevice(mod)) {
-    rc = link_libdevice(ctx, mod, dg, d);
+    rc = link_libdevice(ctx, mod, tc, dg, d);
     if (rc == 0) gc_llvm_internalize(mod, m);
   }
   double t1 = thread_ms();
@@ -300,11 +302,12 @@ static char *codegen(LLVMTargetMachineRef tm, LLVMModuleRef mod, gc_llvm_diag *d
 
 /* The whole module as one LLVM module (for the IR text): emit, optimize, print. */
 static int compile_whole(LLVMContextRef ctx, LLVMTargetMachineRef tm, const kir_module *m, int sm,
-                         char **ptx, char **ir_text, gc_llvm_diag *dg, gc_diags *d) {
+                         char **ptx, char **ir_text, const gc_toolchain *tc, gc_llvm_diag *dg,
+                         gc_diags *d) {
   LLVMModuleRef mod = emit_module(ctx, tm, m, sm, d);
   if (!mod) return -1;
   double tl = 0, to = 0;
-  int rc = optimize(ctx, tm, mod, m, dg, d, &tl, &to);
+  int rc = optimize(ctx, tm, mod, m, tc, dg, d, &tl, &to);
   if (rc == 0 && ir_text) {
     *ir_text = take_message(LLVMPrintModuleToString(mod));
     if (!*ir_text) rc = -1, report(d, NULL, "out of memory printing LLVM IR", NULL);
@@ -346,6 +349,7 @@ typedef struct nv_pool {
   const int *order;        /* distinct kernels, biggest first */
   int n, sm, arch_a;
   atomic_int next;
+  const gc_toolchain *tc;  /* where libdevice is */
 } nv_pool;
 
 /* The dedup key of a kernel: its Kernel IR as printed with the names that differ
@@ -426,7 +430,7 @@ static void prefix_locals(LLVMModuleRef mod, const char *name) {
 }
 
 /* Emit, optimize and generate code for one distinct kernel (any thread). */
-static void run_job(nv_job *j, int sm, int arch_a) {
+static void run_job(nv_job *j, int sm, int arch_a, const gc_toolchain *tc) {
   LLVMTargetMachineRef tm = make_tm(sm, arch_a, &j->d);
   if (!tm) {
     j->rc = -1;
@@ -442,7 +446,7 @@ static void run_job(nv_job *j, int sm, int arch_a) {
     LLVMDisposeTargetMachine(tm);
     return;
   }
-  j->rc = optimize(j->ctx, tm, j->mod, &j->one, &j->dg, &j->d, &j->t_link, &j->t_opt);
+  j->rc = optimize(j->ctx, tm, j->mod, &j->one, tc, &j->dg, &j->d, &j->t_link, &j->t_opt);
   if (j->rc == 0) {
     double t0 = thread_ms();
     prefix_locals(j->mod, j->name);
@@ -459,19 +463,17 @@ static void run_job(nv_job *j, int sm, int arch_a) {
  * balances the threads; the output is joined in kernel order. */
 static void *worker(void *arg) {
   nv_pool *p = arg;
-  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) run_job(&p->jobs[p->order[i]], p->sm, p->arch_a);
+  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+    run_job(&p->jobs[p->order[i]], p->sm, p->arch_a, p->tc);
   return NULL;
 }
 
-/* Threads for n distinct kernels: GRAPHC_COMPILE_THREADS (a positive integer; anything
- * else is ignored), else the online CPUs, at most 8. The output never depends on it. */
-static int pick_threads(int want, int n) {
+/* Threads for n distinct kernels: `want`, else `configured` (GRAPHC_COMPILE_THREADS,
+ * from the toolchain), else the online CPUs, at most 8. The output never depends on it. */
+static int pick_threads(int want, int configured, int n) {
   if (want <= 0) {
-    const char *env = getenv("GRAPHC_COMPILE_THREADS");
-    char *end = NULL;
-    long v = env && *env ? strtol(env, &end, 10) : 0;
-    if (v >= 1 && end && *end == 0) {
-      want = v > 64 ? 64 : (int)v;
+    if (configured >= 1) {
+      want = configured > 64 ? 64 : configured;
     } else {
       want = (int)sysconf(_SC_NPROCESSORS_ONLN);
       if (want > 8) want = 8;
@@ -525,7 +527,7 @@ const char *gc_ptx_kernel_alias(const char *ptx, const char *name, char *buf, si
 }
 
 int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, char **ptx,
-                   gc_llvm_times *times, gc_diags *d) {
+                   gc_llvm_times *times, const gc_toolchain *tc, gc_diags *d) {
   *ptx = NULL;
   double w0 = wall_ms();
   gc_llvm_times tz;
@@ -540,7 +542,7 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
   }
   int n = m->n_kernels;
   if (n == 0) {  /* nothing to split: the whole (empty) module, a PTX header */
-    int rc = gc_llvm_ptx(m, sm, ptx, NULL, d);
+    int rc = gc_llvm_ptx(m, sm, ptx, NULL, tc, d);
     times->wall = wall_ms() - w0;
     return rc;
   }
@@ -590,8 +592,8 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
   }
   times->emit += thread_ms() - t0;
   /* Emit, optimize and generate code for the distinct kernels on the threads. */
-  int nt = rc == 0 ? pick_threads(opts ? opts->threads : 0, distinct) : 0;
-  nv_pool pool = {jobs, order, distinct, target_sm, target_sm == 90 && kir_module_uses_wgmma(m), 0};
+  int nt = rc == 0 ? pick_threads(opts ? opts->threads : 0, tc ? tc->compile_threads : 0, distinct) : 0;
+  nv_pool pool = {jobs, order, distinct, target_sm, target_sm == 90 && kir_module_uses_wgmma(m), 0, tc};
   pthread_t *th = nt > 1 ? calloc((size_t)nt, sizeof *th) : NULL;
   int started = 0;
   for (int t = 1; th && t < nt; t++, started++)  /* the calling thread is worker 0 */
@@ -636,10 +638,11 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
   return rc;
 }
 
-int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, gc_diags *d) {
+int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, const gc_toolchain *tc,
+                gc_diags *d) {
   if (ptx) *ptx = NULL;
   if (ir_text) *ir_text = NULL;
-  if (!ir_text) return ptx ? gc_llvm_ptx_ex(m, sm, NULL, ptx, NULL, d) : 0;
+  if (!ir_text) return ptx ? gc_llvm_ptx_ex(m, sm, NULL, ptx, NULL, tc, d) : 0;
   int target_sm = llvm_sm(sm);
   if (target_sm == 0) {
     gc_loc noloc = {0, 0};
@@ -652,7 +655,7 @@ int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, gc_diag
   LLVMContextRef ctx = LLVMContextCreate();
   gc_llvm_diag dg = {{0}, 0};
   gc_llvm_diag_install(ctx, &dg);
-  int rc = compile_whole(ctx, tm, m, target_sm, ptx, ir_text, &dg, d);
+  int rc = compile_whole(ctx, tm, m, target_sm, ptx, ir_text, tc, &dg, d);
   LLVMContextDispose(ctx);
   LLVMDisposeTargetMachine(tm);
   gc_sbuf_free(&dg.msgs);

@@ -8,9 +8,9 @@
  * are fixed: no fast math (accuracy matters), C++17, functions default to
  * __device__. cuda_fp16.h / cuda_bf16.h are not built into NVRTC 13 (only their
  * function bodies are, in the builtins library), so the toolkit's include
- * directory is passed: GRAPHC_CUDA_HOME/include from the build, else
- * $CUDA_HOME/include, $CUDA_PATH/include or /usr/local/cuda/include, whichever
- * has cuda_fp16.h. The include path does not affect the output bytes.
+ * directory is passed: GRAPHC_CUDA_HOME/include from the build, else the
+ * gc_toolchain's CUDA_HOME/include, CUDA_PATH/include, or /usr/local/cuda/include,
+ * whichever has cuda_fp16.h. The include path does not affect the output bytes.
  */
 #include "codegen/codegen.h"
 
@@ -34,8 +34,8 @@ static int has_fp16_header(const char *dir) {
 }
 
 /* Write the include directory to use into out[n]. */
-static void include_dir(char *out, size_t n) {
-  const char *homes[] = {GRAPHC_CUDA_HOME, getenv("CUDA_HOME"), getenv("CUDA_PATH"),
+static void include_dir(const gc_toolchain *tc, char *out, size_t n) {
+  const char *homes[] = {GRAPHC_CUDA_HOME, tc ? tc->cuda_home : NULL, tc ? tc->cuda_path : NULL,
                          "/usr/local/cuda"};
   for (size_t i = 0; i < sizeof homes / sizeof homes[0]; i++) {
     if (!homes[i] || !homes[i][0]) continue;
@@ -93,7 +93,7 @@ static void report(gc_diags *d, const char *what, nvrtcResult r, nvrtcProgram pr
 
 /* Compile `src` for sm_<sm>; fills *ptx and/or *cubin (malloc'd). */
 int gc_nvrtc_compile(const char *src, int sm, char **ptx, void **cubin, size_t *cubin_len,
-                     gc_diags *d) {
+                     const gc_toolchain *tc, gc_diags *d) {
   if (ptx) *ptx = NULL;
   if (cubin) *cubin = NULL;
   if (cubin_len) *cubin_len = 0;
@@ -102,7 +102,7 @@ int gc_nvrtc_compile(const char *src, int sm, char **ptx, void **cubin, size_t *
   sm &= ~GC_SM_ARCH_A;
   snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%s", sm, sfx);
   char incdir[4096];
-  include_dir(incdir, sizeof incdir);
+  include_dir(tc, incdir, sizeof incdir);
   snprintf(inc, sizeof inc, "--include-path=%s", incdir);
   /* ptxas on a fixed number of threads (see jitlink.c: the count is recorded in
    * the cubin, so it must not follow the host). */

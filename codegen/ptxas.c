@@ -7,10 +7,12 @@
  * more registers per thread. The f16 softmax over rows of 8192 took 96 registers
  * there and 64 in whole-program mode: two blocks of 256 threads per SM instead of
  * four, 67% of copy bandwidth instead of 82% (H200, docs/performance.md). XLA runs
- * ptxas the same way. nvJitLink stays the fallback when no ptxas is found.
+ * ptxas the same way. nvJitLink stays the fallback when no ptxas is found: that rule
+ * is gc_ptx_compiler_pick, here, and every caller asks it.
  *
- * Which ptxas: $GRAPHC_PTXAS (a path; "off" or "0": none), else bin/ptxas under
- * $CUDA_HOME, $CUDA_PATH, the toolkit this build was configured with, /usr/local/cuda.
+ * Which ptxas (gc_toolchain, from the settings): GRAPHC_PTXAS (a path; "off" or "0":
+ * none), else bin/ptxas under CUDA_HOME, CUDA_PATH, the toolkit this build was
+ * configured with, /usr/local/cuda. Its files go to a new folder under TMPDIR.
  * The cubin records ptxas' options but not its file names, so the bytes do not
  * depend on the temporary directory.
  */
@@ -44,14 +46,14 @@ static int try_ptxas(const char *dir, const char *path, char *out, size_t cap) {
   return stat(out, &s) == 0 && S_ISREG(s.st_mode) && access(out, X_OK) == 0;
 }
 
-int gc_ptxas_find(char *out, size_t cap) {
-  const char *env = getenv("GRAPHC_PTXAS");
+int gc_ptxas_find(const gc_toolchain *tc, char *out, size_t cap) {
+  const char *env = tc ? tc->ptxas : NULL;
   if (env && *env) {
     if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0) return 0;
     return try_ptxas(NULL, env, out, cap);
   }
   char dir[4096];
-  const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH")};
+  const char *roots[] = {tc ? tc->cuda_home : NULL, tc ? tc->cuda_path : NULL};
   for (int i = 0; i < 2; i++)
     if (roots[i] && snprintf(dir, sizeof dir, "%s/bin", roots[i]) < (int)sizeof dir &&
         try_ptxas(dir, NULL, out, cap))
@@ -59,10 +61,15 @@ int gc_ptxas_find(char *out, size_t cap) {
   return try_ptxas(NULL, GRAPHC_PTXAS, out, cap) || try_ptxas("/usr/local/cuda/bin", NULL, out, cap);
 }
 
-void gc_ptx_compiler_id(char *out, size_t cap) {
+/* The ptxas program when there is one, else nvJitLink. */
+gc_ptx_compiler gc_ptx_compiler_pick(const gc_toolchain *tc, char *ptxas, size_t cap) {
+  return gc_ptxas_find(tc, ptxas, cap) ? GC_PTXC_PTXAS : GC_PTXC_NVJITLINK;
+}
+
+void gc_ptx_compiler_id(const gc_toolchain *tc, char *out, size_t cap) {
   char p[4096];
   struct stat s;
-  if (gc_ptxas_find(p, sizeof p) && stat(p, &s) == 0)
+  if (gc_ptx_compiler_pick(tc, p, sizeof p) == GC_PTXC_PTXAS && stat(p, &s) == 0)
     snprintf(out, cap, "ptxas %s %lld %lld", p, (long long)s.st_size, (long long)s.st_mtime);
   else
     gc_nvjitlink_id(out, cap);
@@ -79,11 +86,11 @@ static int spill(const char *path, const char *text) {
 }
 
 int gc_ptxas_compile(const char *ptxas, const char *ptx, int sm, int arch_a, int threads, void **cubin,
-                     size_t *cubin_len, gc_diags *d) {
+                     size_t *cubin_len, const gc_toolchain *tc, gc_diags *d) {
   *cubin = NULL;
   *cubin_len = 0;
   gc_loc noloc = {0, 0};
-  const char *tmp = getenv("TMPDIR");
+  const char *tmp = tc ? tc->tmpdir : NULL;
   char dir[4096], in[4200], outp[4200], logp[4200];
   if (snprintf(dir, sizeof dir, "%s/graphc-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir ||
       !mkdtemp(dir)) {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "driver/exec.h"
+#include "driver/settings.h"
 #include "interp/interp.h"
 #include "passes/pipeline.h"
 #include "codegen/codegen.h"
@@ -277,12 +278,12 @@ static int fill_infos(gc_exec *exe) {
   return 0;
 }
 
-/* The backend table for a kind; DEFAULT picks cuda when a device is present,
- * else the best host backend this build has. */
-static const gc_backend *backend_for(graphc_backend_t *kind) {
+/* The backend table for a kind; DEFAULT picks cuda when a device is present (the
+ * driver rt names), else the best host backend this build has. */
+static const gc_backend *backend_for(graphc_backend_t *kind, const gc_rt_settings *rt) {
   if (*kind == GRAPHC_BACKEND_DEFAULT)
-    *kind = gc_cuda_available() ? GRAPHC_BACKEND_CUDA
-                                : (gc_backend_cpu.prepare ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP);
+    *kind = gc_cuda_available(rt) ? GRAPHC_BACKEND_CUDA
+                                  : (gc_backend_cpu.prepare ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP);
   switch (*kind) {
     case GRAPHC_BACKEND_INTERP: return &gc_backend_interp;
     case GRAPHC_BACKEND_CUDA: return &gc_backend_cuda;
@@ -314,9 +315,11 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
     gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     return finish(m->ctx, &d, err);
   }
+  gc_settings set;  /* this call's environment (a backend's prepare reads its own) */
+  gc_settings_read(&set);
   /* cuInit (up to ~230 ms on an idle H200) runs beside parsing, weights and passes. */
   void *cuda_pre = opts.backend == GRAPHC_BACKEND_CUDA || opts.backend == GRAPHC_BACKEND_DEFAULT
-                       ? gc_cuda_prefetch_start()
+                       ? gc_cuda_prefetch_start(&set.rt)
                        : NULL;
   exe->ctx = m->ctx;
   exe->opts = opts;
@@ -380,7 +383,7 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   if (opts.backend == GRAPHC_BACKEND_DEFAULT) {
     gc_cuda_prefetch_join(cuda_pre);
     cuda_pre = NULL;
-    backend_for(&opts.backend);
+    backend_for(&opts.backend, &set.rt);
   }
   graphc_compile_options_t popts = opts;
   if (target != GRAPHC_BACKEND_DEFAULT) popts.backend = target;
@@ -393,7 +396,7 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   gc_cuda_prefetch_join(cuda_pre);
   cuda_pre = NULL;
   exe->kind = opts.backend;
-  exe->backend = backend_for(&exe->kind);
+  exe->backend = backend_for(&exe->kind, &set.rt);
   if (!exe->backend) {
     if (exe->kind == GRAPHC_BACKEND_CPU)
       gc_error_at(&d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0},
@@ -406,7 +409,8 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   if (exe->backend->prepare(exe, opts_in ? opts_in : &opts, &d) != GRAPHC_STATUS_OK ||
       d.n_errors)
     goto fail;
-  if (exe->kind == GRAPHC_BACKEND_CUDA && !m->ctx->cuda_hold) m->ctx->cuda_hold = gc_cuda_hold_open();
+  if (exe->kind == GRAPHC_BACKEND_CUDA && !m->ctx->cuda_hold)
+    m->ctx->cuda_hold = gc_cuda_hold_open(&set.rt);
   *out = exe;
   return finish(m->ctx, &d, err);
 
@@ -587,6 +591,10 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
   if (kind < 0)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
                         "cannot emit '%s' (kir, cuda, llvm, ptx, cubin)", what);
+  gc_settings set;
+  gc_settings_read(&set);
+  gc_toolchain tc;
+  gc_settings_toolchain(&set, &tc);
   gc_diags d;
   gc_diags_init(&d, m->name, m->source, m->source_len);
   gc_sbuf stats = {0};
@@ -607,6 +615,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
         gc_run_pipeline(g, &popts, &stats, &d) == 0) {
       kir_target t;
       kir_target_cuda(&t, sm);
+      gc_settings_apply_target(&set, &t);
       t.tf32 = opts.allow_tf32;
       t.tuning = tuning;
       t0 = emit_now_ms();
@@ -624,12 +633,12 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
         for (int i = 0; i < plan->kir->n_kernels; i++) kir_print(&b, plan->kir->kernels[i]);
         break;
       case 1: gc_cuda_c_print(&b, plan->kir); break;
-      case 2: rc = gc_llvm_ptx(plan->kir, sm, NULL, &text, &d); break;
+      case 2: rc = gc_llvm_ptx(plan->kir, sm, NULL, &text, &tc, &d); break;
       case 3:
       case 4:
         if (llvm) {
           gc_llvm_times lt;
-          rc = gc_llvm_ptx_ex(plan->kir, sm, NULL, &text, &lt, &d);
+          rc = gc_llvm_ptx_ex(plan->kir, sm, NULL, &text, &lt, &tc, &d);
           gc_sbuf_printf(&stats,
                          "time: llvm nvptx %.2f ms (%d kernels, %d threads; cpu ms: emit %.2f, "
                          "libdevice %.2f, optimize O3 %.2f, codegen %.2f)\n",
@@ -638,7 +647,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
           if (rc == 0 && kind == 4) {
             t0 = emit_now_ms();
             const char *via = "nvjitlink";
-            rc = gc_ptx_to_cubin_ex(text, gc_module_sm(plan->kir, sm), out, len, &via, &d);
+            rc = gc_ptx_to_cubin_ex(text, gc_module_sm(plan->kir, sm), out, len, &via, &tc, &d);
             gc_sbuf_printf(&stats, "time: %s %.2f ms\n", via, emit_now_ms() - t0);
             free(text);
             text = NULL;
@@ -648,7 +657,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
           char *src = gc_sbuf_take(&b);
           t0 = emit_now_ms();
           rc = src ? gc_nvrtc_compile(src, gc_module_sm(plan->kir, sm), kind == 3 ? &text : NULL,
-                                      kind == 4 ? out : NULL, kind == 4 ? len : NULL, &d)
+                                      kind == 4 ? out : NULL, kind == 4 ? len : NULL, &tc, &d)
                    : -1;
           gc_sbuf_printf(&stats, "time: nvrtc %.2f ms\n", emit_now_ms() - t0);
           free(src);

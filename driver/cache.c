@@ -84,14 +84,14 @@ static int is_off(const char *v) {
                strcmp(v, "false") == 0 || strcmp(v, "OFF") == 0);
 }
 
-void gc_cache_open(gc_cache *c) {
+void gc_cache_open(gc_cache *c, const gc_settings *s) {
   memset(c, 0, sizeof *c);
   c->max_bytes = (uint64_t)GC_CACHE_DEFAULT_MAX_MB << 20;
-  if (is_off(getenv("GRAPHC_CACHE"))) {
-    note(c, "GRAPHC_CACHE=%s", getenv("GRAPHC_CACHE"));
+  if (is_off(s->cache)) {
+    note(c, "GRAPHC_CACHE=%s", s->cache);
     return;
   }
-  const char *mb = getenv("GRAPHC_CACHE_MAX_MB");
+  const char *mb = s->cache_max_mb;
   if (mb && *mb) {
     char *end;
     unsigned long long v = strtoull(mb, &end, 10);
@@ -100,13 +100,13 @@ void gc_cache_open(gc_cache *c) {
     else
       c->max_bytes = (uint64_t)v << 20;
   }
-  const char *env = getenv("GRAPHC_CACHE_DIR");
+  const char *env = s->cache_dir;
   gc_sbuf b = {0};
   if (env && *env) {
     gc_sbuf_puts(&b, env);
-  } else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/') {
+  } else if ((env = s->xdg_cache_home) && env[0] == '/') {
     gc_sbuf_printf(&b, "%s/graphc", env);
-  } else if ((env = getenv("HOME")) && *env) {
+  } else if ((env = s->home) && *env) {
     gc_sbuf_printf(&b, "%s/.cache/graphc", env);
   } else {
     note(c, "no cache directory: set GRAPHC_CACHE_DIR, XDG_CACHE_HOME or HOME");

@@ -5,7 +5,8 @@
  *         version, build identity)          (runtime/cuda_backend.c builds it)
  *   <dir>/<32 hex digits of the key>.gcm   one entry: header + blobs (cubin, PTX)
  *
- * Where: $GRAPHC_CACHE_DIR, else $XDG_CACHE_HOME/graphc, else ~/.cache/graphc.
+ * Where (from the settings, driver/settings.h): $GRAPHC_CACHE_DIR, else
+ * $XDG_CACHE_HOME/graphc, else ~/.cache/graphc.
  * GRAPHC_CACHE=off (or 0, no, false) disables it. GRAPHC_CACHE_MAX_MB caps its
  * size (default 256); after each store, the least recently used entries
  * (oldest mtime; a hit refreshes it) are removed until the total fits.
@@ -25,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "driver/settings.h"
 #include "runtime/hash.h"
 
 #define GC_CACHE_DEFAULT_MAX_MB 256
@@ -39,9 +41,10 @@ typedef struct gc_cache {
   char note[512];         /* why disabled, or the last problem met; "" if none */
 } gc_cache;
 
-/* Configure from the environment and create the directory. Never fails: a
- * cache that cannot be used is disabled, with the reason in c->note. */
-void gc_cache_open(gc_cache *c);
+/* Configure from the settings s (GRAPHC_CACHE*, XDG_CACHE_HOME, HOME) and create the
+ * directory. Never fails: a cache that cannot be used is disabled, with the reason
+ * in c->note. */
+void gc_cache_open(gc_cache *c, const gc_settings *s);
 /* Free what open allocated (the files stay). */
 void gc_cache_close(gc_cache *c);
 

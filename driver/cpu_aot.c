@@ -22,6 +22,7 @@
 #include "runtime/bundle.h"
 #include "driver/cpu_backend.h"
 #include "driver/launch_build.h"
+#include "driver/settings.h"
 #include "runtime/host_exec.h"
 #include "codegen/llvm_emit.h"
 
@@ -242,8 +243,11 @@ int gc_host_build_aot(gc_exec *exe, const gc_host_aot_options *o, gc_host_aot *o
                 "this build of LLVM has no code generator for the host");
     return -1;
   }
+  gc_settings set;
+  gc_settings_read(&set);
   kir_target t;
-  kir_target_host(&t, gc_host_threads(NULL));
+  kir_target_host(&t, gc_host_threads(&set.rt, NULL));
+  gc_settings_apply_target(&set, &t);
   t.simd_bytes = gc_llvm_host_simd_bytes(o->cpu);  /* tile shapes for the CPU compiled for */
   double t0 = now_ms();
   gc_plan *plan = gc_lower_opts(exe->graph, &t, exe->fuse, d);

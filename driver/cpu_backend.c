@@ -31,6 +31,7 @@
 #include "driver/cpu_backend.h"
 #include "driver/exec.h"
 #include "driver/launch_build.h"
+#include "driver/settings.h"
 #include "runtime/host_exec.h"
 #include "codegen/llvm_emit.h"
 #include "codegen/lower.h"
@@ -237,7 +238,7 @@ void gc_cpu_jit_free(gc_cpu_jit *j) {
   free(j);
 }
 
-int gc_cpu_threads(gc_diags *d) { return gc_host_threads(d); }
+int gc_cpu_threads(const gc_rt_settings *s, gc_diags *d) { return gc_host_threads(s, d); }
 
 /* ==== the backend =================================================================== */
 
@@ -295,9 +296,12 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   }
   exe->state = s;
   gc_launch_plan_init(&s->lp);
-  int threads = gc_host_threads(d);
+  gc_settings set;
+  gc_settings_read(&set);
+  int threads = gc_host_threads(&set.rt, d);
   kir_target t;
   kir_target_host(&t, threads);
+  gc_settings_apply_target(&set, &t);
   t.simd_bytes = gc_llvm_host_simd_bytes(NULL);  /* the JIT compiles for this CPU */
   double t0 = now_ms();
   /* -O0 or --disable-pass=fusion lowers one op per kernel, unfused. */
@@ -306,8 +310,7 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   double t1 = now_ms();
   gc_plan_stats(&exe->stats, s->plan);
   gc_sbuf times = {0};
-  const char *passes = getenv("GRAPHC_CPU_PASSES");
-  s->jit = gc_cpu_jit_compile(s->plan->kir, passes, opts && opts->time_passes ? &times : NULL, d);
+  s->jit = gc_cpu_jit_compile(s->plan->kir, set.cpu_passes, opts && opts->time_passes ? &times : NULL, d);
   if (!s->jit) {
     gc_sbuf_free(&times);
     return failed(d);

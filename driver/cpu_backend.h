@@ -12,6 +12,7 @@
 #define GC_CPU_BACKEND_H
 
 #include "codegen/lower.h"
+#include "runtime/settings.h"
 
 typedef void (*gc_cpu_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 
@@ -32,7 +33,7 @@ const char *gc_cpu_jit_target(const gc_cpu_jit *j);
 void gc_cpu_jit_free(gc_cpu_jit *j);
 
 /* Threads the cpu backend uses: gc_host_threads (host_exec.h). */
-int gc_cpu_threads(gc_diags *d);
+int gc_cpu_threads(const gc_rt_settings *s, gc_diags *d);
 
 /* Alignment the kernels of p assume for each plan buffer: its element size,
  * or the width of a vector load/store on it (at most 16). align[n_buffers]. */

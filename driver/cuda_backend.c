@@ -36,6 +36,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_exec.h"
 #include "codegen/codegen.h"
+#include "driver/settings.h"
 
 typedef struct cu_state {
   gc_cu_exec *x;
@@ -98,9 +99,10 @@ static void key_str(gc_hash128 *key, const char *name, const char *v) {
   gc_hash128_field(key, name, v, strlen(v));
 }
 
-/* The key of km for codegen cg: its CUDA C text `src` (NVRTC) or its Kernel IR (LLVM). */
+/* The key of km for codegen cg: its CUDA C text `src` (NVRTC) or its Kernel IR (LLVM),
+ * and for LLVM the PTX compiler that toolkit tc has. */
 static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_codegen_t cg,
-                      gc_hash128 *key) {
+                      const gc_toolchain *tc, gc_hash128 *key) {
   gc_hash128_init(key);
   char buf[64];
   key_str(key, "graphc", GRAPHC_VERSION_STRING);
@@ -113,7 +115,7 @@ static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_c
     snprintf(buf, sizeof buf, "llvm %u.%u.%u", a, b, c);
     key_str(key, "codegen", buf);
     char pc[4200];  /* ptxas (whole-program) and nvJitLink make different code */
-    gc_ptx_compiler_id(pc, sizeof pc);
+    gc_ptx_compiler_id(tc, pc, sizeof pc);
     key_str(key, "ptx compiler", pc);
     /* the LLVM IR is made from the Kernel IR by this build: the Kernel IR text is the code */
     gc_sbuf kir = {0};
@@ -127,11 +129,14 @@ static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_c
   }
 }
 
-void gc_cuda_cache_key(const kir_module *km, int sm, graphc_codegen_t cg, gc_hash128 *key) {
+void gc_cuda_cache_key(const kir_module *km, int sm, graphc_codegen_t cg, const gc_settings *s,
+                       gc_hash128 *key) {
   gc_sbuf src = {0};
+  gc_toolchain tc;
+  gc_settings_toolchain(s, &tc);
   cg = gc_codegen_resolve(cg);
   if (cg != GRAPHC_CODEGEN_LLVM) gc_cuda_c_print(&src, km);
-  cache_key(km, &src, sm, cg, key);
+  cache_key(km, &src, sm, cg, &tc, key);
   gc_sbuf_free(&src);
 }
 
@@ -143,9 +148,11 @@ void gc_cuda_code_free(gc_cuda_code *c) {
   memset(c, 0, sizeof *c);
 }
 
-/* Compile without the cache: NVRTC on src (km printed), or LLVM NVPTX then nvJitLink. */
+/* Compile without the cache: NVRTC on src (km printed), or LLVM NVPTX then ptxas or
+ * nvJitLink, with the toolkit tc (and the driver library rt names, for nvJitLink). */
 static int compile_module(const kir_module *km, const char *src, int sm, graphc_codegen_t cg,
-                          gc_cuda_code *out, gc_sbuf *st, gc_diags *d) {
+                          const gc_toolchain *tc, const gc_rt_settings *rt, gc_cuda_code *out,
+                          gc_sbuf *st, gc_diags *d) {
   double t0 = now_ms();
   if (cg == GRAPHC_CODEGEN_LLVM) {
     /* nvJitLink calls cuInit itself (for NVIDIA's disk cache), which takes 100-230 ms on
@@ -153,10 +160,11 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
      * ptxas program (the default, codegen/ptxas.c) needs no driver: a bundle compile then
      * never opens it. */
     char px[4096];
-    void *pre = gc_ptxas_find(px, sizeof px) ? NULL : gc_cuda_prefetch_start();
+    int nvjitlink = gc_ptx_compiler_pick(tc, px, sizeof px) == GC_PTXC_NVJITLINK;
+    void *pre = nvjitlink ? gc_cuda_prefetch_start(rt) : NULL;
     gc_llvm_ptx_opts lo = {0, 1};  /* automatic threads, identical kernels compiled once */
     gc_llvm_times lt;
-    if (gc_llvm_ptx_ex(km, sm, &lo, &out->ptx, &lt, d) != 0) {
+    if (gc_llvm_ptx_ex(km, sm, &lo, &out->ptx, &lt, tc, d) != 0) {
       gc_cuda_prefetch_join(pre);
       return -1;
     }
@@ -170,7 +178,8 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
     gc_diags jd;   /* no cubin is not fatal: the driver JITs the PTX */
     gc_diags_init(&jd, "", NULL, 0);
     const char *via = "nvjitlink";
-    if (gc_ptx_to_cubin_ex(out->ptx, gc_module_sm(km, sm), &out->cubin, &out->cubin_len, &via, &jd) != 0) {
+    if (gc_ptx_to_cubin_ex(out->ptx, gc_module_sm(km, sm), &out->cubin, &out->cubin_len, &via, tc,
+                           &jd) != 0) {
       out->why_no_cubin = strdup(jd.n && jd.items[0].msg ? jd.items[0].msg : "nvJitLink failed");
       free(out->cubin);
       out->cubin = NULL;
@@ -181,14 +190,16 @@ static int compile_module(const kir_module *km, const char *src, int sm, graphc_
     if (st) gc_sbuf_printf(st, "cuda: %s %.2f ms\n", via, now_ms() - t1);
     return 0;
   }
-  int rc = gc_nvrtc_compile(src, gc_module_sm(km, sm), &out->ptx, &out->cubin, &out->cubin_len, d);
+  int rc = gc_nvrtc_compile(src, gc_module_sm(km, sm), &out->ptx, &out->cubin, &out->cubin_len, tc, d);
   if (st) gc_sbuf_printf(st, "cuda: nvrtc %s %.2f ms\n", gc_nvrtc_version(), now_ms() - t0);
   return rc;
 }
 
-int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache *cache,
-                    gc_cuda_code *out, gc_sbuf *st, gc_diags *d) {
+int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, const gc_settings *s,
+                    gc_cache *cache, gc_cuda_code *out, gc_sbuf *st, gc_diags *d) {
   memset(out, 0, sizeof *out);
+  gc_toolchain tc;
+  gc_settings_toolchain(s, &tc);
   out->sm = sm;
   cg = gc_codegen_resolve(cg);
   if (cg != GRAPHC_CODEGEN_NVRTC && cg != GRAPHC_CODEGEN_LLVM) {
@@ -208,7 +219,7 @@ int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache 
     if (st) gc_sbuf_printf(st, "cuda: codegen cuda-c %.2f ms\n", now_ms() - t0);
   }
   if (use_cache) {
-    cache_key(km, &src, sm, cg, &key);
+    cache_key(km, &src, sm, cg, &tc, &key);
     gc_cache_blob b[2];
     if (gc_cache_get(cache, &key, 2, b)) {
       /* Blob 0 the cubin (may be empty), blob 1 the PTX (never empty). */
@@ -229,7 +240,7 @@ int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache 
       free(b[1].data);
     }
   }
-  int rc = compile_module(km, src.data, sm, cg, out, st, d);
+  int rc = compile_module(km, src.data, sm, cg, &tc, &s->rt, out, st, d);
   gc_sbuf_free(&src);
   if (rc != 0) {
     gc_cuda_code_free(out);
@@ -266,7 +277,9 @@ static void cuda_release(gc_exec *exe);
 /* Compile the executable's graph for the device and set up everything runs need. */
 static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t *opts,
                                     gc_diags *d) {
-  if (!gc_cu_driver_get(d)) return GRAPHC_STATUS_BACKEND_UNAVAILABLE;
+  gc_settings set;
+  gc_settings_read(&set);
+  if (!gc_cu_driver_get(&set.rt, d)) return GRAPHC_STATUS_BACKEND_UNAVAILABLE;
   cu_state *s = calloc(1, sizeof *s);
   if (!s) {
     oom(d);
@@ -280,12 +293,12 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
     gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "unknown codegen %d", (int)cg);
     return GRAPHC_STATUS_INVALID_ARGUMENT;
   }
-  s->x = gc_cu_exec_open_async(d);
+  s->x = gc_cu_exec_open_async(&set.rt, d);
   if (!s->x) return d->n_errors ? d->status : GRAPHC_STATUS_DEVICE_ERROR;
   const gc_cu_props *pr = gc_cu_exec_props(s->x);
   gc_sbuf st = {0};
   gc_cache cache;
-  gc_cache_open(&cache);
+  gc_cache_open(&cache, &set);
   gc_cuda_code code;
   memset(&code, 0, sizeof code);
   graphc_status_t rc = GRAPHC_STATUS_OK;
@@ -293,6 +306,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
 
   kir_target t;
   kir_target_cuda(&t, s->sm);
+  gc_settings_apply_target(&set, &t);
   t.tf32 = opts && opts->allow_tf32;
   t.tuning = exe->tuning;
   t.sm = s->sm;
@@ -300,7 +314,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
   t.max_threads = pr->max_threads;
   t.num_sms = pr->num_sms;
   t.shared_bytes = pr->shared_bytes;
-  int eager = (opts && opts->eager) || (getenv("GRAPHC_CUDA_SYNC") && strcmp(getenv("GRAPHC_CUDA_SYNC"), "1") == 0);
+  int eager = (opts && opts->eager) || set.rt.cuda_sync;
   gc_sbuf_printf(&st, "cuda: device 0 \"%s\" sm_%d, %d SMs, driver CUDA %d.%d; code for sm_%d via %s%s\n",
                  pr->name, pr->sm, pr->num_sms, pr->driver_version / 1000,
                  pr->driver_version % 1000 / 10, s->sm, graphc_codegen_name(cg),
@@ -310,7 +324,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
   s->plan = gc_lower_opts(exe->graph, &t, exe->fuse, d);
   if (!s->plan || d->n_errors || gc_plan_bind_weights(s->plan, exe->weights, d)) goto fail;
   gc_sbuf_printf(&st, "cuda: lower %.2f ms\n", now_ms() - t0);
-  if (gc_cuda_codegen(s->plan->kir, s->sm, cg, &cache, &code, &st, d)) goto fail;
+  if (gc_cuda_codegen(s->plan->kir, s->sm, cg, &set, &cache, &code, &st, d)) goto fail;
   s->cache_hit = code.cache_hit;
   if (gc_launch_plan_build(s->plan, exe->inputs, exe->n_inputs, exe->outputs, exe->n_outputs,
                            &s->lp, d) ||
@@ -385,22 +399,22 @@ const gc_backend gc_backend_cuda = {
 };
 
 /* 1 when the driver loads, initializes and has a device. */
-int gc_cuda_available(void) { return gc_cu_driver_get(NULL) != NULL; }
+int gc_cuda_available(const gc_rt_settings *s) { return gc_cu_driver_get(s, NULL) != NULL; }
 
 /* An executor with nothing loaded: it only retains the primary context. */
-void *gc_cuda_hold_open(void) {
+void *gc_cuda_hold_open(const gc_rt_settings *s) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
-  gc_cu_exec *x = gc_cu_exec_open(&d);
+  gc_cu_exec *x = gc_cu_exec_open(s, &d);
   gc_diags_free(&d);
   return x;
 }
 
 void gc_cuda_hold_free(void *hold) { gc_cu_exec_free(hold); }
 
-void *gc_cuda_prefetch_start(void) {
+void *gc_cuda_prefetch_start(const gc_rt_settings *s) {
   pthread_t *th = malloc(sizeof *th);
-  if (th && gc_cu_driver_prefetch(th)) return th;
+  if (th && gc_cu_driver_prefetch(s, th)) return th;
   free(th);
   return NULL;
 }
@@ -412,7 +426,9 @@ void gc_cuda_prefetch_join(void *p) {
 }
 
 /* Like gc_cuda_available, saying why not in d. */
-int gc_cuda_check_available(gc_diags *d) { return gc_cu_driver_get(d) != NULL; }
+int gc_cuda_check_available(const gc_rt_settings *s, gc_diags *d) {
+  return gc_cu_driver_get(s, d) != NULL;
+}
 
 /* ---- internals for graphc bench and the GPU tests (cuda_backend.h) -------------------- */
 /* The state of a CUDA executable, or NULL (reported) when exe is not one. */
@@ -531,6 +547,8 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
                          gc_sbuf *st, gc_diags *d) {
   *out = NULL;
   *len = 0;
+  gc_settings set;
+  gc_settings_read(&set);
   graphc_codegen_t cg = gc_codegen_resolve(o->codegen);
   if (o->n_sms < 1) {
     gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "no architecture to compile for");
@@ -545,7 +563,7 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
   b.images = calloc((size_t)o->n_sms, sizeof *b.images);
   gc_cache cache;
   memset(&cache, 0, sizeof cache);
-  if (o->use_cache) gc_cache_open(&cache);
+  if (o->use_cache) gc_cache_open(&cache, &set);
   int rc = -1, made = 0;
   if (!plans || !codes || !b.plans || !b.images) {
     oom(d);
@@ -555,13 +573,15 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
     int sm = o->sms[made];
     kir_target t;
     kir_target_cuda(&t, sm);
+    gc_settings_apply_target(&set, &t);
     t.tf32 = exe->opts.allow_tf32;
     t.tuning = exe->tuning;
     double t0 = now_ms();
     plans[made] = gc_lower_opts(exe->graph, &t, exe->fuse, d);
     if (!plans[made] || d->n_errors || gc_plan_bind_weights(plans[made], exe->weights, d)) goto out;
     if (st) gc_sbuf_printf(st, "aot: sm_%d: lower %.2f ms\n", sm, now_ms() - t0);
-    if (gc_cuda_codegen(plans[made]->kir, sm, cg, o->use_cache ? &cache : NULL, &codes[made], st, d))
+    if (gc_cuda_codegen(plans[made]->kir, sm, cg, &set, o->use_cache ? &cache : NULL, &codes[made], st,
+                        d))
       goto out;
     if (st)
       gc_sbuf_printf(st, "aot: sm_%d: module %s %.2f ms (cubin %zu bytes, PTX %zu bytes)\n", sm,

@@ -35,7 +35,7 @@ typedef struct gc_cuda_info {
 
 /* 1 when the CUDA backend can run here; else 0, with the reason ("CUDA backend
  * unavailable: ...") reported to d (BACKEND_UNAVAILABLE) when d is not NULL. */
-int gc_cuda_check_available(gc_diags *d);
+int gc_cuda_check_available(const gc_rt_settings *s, gc_diags *d);
 
 /* Facts about a CUDA executable; INVALID_ARGUMENT when exe is not one. */
 graphc_status_t gc_cuda_exec_info(const gc_exec *exe, gc_cuda_info *info);
@@ -83,15 +83,17 @@ typedef struct gc_cuda_code {
 } gc_cuda_code;
 
 /* Generate code for km for sm_<sm> on path cg (NVRTC or LLVM; DEFAULT is
- * NVRTC): PTX always, a cubin when the compiler can make one. With a cache
+ * LLVM: gc_codegen_resolve): PTX always, a cubin when the compiler can make one,
+ * with the toolkit and driver the settings s name. With a cache
  * (may be NULL) the result is looked up first and stored after compiling.
  * Appends "cuda: ..." timing lines to st (may be NULL). 0, or -1 reported to d. */
-int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, gc_cache *cache,
-                    gc_cuda_code *out, gc_sbuf *st, gc_diags *d);
+int gc_cuda_codegen(const kir_module *km, int sm, graphc_codegen_t cg, const gc_settings *s,
+                    gc_cache *cache, gc_cuda_code *out, gc_sbuf *st, gc_diags *d);
 void gc_cuda_code_free(gc_cuda_code *c);
 
 /* The cache key gc_cuda_codegen uses (exposed for tests and docs). */
-void gc_cuda_cache_key(const kir_module *km, int sm, graphc_codegen_t cg, gc_hash128 *key);
+void gc_cuda_cache_key(const kir_module *km, int sm, graphc_codegen_t cg, const gc_settings *s,
+                       gc_hash128 *key);
 
 /* After gc_launch_plan_build (driver/launch_build.h): kernels the LLVM path
  * compiled once for several identical ones ("// graphc alias" lines of the

@@ -9,6 +9,7 @@
 #define GC_EXEC_H
 
 #include "ir/ir.h"
+#include "runtime/settings.h"
 #include "weights/safetensors.h"
 
 typedef struct graphc_executable gc_exec;
@@ -39,17 +40,18 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
                                graphc_backend_t target, graphc_executable_t **out,
                                graphc_error_t *err);
 
-/* 1 when the CUDA backend can run here (driver loads and a device exists). */
-int gc_cuda_available(void);
+/* 1 when the CUDA backend can run here (driver loads and a device exists). s: the
+ * runtime settings (which driver library; may be NULL: libcuda.so.1), here and below. */
+int gc_cuda_available(const gc_rt_settings *s);
 /* A reference to device 0's primary context (NULL when none could be taken: it
  * is only a speed-up), and its release (NULL is fine). A graphc context holds one
  * after its first CUDA executable, so that destroying the last executable does
  * not reset the primary context. */
-void *gc_cuda_hold_open(void);
+void *gc_cuda_hold_open(const gc_rt_settings *s);
 void gc_cuda_hold_free(void *hold);
 /* Open the CUDA driver (cuInit) on a thread while the caller goes on; the
  * handle (NULL when nothing was started) is joined by gc_cuda_prefetch_join. */
-void *gc_cuda_prefetch_start(void);
+void *gc_cuda_prefetch_start(const gc_rt_settings *s);
 void gc_cuda_prefetch_join(void *p);
 
 struct graphc_executable {

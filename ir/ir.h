@@ -102,8 +102,6 @@ int gc_dtype_is_int(gc_dtype t);     /* i64 i32 i8 u8 */
 int gc_dtype_is_signed(gc_dtype t);  /* floats and signed ints */
 /* Parse "f32" etc. Returns -1 when not a dtype name. */
 int gc_dtype_from_name(const char *s, size_t n);
-/* The CUDA code path an option names (GRAPHC_CODEGEN_DEFAULT: LLVM). */
-graphc_codegen_t gc_codegen_resolve(graphc_codegen_t c);
 
 /* ---- shapes and types ----------------------------------------------------------- */
 #define GC_MAX_RANK GRAPHC_MAX_RANK

@@ -427,13 +427,6 @@ const char *graphc_backend_name(graphc_backend_t b) {
   return "unknown";
 }
 
-/* The CUDA code path GRAPHC_CODEGEN_DEFAULT stands for: LLVM NVPTX, which measured
- * faster than NVRTC on the H200 for every example (docs/performance.md) and compiles
- * faster; NVRTC stays one option away. */
-graphc_codegen_t gc_codegen_resolve(graphc_codegen_t c) {
-  return c == GRAPHC_CODEGEN_DEFAULT ? GRAPHC_CODEGEN_LLVM : c;
-}
-
 const char *graphc_codegen_name(graphc_codegen_t c) {
   switch (c) {
     case GRAPHC_CODEGEN_DEFAULT: return "default";

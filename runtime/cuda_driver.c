@@ -1,8 +1,9 @@
 /* cuda_driver.c - opening libcuda.so.1 with dlopen and checking driver calls.
  *
- * The table is filled once per process under pthread_once and is read-only
- * afterwards: it is the one piece of global state graphc keeps (see
- * docs/architecture.md). Nothing here links against libcuda.
+ * The table is filled once per process (under a mutex, by the first caller: its
+ * gc_rt_settings name the library) and is read-only afterwards: it is the one
+ * piece of global state graphc keeps (see docs/architecture.md). Nothing here
+ * links against libcuda.
  */
 #include "runtime/cuda_driver.h"
 
@@ -13,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static gc_cu_driver g_cu;            /* written only inside cu_load (pthread_once) */
+static gc_cu_driver g_cu;            /* written only inside cu_load (under g_cu_mu) */
 static int g_cu_resolved;            /* every symbol found */
-static pthread_once_t g_cu_once = PTHREAD_ONCE_INIT;
-static int g_cu_loaded;              /* cu_load has finished (read without the once) */
+static pthread_mutex_t g_cu_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_cu_loaded;              /* cu_load has finished (read atomically without the mutex) */
 
 /* Names of the CUresults users are most likely to meet, for when the driver's
  * own cuGetErrorName is unusable (a stub library, or the driver failed to init). */
@@ -64,9 +65,9 @@ static void cu_fail(const char *fmt, ...) {
   g_cu.status = GRAPHC_STATUS_BACKEND_UNAVAILABLE;
 }
 
-/* Open the driver, resolve every function, cuInit, count devices. Runs once. */
-static void cu_load(void) {
-  const char *path = getenv("GRAPHC_CUDA_DRIVER");
+/* Open the driver at path (NULL or "": libcuda.so.1), resolve every function, cuInit,
+ * count devices. Runs once. */
+static void cu_load(const char *path) {
   if (!path || !*path) path = "libcuda.so.1";
   g_cu.status = GRAPHC_STATUS_OK;
   dlerror();
@@ -105,26 +106,41 @@ static void cu_load(void) {
   if (g_cu.device_count <= 0) cu_fail("no CUDA device found");
 }
 
-/* cu_load, marked finished for gc_cu_driver_prefetch. */
-static void cu_load_once(void) {
-  cu_load();
-  __atomic_store_n(&g_cu_loaded, 1, __ATOMIC_RELEASE);
+/* cu_load(path) the first time; later calls (whatever their path) return at once. */
+static void cu_load_once(const char *path) {
+  if (__atomic_load_n(&g_cu_loaded, __ATOMIC_ACQUIRE)) return;
+  pthread_mutex_lock(&g_cu_mu);
+  if (!g_cu_loaded) {
+    cu_load(path);
+    __atomic_store_n(&g_cu_loaded, 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_cu_mu);
 }
 
+/* The library s names (NULL: the default). */
+static const char *driver_path(const gc_rt_settings *s) { return s ? s->cuda_driver : NULL; }
+
+/* Thread body of gc_cu_driver_prefetch: arg is a malloc'd copy of the path, or NULL. */
 static void *prefetch_main(void *arg) {
-  (void)arg;
-  pthread_once(&g_cu_once, cu_load_once);
+  cu_load_once(arg);
+  free(arg);
   return NULL;
 }
 
-int gc_cu_driver_prefetch(pthread_t *th) {
+int gc_cu_driver_prefetch(const gc_rt_settings *s, pthread_t *th) {
   if (__atomic_load_n(&g_cu_loaded, __ATOMIC_ACQUIRE)) return 0;
-  return pthread_create(th, NULL, prefetch_main, NULL) == 0;
+  /* the thread outlives the caller's environment strings: it gets its own copy */
+  const char *path = driver_path(s);
+  char *copy = path ? strdup(path) : NULL;
+  if (path && !copy) return 0;
+  if (pthread_create(th, NULL, prefetch_main, copy) == 0) return 1;
+  free(copy);
+  return 0;
 }
 
 /* The table when usable; else report why to d (when not NULL). */
-const gc_cu_driver *gc_cu_driver_get(gc_diags *d) {
-  pthread_once(&g_cu_once, cu_load_once);
+const gc_cu_driver *gc_cu_driver_get(const gc_rt_settings *s, gc_diags *d) {
+  cu_load_once(driver_path(s));
   if (g_cu.status == GRAPHC_STATUS_OK) return &g_cu;
   if (d)
     gc_error_at(d, GRAPHC_STATUS_BACKEND_UNAVAILABLE, (gc_loc){0, 0},
@@ -133,8 +149,8 @@ const gc_cu_driver *gc_cu_driver_get(gc_diags *d) {
 }
 
 /* The table with symbols resolved, usable device or not; NULL when not loaded. */
-const gc_cu_driver *gc_cu_driver_peek(void) {
-  pthread_once(&g_cu_once, cu_load_once);
+const gc_cu_driver *gc_cu_driver_peek(const gc_rt_settings *s) {
+  cu_load_once(driver_path(s));
   return g_cu_resolved ? &g_cu : NULL;
 }
 

@@ -1,24 +1,25 @@
 /* cuda_driver.h - the CUDA driver API, opened at run time with dlopen.
  *
  * graphc never links libcuda: the toolkit's <cuda.h> gives the types, and
- * gc_cu_driver_get() opens `libcuda.so.1` once per process (pthread_once; the
+ * gc_cu_driver_get() opens `libcuda.so.1` once per process (the first call; the
  * only global state graphc keeps) and resolves every function below with
  * dlsym, using the versioned names (_v2, ...) that <cuda.h> maps the plain
  * names to. A build without a GPU therefore runs everywhere; the backend
  * reports GRAPHC_STATUS_BACKEND_UNAVAILABLE when the driver or a device is
  * missing.
  *
- *   const gc_cu_driver *cu = gc_cu_driver_get(d);     (NULL: reported to d)
+ *   const gc_cu_driver *cu = gc_cu_driver_get(s, d);  (NULL: reported to d)
  *   if (GC_CU(cu, d, MemAlloc, &ptr, bytes)) goto fail;
  *
  * GC_CU calls cu->FN(args) and, when the result is not CUDA_SUCCESS, reports
  * "cuFN failed: CUDA_ERROR_X (description)" to d (status DEVICE_ERROR, or
  * OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY) and evaluates to -1 (else 0).
  *
- * Environment: GRAPHC_CUDA_DRIVER=PATH opens PATH instead of libcuda.so.1 (for
- * tests of the unavailable path, e.g. the toolkit's stub library, and for the
- * fault-injection shim tests/cuda_fault_shim.c, which forwards to the real
- * driver and fails the Nth call of a class: docs/reliability.md).
+ * Settings (runtime/settings.h): GRAPHC_CUDA_DRIVER=PATH opens PATH instead of
+ * libcuda.so.1 (for tests of the unavailable path, e.g. the toolkit's stub
+ * library, and for the fault-injection shim tests/cuda_fault_shim.c, which
+ * forwards to the real driver and fails the Nth call of a class:
+ * docs/reliability.md).
  */
 #ifndef GC_CUDA_DRIVER_H
 #define GC_CUDA_DRIVER_H
@@ -27,6 +28,7 @@
 #include <cuda.h>
 
 #include "ir/ir.h"
+#include "runtime/settings.h"
 
 /* X(FIELD, "symbol", "alternative symbol or NULL"): every driver function graphc
  * uses. The field's type is the prototype <cuda.h> declares for the symbol. */
@@ -90,21 +92,22 @@ typedef struct gc_cu_driver {
   char why[512];         /* message when status != OK */
 } gc_cu_driver;
 
-/* The process-wide driver table (opened on first use). On failure reports
+/* The process-wide driver table (opened on first use, from the library that call's
+ * s->cuda_driver names; s may be NULL: libcuda.so.1). On failure reports
  * "CUDA backend unavailable: ..." to d (BACKEND_UNAVAILABLE) and returns NULL;
  * d may be NULL to just ask. A table is returned only when cuInit succeeded and
  * at least one device exists. */
-const gc_cu_driver *gc_cu_driver_get(gc_diags *d);
+const gc_cu_driver *gc_cu_driver_get(const gc_rt_settings *s, gc_diags *d);
 
 /* The table even when no device exists (symbols resolved), else NULL: for
  * tests of the driver loader. */
-const gc_cu_driver *gc_cu_driver_peek(void);
+const gc_cu_driver *gc_cu_driver_peek(const gc_rt_settings *s);
 /* Start opening the driver (dlopen, cuInit, device count) on a new thread, so
  * that cuInit (10 ms when another process holds the GPU, 100-230 ms on an idle
  * H200) runs beside the caller's parsing and compiling. 1: started, join *th
  * (gc_cu_driver_get then returns at once); 0: nothing started (already open,
  * or no thread could be made: the first gc_cu_driver_get does the work). */
-int gc_cu_driver_prefetch(pthread_t *th);
+int gc_cu_driver_prefetch(const gc_rt_settings *s, pthread_t *th);
 
 /* "CUDA_ERROR_OUT_OF_MEMORY" and "out of memory" for r (never NULL). */
 const char *gc_cu_error_name(const gc_cu_driver *cu, CUresult r);

@@ -202,8 +202,8 @@ static void retain_join(gc_cu_exec *x) {
 
 /* The device and its properties (no context needed), then the context: on a
  * new thread when async (inline when no thread can be made). */
-static gc_cu_exec *exec_open(int async, gc_diags *d) {
-  const gc_cu_driver *cu = gc_cu_driver_get(d);
+static gc_cu_exec *exec_open(int async, const gc_rt_settings *s, gc_diags *d) {
+  const gc_cu_driver *cu = gc_cu_driver_get(s, d);
   if (!cu) return NULL;
   gc_cu_exec *x = calloc(1, sizeof *x);
   if (!x) {
@@ -211,8 +211,7 @@ static gc_cu_exec *exec_open(int async, gc_diags *d) {
     return NULL;
   }
   x->cu = cu;
-  const char *sync = getenv("GRAPHC_CUDA_SYNC");
-  x->sync_each = sync && strcmp(sync, "1") == 0;
+  x->sync_each = s && s->cuda_sync;
   if (GC_CU(cu, d, DeviceGet, &x->dev, 0) || query_device(x, d)) {
     free(x);
     return NULL;
@@ -229,9 +228,9 @@ static gc_cu_exec *exec_open(int async, gc_diags *d) {
   return x;
 }
 
-gc_cu_exec *gc_cu_exec_open(gc_diags *d) { return exec_open(0, d); }
+gc_cu_exec *gc_cu_exec_open(const gc_rt_settings *s, gc_diags *d) { return exec_open(0, s, d); }
 
-gc_cu_exec *gc_cu_exec_open_async(gc_diags *d) { return exec_open(1, d); }
+gc_cu_exec *gc_cu_exec_open_async(const gc_rt_settings *s, gc_diags *d) { return exec_open(1, s, d); }
 
 int gc_cu_exec_wait(gc_cu_exec *x, gc_diags *d) {
   retain_join(x);

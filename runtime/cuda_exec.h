@@ -14,13 +14,15 @@
  * Every entry point makes the executable's context current and restores the
  * caller's before returning. One executor must not be used from two threads
  * at once; different executors may run concurrently (each has its stream).
- * Environment: GRAPHC_CUDA_SYNC=1 launches eagerly and synchronizes after
- * every launch, so an execution error names its kernel.
+ * Settings (runtime/settings.h, given to gc_cu_exec_open): GRAPHC_CUDA_SYNC=1
+ * launches eagerly and synchronizes after every launch, so an execution error
+ * names its kernel.
  */
 #ifndef GC_CUDA_EXEC_H
 #define GC_CUDA_EXEC_H
 
 #include "runtime/launch_plan.h"
+#include "runtime/settings.h"
 
 /* Code for one architecture: a cubin, PTX, or both. */
 typedef struct gc_cu_image {
@@ -60,12 +62,13 @@ typedef struct gc_cu_props {
 typedef struct gc_cu_exec gc_cu_exec;
 
 /* Retain device 0's primary context and read its properties. NULL on failure
- * (reported to d: BACKEND_UNAVAILABLE without a driver or device). */
-gc_cu_exec *gc_cu_exec_open(gc_diags *d);
+ * (reported to d: BACKEND_UNAVAILABLE without a driver or device). s: the driver
+ * library and the sync flag (may be NULL: the defaults). */
+gc_cu_exec *gc_cu_exec_open(const gc_rt_settings *s, gc_diags *d);
 /* The same, but the context is retained on a new thread (100-230 ms on an H200)
  * while the caller compiles: the properties are ready at once; gc_cu_exec_wait
  * (which gc_cu_exec_load calls first) joins it and reports its failure. */
-gc_cu_exec *gc_cu_exec_open_async(gc_diags *d);
+gc_cu_exec *gc_cu_exec_open_async(const gc_rt_settings *s, gc_diags *d);
 int gc_cu_exec_wait(gc_cu_exec *x, gc_diags *d);
 /* Free everything (module, memory, stream, graph) and release the context;
  * tolerates a partially loaded executor and NULL. */

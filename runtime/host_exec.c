@@ -59,8 +59,8 @@ struct gc_host_exec {
   int prologue_due;          /* the plan's prologue has yet to run on the current consts */
 };
 
-int gc_host_threads(gc_diags *d) {
-  const char *env = getenv("GRAPHC_CPU_THREADS");
+int gc_host_threads(const gc_rt_settings *s, gc_diags *d) {
+  const char *env = s ? s->cpu_threads : NULL;
   if (env && *env) {
     char *end;
     long v = strtol(env, &end, 10);

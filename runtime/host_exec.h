@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "runtime/launch_plan.h"
+#include "runtime/settings.h"
 
 typedef void (*gc_host_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 
@@ -56,9 +57,9 @@ void gc_host_exec_describe(const gc_host_exec *x, gc_sbuf *out);
 /* Stop the pool and free everything; NULL is allowed. */
 void gc_host_exec_free(gc_host_exec *x);
 
-/* Threads the host backend uses: $GRAPHC_CPU_THREADS when it is a number in
- * [1, 1024] (else a warning to d, which may be NULL), otherwise the online
- * CPUs this process may run on. */
-int gc_host_threads(gc_diags *d);
+/* Threads the host backend uses: s->cpu_threads (GRAPHC_CPU_THREADS) when it is a
+ * number in [1, 1024] (else a warning to d, which may be NULL), otherwise the online
+ * CPUs this process may run on. s may be NULL (unset). */
+int gc_host_threads(const gc_rt_settings *s, gc_diags *d);
 
 #endif /* GC_HOST_EXEC_H */

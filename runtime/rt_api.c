@@ -10,7 +10,8 @@
  *             into the program (load_host) -> gc_host_exec (host_exec.c)
  *
  * Built into libgraphc_rt together with bundle.c, cuda_exec.c, cuda_driver.c,
- * host_exec.c, threadpool.c and ir/util.c (diagnostics and strings), and into libgraphc as well.
+ * host_exec.c, threadpool.c, settings.c and ir/util.c (diagnostics and strings), and into
+ * libgraphc as well.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@
 #include "runtime/bundle.h"
 #include "runtime/cuda_exec.h"
 #include "runtime/host_exec.h"
+#include "runtime/settings.h"
 
 typedef struct rt_weight {
   const char *name;        /* bundle arena */
@@ -351,8 +353,8 @@ oom:
   return -1;
 }
 
-/* Host code: the executor over the linked functions. */
-static int prepare_host(graphc_rt_bundle_t *r, gc_diags *d) {
+/* Host code: the executor over the linked functions (threads from s). */
+static int prepare_host(graphc_rt_bundle_t *r, const gc_rt_settings *s, gc_diags *d) {
   const gc_bundle_host *h = r->b.host;
   if (!r->hfns) {
     gc_error_at(d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0},
@@ -368,7 +370,7 @@ static int prepare_host(graphc_rt_bundle_t *r, gc_diags *d) {
   }
   for (int i = 0; i < h->n_kernels; i++) work[i] = (double)h->work[i];
   gc_host_code code = {r->hfns, work, h->align};
-  r->hx = gc_host_exec_load(&r->b.plans[h->plan], &code, gc_host_threads(NULL), d);
+  r->hx = gc_host_exec_load(&r->b.plans[h->plan], &code, gc_host_threads(s, NULL), d);
   free(work);
   if (!r->hx) return -1;
   r->plan = h->plan;
@@ -378,9 +380,12 @@ static int prepare_host(graphc_rt_bundle_t *r, gc_diags *d) {
   return 0;
 }
 
-/* Open the device and load the plan whose image suits it best (or the host code). */
+/* Open the device and load the plan whose image suits it best (or the host code);
+ * the runtime's settings are read here, the entry that needs them. */
 static int prepare(graphc_rt_bundle_t *r, gc_diags *d) {
   if (r->x || r->hx) return 0;
+  gc_rt_settings s;
+  gc_rt_settings_read(&s);
   for (int i = 0; i < r->n_weights; i++)
     if (!r->weights[i].data) {
       gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, (gc_loc){0, 0},
@@ -389,8 +394,8 @@ static int prepare(graphc_rt_bundle_t *r, gc_diags *d) {
                   r->name, r->weights[i].name);
       return -1;
     }
-  if (r->b.host) return prepare_host(r, d);
-  gc_cu_exec *x = gc_cu_exec_open(d);
+  if (r->b.host) return prepare_host(r, &s, d);
+  gc_cu_exec *x = gc_cu_exec_open(&s, d);
   if (!x) return -1;
   int dsm = gc_cu_exec_props(x)->sm;
   int n = r->b.n_images;

@@ -365,7 +365,7 @@ static char *cuda_source(const kir_module *m) {
 static void compile_or_fail(const char *src, int sm, char **ptx, void **cubin, size_t *cubin_len) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
-  int rc = gc_nvrtc_compile(src, sm, ptx, cubin, cubin_len, &d);
+  int rc = gc_nvrtc_compile(src, sm, ptx, cubin, cubin_len, tu_toolchain(), &d);
   if (rc != 0) {
     char *r = gc_diags_render(&d);
     fprintf(stderr, "%s\n", r ? r : "?");

@@ -12,6 +12,7 @@
 
 #include "tests/lower_eval.h"
 #include "tests/plan_compile.h"
+#include "driver/settings.h"
 
 uint64_t g_seed;
 
@@ -260,6 +261,7 @@ gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind 
   kir_target t;
   if (tk == KIR_TARGET_CUDA) {
     kir_target_cuda(&t, 90);
+    gc_settings_apply_target(tu_settings(), &t);
     t.tc_bm = g_tc_tile[0];
     t.tc_bn = g_tc_tile[1];
     if (g_no_wgmma) t.wgmma = 0;
@@ -270,6 +272,7 @@ gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind 
     if (g_simt_unroll_macs) t.simt_unroll_macs = g_simt_unroll_macs;
   } else {
     kir_target_host(&t, 4);
+    gc_settings_apply_target(tu_settings(), &t);
     if (g_host_simd) t.simd_bytes = g_host_simd;
   }
   gc_diags d;

@@ -41,7 +41,7 @@ static void pc_compile_plan(const gc_plan *p, const char *label) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
   char *ptx = NULL;
-  int rc = gc_nvrtc_compile(src, gc_module_sm(p->kir, 90), &ptx, NULL, NULL, &d);
+  int rc = gc_nvrtc_compile(src, gc_module_sm(p->kir, 90), &ptx, NULL, NULL, tu_toolchain(), &d);
   if (rc != 0) {
     char *r = gc_diags_render(&d);
     fprintf(stderr, "%s: %s\n--- source ---\n%s\n", label, r ? r : "?", src);
@@ -56,7 +56,7 @@ static void pc_compile_plan(const gc_plan *p, const char *label) {
   pc_ptxas_ok(ptx, "nvrtc");
   free(ptx);
   ptx = NULL;
-  rc = gc_llvm_ptx(p->kir, 90, &ptx, NULL, &d);
+  rc = gc_llvm_ptx(p->kir, 90, &ptx, NULL, tu_toolchain(), &d);
   if (rc != 0) {
     char *r = gc_diags_render(&d);
     fprintf(stderr, "%s: LLVM: %s\n", label, r ? r : "?");

@@ -1075,7 +1075,7 @@ START_TEST(device_run_device_pointers) {
   graphc_rt_bundle_t *b = must_load(compile_bundle(&f, "net.gcx", "--embed-weights"));
   graphc_error_t err;
   ck_assert_int_eq(graphc_rt_bundle_prepare(b, &err), GRAPHC_STATUS_OK);
-  const gc_cu_driver *cu = gc_cu_driver_get(NULL);
+  const gc_cu_driver *cu = gc_cu_driver_get(tu_rt_settings(), NULL);
   ck_assert_ptr_nonnull(cu);
   CUdevice dev;
   CUcontext ctx;
@@ -1225,7 +1225,7 @@ static int probe_device(int *sm) {
   if (pid == 0) {
     gc_diags d;
     gc_diags_init(&d, "", NULL, 0);
-    gc_cu_exec *x = gc_cu_exec_open(&d);
+    gc_cu_exec *x = gc_cu_exec_open(tu_rt_settings(), &d);
     int v = x ? gc_cu_exec_props(x)->sm : 0;
     gc_cu_exec_free(x);
     if (write(fds[1], &v, sizeof v) != sizeof v) _exit(2);

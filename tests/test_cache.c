@@ -46,7 +46,7 @@ static void open_in(gc_cache *c, const char *dir) {
   unsetenv("GRAPHC_CACHE");
   unsetenv("GRAPHC_CACHE_MAX_MB");
   setenv("GRAPHC_CACHE_DIR", dir, 1);
-  gc_cache_open(c);
+  gc_cache_open(c, tu_settings());
   ck_assert_msg(c->enabled, "cache in %s not enabled: %s", dir, c->note);
 }
 
@@ -122,13 +122,13 @@ START_TEST(locations_and_switches) {
   /* XDG_CACHE_HOME/graphc, then HOME/.cache/graphc. */
   unsetenv("GRAPHC_CACHE_DIR");
   setenv("XDG_CACHE_HOME", base, 1);
-  gc_cache_open(&c);
+  gc_cache_open(&c, tu_settings());
   snprintf(want, sizeof want, "%s/graphc", base);
   ck_assert_msg(c.enabled && strcmp(c.dir, want) == 0, "XDG: %s (%s)", c.dir, c.note);
   gc_cache_close(&c);
   unsetenv("XDG_CACHE_HOME");
   setenv("HOME", base, 1);
-  gc_cache_open(&c);
+  gc_cache_open(&c, tu_settings());
   snprintf(want, sizeof want, "%s/.cache/graphc", base);
   ck_assert_msg(c.enabled && strcmp(c.dir, want) == 0, "HOME: %s (%s)", c.dir, c.note);
   gc_cache_close(&c);
@@ -136,7 +136,7 @@ START_TEST(locations_and_switches) {
   const char *offs[] = {"off", "0", "no", "false"};
   for (int i = 0; i < 4; i++) {
     setenv("GRAPHC_CACHE", offs[i], 1);
-    gc_cache_open(&c);
+    gc_cache_open(&c, tu_settings());
     ck_assert_msg(!c.enabled && c.dir == NULL && strstr(c.note, offs[i]), "GRAPHC_CACHE=%s", offs[i]);
     char line[1024];
     gc_cache_describe(&c, line, sizeof line);
@@ -146,11 +146,11 @@ START_TEST(locations_and_switches) {
   unsetenv("GRAPHC_CACHE");
   /* Size cap from the environment; a bad value keeps the default and says so. */
   setenv("GRAPHC_CACHE_MAX_MB", "3", 1);
-  gc_cache_open(&c);
+  gc_cache_open(&c, tu_settings());
   ck_assert_uint_eq(c.max_bytes, (uint64_t)3 << 20);
   gc_cache_close(&c);
   setenv("GRAPHC_CACHE_MAX_MB", "lots", 1);
-  gc_cache_open(&c);
+  gc_cache_open(&c, tu_settings());
   ck_assert_uint_eq(c.max_bytes, (uint64_t)GC_CACHE_DEFAULT_MAX_MB << 20);
   ck_assert_msg(strstr(c.note, "GRAPHC_CACHE_MAX_MB"), "%s", c.note);
   gc_cache_close(&c);
@@ -163,7 +163,7 @@ START_TEST(locations_and_switches) {
   fclose(f);
   snprintf(want, sizeof want, "%s/sub", file);
   setenv("GRAPHC_CACHE_DIR", want, 1);
-  gc_cache_open(&c);
+  gc_cache_open(&c, tu_settings());
   ck_assert_msg(!c.enabled && strstr(c.note, "cannot use cache directory"), "%s", c.note);
   gc_cache_blob b = {"x", 1};
   gc_hash128 k = key_of("k");
@@ -179,7 +179,7 @@ START_TEST(disabled_writes_nothing) {
   setenv("GRAPHC_CACHE_DIR", dir, 1);
   setenv("GRAPHC_CACHE", "off", 1);
   gc_cache c;
-  gc_cache_open(&c);
+  gc_cache_open(&c, tu_settings());
   ck_assert(!c.enabled);
   gc_hash128 k = key_of("model");
   gc_cache_blob b[2] = {{"cubin", 5}, {"ptx", 3}};
@@ -343,7 +343,7 @@ START_TEST(concurrent_writers) {
       gc_cache c;
       setenv("GRAPHC_CACHE_DIR", dir, 1);
       unsetenv("GRAPHC_CACHE");
-      gc_cache_open(&c);
+      gc_cache_open(&c, tu_settings());
       if (!c.enabled) _exit(10);
       /* A small cap so evictions run while others write and read. */
       c.max_bytes = 6 * 60000;
@@ -523,7 +523,7 @@ static void lowered_free(lowered *l) {
 static void codegen(const lowered *l, int sm, graphc_codegen_t cg, gc_cache *c, gc_cuda_code *out) {
   gc_diags d;
   gc_diags_init(&d, "m.graph", NULL, 0);
-  int rc = gc_cuda_codegen(l->plan->kir, sm, cg, c, out, NULL, &d);
+  int rc = gc_cuda_codegen(l->plan->kir, sm, cg, tu_settings(), c, out, NULL, &d);
   ck_assert_msg(rc == 0, "codegen failed: %s", d.n ? d.items[0].msg : "?");
   gc_diags_free(&d);
 }
@@ -562,7 +562,7 @@ static void codegen_roundtrip(graphc_codegen_t cg) {
   ck_assert_int_eq(c.stores, 2);
   /* A damaged entry: recompiled, rewritten, same bytes. */
   gc_hash128 k;
-  gc_cuda_cache_key(l.plan->kir, 90, cg, &k);
+  gc_cuda_cache_key(l.plan->kir, 90, cg, tu_settings(), &k);
   char path[4200];
   gc_cache_entry_path(&c, &k, path, sizeof path);
   long long size = file_size(path);
@@ -599,19 +599,19 @@ START_TEST(key_sensitivity) {
   lower_text(&b, text2, 90);
   free(text2);
   gc_hash128 k1, k2, k3, k4, k5;
-  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, &k1);
-  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_DEFAULT, &k2);
+  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, tu_settings(), &k1);
+  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_DEFAULT, tu_settings(), &k2);
   gc_hash128 k6;  /* the default is the LLVM path */
-  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_LLVM, &k6);
-  gc_cuda_cache_key(a.plan->kir, 80, GRAPHC_CODEGEN_NVRTC, &k3);
-  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_LLVM, &k4);
-  gc_cuda_cache_key(b.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, &k5);
+  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_LLVM, tu_settings(), &k6);
+  gc_cuda_cache_key(a.plan->kir, 80, GRAPHC_CODEGEN_NVRTC, tu_settings(), &k3);
+  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_LLVM, tu_settings(), &k4);
+  gc_cuda_cache_key(b.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, tu_settings(), &k5);
   ck_assert(k6.a == k2.a && k6.b == k2.b && k6.len == k2.len);
   /* the LLVM path's PTX compiler is part of it: nvJitLink's cubins differ from ptxas' */
   gc_hash128 k7, k8;
   setenv("GRAPHC_PTXAS", "off", 1);  /* forked test: local */
-  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_LLVM, &k7);
-  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, &k8);
+  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_LLVM, tu_settings(), &k7);
+  gc_cuda_cache_key(a.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, tu_settings(), &k8);
   unsetenv("GRAPHC_PTXAS");
   ck_assert(k8.a == k1.a && k8.b == k1.b);  /* NVRTC runs its own ptxas */
   gc_hash128 ks[] = {k1, k3, k4, k5, k7};
@@ -639,11 +639,11 @@ START_TEST(concurrent_compiles) {
       gc_cache c;
       setenv("GRAPHC_CACHE_DIR", dir, 1);
       unsetenv("GRAPHC_CACHE");
-      gc_cache_open(&c);
+      gc_cache_open(&c, tu_settings());
       gc_cuda_code out;
       gc_diags d;
       gc_diags_init(&d, "", NULL, 0);
-      int rc = gc_cuda_codegen(l.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, &c, &out, NULL, &d);
+      int rc = gc_cuda_codegen(l.plan->kir, 90, GRAPHC_CODEGEN_NVRTC, tu_settings(), &c, &out, NULL, &d);
       int same = rc == 0 && out.cubin_len == plain.cubin_len &&
                  memcmp(out.cubin, plain.cubin, plain.cubin_len) == 0 && strcmp(out.ptx, plain.ptx) == 0;
       _exit(rc ? 20 : same ? 0 : 21);
@@ -764,7 +764,7 @@ END_TEST
 static int probe_device(void) {
   fflush(stdout);
   pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available() ? 0 : 1);
+  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
   int st = 0;
   if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0;

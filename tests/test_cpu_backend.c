@@ -1109,7 +1109,7 @@ START_TEST(stats_and_default_backend) {
   graphc_executable_destroy(e);
   ck_assert_int_eq(thread_count(), threads_before);
   unsetenv("GRAPHC_CPU_THREADS");
-  if (!gc_cuda_available()) {  /* no GPU: the default is the cpu backend */
+  if (!gc_cuda_available(tu_rt_settings())) {  /* no GPU: the default is the cpu backend */
     o.backend = GRAPHC_BACKEND_DEFAULT;
     ck_assert_int_eq(graphc_compile(m, &o, &e, &err), GRAPHC_STATUS_OK);
     ck_assert_int_eq(graphc_executable_backend(e), GRAPHC_BACKEND_CPU);

@@ -141,7 +141,7 @@ static void expect_identical(const graphc_tensor_t *a, const graphc_tensor_t *b,
 /* Without a device: cuda compile fails cleanly with the unavailable message. */
 START_TEST(no_device_compile_unavailable) {
   if (g_have_device) return;
-  ck_assert_int_eq(gc_cuda_available(), 0);
+  ck_assert_int_eq(gc_cuda_available(tu_rt_settings()), 0);
   tx t;
   graphc_status_t st = tx_compile(&t, k_small, GRAPHC_BACKEND_CUDA, GRAPHC_CODEGEN_NVRTC, 0, NULL);
   ck_assert_int_eq(st, GRAPHC_STATUS_BACKEND_UNAVAILABLE);
@@ -171,8 +171,8 @@ END_TEST
 START_TEST(available_reports_reason) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
-  int ok = gc_cuda_check_available(&d);
-  ck_assert_int_eq(ok, gc_cuda_available());
+  int ok = gc_cuda_check_available(tu_rt_settings(), &d);
+  ck_assert_int_eq(ok, gc_cuda_available(tu_rt_settings()));
   ck_assert_int_eq(ok, g_have_device);
   if (ok) {
     ck_assert_int_eq(d.n_errors, 0);
@@ -221,10 +221,10 @@ static int child_compile_with_driver(const char *driver, const char *expect_msg,
       } else if (!strstr(err.message, expect_msg) || !strstr(err.message, "CUDA backend unavailable")) {
         snprintf(msg, sizeof msg, "message '%s' lacks '%s'", err.message, expect_msg);
         bad = 1;
-      } else if (gc_cuda_available()) {
+      } else if (gc_cuda_available(tu_rt_settings())) {
         snprintf(msg, sizeof msg, "gc_cuda_available() is 1");
         bad = 1;
-      } else if ((gc_cu_driver_peek() != NULL) != expect_peek) {
+      } else if ((gc_cu_driver_peek(tu_rt_settings()) != NULL) != expect_peek) {
         snprintf(msg, sizeof msg, "driver symbols %s resolved",
                  expect_peek ? "were not all" : "unexpectedly");
         bad = 1;
@@ -550,7 +550,7 @@ START_TEST(run_device_pointers) {
     size_t ni = graphc_executable_num_inputs(t.exe), no = graphc_executable_num_outputs(t.exe);
     must_run(&t, in, ref);  /* host run: the reference for run_device */
 
-    const gc_cu_driver *cu = gc_cu_driver_get(NULL);
+    const gc_cu_driver *cu = gc_cu_driver_get(tu_rt_settings(), NULL);
     ck_assert_ptr_nonnull(cu);
     CUdevice dev;
     CUcontext pctx, cur;
@@ -698,7 +698,7 @@ END_TEST
 /* The caller's current context (none, or its own) is the same after every call. */
 START_TEST(context_untouched) {
   NEED_DEVICE();
-  const gc_cu_driver *cu = gc_cu_driver_get(NULL);
+  const gc_cu_driver *cu = gc_cu_driver_get(tu_rt_settings(), NULL);
   ck_assert_ptr_nonnull(cu);
   CUcontext cur = (CUcontext)1;
   ck_assert_int_eq(cu->CtxGetCurrent(&cur), CUDA_SUCCESS);
@@ -881,7 +881,7 @@ END_TEST
 static int probe_device(void) {
   fflush(stdout);
   pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available() ? 0 : 1);
+  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
   int st = 0;
   if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0;

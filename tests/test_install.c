@@ -236,7 +236,7 @@ END_TEST
 static int probe_device(void) {
   fflush(stdout);
   pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available() ? 0 : 1);
+  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
   int st = 0;
   if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0;

@@ -620,7 +620,7 @@ START_TEST(test_nvrtc_error) {
   char *ptx = (char *)1;
   void *cubin = (void *)1;
   size_t n = 7;
-  int rc = gc_nvrtc_compile(src, 90, &ptx, &cubin, &n, &d);
+  int rc = gc_nvrtc_compile(src, 90, &ptx, &cubin, &n, tu_toolchain(), &d);
   ck_assert_int_eq(rc, -1);
   ck_assert_ptr_null(ptx);
   ck_assert_ptr_null(cubin);
@@ -635,7 +635,7 @@ START_TEST(test_nvrtc_error) {
   gc_diags_free(&d);
   /* an architecture NVRTC does not know */
   gc_diags_init(&d, "", NULL, 0);
-  rc = gc_nvrtc_compile("extern \"C\" __global__ void k() {}\n", 12, &ptx, NULL, NULL, &d);
+  rc = gc_nvrtc_compile("extern \"C\" __global__ void k() {}\n", 12, &ptx, NULL, NULL, tu_toolchain(), &d);
   ck_assert_int_eq(rc, -1);
   ck_assert_int_eq(d.status, GRAPHC_STATUS_COMPILE_ERROR);
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "sm_12"));

@@ -257,7 +257,7 @@ static char *ptx_of(const kir_module *m, int sm, char **ir) {
   gc_diags d;
   gc_diags_init(&d, "test", NULL, 0);
   char *ptx = NULL;
-  int rc = gc_llvm_ptx(m, sm, &ptx, ir, &d);
+  int rc = gc_llvm_ptx(m, sm, &ptx, ir, tu_toolchain(), &d);
   if (rc != 0) {
     char *msg = gc_diags_render(&d);
     fprintf(stderr, "gc_llvm_ptx(sm_%d) failed:\n%s\n", sm, msg ? msg : "?");
@@ -312,7 +312,7 @@ static void check_cubin(const char *ptx, int sm) {
   gc_diags_init(&d, "test", NULL, 0);
   void *cubin = NULL;
   size_t len = 0;
-  int rc = gc_ptx_to_cubin(ptx, sm, &cubin, &len, &d);
+  int rc = gc_ptx_to_cubin(ptx, sm, &cubin, &len, tu_toolchain(), &d);
   if (rc != 0) {
     char *msg = gc_diags_render(&d);
     fprintf(stderr, "gc_ptx_to_cubin(sm_%d) failed:\n%s\n", sm, msg ? msg : "?");
@@ -471,7 +471,7 @@ START_TEST(test_jitlink_error) {
   void *cubin = (void *)1;
   size_t len = 1;
   const char *bad = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n";
-  ck_assert_int_eq(gc_ptx_to_cubin(bad, 90, &cubin, &len, &d), -1);
+  ck_assert_int_eq(gc_ptx_to_cubin(bad, 90, &cubin, &len, tu_toolchain(), &d), -1);
   ck_assert_ptr_null(cubin);
   ck_assert_uint_eq(len, 0);
   ck_assert_int_eq(d.n_errors, 1);
@@ -481,7 +481,7 @@ START_TEST(test_jitlink_error) {
   gc_diags_free(&d);
 
   gc_diags_init(&d, "test", NULL, 0);
-  ck_assert_int_eq(gc_ptx_to_cubin("this is not ptx", 90, &cubin, &len, &d), -1);
+  ck_assert_int_eq(gc_ptx_to_cubin("this is not ptx", 90, &cubin, &len, tu_toolchain(), &d), -1);
   ck_assert_int_eq(d.n_errors, 1);
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "nvJitLink"));
   gc_diags_free(&d);
@@ -608,7 +608,7 @@ START_TEST(test_ptxas_program) {
   k_float_ops(m);
   char *ptx = ptx_of(m, 90, NULL);
   char path[4096];
-  ck_assert_int_eq(gc_ptxas_find(path, sizeof path), 1);  /* the toolkit's, as the build found it */
+  ck_assert_int_eq(gc_ptxas_find(tu_toolchain(), path, sizeof path), 1);  /* the toolkit's, as the build found it */
   /* id: the compiler the cache key names (a ptxas that fails is still the one found) */
   const struct { const char *env, *via, *id; } cases[] = {
       {NULL, "ptxas", "ptxas"}, {GRAPHC_PTXAS, "ptxas", "ptxas"}, {"off", "nvjitlink", "nvjitlink"},
@@ -624,13 +624,13 @@ START_TEST(test_ptxas_program) {
     void *cubin = NULL;
     size_t len = 0;
     const char *via = NULL;
-    ck_assert_int_eq(gc_ptx_to_cubin_ex(ptx, 90, &cubin, &len, &via, &d), 0);
+    ck_assert_int_eq(gc_ptx_to_cubin_ex(ptx, 90, &cubin, &len, &via, tu_toolchain(), &d), 0);
     ck_assert_int_eq(d.n_errors, 0);
     ck_assert_msg(via && strcmp(via, cases[i].via) == 0, "GRAPHC_PTXAS=%s: via %s, want %s",
                   cases[i].env ? cases[i].env : "(unset)", via ? via : "?", cases[i].via);
     ck_assert_int_eq(memcmp(cubin, "\177ELF", 4), 0);
     char id[4200];
-    gc_ptx_compiler_id(id, sizeof id);
+    gc_ptx_compiler_id(tu_toolchain(), id, sizeof id);
     ck_assert_msg(strncmp(id, cases[i].id, strlen(cases[i].id)) == 0, "compiler id %s", id);
     if (!first) {
       first = cubin, first_len = len;
@@ -648,7 +648,7 @@ START_TEST(test_ptxas_program) {
   void *cubin = (void *)1;
   size_t len = 1;
   const char *bad = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n";
-  ck_assert_int_eq(gc_ptxas_compile(path, bad, 90, 0, 2, &cubin, &len, &d), -1);
+  ck_assert_int_eq(gc_ptxas_compile(path, bad, 90, 0, 2, &cubin, &len, tu_toolchain(), &d), -1);
   ck_assert_ptr_null(cubin);
   ck_assert_int_eq(d.n_errors, 1);
   ck_assert_int_eq(d.status, GRAPHC_STATUS_COMPILE_ERROR);
@@ -656,7 +656,7 @@ START_TEST(test_ptxas_program) {
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "bogus"));
   gc_diags_free(&d);
   gc_diags_init(&d, "test", NULL, 0);
-  ck_assert_int_eq(gc_ptxas_compile("/nonexistent/ptxas", ptx, 90, 0, 2, &cubin, &len, &d), -1);
+  ck_assert_int_eq(gc_ptxas_compile("/nonexistent/ptxas", ptx, 90, 0, 2, &cubin, &len, tu_toolchain(), &d), -1);
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "/nonexistent/ptxas"));
   gc_diags_free(&d);
   ck_assert_int_eq(dir_entries(tmp), 0);
@@ -674,7 +674,7 @@ START_TEST(test_llvm_errors) {
   gc_diags d;
   gc_diags_init(&d, "test", NULL, 0);
   char *ptx = (char *)1;
-  ck_assert_int_eq(gc_llvm_ptx(m, 30, &ptx, NULL, &d), -1);
+  ck_assert_int_eq(gc_llvm_ptx(m, 30, &ptx, NULL, tu_toolchain(), &d), -1);
   ck_assert_ptr_null(ptx);
   ck_assert_int_eq(d.status, GRAPHC_STATUS_COMPILE_ERROR);
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "sm_30"));
@@ -682,7 +682,7 @@ START_TEST(test_llvm_errors) {
 
   setenv("GRAPHC_LIBDEVICE", "/nonexistent/libdevice.10.bc", 1);  /* forked test: local */
   gc_diags_init(&d, "test", NULL, 0);
-  ck_assert_int_eq(gc_llvm_ptx(m, 90, &ptx, NULL, &d), -1);
+  ck_assert_int_eq(gc_llvm_ptx(m, 90, &ptx, NULL, tu_toolchain(), &d), -1);
   ck_assert_int_eq(d.status, GRAPHC_STATUS_COMPILE_ERROR);
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "libdevice"));
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "/nonexistent/libdevice.10.bc"));
@@ -695,7 +695,7 @@ START_TEST(test_llvm_errors) {
   kir_emit_store(m3, &k->body, KIR_GLOBAL, o, item(m3, k),
                  kir_unary(m3, KIR_EXP, kir_const_f(m3, DT(F32), 1.0)));
   gc_diags_init(&d, "test", NULL, 0);
-  ck_assert_int_eq(gc_llvm_ptx(m3, 90, &ptx, NULL, &d), -1);
+  ck_assert_int_eq(gc_llvm_ptx(m3, 90, &ptx, NULL, tu_toolchain(), &d), -1);
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "kernel name expf clashes"));
   gc_diags_free(&d);
   kir_module_free(m3);
@@ -705,7 +705,7 @@ START_TEST(test_llvm_errors) {
   kir_emit_store(m3, &k->body, KIR_GLOBAL, o, item(m3, k),
                  kir_unary(m3, KIR_EXP2, kir_const_f(m3, DT(F32), 1.0)));
   gc_diags_init(&d, "test", NULL, 0);
-  ck_assert_int_eq(gc_llvm_ptx(m3, 90, &ptx, NULL, &d), -1);
+  ck_assert_int_eq(gc_llvm_ptx(m3, 90, &ptx, NULL, tu_toolchain(), &d), -1);
   ck_assert_ptr_nonnull(strstr(d.items[0].msg, "kernel name exp2f clashes"));
   gc_diags_free(&d);
   kir_module_free(m3);
@@ -714,7 +714,7 @@ START_TEST(test_llvm_errors) {
   kir_module *m2 = kir_module_new();
   k_loops(m2);
   gc_diags_init(&d, "test", NULL, 0);
-  ck_assert_int_eq(gc_llvm_ptx(m2, 90, &ptx, NULL, &d), 0);
+  ck_assert_int_eq(gc_llvm_ptx(m2, 90, &ptx, NULL, tu_toolchain(), &d), 0);
   free(ptx);
   gc_diags_free(&d);
   unsetenv("GRAPHC_LIBDEVICE");
@@ -807,13 +807,13 @@ START_TEST(test_parallel_dedup) {
   char *p1 = NULL, *p4 = NULL, *again = NULL;
   gc_llvm_ptx_opts one = {1, 0}, four = {4, 0};
   gc_llvm_times t;
-  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &one, &p1, &t, &d), 0);
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &one, &p1, &t, tu_toolchain(), &d), 0);
   ck_assert_int_eq(t.threads, 1);
-  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &four, &p4, &t, &d), 0);
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &four, &p4, &t, tu_toolchain(), &d), 0);
   ck_assert_int_eq(t.threads, 4);
   ck_assert_int_eq(t.compiled, m->n_kernels);
   ck_assert(t.optimize > 0 && t.codegen > 0 && t.wall > 0);
-  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &four, &again, NULL, &d), 0);
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &four, &again, NULL, tu_toolchain(), &d), 0);
   same_text("ptx (threads)", p1, p4);
   same_text("ptx (threads)", p4, again);
   for (int k = 0; k < m->n_kernels; k++) free(ptx_function(p4, m->kernels[k]->name));
@@ -830,7 +830,7 @@ START_TEST(test_parallel_dedup) {
   k_scale(m, "scale_d", "dd", 2.0);
   gc_llvm_ptx_opts dd = {2, 1};
   char *p = NULL;
-  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &dd, &p, &t, &d), 0);
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &dd, &p, &t, tu_toolchain(), &d), 0);
   ck_assert_int_eq(d.n_errors, 0);
   ck_assert_int_eq(t.kernels, 4);
   ck_assert_int_eq(t.compiled, 2);
@@ -848,7 +848,7 @@ START_TEST(test_parallel_dedup) {
   check_ptxas(p, 90);
   check_cubin(p, 90);
   char *q = NULL;
-  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &dd, &q, NULL, &d), 0);
+  ck_assert_int_eq(gc_llvm_ptx_ex(m, 90, &dd, &q, NULL, tu_toolchain(), &d), 0);
   same_text("ptx (dedup)", p, q);
   free(p), free(q);
   gc_diags_free(&d);

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "driver/settings.h"
+
 char *tu_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -132,4 +134,21 @@ void tu_write_text(const char *dir, const char *name, const char *text) {
   ck_assert_ptr_nonnull(f);
   fputs(text, f);
   fclose(f);
+}
+
+/* The settings, read again at each call (testutil.h). */
+const gc_settings *tu_settings(void) {
+  static gc_settings s;
+  gc_settings_read(&s);
+  return &s;
+}
+
+/* The runtime's part of tu_settings. */
+const gc_rt_settings *tu_rt_settings(void) { return &tu_settings()->rt; }
+
+/* The toolkit locations of tu_settings, as the driver gives them to codegen. */
+const gc_toolchain *tu_toolchain(void) {
+  static gc_toolchain tc;
+  gc_settings_toolchain(tu_settings(), &tc);
+  return &tc;
 }

@@ -37,6 +37,16 @@ void tu_write_text(const char *dir, const char *name, const char *text);
 #define TU_SAN_FLAGS ""
 #endif
 
+/* The library's settings as the environment says now (driver/settings.h): each call
+ * reads them again (tests change the environment between calls) into a static copy
+ * that the next call overwrites. For calls that take settings or a toolchain. */
+struct gc_settings;
+struct gc_rt_settings;
+struct gc_toolchain;
+const struct gc_settings *tu_settings(void);
+const struct gc_rt_settings *tu_rt_settings(void);
+const struct gc_toolchain *tu_toolchain(void);
+
 /* Source and build folders: compiled in, overridable with GRAPHC_TEST_SOURCE_DIR
  * and GRAPHC_TEST_BINARY_DIR (so a build folder can run on another machine). */
 const char *tu_source_dir(void);

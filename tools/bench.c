@@ -19,7 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "driver/cuda_backend.h"
+#include "driver/settings.h"
 #include "weights/safetensors.h"
 #include "tools/cli.h"
 
@@ -64,7 +66,9 @@ static double median(float *v, int n) {
 int cli_have_gpu(const char *what) {
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
-  int ok = gc_cuda_check_available(&d);
+  gc_settings s;
+  gc_settings_read(&s);
+  int ok = gc_cuda_check_available(&s.rt, &d);
   if (!ok) fprintf(stderr, "%s: %s\n", what, d.n ? d.items[0].msg : "CUDA backend unavailable");
   gc_diags_free(&d);
   return ok;

@@ -15,6 +15,7 @@
 
 #include "codegen/fusion.h"
 #include "codegen/lower.h"
+#include "driver/settings.h"
 #include "passes/pipeline.h"
 #include "tools/cli.h"
 
@@ -80,6 +81,9 @@ static int dot_of_text(const cli_opts *o, const char *after, const char *text) {
     if (!after && bound && gc_lower_fusion_enabled(&o->copts)) {
       kir_target t;
       kir_target_cuda(&t, 90);
+      gc_settings s;
+      gc_settings_read(&s);
+      gc_settings_apply_target(&s, &t);
       fus = gc_fusion_plan(g, &t, 1);
     }
     gc_dot_groups groups = {fusion_group_of, fusion_label_of, fus};

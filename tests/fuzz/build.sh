@@ -38,8 +38,8 @@ LIBS="$(pkg-config --libs libcjson) -lm -lpthread -ldl"
 # target links only what it uses; tests/fuzz/stubs.c is linked as an object.
 LIB_SOURCES="$(ls ir/*.c frontend/lexer.c frontend/parser.c passes/*.c driver/api.c weights/safetensors.c \
                interp/*.c driver/random.c runtime/bundle.c runtime/rt_api.c runtime/cuda_exec.c \
-               runtime/cuda_driver.c runtime/host_exec.c runtime/threadpool.c driver/cache.c frontend/onnx*.c \
-               frontend/protobuf.c codegen/tuning.c runtime/launch_plan.c) tests/fuzz/stubs.c"
+               runtime/cuda_driver.c runtime/host_exec.c runtime/threadpool.c runtime/settings.c driver/cache.c \
+               driver/settings.c frontend/onnx*.c frontend/protobuf.c codegen/tuning.c runtime/launch_plan.c) tests/fuzz/stubs.c"
 TARGETS="fuzz_parse fuzz_safetensors fuzz_load fuzz_bundle fuzz_cache fuzz_onnx"
 
 # Compile each source once (only when it changed), in parallel.

@@ -26,6 +26,7 @@
 
 #include "ir/ir.h"
 #include "driver/cache.h"
+#include "driver/settings.h"
 
 #define MAX_BLOBS 16
 
@@ -77,7 +78,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   setenv("GRAPHC_CACHE_DIR", g_dir, 1);
   unsetenv("GRAPHC_CACHE");
   unsetenv("GRAPHC_CACHE_MAX_MB");
-  gc_cache_open(&g_cache);
+  gc_settings s;
+  gc_settings_read(&s);
+  gc_cache_open(&g_cache, &s);
   if (!g_cache.enabled) fail("cannot open the cache directory");
   atexit(at_exit);
   return 0;

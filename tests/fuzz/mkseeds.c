@@ -18,6 +18,7 @@
 
 #include "runtime/bundle.h"
 #include "driver/cache.h"
+#include "driver/settings.h"
 
 static const char k_ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
                             ".visible .entry k0(.param .u64 a, .param .u64 b, .param .u64 n) { ret; }\n"
@@ -150,7 +151,9 @@ int main(int argc, char **argv) {
   setenv("GRAPHC_CACHE_DIR", argv[2], 1);
   unsetenv("GRAPHC_CACHE");
   gc_cache c;
-  gc_cache_open(&c);
+  gc_settings s;
+  gc_settings_read(&s);
+  gc_cache_open(&c, &s);
   if (!c.enabled) {
     fprintf(stderr, "mkseeds: cache: %s\n", c.note);
     return 1;

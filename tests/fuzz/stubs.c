@@ -19,10 +19,10 @@ static int no_codegen(gc_diags *d, const char *what) {
 }
 
 /* No CUDA here. */
-int gc_cuda_available(void) { return 0; }
-void *gc_cuda_hold_open(void) { return NULL; }
+int gc_cuda_available(const gc_rt_settings *s) { return 0; }
+void *gc_cuda_hold_open(const gc_rt_settings *s) { return NULL; }
 void gc_cuda_hold_free(void *hold) {}
-void *gc_cuda_prefetch_start(void) { return NULL; }
+void *gc_cuda_prefetch_start(const gc_rt_settings *s) { return NULL; }
 void gc_cuda_prefetch_join(void *p) {}
 
 /* CUDA backend stand-in: prepare refuses; release has nothing to free. */
@@ -76,25 +76,27 @@ void gc_cuda_c_print(gc_sbuf *b, const kir_module *m) {}
 
 /* NVRTC: unsupported. */
 int gc_nvrtc_compile(const char *src, int sm, char **ptx, void **cubin, size_t *cubin_len,
-                     gc_diags *d) {
+                     const gc_toolchain *tc, gc_diags *d) {
   return no_codegen(d, "NVRTC");
 }
 
 /* LLVM: unsupported. */
-int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, gc_diags *d) {
+int gc_llvm_ptx(const kir_module *m, int sm, char **ptx, char **ir_text, const gc_toolchain *tc,
+                gc_diags *d) {
   return no_codegen(d, "LLVM");
 }
 int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, char **ptx,
-                   gc_llvm_times *times, gc_diags *d) {
+                   gc_llvm_times *times, const gc_toolchain *tc, gc_diags *d) {
   if (times) *times = (gc_llvm_times){0};
   return no_codegen(d, "LLVM");
 }
 
 /* nvJitLink: unsupported. */
-int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, gc_diags *d) {
+int gc_ptx_to_cubin(const char *ptx, int sm, void **cubin, size_t *cubin_len, const gc_toolchain *tc,
+                    gc_diags *d) {
   return no_codegen(d, "nvJitLink");
 }
 int gc_ptx_to_cubin_ex(const char *ptx, int sm, void **cubin, size_t *cubin_len, const char **via,
-                       gc_diags *d) {
+                       const gc_toolchain *tc, gc_diags *d) {
   return no_codegen(d, "nvJitLink");
 }
