@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "weights/safetensors.h"
 
 #define SPLITMIX_GAMMA UINT64_C(0x9e3779b97f4a7c15)
@@ -15,37 +16,6 @@ static uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
   z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
   return z ^ (z >> 31);
-}
-
-/* float -> IEEE half bits, round to nearest even (integer arithmetic only). */
-static uint16_t rnd_float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return sign | 0x7e00;       /* NaN */
-  if (ax == 0x7f800000u) return sign | 0x7c00;      /* inf */
-  if ((ax >> 23) == 0) return sign;                 /* float subnormal: far below half's range */
-  int e = (int)(ax >> 23) - 127 + 15;               /* half exponent field */
-  uint32_t m = (ax & 0x7fffffu) | 0x800000u;        /* 24-bit significand */
-  if (e >= 31) return sign | 0x7c00;
-  int shift = e >= 1 ? 13 : 14 - e;                 /* normal: drop 13 bits; subnormal: more */
-  if (shift > 24) return sign;
-  uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-  if (rem > halfway || (rem == halfway && (r & 1))) r++;
-  /* Normal: r carries the implicit bit (0x400); a carry out bumps the exponent
-   * and overflow lands exactly on inf (0x7c00). Subnormal: r is the encoding. */
-  uint32_t h = e >= 1 ? ((uint32_t)(e - 1) << 10) + r : r;
-  return sign | (uint16_t)h;
-}
-
-/* float -> bfloat16 bits, round to nearest even. */
-static uint16_t rnd_float_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
-  x += 0x7fffu + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
 }
 
 /* Fill `out` with numel(t) deterministic values (see safetensors.h). */
@@ -71,13 +41,13 @@ void gc_random_fill(void *out, const gc_type *t, uint64_t seed) {
         memcpy(p + 4 * i, &f, 4);
         break;
       }
-      case GRAPHC_DTYPE_F16: {
-        uint16_t h = rnd_float_to_half((float)v);
+      case GRAPHC_DTYPE_F16: {  /* f16, bf16: the f32 value above, rounded again */
+        uint16_t h = gc_f64_to_f16((float)v);
         memcpy(p + 2 * i, &h, 2);
         break;
       }
       case GRAPHC_DTYPE_BF16: {
-        uint16_t h = rnd_float_to_bf16((float)v);
+        uint16_t h = gc_f64_to_bf16((float)v);
         memcpy(p + 2 * i, &h, 2);
         break;
       }
