@@ -69,18 +69,6 @@ void gc_random_fill(void *out, const gc_type *t, uint64_t seed) {
   }
 }
 
-/* A param's declared type with the graph's bound symbolic dims substituted. */
-static gc_type bound_type(const gc_graph *g, const gc_op *op) {
-  gc_type t = op->results[0]->type;
-  for (int i = 0; i < t.rank; i++) {
-    int64_t dim = t.dims[i];
-    if (GC_DIM_IS_SYM(dim) && GC_DIM_SYM_INDEX(dim) < g->n_syms && g->sym_values &&
-        g->sym_values[GC_DIM_SYM_INDEX(dim)] > 0)
-      t.dims[i] = g->sym_values[GC_DIM_SYM_INDEX(dim)];
-  }
-  return t;
-}
-
 /* Write a weights file with one random tensor per param of g; a tensor name
  * shared by several params (with the same type) is written once. Returns 0 on
  * success; on errors nothing is written. */
@@ -100,7 +88,7 @@ int gc_weights_write_random(const gc_graph *g, const char *path, uint64_t seed, 
     k++;
     const char *pname = op->results[0]->name;
     const char *tname = gc_op_attr_str(op, "name", NULL);
-    gc_type t = bound_type(g, op);
+    gc_type t = gc_param_type(g, op);
     if (!tname) {
       gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, op->loc, "param %%%s: no tensor name", pname);
       errors++;
@@ -116,7 +104,7 @@ int gc_weights_write_random(const gc_graph *g, const char *path, uint64_t seed, 
     for (int i = 0; i < n && dup < 0; i++)
       if (strcmp(ts[i].name, tname) == 0) dup = i;
     if (dup >= 0) {
-      gc_type prev = bound_type(g, owner[dup]);
+      gc_type prev = gc_param_type(g, owner[dup]);
       if (!gc_type_equal(&prev, &t)) {
         gc_sbuf b = {0};
         gc_sbuf_printf(&b, "param %%%s: tensor '%s' is also used by param %%%s with type ", pname,

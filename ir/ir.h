@@ -281,6 +281,8 @@ int gc_verify_module(gc_module *m, gc_diags *d);
 /* Replace symbolic dims by bound values everywhere in g (types and dims attrs);
  * errors name unbound symbols. Returns #errors. */
 int gc_graph_specialize(gc_graph *g, gc_diags *d);
+/* A param op's declared type with g's bound symbols substituted (unbound ones stay). */
+gc_type gc_param_type(const gc_graph *g, const gc_op *op);
 
 /* Printer (ir/print.c): exact .graph syntax that re-parses to the same text. */
 void gc_print_module(gc_sbuf *b, const gc_module *m);
