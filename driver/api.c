@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "driver/exec.h"
+#include "frontend/parser.h"
 #include "interp/interp.h"
 #include "passes/pipeline.h"
 #include "codegen/codegen.h"

@@ -288,8 +288,4 @@ gc_type gc_param_type(const gc_graph *g, const gc_op *op);
 void gc_print_module(gc_sbuf *b, const gc_module *m);
 void gc_print_graph(gc_sbuf *b, const gc_graph *g);
 
-/* Frontend (frontend/parser.c): parse text into a module; NULL on errors
- * (all reported in d). Does not verify. */
-gc_module *gc_parse(const char *file, const char *text, size_t len, gc_diags *d);
-
 #endif /* GC_IR_H */

@@ -29,6 +29,7 @@
 #include "codegen/codegen.h"
 #include "codegen/fusion.h"
 #include "codegen/lower.h"
+#include "frontend/parser.h"
 #include "tests/cuda_testutil.h"
 #include "tests/lower_eval.h"
 #include "tests/plan_compile.h"

@@ -15,6 +15,7 @@
 
 #include "codegen/fusion.h"
 #include "codegen/lower.h"
+#include "frontend/parser.h"
 #include "passes/pipeline.h"
 #include "tools/cli.h"
 
