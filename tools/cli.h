@@ -1,4 +1,4 @@
-/* cli.h - shared pieces of the graphc command-line tool. */
+/* cli.h - shared pieces of the graphc command-line tool (tools/cli.c) and its commands. */
 #ifndef GC_CLI_H
 #define GC_CLI_H
 
