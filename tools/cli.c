@@ -1,13 +1,18 @@
-/* cli.c - the helpers every command of the graphc tool shares: option parsing
- * (cli_parse), loading the model the options name (cli_load) and reporting a
- * status as diagnostics and an exit code (cli_report). tools/graphc.c holds
- * main and the command dispatch; each command lives in its own file.
+/* cli.c - the helpers the commands of the graphc tool share: option parsing
+ * (cli_parse), loading the model the options name (cli_load), reporting a
+ * status as diagnostics and an exit code (cli_report), host tensors for a run
+ * (cli_make_tensors), and the GPU check and CUDA compile that bench and tune
+ * share (cli_have_gpu, cli_compile_cuda). tools/graphc.c holds main and the
+ * command dispatch; each command lives in its own file.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graphc/graphc.h"
+#include "driver/cuda_backend.h"
+#include "weights/safetensors.h"
 #include "tools/cli.h"
 
 /* Print the context's diagnostics (or the error) and map a status to an exit code. */
@@ -153,4 +158,84 @@ fail:
   graphc_model_destroy(*model);
   *model = NULL;
   return st;
+}
+
+/* Host tensors for the inputs (from o->inputs by argument name, or random from o->seed) and
+ * the outputs. *file holds the loaded inputs file (the caller frees it, also on failure). */
+graphc_status_t cli_make_tensors(graphc_executable_t *exe, const cli_opts *o, graphc_tensor_t *in,
+                                 graphc_tensor_t *out, gc_safetensors **file, graphc_error_t *err) {
+  *file = NULL;
+  if (o->inputs) {
+    gc_diags d;
+    gc_diags_init(&d, o->inputs, NULL, 0);
+    *file = gc_safetensors_load(o->inputs, &d);
+    if (!*file) {
+      gc_diags_to_error(&d, err);
+      gc_diags_free(&d);
+      return GRAPHC_STATUS_WEIGHTS_ERROR;
+    }
+    gc_diags_free(&d);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    size_t n = pass ? graphc_executable_num_outputs(exe) : graphc_executable_num_inputs(exe);
+    for (size_t i = 0; i < n; i++) {
+      graphc_tensor_info_t info;
+      if (pass)
+        graphc_executable_output_info(exe, i, &info);
+      else
+        graphc_executable_input_info(exe, i, &info);
+      graphc_tensor_t *t = pass ? &out[i] : &in[i];
+      t->dtype = info.dtype;
+      t->rank = info.rank;
+      memcpy(t->dims, info.dims, sizeof t->dims);
+      t->nbytes = info.nbytes;
+      const gc_st_tensor *ft = NULL;
+      if (!pass && *file && !(ft = gc_safetensors_find(*file, info.name)))
+        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s has no tensor '%s' for input %%%s",
+                            o->inputs, info.name, info.name);
+      if (ft) {  /* shape and dtype are checked by graphc_executable_run */
+        t->dtype = ft->dtype;
+        t->rank = ft->rank;
+        memcpy(t->dims, ft->dims, sizeof t->dims);
+        t->nbytes = ft->nbytes;
+      }
+      t->data = malloc(t->nbytes ? t->nbytes : 1);
+      if (!t->data) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
+      if (ft) {
+        memcpy(t->data, ft->data, ft->nbytes);
+      } else if (!pass) {
+        gc_type ty = {.dtype = info.dtype, .rank = info.rank};
+        memcpy(ty.dims, info.dims, sizeof ty.dims);
+        gc_random_fill(t->data, &ty, o->seed * 7919 + i + 1);
+      }
+    }
+  }
+  return GRAPHC_STATUS_OK;
+}
+
+/* Is there a GPU to run on? If not, print "what: why" and return 0. */
+int cli_have_gpu(const char *what) {
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  int ok = gc_cuda_check_available(&d);
+  if (!ok) fprintf(stderr, "%s: %s\n", what, d.n ? d.items[0].msg : "CUDA backend unavailable");
+  gc_diags_free(&d);
+  return ok;
+}
+
+/* Compile for CUDA; when the model's weights file is missing (and no --weights
+ * was given), retry with random weights written to a temporary file. */
+graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
+                                 char *tmp_weights, size_t tmp_len, graphc_error_t *err) {
+  graphc_status_t st = graphc_compile(m, &o->copts, exe, err);
+  if (st != GRAPHC_STATUS_IO_ERROR || o->weights) return st;
+  snprintf(tmp_weights, tmp_len, "/tmp/graphc-bench-%ld.safetensors", (long)getpid());
+  graphc_error_t werr;
+  if (graphc_model_write_random_weights(m, tmp_weights, o->seed, &werr) != GRAPHC_STATUS_OK ||
+      graphc_model_set_weights(m, tmp_weights, &werr) != GRAPHC_STATUS_OK) {
+    tmp_weights[0] = 0;
+    return st;
+  }
+  fprintf(stderr, "graphc bench: note: %s; using random weights (%s)\n", err->message, tmp_weights);
+  return graphc_compile(m, &o->copts, exe, err);
 }
