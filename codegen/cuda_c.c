@@ -25,6 +25,7 @@
  * round to nearest even (one rounding: f64 and i64 convert directly).
  */
 #include "codegen/codegen.h"
+#include "ir/dtype.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -127,48 +128,10 @@ static const char *mem_type(gc_dtype t) {
 
 /* ---- literals ------------------------------------------------------------------------- */
 
-/* Round |a| (finite, > 0) to a binary float with `mant` fraction bits, exponent
- * bias `bias` and `ebits` exponent bits, nearest-even, directly from double.
- * Returns the magnitude bits (exponent | fraction); all ones exponent = inf. */
-static uint32_t round_to_small_float(double a, int mant, int bias, int ebits) {
-  int emin = 1 - bias;                         /* smallest normal exponent */
-  int e;
-  frexp(a, &e);
-  e -= 1;                                      /* a = 1.f * 2^e */
-  uint32_t max_e = (1u << ebits) - 1;
-  if (e < emin) {                              /* subnormal: units of 2^(emin-mant) */
-    double q = nearbyint(ldexp(a, mant - emin));
-    return (uint32_t)q;                        /* q == 2^mant encodes the smallest normal */
-  }
-  if (e - emin + 1 >= (int)max_e) return max_e << mant;  /* far too large */
-  double q = nearbyint(ldexp(a, mant - e));    /* in [2^mant, 2^(mant+1)] */
-  uint32_t m = (uint32_t)q;
-  if (m == (1u << (mant + 1))) {
-    m >>= 1;
-    e += 1;
-  }
-  uint32_t be = (uint32_t)(e + bias);
-  if (be >= max_e) return max_e << mant;       /* rounds to infinity */
-  return (be << mant) | (m - (1u << mant));
-}
-
-/* IEEE half bits of v rounded to nearest even. */
-static unsigned f16_bits(double v) {
-  unsigned sign = signbit(v) ? 0x8000u : 0;
-  if (isnan(v)) return 0x7e00u;
-  if (isinf(v)) return sign | 0x7c00u;
-  if (v == 0) return sign;
-  return sign | round_to_small_float(fabs(v), 10, 15, 5);
-}
-
-/* bfloat16 bits of v rounded to nearest even. */
-static unsigned bf16_bits(double v) {
-  unsigned sign = signbit(v) ? 0x8000u : 0;
-  if (isnan(v)) return 0x7fc0u;
-  if (isinf(v)) return sign | 0x7f80u;
-  if (v == 0) return sign;
-  return sign | round_to_small_float(fabs(v), 7, 127, 8);
-}
+/* f16 / bf16 bits of a literal by the rounding rule of ir/dtype.h; every NaN prints as one
+ * fixed pattern (0x7e00 / 0x7fc0), sign and payload dropped, as f32 and f64 NaNs do. */
+static unsigned f16_bits(double v) { return isnan(v) ? 0x7e00u : gc_f64_to_f16(v); }
+static unsigned bf16_bits(double v) { return isnan(v) ? 0x7fc0u : gc_f64_to_bf16(v); }
 
 /* Print a literal exactly: hex floats, bit patterns for inf/nan/f16/bf16. */
 static void print_const(gc_sbuf *b, const kir_expr *e) {

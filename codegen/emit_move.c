@@ -15,61 +15,15 @@
 #include <string.h>
 
 #include "codegen/emit.h"
+#include "ir/dtype.h"
 
 /* ---- host-side scalar conversion (const data and fill values) ------------------------------ */
 
-/* double -> IEEE binary16, rounding to nearest even once. */
-static uint16_t f16_bits(double x) {
-  uint16_t sign = signbit(x) ? 0x8000 : 0;
-  if (isnan(x)) return sign | 0x7e00;
-  double a = fabs(x);
-  if (a >= 65520.0) return sign | 0x7c00;
-  if (a < 0x1p-14) return sign | (uint16_t)nearbyint(a * 0x1p24);  /* subnormal, units 2^-24 */
-  int e;
-  double f = frexp(a, &e);                      /* a = f * 2^e, f in [0.5, 1) */
-  uint32_t mant = (uint32_t)nearbyint(ldexp(f, 11));  /* [1024, 2048] */
-  int exp = e - 1 + 15;
-  if (mant == 2048) {
-    mant = 1024;
-    exp++;
-  }
-  if (exp >= 31) return sign | 0x7c00;
-  return sign | (uint16_t)(exp << 10) | (uint16_t)(mant - 1024);
-}
-
-/* double -> bfloat16, rounding to nearest even once. */
-static uint16_t bf16_bits(double x) {
-  uint16_t sign = signbit(x) ? 0x8000 : 0;
-  if (isnan(x)) return sign | 0x7fc0;
-  double a = fabs(x);
-  if (a >= 0x1.ffp127) return sign | 0x7f80;   /* halfway between max and 2^128 */
-  if (a < 0x1p-126) return sign | (uint16_t)nearbyint(a * 0x1p133);  /* subnormal, units 2^-133 */
-  int e;
-  double f = frexp(a, &e);
-  uint32_t mant = (uint32_t)nearbyint(ldexp(f, 8));  /* [128, 256] */
-  int exp = e - 1 + 127;
-  if (mant == 256) {
-    mant = 128;
-    exp++;
-  }
-  if (exp >= 255) return sign | 0x7f80;
-  return sign | (uint16_t)(exp << 7) | (uint16_t)(mant - 128);
-}
-
-/* binary16 bits -> double (exact). */
-static double f16_value(uint16_t h) {
-  int exp = (h >> 10) & 31, mant = h & 1023;
-  double v = exp == 0 ? ldexp(mant, -24) : exp == 31 ? (mant ? NAN : INFINITY)
-                                                     : ldexp(mant + 1024, exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-/* bfloat16 bits -> double (exact). */
-static double bf16_value(uint16_t h) {
-  int exp = (h >> 7) & 255, mant = h & 127;
-  double v = exp == 0 ? ldexp(mant, -133) : exp == 255 ? (mant ? NAN : INFINITY)
-                                                       : ldexp(mant + 128, exp - 134);
-  return (h & 0x8000) ? -v : v;
+/* f16/bf16 bits of a constant by the rounding rule of ir/dtype.h, except that a NaN
+ * becomes the default quiet NaN of its sign (0x7e00 / 0x7fc0): its payload is dropped. */
+static uint16_t narrow_bits(gc_dtype t, double x) {
+  if (isnan(x)) x = copysign(NAN, x);
+  return t == GRAPHC_DTYPE_F16 ? gc_f64_to_f16(x) : gc_f64_to_bf16(x);
 }
 
 /* float -> int like cast: truncate toward zero, saturate, NaN -> 0. */
@@ -89,8 +43,8 @@ static void put_scalar(void *dst, gc_dtype t, const gc_attr *a) {
   switch (t) {
     case GRAPHC_DTYPE_F64: *(double *)dst = is_int ? (double)iv : fv; break;
     case GRAPHC_DTYPE_F32: *(float *)dst = is_int ? (float)iv : (float)fv; break;
-    case GRAPHC_DTYPE_F16: *(uint16_t *)dst = f16_bits(fv); break;
-    case GRAPHC_DTYPE_BF16: *(uint16_t *)dst = bf16_bits(fv); break;
+    case GRAPHC_DTYPE_F16:
+    case GRAPHC_DTYPE_BF16: *(uint16_t *)dst = narrow_bits(t, fv); break;
     case GRAPHC_DTYPE_I64:
       *(int64_t *)dst = from_float ? sat_trunc(fv, -0x1p63, 0x1p63, INT64_MIN, INT64_MAX) : iv;
       break;
@@ -116,8 +70,8 @@ static kir_expr *elem_const(gc_lowerer *c, const void *src, gc_dtype t) {
   switch (t) {
     case GRAPHC_DTYPE_F64: return kir_const_f(c->km, ct, *(const double *)src);
     case GRAPHC_DTYPE_F32: return kir_const_f(c->km, ct, *(const float *)src);
-    case GRAPHC_DTYPE_F16: return kir_const_f(c->km, ct, f16_value(*(const uint16_t *)src));
-    case GRAPHC_DTYPE_BF16: return kir_const_f(c->km, ct, bf16_value(*(const uint16_t *)src));
+    case GRAPHC_DTYPE_F16: return kir_const_f(c->km, ct, gc_f16_to_f64(*(const uint16_t *)src));
+    case GRAPHC_DTYPE_BF16: return kir_const_f(c->km, ct, gc_bf16_to_f64(*(const uint16_t *)src));
     case GRAPHC_DTYPE_I64: return kir_const_i(c->km, ct, *(const int64_t *)src);
     case GRAPHC_DTYPE_I32: return kir_const_i(c->km, ct, *(const int32_t *)src);
     case GRAPHC_DTYPE_I8: return kir_const_i(c->km, ct, *(const int8_t *)src);

@@ -11,6 +11,7 @@
 
 #include "driver/exec.h"
 #include "driver/settings.h"
+#include "frontend/parser.h"
 #include "interp/interp.h"
 #include "passes/pipeline.h"
 #include "codegen/codegen.h"

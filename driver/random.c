@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "weights/safetensors.h"
 
 #define SPLITMIX_GAMMA UINT64_C(0x9e3779b97f4a7c15)
@@ -15,37 +16,6 @@ static uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
   z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
   return z ^ (z >> 31);
-}
-
-/* float -> IEEE half bits, round to nearest even (integer arithmetic only). */
-static uint16_t rnd_float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return sign | 0x7e00;       /* NaN */
-  if (ax == 0x7f800000u) return sign | 0x7c00;      /* inf */
-  if ((ax >> 23) == 0) return sign;                 /* float subnormal: far below half's range */
-  int e = (int)(ax >> 23) - 127 + 15;               /* half exponent field */
-  uint32_t m = (ax & 0x7fffffu) | 0x800000u;        /* 24-bit significand */
-  if (e >= 31) return sign | 0x7c00;
-  int shift = e >= 1 ? 13 : 14 - e;                 /* normal: drop 13 bits; subnormal: more */
-  if (shift > 24) return sign;
-  uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-  if (rem > halfway || (rem == halfway && (r & 1))) r++;
-  /* Normal: r carries the implicit bit (0x400); a carry out bumps the exponent
-   * and overflow lands exactly on inf (0x7c00). Subnormal: r is the encoding. */
-  uint32_t h = e >= 1 ? ((uint32_t)(e - 1) << 10) + r : r;
-  return sign | (uint16_t)h;
-}
-
-/* float -> bfloat16 bits, round to nearest even. */
-static uint16_t rnd_float_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
-  x += 0x7fffu + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
 }
 
 /* Fill `out` with numel(t) deterministic values (see safetensors.h). */
@@ -71,13 +41,13 @@ void gc_random_fill(void *out, const gc_type *t, uint64_t seed) {
         memcpy(p + 4 * i, &f, 4);
         break;
       }
-      case GRAPHC_DTYPE_F16: {
-        uint16_t h = rnd_float_to_half((float)v);
+      case GRAPHC_DTYPE_F16: {  /* f16, bf16: the f32 value above, rounded again */
+        uint16_t h = gc_f64_to_f16((float)v);
         memcpy(p + 2 * i, &h, 2);
         break;
       }
       case GRAPHC_DTYPE_BF16: {
-        uint16_t h = rnd_float_to_bf16((float)v);
+        uint16_t h = gc_f64_to_bf16((float)v);
         memcpy(p + 2 * i, &h, 2);
         break;
       }
@@ -99,18 +69,6 @@ void gc_random_fill(void *out, const gc_type *t, uint64_t seed) {
   }
 }
 
-/* A param's declared type with the graph's bound symbolic dims substituted. */
-static gc_type bound_type(const gc_graph *g, const gc_op *op) {
-  gc_type t = op->results[0]->type;
-  for (int i = 0; i < t.rank; i++) {
-    int64_t dim = t.dims[i];
-    if (GC_DIM_IS_SYM(dim) && GC_DIM_SYM_INDEX(dim) < g->n_syms && g->sym_values &&
-        g->sym_values[GC_DIM_SYM_INDEX(dim)] > 0)
-      t.dims[i] = g->sym_values[GC_DIM_SYM_INDEX(dim)];
-  }
-  return t;
-}
-
 /* Write a weights file with one random tensor per param of g; a tensor name
  * shared by several params (with the same type) is written once. Returns 0 on
  * success; on errors nothing is written. */
@@ -130,7 +88,7 @@ int gc_weights_write_random(const gc_graph *g, const char *path, uint64_t seed, 
     k++;
     const char *pname = op->results[0]->name;
     const char *tname = gc_op_attr_str(op, "name", NULL);
-    gc_type t = bound_type(g, op);
+    gc_type t = gc_param_type(g, op);
     if (!tname) {
       gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, op->loc, "param %%%s: no tensor name", pname);
       errors++;
@@ -146,7 +104,7 @@ int gc_weights_write_random(const gc_graph *g, const char *path, uint64_t seed, 
     for (int i = 0; i < n && dup < 0; i++)
       if (strcmp(ts[i].name, tname) == 0) dup = i;
     if (dup >= 0) {
-      gc_type prev = bound_type(g, owner[dup]);
+      gc_type prev = gc_param_type(g, owner[dup]);
       if (!gc_type_equal(&prev, &t)) {
         gc_sbuf b = {0};
         gc_sbuf_printf(&b, "param %%%s: tensor '%s' is also used by param %%%s with type ", pname,

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "frontend/onnx_internal.h"
+#include "frontend/parser.h"
 
 #define OX_MAX_OPSET 28 /* newest ai.onnx opset whose op versions were reviewed */
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "frontend/lexer.h"
+#include "frontend/parser.h"
 
 /* ---- value table: names of the current graph -> values ----------------------------- */
 typedef enum vstate { V_DEFINED = 1, V_UNDEFINED_USE } vstate;

@@ -6,137 +6,18 @@
  * an intermediate is freed right after its last reader; graph outputs are
  * copied into the caller's buffers as soon as they are produced.
  *
- * The half/bfloat16 conversions round a double exactly once (nearest even), so
- * values rounded here never suffer double rounding through float.
+ * Elements are loaded and stored through ir/dtype.c's conversions: a double
+ * (or an exact int64) is rounded to f16/bf16 exactly once (nearest even), so
+ * values stored here never suffer double rounding through float.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "interp/interp_internal.h"
-
-/* ---- binary16 / bfloat16 ------------------------------------------------------ */
-
-/* Round the magnitude m * 2^e2 (m > 0) to a binary format with `mant` fraction
- * bits and normal exponents [emin, emax], nearest even. Returns the format's
- * exponent|fraction bits; overflow gives the infinity pattern. */
-static uint32_t round_magnitude(uint64_t m, int e2, int mant, int emin, int emax) {
-  uint32_t inf_bits = (uint32_t)(emax - emin + 2) << mant;
-  if (m == 0) return 0;
-  int e = 63 - __builtin_clzll(m) + e2; /* value is in [2^e, 2^(e+1)) */
-  if (e > emax) return inf_bits;
-  int eff = e < emin ? emin : e;
-  int s = eff - mant - e2;              /* low bits of m below the last kept bit */
-  uint64_t q;
-  if (s <= 0) {
-    q = m << -s;                        /* exact: fits in mant+1 bits */
-  } else if (s > 64) {
-    q = 0;                              /* below half the smallest subnormal */
-  } else {
-    uint64_t rem, half;
-    if (s == 64) {
-      q = 0, rem = m, half = UINT64_C(1) << 63;
-    } else {
-      q = m >> s;
-      rem = m & ((UINT64_C(1) << s) - 1);
-      half = UINT64_C(1) << (s - 1);
-    }
-    if (rem > half || (rem == half && (q & 1))) q++;
-  }
-  /* Subnormals have eff == emin and q < 2^mant; a carry out of the fraction
-   * lands in the exponent field, which is the right answer in both cases. */
-  uint64_t bits = ((uint64_t)(eff - emin) << mant) + q;
-  return bits >= inf_bits ? inf_bits : (uint32_t)bits;
-}
-
-/* Split a finite double into sign, integer significand and exponent. */
-static void f64_parts(double x, int *neg, uint64_t *m, int *e2) {
-  uint64_t b;
-  memcpy(&b, &x, sizeof b);
-  *neg = (int)(b >> 63);
-  int ex = (int)((b >> 52) & 0x7ff);
-  uint64_t frac = b & ((UINT64_C(1) << 52) - 1);
-  *m = ex ? frac | (UINT64_C(1) << 52) : frac;
-  *e2 = ex ? ex - 1075 : -1074;
-}
-
-/* double -> IEEE binary16 bits, round to nearest even; NaN stays a quiet NaN. */
-static uint16_t f64_to_half(double x) {
-  uint64_t b;
-  memcpy(&b, &x, sizeof b);
-  uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
-  if (isnan(x)) return (uint16_t)(sign | 0x7e00 | ((b >> 42) & 0x3ff));
-  if (isinf(x)) return (uint16_t)(sign | 0x7c00);
-  int neg, e2;
-  uint64_t m;
-  f64_parts(x, &neg, &m, &e2);
-  return (uint16_t)(sign | round_magnitude(m, e2, 10, -14, 15));
-}
-
-/* double -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN. */
-static uint16_t f64_to_bf16(double x) {
-  uint64_t b;
-  memcpy(&b, &x, sizeof b);
-  uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
-  if (isnan(x)) return (uint16_t)(sign | 0x7fc0 | ((b >> 45) & 0x7f));
-  if (isinf(x)) return (uint16_t)(sign | 0x7f80);
-  int neg, e2;
-  uint64_t m;
-  f64_parts(x, &neg, &m, &e2);
-  return (uint16_t)(sign | round_magnitude(m, e2, 7, -126, 127));
-}
-
-/* int64 -> binary16 / bfloat16 bits, rounded once from the exact integer. */
-static uint16_t i64_to_narrow(int64_t v, int bf16) {
-  uint16_t sign = v < 0 ? 0x8000 : 0;
-  uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  return (uint16_t)(sign | (bf16 ? round_magnitude(m, 0, 7, -126, 127)
-                                 : round_magnitude(m, 0, 10, -14, 15)));
-}
-
-/* binary16 bits -> double (exact). */
-static double half_to_f64(uint16_t h) {
-  int sign = h >> 15, ex = (h >> 10) & 0x1f, frac = h & 0x3ff;
-  double v;
-  if (ex == 0x1f) {
-    if (frac == 0) return sign ? -INFINITY : INFINITY;
-    uint32_t fb = ((uint32_t)sign << 31) | 0x7f800000u | ((uint32_t)frac << 13);
-    float f;
-    memcpy(&f, &fb, sizeof f);
-    return f;                                  /* NaN with the payload kept */
-  }
-  v = ex == 0 ? ldexp(frac, -24) : ldexp(1024 + frac, ex - 25);
-  return sign ? -v : v;
-}
-
-/* binary16 -> float (exact). */
-float gc_half_to_float(uint16_t h) { return (float)half_to_f64(h); }
-/* float -> binary16, nearest even. */
-uint16_t gc_float_to_half(float f) { return f64_to_half(f); }
-
-/* bfloat16 -> float: the top half of a float (exact). */
-float gc_bf16_to_float(uint16_t h) {
-  uint32_t fb = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &fb, sizeof f);
-  return f;
-}
-
-/* float -> bfloat16, nearest even. */
-uint16_t gc_float_to_bf16(float f) { return f64_to_bf16(f); }
+#include "ir/dtype.h"
 
 /* ---- element loads and stores -------------------------------------------------- */
-
-/* Smallest and largest value of an int (or bool) dtype. */
-void interp_int_range(gc_dtype t, int64_t *lo, int64_t *hi) {
-  switch (t) {
-    case GRAPHC_DTYPE_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    case GRAPHC_DTYPE_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
-    case GRAPHC_DTYPE_U8: *lo = 0, *hi = UINT8_MAX; break;
-    case GRAPHC_DTYPE_BOOL: *lo = 0, *hi = 1; break;
-    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
-  }
-}
 
 /* Truncate toward zero and saturate to [lo, hi]; NaN -> 0. */
 int64_t interp_f64_to_int_sat(double v, int64_t lo, int64_t hi) {
@@ -152,8 +33,8 @@ double gc_load_f64(const void *base, gc_dtype t, int64_t i) {
   switch (t) {
     case GRAPHC_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
     case GRAPHC_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case GRAPHC_DTYPE_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return half_to_f64(h); }
-    case GRAPHC_DTYPE_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return gc_bf16_to_float(h); }
+    case GRAPHC_DTYPE_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return gc_f16_to_f64(h); }
+    case GRAPHC_DTYPE_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return gc_bf16_to_f64(h); }
     case GRAPHC_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
     case GRAPHC_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
     case GRAPHC_DTYPE_I8: return (int8_t)p[i];
@@ -169,12 +50,12 @@ void gc_store_f64(void *base, gc_dtype t, int64_t i, double v) {
   switch (t) {
     case GRAPHC_DTYPE_F64: memcpy(p + 8 * i, &v, 8); return;
     case GRAPHC_DTYPE_F32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); return; }
-    case GRAPHC_DTYPE_F16: { uint16_t h = f64_to_half(v); memcpy(p + 2 * i, &h, 2); return; }
-    case GRAPHC_DTYPE_BF16: { uint16_t h = f64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
+    case GRAPHC_DTYPE_F16: { uint16_t h = gc_f64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
+    case GRAPHC_DTYPE_BF16: { uint16_t h = gc_f64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;  /* NaN != 0: true */
     default: {
       int64_t lo, hi;
-      interp_int_range(t, &lo, &hi);
+      gc_int_range(t, &lo, &hi);
       interp_store_i64(base, t, i, interp_f64_to_int_sat(v, lo, hi));
       return;
     }
@@ -205,8 +86,8 @@ void interp_store_i64(void *base, gc_dtype t, int64_t i, int64_t v) {
     case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;
     case GRAPHC_DTYPE_F64: { double d = (double)v; memcpy(p + 8 * i, &d, 8); return; }
     case GRAPHC_DTYPE_F32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); return; }
-    case GRAPHC_DTYPE_F16: { uint16_t h = i64_to_narrow(v, 0); memcpy(p + 2 * i, &h, 2); return; }
-    case GRAPHC_DTYPE_BF16: { uint16_t h = i64_to_narrow(v, 1); memcpy(p + 2 * i, &h, 2); return; }
+    case GRAPHC_DTYPE_F16: { uint16_t h = gc_i64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
+    case GRAPHC_DTYPE_BF16: { uint16_t h = gc_i64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
     default: GC_ASSERT(!"bad dtype"); return;
   }
 }

@@ -3,7 +3,9 @@
  * Runs a verified, fully specialized graph on host tensors. Every value is
  * stored in its own dtype (so f16/bf16 rounding matches the graph's meaning);
  * reductions, matmul, conv and normalizations accumulate in float64 (int64 for
- * integer sums). It shares no code with codegen on purpose.
+ * integer sums). It shares no code with codegen on purpose, except the scalar
+ * conversions of ir/dtype.c (the f16/bf16 rounding rule, written once and
+ * checked against independent references by tests/test_dtype.c).
  */
 #ifndef GC_INTERP_H
 #define GC_INTERP_H
@@ -22,9 +24,5 @@ graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
 /* Scalar conversions shared by the interpreter and host-side helpers. */
 double gc_load_f64(const void *base, gc_dtype t, int64_t i);
 void gc_store_f64(void *base, gc_dtype t, int64_t i, double v);
-float gc_half_to_float(uint16_t h);
-uint16_t gc_float_to_half(float f);     /* round to nearest even */
-float gc_bf16_to_float(uint16_t h);
-uint16_t gc_float_to_bf16(float f);     /* round to nearest even */
 
 #endif

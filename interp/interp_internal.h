@@ -54,8 +54,6 @@ GC_INTERP_HIDDEN void interp_store_i64(void *base, gc_dtype t, int64_t i, int64_
 /* Float -> int64 the way cast does it: truncate toward zero, saturate to
  * [lo, hi], NaN -> 0. */
 GC_INTERP_HIDDEN int64_t interp_f64_to_int_sat(double v, int64_t lo, int64_t hi);
-/* Range of an int dtype. */
-GC_INTERP_HIDDEN void interp_int_range(gc_dtype t, int64_t *lo, int64_t *hi);
 /* Store an attribute number (int, float or bool) into element i of dtype t:
  * INT attributes stay exact, FLOAT ones convert like cast. */
 GC_INTERP_HIDDEN void interp_store_attr(void *base, gc_dtype t, int64_t i, const gc_attr *a);

@@ -279,13 +279,11 @@ int gc_verify_module(gc_module *m, gc_diags *d);
 /* Replace symbolic dims by bound values everywhere in g (types and dims attrs);
  * errors name unbound symbols. Returns #errors. */
 int gc_graph_specialize(gc_graph *g, gc_diags *d);
+/* A param op's declared type with g's bound symbols substituted (unbound ones stay). */
+gc_type gc_param_type(const gc_graph *g, const gc_op *op);
 
 /* Printer (ir/print.c): exact .graph syntax that re-parses to the same text. */
 void gc_print_module(gc_sbuf *b, const gc_module *m);
 void gc_print_graph(gc_sbuf *b, const gc_graph *g);
-
-/* Frontend (frontend/parser.c): parse text into a module; NULL on errors
- * (all reported in d). Does not verify. */
-gc_module *gc_parse(const char *file, const char *text, size_t len, gc_diags *d);
 
 #endif /* GC_IR_H */

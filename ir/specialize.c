@@ -6,6 +6,8 @@
  * changed when a symbol is unbound. The caller re-verifies afterwards, which
  * re-runs inference with concrete sizes (and catches, e.g., a reshape that only
  * worked symbolically, or an element count that overflows once bound).
+ * gc_param_type does the same for one param's type without changing the graph
+ * (and leaves unbound symbols be), for checking and writing weights files.
  */
 #include <string.h>
 
@@ -20,6 +22,19 @@ static void subst_type(const gc_graph *g, gc_type *t) {
     if (GC_DIM_IS_SYM(v) && v - GC_DIM_SYM_BASE < g->n_syms)
       t->dims[i] = g->sym_values[v - GC_DIM_SYM_BASE];
   }
+}
+
+/* The declared type of param op with g's bound symbols substituted; unbound ones
+ * stay symbolic. What a weights file must hold for it, before specialization. */
+gc_type gc_param_type(const gc_graph *g, const gc_op *op) {
+  gc_type t = op->results[0]->type;
+  for (int i = 0; i < t.rank; i++) {
+    int64_t dim = t.dims[i];
+    if (GC_DIM_IS_SYM(dim) && GC_DIM_SYM_INDEX(dim) < g->n_syms && g->sym_values &&
+        g->sym_values[GC_DIM_SYM_INDEX(dim)] > 0)
+      t.dims[i] = g->sym_values[GC_DIM_SYM_INDEX(dim)];
+  }
+  return t;
 }
 
 /* Substitute bound symbols in an attribute value (lists recursively). */

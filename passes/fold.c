@@ -8,33 +8,24 @@
  * (`const(value=x, shape=[...])`) of any size; any other result is written as a
  * list and folded only up to FOLD_MAX_ELEMS elements.
  *
- * The scalar semantics are the ones in the brief (and nothing is shared with
- * the interpreter, which stays an independent oracle): float math in double,
- * rounded once to the result dtype (f16/bf16 round to nearest even); integer
- * math exact in int64 and wrapped to the dtype; float->int casts truncate and
- * saturate, NaN -> 0; int->int casts wrap; anything->bool is x != 0.
+ * The scalar semantics are the ones in the brief (nothing but ir/dtype.c's
+ * rounding rule is shared with the interpreter, which stays an independent
+ * oracle): float math in double, rounded once to the result dtype (f16/bf16
+ * round to nearest even); integer math exact in int64 and wrapped to the
+ * dtype; float->int casts truncate and saturate, NaN -> 0; int->int casts
+ * wrap; anything->bool is x != 0.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
 #include "passes/rewrite.h"
 
 #define FOLD_MAX_ELEMS 4096
 #define LITERAL_LIMIT (INT64_C(1) << 62) /* integer literals must be below 2^62 */
 
 /* ---- scalar conversions ---------------------------------------------------------- */
-
-/* Smallest and largest value of an int (or bool) dtype. */
-static void int_range(gc_dtype t, int64_t *lo, int64_t *hi) {
-  switch (t) {
-    case GRAPHC_DTYPE_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    case GRAPHC_DTYPE_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
-    case GRAPHC_DTYPE_U8: *lo = 0, *hi = UINT8_MAX; break;
-    case GRAPHC_DTYPE_BOOL: *lo = 0, *hi = 1; break;
-    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
-  }
-}
 
 /* Two's-complement truncation of an exact integer to an int dtype; bool is v != 0. */
 static int64_t int_wrap(gc_dtype t, int64_t v) {
@@ -56,44 +47,25 @@ static int64_t trunc_sat(double x, int64_t lo, int64_t hi) {
   return (int64_t)x;
 }
 
-/* Round a double to a binary format with `mant` fraction bits, smallest normal
- * exponent `emin` and largest finite value `max`: nearest even, subnormals
- * kept, overflow to infinity. x / q is exact (q is a power of two). */
-static double round_narrow(double x, int mant, int emin, double max) {
-  if (isnan(x) || isinf(x) || x == 0) return x;
-  int e;
-  frexp(x, &e);
-  int lead = e - 1 < emin ? emin : e - 1; /* exponent of the leading bit, clamped */
-  double q = ldexp(1.0, lead - mant);     /* the format's spacing at x */
-  double r = nearbyint(x / q) * q;        /* default rounding mode: nearest even */
-  return fabs(r) > max ? copysign(INFINITY, x) : r;
-}
-
-/* A double rounded once to a float dtype. */
+/* A double rounded once to a float dtype (f16/bf16 by ir/dtype.h's rule; a NaN
+ * stays the same double, payload and all). */
 static double float_round(gc_dtype t, double x) {
   switch (t) {
     case GRAPHC_DTYPE_F32: return (double)(float)x;
-    case GRAPHC_DTYPE_F16: return round_narrow(x, 10, -14, 65504.0);
-    case GRAPHC_DTYPE_BF16: return round_narrow(x, 7, -126, 0x1.fep127);
+    case GRAPHC_DTYPE_F16: return isnan(x) ? x : gc_f16_to_f64(gc_f64_to_f16(x));
+    case GRAPHC_DTYPE_BF16: return isnan(x) ? x : gc_bf16_to_f64(gc_f64_to_bf16(x));
     default: return x;
   }
 }
 
-/* An exact int64 rounded once to a float dtype. Above 2^53 the bits below
- * double precision fold into a sticky bit, so the double is exact enough for
- * one correct rounding to f16/bf16 (f32 and f64 convert directly). */
+/* An exact int64 rounded once to a float dtype. */
 static double int_to_float(gc_dtype t, int64_t v) {
-  if (t == GRAPHC_DTYPE_F64) return (double)v;
-  if (t == GRAPHC_DTYPE_F32) return (double)(float)v;
-  uint64_t m = v < 0 ? UINT64_C(0) - (uint64_t)v : (uint64_t)v;
-  int k = 0;
-  if (m >> 53) {
-    k = 64 - __builtin_clzll(m) - 53;
-    uint64_t low = m & ((UINT64_C(1) << k) - 1);
-    m = (m >> k) | (low != 0);
+  switch (t) {
+    case GRAPHC_DTYPE_F32: return (double)(float)v;
+    case GRAPHC_DTYPE_F16: return gc_f16_to_f64(gc_i64_to_f16(v));
+    case GRAPHC_DTYPE_BF16: return gc_bf16_to_f64(gc_i64_to_bf16(v));
+    default: return (double)v;
   }
-  double d = ldexp((double)m, k);
-  return float_round(t, v < 0 ? -d : d);
 }
 
 /* A value computed as a double, stored into dtype t (like cast from a float). */
@@ -105,7 +77,7 @@ static gc_scalar from_f64(gc_dtype t, double x) {
     s.i = x != 0; /* NaN != 0: true */
   } else {
     int64_t lo, hi;
-    int_range(t, &lo, &hi);
+    gc_int_range(t, &lo, &hi);
     s.i = trunc_sat(x, lo, hi);
   }
   return s;

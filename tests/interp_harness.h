@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/parser.h"
 #include "ir/ir.h"
 #include "interp/interp.h"
 #include "testutil.h"

@@ -4,6 +4,7 @@
  * compares with the interpreter and compiles the CUDA module (plan_compile.h).
  */
 #include "tests/lower_common.h"
+#include "frontend/parser.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -28,6 +28,7 @@
 
 #include "codegen/lower.h"
 #include "interp/interp.h"
+#include "ir/dtype.h"
 
 /* A scalar: floats in f (already rounded to their type), ints and bools in i. */
 typedef struct ev_val {
@@ -291,8 +292,8 @@ static ev_val ev_expr(ev_kernel_ctx *c, int th, const kir_expr *e) {
       /* f32 operands rounded to nearest even, as a cast or store to f16/bf16 would */
       int h = e->u.pack.dtype == GRAPHC_DTYPE_F16;
       float lo = (float)ev_expr(c, th, e->u.pack.lo).f, hi = (float)ev_expr(c, th, e->u.pack.hi).f;
-      uint32_t l = h ? gc_float_to_half(lo) : gc_float_to_bf16(lo);
-      uint32_t u = h ? gc_float_to_half(hi) : gc_float_to_bf16(hi);
+      uint32_t l = h ? gc_f64_to_f16(lo) : gc_f64_to_bf16(lo);
+      uint32_t u = h ? gc_f64_to_f16(hi) : gc_f64_to_bf16(hi);
       r.i = (int32_t)(l | u << 16);
       return r;
     }

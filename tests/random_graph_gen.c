@@ -24,6 +24,7 @@
 
 #include "testutil.h"
 #include "random_graph_gen.h"
+#include "frontend/parser.h"
 
 /* ---- dtype classes ------------------------------------------------------------------------ */
 #include "dtype_masks.h"

@@ -30,6 +30,7 @@
 #include "testutil.h"
 #include "cuda_testutil.h"
 #include "driver/exec.h"
+#include "frontend/parser.h"
 
 static uint64_t g_seed;
 static int g_have_device;

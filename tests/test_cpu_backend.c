@@ -27,6 +27,7 @@
 #include "cuda_testutil.h"
 #include "codegen/kir.h"
 #include "ir/ir.h"
+#include "frontend/parser.h"
 #include "driver/cpu_backend.h"
 #include "driver/exec.h"
 #include "runtime/threadpool.h"

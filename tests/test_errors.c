@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/parser.h"
 #include "ir/ir.h"
 #include "testutil.h"
 

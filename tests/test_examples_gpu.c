@@ -17,6 +17,7 @@
 #include "testutil.h"
 #include "cuda_testutil.h"
 #include "driver/exec.h"
+#include "frontend/parser.h"
 #include "weights/safetensors.h"
 
 static uint64_t g_seed;

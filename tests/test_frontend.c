@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "frontend/lexer.h"
+#include "frontend/parser.h"
 #include "ir/ir.h"
 #include "testutil.h"
 

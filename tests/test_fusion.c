@@ -30,6 +30,7 @@
 #include "codegen/fusion.h"
 #include "codegen/lower.h"
 #include "driver/launch_build.h"
+#include "frontend/parser.h"
 #include "tests/cuda_testutil.h"
 #include "tests/lower_eval.h"
 #include "tests/plan_compile.h"

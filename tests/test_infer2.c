@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/parser.h"
 #include "ir/ir.h"
 #include "tests/testutil.h"
 

@@ -1,96 +1,12 @@
-/* test_interp.c - the reference interpreter, part 1: scalar conversions,
- * sources (param, const, iota), unary and binary elementwise ops, cast,
- * clamp, select. Expected numbers are written out by hand (transcendental
- * values are the usual constants to 16+ digits). Part 2 is test_interp2.c.
+/* test_interp.c - the reference interpreter, part 1: element loads and stores
+ * (the f16/bf16 rounding itself is tested in test_dtype.c), sources (param,
+ * const, iota), unary and binary elementwise ops, cast, clamp, select.
+ * Expected numbers are written out by hand (transcendental values are the
+ * usual constants to 16+ digits). Part 2 is test_interp2.c.
  */
 #include "interp_harness.h"
 
 #include <stdint.h>
-
-/* ---- half / bfloat16 conversions ------------------------------------------------ */
-
-/* float -> binary16: ties to even, subnormals, overflow, NaN. */
-START_TEST(t_half_from_float) {
-  static const struct { float f; uint16_t h; } cases[] = {
-      {0.0f, 0x0000},        {-0.0f, 0x8000},       {1.0f, 0x3c00},
-      {-2.0f, 0xc000},       {65504.0f, 0x7bff},    {65519.0f, 0x7bff},  /* below the halfway point */
-      {65520.0f, 0x7c00},    /* halfway to 65536 ties to even = inf */
-      {1e6f, 0x7c00},        {-1e6f, 0xfc00},       {INFINITY, 0x7c00},  {-INFINITY, 0xfc00},
-      {0x1p-14f, 0x0400},    /* smallest normal */
-      {0x1p-24f, 0x0001},    /* smallest subnormal */
-      {0x1p-25f, 0x0000},    /* half of it: tie to even 0 */
-      {0x1.8p-25f, 0x0001},  /* above the tie */
-      {0x3p-25f, 0x0002},    /* 1.5 ulp: tie to even 2 */
-      {0x5p-25f, 0x0002},    /* 2.5 ulp: tie to even 2 */
-      {0x7fep-25f, 0x03ff},  /* 1023 ulp: the largest subnormal */
-      {0x7ffp-25f, 0x0400},  /* 1023.5 ulp: tie, rounds up to the smallest normal */
-      {0x1p-30f, 0x0000},    {-0x1p-30f, 0x8000},
-      {0x1.002p0f, 0x3c00},  /* 1 + 2^-11: tie, even is 1 */
-      {0x1.006p0f, 0x3c02},  /* 1 + 3*2^-11: tie, even is 1 + 2^-9 */
-      {0x1.0021p0f, 0x3c01}, /* just above the tie */
-      {0.1f, 0x2e66},        {-0.333333343f, 0xb555},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    ck_assert_msg(gc_float_to_half(cases[i].f) == cases[i].h, "case %zu: %a -> 0x%04x, want 0x%04x",
-                  i, (double)cases[i].f, gc_float_to_half(cases[i].f), cases[i].h);
-  uint16_t n = gc_float_to_half(NAN);
-  ck_assert((n & 0x7c00) == 0x7c00 && (n & 0x03ff) != 0);
-  n = gc_float_to_half(-NAN);
-  ck_assert((n & 0xfc00) == 0xfc00 && (n & 0x03ff) != 0);
-}
-END_TEST
-
-/* binary16 -> float, and every finite half round-trips. */
-START_TEST(t_half_to_float) {
-  ck_assert(gc_half_to_float(0x0000) == 0.0f && !signbit(gc_half_to_float(0x0000)));
-  ck_assert(gc_half_to_float(0x8000) == 0.0f && signbit(gc_half_to_float(0x8000)));
-  ck_assert(gc_half_to_float(0x3c00) == 1.0f);
-  ck_assert(gc_half_to_float(0xc000) == -2.0f);
-  ck_assert(gc_half_to_float(0x7bff) == 65504.0f);
-  ck_assert(gc_half_to_float(0x0001) == 0x1p-24f);
-  ck_assert(gc_half_to_float(0x03ff) == 0x3ffp-24f);
-  ck_assert(gc_half_to_float(0x0400) == 0x1p-14f);
-  ck_assert(gc_half_to_float(0x3555) == 0x1.554p-2f);
-  ck_assert(gc_half_to_float(0x7c00) == INFINITY);
-  ck_assert(gc_half_to_float(0xfc00) == -INFINITY);
-  ck_assert(isnan(gc_half_to_float(0x7e00)));
-  ck_assert(isnan(gc_half_to_float(0x7c01)));
-  /* every finite half survives half -> float -> half */
-  for (uint32_t h = 0; h < 0x10000; h++) {
-    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) continue;
-    ck_assert_msg(gc_float_to_half(gc_half_to_float((uint16_t)h)) == h, "0x%04x", h);
-  }
-}
-END_TEST
-
-/* float <-> bfloat16 edge cases. */
-START_TEST(t_bf16) {
-  static const struct { float f; uint16_t b; } cases[] = {
-      {0.0f, 0x0000},          {-0.0f, 0x8000},          {1.0f, 0x3f80},
-      {-1.5f, 0xbfc0},         {0x1.01p0f, 0x3f80},      /* 1 + 2^-8: tie, even is 1 */
-      {0x1.03p0f, 0x3f82},     /* 1 + 3*2^-8: tie, even is 1 + 2^-6 */
-      {0x1.0101p0f, 0x3f81},   /* just above the tie */
-      {0.1f, 0x3dcd},          {3.3895313892515355e38f, 0x7f7f}, /* largest finite */
-      {3.4028234663852886e38f, 0x7f80}, /* FLT_MAX is past the halfway point: inf */
-      {INFINITY, 0x7f80},      {-INFINITY, 0xff80},
-      {0x1p-126f, 0x0080},     /* smallest normal */
-      {0x1p-133f, 0x0001},     /* smallest subnormal */
-      {0x1p-134f, 0x0000},     /* tie to even 0 */
-      {0x1p-149f, 0x0000},     {0x3p-134f, 0x0002},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    ck_assert_msg(gc_float_to_bf16(cases[i].f) == cases[i].b, "case %zu: %a -> 0x%04x, want 0x%04x",
-                  i, (double)cases[i].f, gc_float_to_bf16(cases[i].f), cases[i].b);
-  uint16_t n = gc_float_to_bf16(NAN);
-  ck_assert((n & 0x7f80) == 0x7f80 && (n & 0x7f) != 0);
-  ck_assert(gc_bf16_to_float(0x3f80) == 1.0f);
-  ck_assert(gc_bf16_to_float(0xc040) == -3.0f);
-  ck_assert(gc_bf16_to_float(0x0001) == 0x1p-133f);
-  ck_assert(gc_bf16_to_float(0x7f80) == INFINITY);
-  ck_assert(isnan(gc_bf16_to_float(0x7fc0)));
-  ck_assert(signbit(gc_bf16_to_float(0x8000)));
-}
-END_TEST
 
 /* gc_store_f64 rounds once from double; int stores saturate. */
 START_TEST(t_load_store) {
@@ -791,9 +707,6 @@ END_TEST
 static Suite *interp_suite(void) {
   Suite *s = suite_create("interp");
   TCase *tc = tcase_create("elementwise");
-  tcase_add_test(tc, t_half_from_float);
-  tcase_add_test(tc, t_half_to_float);
-  tcase_add_test(tc, t_bf16);
   tcase_add_test(tc, t_load_store);
   tcase_add_test(tc, t_param);
   tcase_add_test(tc, t_param_missing);

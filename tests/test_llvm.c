@@ -16,6 +16,7 @@
 #include "codegen/codegen.h"
 #include "driver/cpu_backend.h"
 #include "interp/interp.h"
+#include "ir/dtype.h"
 #include "testutil.h"
 
 /* LeakSanitizer: nvJitLink 13.0 leaks ~100 KB inside nvJitLinkAddData on every
@@ -909,8 +910,8 @@ START_TEST(test_host_pack2) {
     }
   }
   for (int i = NK; i < N; i++) {
-    uint32_t h = (uint32_t)gc_float_to_half(x[i]) | (uint32_t)gc_float_to_half(y[i]) << 16;
-    uint32_t b = (uint32_t)gc_float_to_bf16(x[i]) | (uint32_t)gc_float_to_bf16(y[i]) << 16;
+    uint32_t h = (uint32_t)gc_f64_to_f16(x[i]) | (uint32_t)gc_f64_to_f16(y[i]) << 16;
+    uint32_t b = (uint32_t)gc_f64_to_bf16(x[i]) | (uint32_t)gc_f64_to_bf16(y[i]) << 16;
     ck_assert_msg((uint32_t)out[2 * i] == h, "f16 (%.9g, %.9g): 0x%08x want 0x%08x", x[i], y[i], out[2 * i], h);
     ck_assert_msg((uint32_t)out[2 * i + 1] == b, "bf16 (%.9g, %.9g): 0x%08x want 0x%08x", x[i], y[i],
                   out[2 * i + 1], b);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frontend/parser.h"
 #include "ir/ir.h"
 #include "passes/pipeline.h"
 #include "passes/rewrite.h"

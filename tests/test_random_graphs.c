@@ -51,6 +51,7 @@
 
 #include "testutil.h"
 #include "ir/ir.h"
+#include "frontend/parser.h"
 #include "random_graph_gen.h"
 #include "passes/pipeline.h"
 #include "driver/launch_build.h"

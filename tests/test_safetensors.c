@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frontend/parser.h"
 #include "weights/safetensors.h"
 #include "testutil.h"
 

@@ -62,35 +62,6 @@ static double median(float *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Is there a GPU to run on? If not, print "what: why" and return 0. */
-int cli_have_gpu(const char *what) {
-  gc_diags d;
-  gc_diags_init(&d, "", NULL, 0);
-  gc_settings s;
-  gc_settings_read(&s);
-  int ok = gc_cuda_check_available(&s.rt, &d);
-  if (!ok) fprintf(stderr, "%s: %s\n", what, d.n ? d.items[0].msg : "CUDA backend unavailable");
-  gc_diags_free(&d);
-  return ok;
-}
-
-/* Compile for CUDA; when the model's weights file is missing (and no --weights
- * was given), retry with random weights written to a temporary file. */
-graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
-                                 char *tmp_weights, size_t tmp_len, graphc_error_t *err) {
-  graphc_status_t st = graphc_compile(m, &o->copts, exe, err);
-  if (st != GRAPHC_STATUS_IO_ERROR || o->weights) return st;
-  snprintf(tmp_weights, tmp_len, "/tmp/graphc-bench-%ld.safetensors", (long)getpid());
-  graphc_error_t werr;
-  if (graphc_model_write_random_weights(m, tmp_weights, o->seed, &werr) != GRAPHC_STATUS_OK ||
-      graphc_model_set_weights(m, tmp_weights, &werr) != GRAPHC_STATUS_OK) {
-    tmp_weights[0] = 0;
-    return st;
-  }
-  fprintf(stderr, "graphc bench: note: %s; using random weights (%s)\n", err->message, tmp_weights);
-  return graphc_compile(m, &o->copts, exe, err);
-}
-
 /* Print diagnostics collected in d (if any) and free them. */
 static void print_diags(gc_diags *d) {
   char *r = gc_diags_render(d);

@@ -1,4 +1,4 @@
-/* cli.h - shared pieces of the graphc command-line tool. */
+/* cli.h - shared pieces of the graphc command-line tool (tools/cli.c) and its commands. */
 #ifndef GC_CLI_H
 #define GC_CLI_H
 
@@ -22,6 +22,7 @@ typedef struct cli_opts {
   int runs, warmup;
 } cli_opts;
 
+/* tools/cli.c */
 /* Parse options shared by all commands; -1 on a bad command line (message printed). */
 int cli_parse(int argc, char **argv, cli_opts *o, const char *usage);
 /* Load o->file, apply --entry, --bind, --weights. */
@@ -29,7 +30,20 @@ graphc_status_t cli_load(graphc_context_t *ctx, const cli_opts *o, graphc_model_
                          graphc_error_t *err);
 /* Print diagnostics; return the exit code for a status (0, 1 user error, 2 internal). */
 int cli_report(graphc_context_t *ctx, graphc_status_t st, const graphc_error_t *err);
+/* Is there a GPU to run on? If not, print "what: why" to stderr and return 0. */
+int cli_have_gpu(const char *what);
+/* Compile for CUDA; random weights in tmp_weights (removed by the caller) when the
+ * model's weights file is missing and no --weights was given. */
+graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
+                                 char *tmp_weights, size_t tmp_len, graphc_error_t *err);
+/* Host tensors for the executable's inputs (from o->inputs by argument name,
+ * else random from o->seed) and outputs; *file is the loaded inputs file, NULL without
+ * --inputs, for the caller to free with gc_safetensors_free (also on failure). */
+struct gc_safetensors;
+graphc_status_t cli_make_tensors(graphc_executable_t *exe, const cli_opts *o, graphc_tensor_t *in,
+                                 graphc_tensor_t *out, struct gc_safetensors **file, graphc_error_t *err);
 
+/* tools/run.c: graphc run, weights, compile */
 int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usage_compile);
 int cli_cmd_weights(int argc, char **argv, const char *usage_common);
 int cli_cmd_compile(int argc, char **argv, const char *usage_common, const char *usage_compile);
@@ -41,18 +55,6 @@ int cli_cmd_run_onnx_test(int argc, char **argv, const char *usage_common, const
 int cli_cmd_dot(int argc, char **argv, const char *usage_common);
 /* tools/bench.c */
 int gc_cli_bench(int argc, char **argv);
-/* Is there a GPU to run on? If not, print "what: why" to stderr and return 0. */
-int cli_have_gpu(const char *what);
-/* Compile for CUDA; random weights in tmp_weights (removed by the caller) when the
- * model's weights file is missing and no --weights was given. */
-graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_executable_t **exe,
-                                 char *tmp_weights, size_t tmp_len, graphc_error_t *err);
-/* tools/run.c: host tensors for the executable's inputs (from o->inputs by argument name,
- * else random from o->seed) and outputs; *file is the loaded inputs file, NULL without
- * --inputs, for the caller to free with gc_safetensors_free (also on failure). */
-struct gc_safetensors;
-graphc_status_t cli_make_tensors(graphc_executable_t *exe, const cli_opts *o, graphc_tensor_t *in,
-                                 graphc_tensor_t *out, struct gc_safetensors **file, graphc_error_t *err);
 /* tools/tune.c */
 int gc_cli_tune(int argc, char **argv);
 

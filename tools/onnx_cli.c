@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "frontend/onnx.h"
+#include "frontend/parser.h"
 #include "interp/interp.h"
 #include "tools/cli.h"
 

@@ -16,6 +16,7 @@
 #include "codegen/fusion.h"
 #include "codegen/lower.h"
 #include "driver/settings.h"
+#include "frontend/parser.h"
 #include "passes/pipeline.h"
 #include "tools/cli.h"
 

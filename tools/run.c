@@ -39,59 +39,6 @@ static const char *const usage_run_head =
     "  --output F.safetensors save the outputs by value name\n"
     "  --full                 print every output value\n";
 
-/* Host tensors for the inputs (from o->inputs by argument name, or random from o->seed) and
- * the outputs. *file holds the loaded inputs file (the caller frees it, also on failure). */
-graphc_status_t cli_make_tensors(graphc_executable_t *exe, const cli_opts *o, graphc_tensor_t *in,
-                                 graphc_tensor_t *out, gc_safetensors **file, graphc_error_t *err) {
-  *file = NULL;
-  if (o->inputs) {
-    gc_diags d;
-    gc_diags_init(&d, o->inputs, NULL, 0);
-    *file = gc_safetensors_load(o->inputs, &d);
-    if (!*file) {
-      gc_diags_to_error(&d, err);
-      gc_diags_free(&d);
-      return GRAPHC_STATUS_WEIGHTS_ERROR;
-    }
-    gc_diags_free(&d);
-  }
-  for (int pass = 0; pass < 2; pass++) {
-    size_t n = pass ? graphc_executable_num_outputs(exe) : graphc_executable_num_inputs(exe);
-    for (size_t i = 0; i < n; i++) {
-      graphc_tensor_info_t info;
-      if (pass)
-        graphc_executable_output_info(exe, i, &info);
-      else
-        graphc_executable_input_info(exe, i, &info);
-      graphc_tensor_t *t = pass ? &out[i] : &in[i];
-      t->dtype = info.dtype;
-      t->rank = info.rank;
-      memcpy(t->dims, info.dims, sizeof t->dims);
-      t->nbytes = info.nbytes;
-      const gc_st_tensor *ft = NULL;
-      if (!pass && *file && !(ft = gc_safetensors_find(*file, info.name)))
-        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s has no tensor '%s' for input %%%s",
-                            o->inputs, info.name, info.name);
-      if (ft) {  /* shape and dtype are checked by graphc_executable_run */
-        t->dtype = ft->dtype;
-        t->rank = ft->rank;
-        memcpy(t->dims, ft->dims, sizeof t->dims);
-        t->nbytes = ft->nbytes;
-      }
-      t->data = malloc(t->nbytes ? t->nbytes : 1);
-      if (!t->data) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
-      if (ft) {
-        memcpy(t->data, ft->data, ft->nbytes);
-      } else if (!pass) {
-        gc_type ty = {.dtype = info.dtype, .rank = info.rank};
-        memcpy(ty.dims, info.dims, sizeof ty.dims);
-        gc_random_fill(t->data, &ty, o->seed * 7919 + i + 1);
-      }
-    }
-  }
-  return GRAPHC_STATUS_OK;
-}
-
 /* Save outputs to a safetensors file named by output value names. */
 static int save_outputs(graphc_executable_t *exe, const graphc_tensor_t *out, const char *path) {
   size_t n = graphc_executable_num_outputs(exe);

@@ -725,18 +725,6 @@ done:
 
 /* ---- checking params --------------------------------------------------------------- */
 
-/* Declared type of a param with bound symbolic dims substituted. */
-static gc_type param_type(const gc_graph *g, const gc_op *op) {
-  gc_type t = op->results[0]->type;
-  for (int i = 0; i < t.rank; i++) {
-    int64_t dim = t.dims[i];
-    if (GC_DIM_IS_SYM(dim) && GC_DIM_SYM_INDEX(dim) < g->n_syms && g->sym_values &&
-        g->sym_values[GC_DIM_SYM_INDEX(dim)] > 0)
-      t.dims[i] = g->sym_values[GC_DIM_SYM_INDEX(dim)];
-  }
-  return t;
-}
-
 /* Check every param of g: tensor present, same dtype and shape. */
 int gc_weights_check(const gc_graph *g, const gc_safetensors *st, gc_diags *d) {
   int errors = 0;
@@ -756,7 +744,7 @@ int gc_weights_check(const gc_graph *g, const gc_safetensors *st, gc_diags *d) {
       errors++;
       continue;
     }
-    gc_type want = param_type(g, op), have = {.dtype = t->dtype, .rank = t->rank};
+    gc_type want = gc_param_type(g, op), have = {.dtype = t->dtype, .rank = t->rank};
     memcpy(have.dims, t->dims, sizeof have.dims);
     if (gc_type_equal(&want, &have)) continue;
     gc_sbuf b = {0};

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "frontend/parser.h"
 #include "ir/ir.h"
 
 #define MAX_NUMEL (INT64_C(1) << 17)

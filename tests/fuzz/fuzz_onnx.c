@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "frontend/onnx.h"
+#include "frontend/parser.h"
 
 /* Describe the violation (with the first diagnostic) and abort. */
 static void fail(const char *what, const gc_diags *d, const char *text) {

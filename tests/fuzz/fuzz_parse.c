@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/parser.h"
 #include "ir/ir.h"
 
 /* Print the text and abort: the round-trip property does not hold. */

@@ -1,0 +1,127 @@
+/* dtype.c - scalar conversions between dtypes: f16/bf16 rounding and widening,
+ * integer ranges. The rounding rule is stated once, in ir/dtype.h.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ir/dtype.h"
+
+/* Round the magnitude m * 2^e2 (m > 0) to a binary format with `mant` fraction
+ * bits and normal exponents [emin, emax], nearest even. Returns the format's
+ * exponent|fraction bits; overflow gives the infinity pattern. */
+static uint32_t round_magnitude(uint64_t m, int e2, int mant, int emin, int emax) {
+  uint32_t inf_bits = (uint32_t)(emax - emin + 2) << mant;
+  if (m == 0) return 0;
+  int e = 63 - __builtin_clzll(m) + e2; /* value is in [2^e, 2^(e+1)) */
+  if (e > emax) return inf_bits;
+  int eff = e < emin ? emin : e;
+  int s = eff - mant - e2;              /* low bits of m below the last kept bit */
+  uint64_t q;
+  if (s <= 0) {
+    q = m << -s;                        /* exact: fits in mant+1 bits */
+  } else if (s > 64) {
+    q = 0;                              /* below half the smallest subnormal */
+  } else {
+    uint64_t rem, half;
+    if (s == 64) {
+      q = 0, rem = m, half = UINT64_C(1) << 63;
+    } else {
+      q = m >> s;
+      rem = m & ((UINT64_C(1) << s) - 1);
+      half = UINT64_C(1) << (s - 1);
+    }
+    if (rem > half || (rem == half && (q & 1))) q++;
+  }
+  /* Subnormals have eff == emin and q < 2^mant; a carry out of the fraction
+   * lands in the exponent field, which is the right answer in both cases. */
+  uint64_t bits = ((uint64_t)(eff - emin) << mant) + q;
+  return bits >= inf_bits ? inf_bits : (uint32_t)bits;
+}
+
+/* Split a finite double into sign, integer significand and exponent. */
+static void f64_parts(double x, int *neg, uint64_t *m, int *e2) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  *neg = (int)(b >> 63);
+  int ex = (int)((b >> 52) & 0x7ff);
+  uint64_t frac = b & ((UINT64_C(1) << 52) - 1);
+  *m = ex ? frac | (UINT64_C(1) << 52) : frac;
+  *e2 = ex ? ex - 1075 : -1074;
+}
+
+/* double -> IEEE binary16 bits, round to nearest even; NaN stays a quiet NaN. */
+uint16_t gc_f64_to_f16(double x) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
+  if (isnan(x)) return (uint16_t)(sign | 0x7e00 | ((b >> 42) & 0x3ff));
+  if (isinf(x)) return (uint16_t)(sign | 0x7c00);
+  int neg, e2;
+  uint64_t m;
+  f64_parts(x, &neg, &m, &e2);
+  return (uint16_t)(sign | round_magnitude(m, e2, 10, -14, 15));
+}
+
+/* double -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN. */
+uint16_t gc_f64_to_bf16(double x) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
+  if (isnan(x)) return (uint16_t)(sign | 0x7fc0 | ((b >> 45) & 0x7f));
+  if (isinf(x)) return (uint16_t)(sign | 0x7f80);
+  int neg, e2;
+  uint64_t m;
+  f64_parts(x, &neg, &m, &e2);
+  return (uint16_t)(sign | round_magnitude(m, e2, 7, -126, 127));
+}
+
+/* |v| of an int64 as an unsigned magnitude (INT64_MIN included). */
+static uint64_t i64_magnitude(int64_t v) {
+  return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
+/* int64 -> binary16 bits, rounded once from the exact integer. */
+uint16_t gc_i64_to_f16(int64_t v) {
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  return (uint16_t)(sign | round_magnitude(i64_magnitude(v), 0, 10, -14, 15));
+}
+
+/* int64 -> bfloat16 bits, rounded once from the exact integer. */
+uint16_t gc_i64_to_bf16(int64_t v) {
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  return (uint16_t)(sign | round_magnitude(i64_magnitude(v), 0, 7, -126, 127));
+}
+
+/* binary16 bits -> double (exact). */
+double gc_f16_to_f64(uint16_t h) {
+  int sign = h >> 15, ex = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  double v;
+  if (ex == 0x1f) {
+    if (frac == 0) return sign ? -INFINITY : INFINITY;
+    uint32_t fb = ((uint32_t)sign << 31) | 0x7f800000u | ((uint32_t)frac << 13);
+    float f;
+    memcpy(&f, &fb, sizeof f);
+    return f;                                  /* NaN with the payload kept */
+  }
+  v = ex == 0 ? ldexp(frac, -24) : ldexp(1024 + frac, ex - 25);
+  return sign ? -v : v;
+}
+
+/* bfloat16 bits -> double: the top half of a float (exact). */
+double gc_bf16_to_f64(uint16_t h) {
+  uint32_t fb = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &fb, sizeof f);
+  return f;
+}
+
+/* Smallest and largest value of an int (or bool) dtype. */
+void gc_int_range(gc_dtype t, int64_t *lo, int64_t *hi) {
+  switch (t) {
+    case GRAPHC_DTYPE_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+    case GRAPHC_DTYPE_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+    case GRAPHC_DTYPE_U8: *lo = 0, *hi = UINT8_MAX; break;
+    case GRAPHC_DTYPE_BOOL: *lo = 0, *hi = 1; break;
+    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+  }
+}

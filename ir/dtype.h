@@ -1,0 +1,38 @@
+/* dtype.h - scalar conversions between dtypes, written once for every layer.
+ *
+ * The f16/bf16 rounding rule (ir/dtype.c), used by the interpreter, constant
+ * folding, code generation (constant data and literals) and random weights:
+ *   - a double (or an exact int64) is rounded ONCE, straight to the 16-bit
+ *     format, to nearest with ties to even; never through float first, so
+ *     there is no double rounding;
+ *   - subnormals are kept (gradual underflow); a magnitude at or below half
+ *     the smallest subnormal rounds to a zero of the same sign;
+ *   - a finite value at or past the halfway point between the largest finite
+ *     value and 2^(emax+1) (65520 for f16, 0x1.ffp127 for bf16) becomes an
+ *     infinity of the same sign; infinities stay infinities;
+ *   - NaN stays NaN: the sign and the top fraction bits are kept and the quiet
+ *     bit is set (double 0x7ff8... gives 0x7e00 / 0x7fc0).
+ * Widening (f16/bf16 -> double) is exact, NaN payloads kept.
+ * Integer arithmetic only: the result does not depend on the FPU rounding mode.
+ */
+#ifndef GC_DTYPE_H
+#define GC_DTYPE_H
+
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* double -> IEEE binary16 / bfloat16 bits by the rule above. */
+uint16_t gc_f64_to_f16(double x);
+uint16_t gc_f64_to_bf16(double x);
+/* Exact int64 -> binary16 / bfloat16 bits, rounded once from the integer. */
+uint16_t gc_i64_to_f16(int64_t v);
+uint16_t gc_i64_to_bf16(int64_t v);
+/* binary16 / bfloat16 bits -> double (exact). */
+double gc_f16_to_f64(uint16_t h);
+double gc_bf16_to_f64(uint16_t h);
+
+/* Smallest and largest value of an int (or bool) dtype; int64's for any other. */
+void gc_int_range(gc_dtype t, int64_t *lo, int64_t *hi);
+
+#endif /* GC_DTYPE_H */
