@@ -21,7 +21,6 @@
 
 #include "codegen/codegen.h"
 #include "driver/cuda_backend.h"
-#include "driver/settings.h"
 #include "weights/safetensors.h"
 #include "tools/cli.h"
 
