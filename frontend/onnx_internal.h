@@ -3,8 +3,8 @@
  * The importer walks the ONNX nodes in order. Every ONNX value name maps to an
  * ox_val: a graphc value, constant data known at import time, or both.
  * Op mappings (onnx_ops*.c) build graphc ops with ox_op(), which infers result
- * types right away and folds the op with the interpreter when every operand
- * is a known constant, so shape arithmetic (Shape -> Gather -> Concat ->
+ * types right away and folds the op (gc_fold_eval, passes/fold.h) when every
+ * operand is a known constant, so shape arithmetic (Shape -> Gather -> Concat ->
  * Reshape) ends up as attributes. Helpers prefixed ox_.
  */
 #ifndef GC_ONNX_INTERNAL_H

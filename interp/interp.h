@@ -19,9 +19,8 @@ graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
                               const graphc_tensor_t *inputs, int n_inputs,
                               graphc_tensor_t *outputs, int n_outputs, gc_diags *d);
 
-/* Scalar conversions shared by the interpreter and host-side helpers. */
-double gc_load_f64(const void *base, gc_dtype t, int64_t i);
-void gc_store_f64(void *base, gc_dtype t, int64_t i, double v);
+/* Scalar conversions shared by the interpreter and host-side helpers (and
+ * gc_load_f64 / gc_store_f64, declared in ir/ir.h). */
 float gc_half_to_float(uint16_t h);
 uint16_t gc_float_to_half(float f);     /* round to nearest even */
 float gc_bf16_to_float(uint16_t h);

@@ -102,6 +102,11 @@ int gc_dtype_is_int(gc_dtype t);     /* i64 i32 i8 u8 */
 int gc_dtype_is_signed(gc_dtype t);  /* floats and signed ints */
 /* Parse "f32" etc. Returns -1 when not a dtype name. */
 int gc_dtype_from_name(const char *s, size_t n);
+/* Element i of a buffer of dtype t as a double (i64 beyond 2^53 rounds), and a
+ * double stored into one (floats round once to nearest even, ints truncate and
+ * saturate, bool is v != 0). Defined with the f16/bf16 conversions in interp/interp.c. */
+double gc_load_f64(const void *base, gc_dtype t, int64_t i);
+void gc_store_f64(void *base, gc_dtype t, int64_t i, double v);
 /* The CUDA code path an option names (GRAPHC_CODEGEN_DEFAULT: LLVM). */
 graphc_codegen_t gc_codegen_resolve(graphc_codegen_t c);
 
