@@ -1,5 +1,6 @@
-/* onnx_build.c - the ONNX importer's toolbox: errors, graphc op construction
- * with type inference and constant folding, constants, and node accessors.
+/* onnx_build.c - the ONNX importer's toolbox: graphc op construction with
+ * type inference and constant folding, constants (TensorProto data, external
+ * data read safely), and node accessors.
  *
  * ox_op() appends a graphc op to the graph being built and infers its result
  * type at once (ir/infer.c), so mappings always know shapes. When every
@@ -9,78 +10,19 @@
  * that goes to the weights file. An op that evaluator does not evaluate
  * (contractions, convolutions, pools, normalizations) stays in the graph.
  */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "frontend/onnx_internal.h"
 #include "passes/fold.h"
 
 #define FOLD_LIMIT (INT64_C(1) << 24) /* largest constant result folded at import */
 #define SMALL_CONST 16                /* constants up to this many elements are written inline */
-
-/* ---- errors and ownership -------------------------------------------------------------------- */
-
-/* Report an error prefixed with the node being translated. */
-static void vreport(ox *x, graphc_status_t st, const char *fmt, va_list ap) {
-  char msg[900];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  const gc_onnx_node *n = x->node;
-  if (n && n->name[0])
-    gc_error_at(x->d, st, (gc_loc){0, 0}, "node '%s' (#%d, %s): %s", n->name, n->index, n->op_type,
-                msg);
-  else if (n)
-    gc_error_at(x->d, st, (gc_loc){0, 0}, "node #%d (%s): %s", n->index, n->op_type, msg);
-  else
-    gc_error_at(x->d, st, (gc_loc){0, 0}, "%s", msg);
-  x->errors++;
-}
-
-/* Report an unsupported feature of the current node (status UNSUPPORTED). */
-int ox_unsup(ox *x, const char *fmt, ...) {
-  char msg[800];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  /* Short reasons ("dilated pooling") read as "not supported: dilated pooling". */
-  int says = strstr(msg, "support") || strstr(msg, "must") || strstr(msg, "bind");
-  return ox_fail(x, GRAPHC_STATUS_UNSUPPORTED, "%s%s", says ? "" : "not supported: ", msg);
-}
-
-/* Report an error of the current node with a status. */
-int ox_fail(ox *x, graphc_status_t st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vreport(x, st, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-/* Keep a malloc'd block until the importer (or its result) is freed. */
-void *ox_own(ox *x, void *p) {
-  if (!p) {
-    ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
-    return NULL;
-  }
-  if (x->n_owned == x->cap_owned) {
-    int nc = x->cap_owned ? 2 * x->cap_owned : 64;
-    void **no = realloc(x->owned, (size_t)nc * sizeof *no);
-    if (!no) {
-      free(p);
-      ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
-      return NULL;
-    }
-    x->owned = no;
-    x->cap_owned = nc;
-  }
-  x->owned[x->n_owned++] = p;
-  return p;
-}
-
-void *ox_alloc(ox *x, size_t n) { return ox_own(x, calloc(1, n ? n : 1)); }
 
 /* ---- attributes ------------------------------------------------------------------------------- */
 
@@ -206,6 +148,113 @@ void ox_const_set(ox_const *k, int64_t i, double v) { gc_store_f64(k->data, k->d
 void ox_const_seti(ox_const *k, int64_t i, int64_t v) {
   if (k->dtype == GRAPHC_DTYPE_I64) ((int64_t *)k->data)[i] = v;
   else gc_store_f64(k->data, k->dtype, i, (double)v);
+}
+
+/* Does p name a path that stays inside the model folder (relative, no "..")? */
+static int safe_relpath(const char *p) {
+  if (!p[0] || p[0] == '/') return 0;
+  const char *s = p;
+  while (*s) {
+    const char *e = strchr(s, '/');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    if (n == 2 && s[0] == '.' && s[1] == '.') return 0;
+    if (n == 0 && !e) break;
+    s = e ? e + 1 : s + n;
+  }
+  return 1;
+}
+
+/* Read the external data of initializer t into a fresh constant. */
+static int load_external(ox *x, const gc_onnx_tensor *t, ox_const *k) {
+  size_t want = (size_t)k->numel * graphc_dtype_size(k->dtype);
+  if (!x->model_dir)
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                   "initializer '%s' uses external data, which needs the model's folder", t->name);
+  if (!safe_relpath(t->location) || strchr(t->location, '\\'))
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                   "initializer '%s': external data location '%s' leaves the model's folder "
+                   "(absolute paths and '..' are not allowed)",
+                   t->name, t->location);
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/%s", x->model_dir, t->location) >= (int)sizeof path)
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "initializer '%s': path too long", t->name);
+  /* No component below the model folder may be a symbolic link. */
+  size_t base = strlen(x->model_dir) + 1;
+  for (size_t i = base; path[i - 1]; i++) {
+    if (path[i] != '/' && path[i] != 0) continue;
+    char save = path[i];
+    path[i] = 0;
+    struct stat st;
+    int bad = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+    path[i] = save;
+    if (bad)
+      return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                     "initializer '%s': external data location '%s' goes through a symbolic link",
+                     t->name, t->location);
+    if (!save) break;
+  }
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': cannot open external data '%s': %s",
+                   t->name, path, strerror(errno));
+  int rc = 0;
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': '%s' is not a regular file", t->name,
+                 path);
+  } else if (t->ext_length >= 0 && (uint64_t)t->ext_length != want) {
+    rc = ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                 "initializer '%s': external data length %lld, expected %zu bytes", t->name,
+                 (long long)t->ext_length, want);
+  } else if ((uint64_t)t->ext_offset > (uint64_t)st.st_size ||
+             want > (uint64_t)st.st_size - (uint64_t)t->ext_offset) {
+    rc = ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                 "initializer '%s': external data at offset %lld (%zu bytes) runs past the end of "
+                 "'%s' (%lld bytes)",
+                 t->name, (long long)t->ext_offset, want, path, (long long)st.st_size);
+  } else if (fseeko(f, (off_t)t->ext_offset, SEEK_SET) != 0 || fread(k->data, 1, want, f) != want) {
+    rc = ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': cannot read '%s'", t->name, path);
+  }
+  fclose(f);
+  return rc;
+}
+
+/* Constant data of a TensorProto (initializer or Constant value); NULL when
+ * graphc cannot hold it (reported when `report`). */
+ox_const *ox_tensor_const(ox *x, const gc_onnx_tensor *t, int report) {
+  int dt = gc_onnx_dtype(t->data_type);
+  if (dt < 0) {
+    if (report) ox_dtype(x, t->data_type, &(gc_dtype){0});
+    return NULL;
+  }
+  if (t->rank > GC_MAX_RANK) {
+    if (report) ox_unsup(x, "tensor '%s' has rank %d; graphc supports up to %d", t->name, t->rank,
+                         GC_MAX_RANK);
+    return NULL;
+  }
+  if (t->numel < 0 || t->numel > (INT64_C(1) << 40)) {   /* -1: the product of the dims overflows */
+    if (report) {
+      char dims[GC_MAX_RANK * 24 + 2] = "";
+      for (int i = 0, at = 0; i < t->rank; i++)
+        at += snprintf(dims + at, sizeof dims - (size_t)at, "%s%lld", i ? " x " : "", (long long)t->dims[i]);
+      ox_unsup(x, "tensor '%s' (%s) has more than 2^40 elements, the most a constant can hold", t->name,
+               dims);
+    }
+    return NULL;
+  }
+  ox_const *k = ox_const_new(x, (gc_dtype)dt, t->rank, t->dims);
+  if (!k) return NULL;
+  size_t want = (size_t)k->numel * graphc_dtype_size(k->dtype);
+  if (t->external) {
+    if (load_external(x, t, k) != 0) return NULL;
+  } else if (t->nbytes == want && t->data) {
+    memcpy(k->data, t->data, want);
+  } else if (want) {
+    ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "tensor '%s' has %zu bytes of data, expected %zu",
+            t->name, t->data ? t->nbytes : 0, want);
+    return NULL;
+  }
+  return k;
 }
 
 /* Grow the per-value side tables to cover every value id of the graph. */
