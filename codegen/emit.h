@@ -163,7 +163,7 @@ kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc
 /* Modeled flops per element of an elementwise op. */
 double gc_ec_op_flops(const gc_op *op);
 
-/* ---- matmul pieces shared by emit_linalg.c and emit_mma.c -------------------------------- */
+/* ---- matmul pieces shared by emit_linalg.c and the tensor-core kernels (emit_tc.c) -------- */
 typedef struct gc_mm_shape {
   int64_t M, N, K, batch;
   int ta, tb;
@@ -178,9 +178,6 @@ void gc_mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_
 int gc_mm_out_point(gc_gen *G, const gc_value *o, const gc_mm_shape *s, const int *bco, int m, int n, int lin);
 /* Bind the root's accumulated value at pt and store the group's outputs (epilogue). */
 void gc_mm_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt, kir_expr *acc);
-/* emit_mma.c: the tensor-core kernel of a matmul group, or NULL when the target,
- * dtypes, shapes or operand layouts do not allow it (nothing emitted then). */
-kir_kernel *gc_mm_tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G);
 
 /* ---- kernels, params, launches (emit_util.c) ------------------------------------------ */
 /* Arithmetic type for a storage dtype: f16/bf16 -> f32, i8/u8 -> i32. */

@@ -1,6 +1,6 @@
 /* emit_linalg.c - matmul, conv2d, max_pool2d, avg_pool2d groups.
  *
- *   matmul, CUDA (what the tensor cores do not take, emit_mma.c): f32 with M and N
+ *   matmul, CUDA (what the tensor cores do not take: emit_mma.c, emit_wgmma.c): f32 with M and N
  *       of 64 or more on the register-blocked kernel (mm_simt: 128x128 or 64x64 tiles,
  *       8x8 or 4x4 accumulators per thread); else shared-memory tiles: a BLOCKS launch
  *       over (batch, tile_m, tile_n) groups of 256 threads; each group computes a 32x32 output tile,
@@ -29,7 +29,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "codegen/emit.h"
+#include "codegen/emit_tc.h"
 
 /* Tile geometry of the CUDA matmul kernel. */
 enum { MM_T = 32, MM_PAD = MM_T + 1, MM_ROWS = 8, MM_RPT = MM_T / MM_ROWS };
@@ -41,30 +41,9 @@ static kir_expr *in_range(gc_lowerer *c, kir_kernel *k, int v, int64_t hi, int c
   return e;
 }
 
-/* Bind the root's accumulated value at pt and store the group's outputs (epilogue). */
-static void epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt, kir_expr *acc) {
-  const gc_value *rv = grp->roots[0]->results[0];
-  int v = gc_ec_let(G->c, G->k, b, rv->name, gc_ec_round(G->c, rv->type.dtype, acc));
-  gc_gen_bind(G, rv, pt, v);
-  gc_gen_store_outs(G, b, grp, pt);
-}
-
 /* ---- matmul --------------------------------------------------------------------------------- */
 
 typedef gc_mm_shape mm_shape;
-
-/* Sizes, transpose flags and batch dims of a matmul. */
-static void mm_shape_of(const gc_op *op, mm_shape *s) {
-  const gc_type *a = &op->operands[0]->type, *o = &op->results[0]->type;
-  s->ta = gc_op_attr_bool(op, "transpose_a", 0);
-  s->tb = gc_op_attr_bool(op, "transpose_b", 0);
-  s->M = o->dims[o->rank - 2];
-  s->N = o->dims[o->rank - 1];
-  s->K = s->ta ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
-  s->ob = o->rank - 2;
-  for (int i = 0; i < s->ob; i++) s->obdims[i] = o->dims[i];
-  s->batch = gc_ec_prod(o->dims, 0, s->ob);
-}
 
 /* Element index of coordinates co of value v in the buffer it is finally read
  * from, following the index maps the group computes inline; -1 when another op
@@ -153,23 +132,6 @@ static int mm_operand(gc_gen *G, kir_block *b, const gc_value *x, const mm_shape
   return gc_gen_val(G, b, x, gc_gen_pt(G, t, -1, co));
 }
 
-/* Output batch coordinates of batch index var `bi` (unit dims: GC_PT_ZERO). */
-static void mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const mm_shape *s, int bi, int *bco) {
-  if (s->ob == 0) return;
-  gc_ec_unravel(c, k, b, bi, s->ob, s->obdims, bco);
-  for (int i = 0; i < s->ob; i++)
-    if (s->obdims[i] == 1) bco[i] = GC_PT_ZERO;
-}
-
-/* Output point (batch coords, m, n) of the result. */
-static int mm_out_point(gc_gen *G, const gc_value *o, const mm_shape *s, const int *bco, int m, int n, int lin) {
-  int co[GC_MAX_RANK];
-  for (int i = 0; i < s->ob; i++) co[i] = bco[i];
-  co[s->ob] = s->M == 1 ? GC_PT_ZERO : m;
-  co[s->ob + 1] = s->N == 1 ? GC_PT_ZERO : n;
-  return gc_gen_pt(G, &o->type, lin, co);
-}
-
 /* Does operand x walk its logical inner dim (A's k, B's n) along memory? From the index
  * map when it can be probed, else from the transpose flag. */
 static int mm_walks_inner(const gc_lowerer *c, const gc_value *x, int trans) {
@@ -184,7 +146,7 @@ static void mm_tile_origin(gc_lowerer *c, kir_kernel *k, kir_block *b, const mm_
   int64_t dims3[3] = {s->batch, tm, tn};
   int co[3];
   gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
-  mm_batch_coords(c, k, b, s, co[0], bco);
+  gc_mm_batch_coords(c, k, b, s, co[0], bco);
   *m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, bm)));
   *n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, bn)));
 }
@@ -267,8 +229,8 @@ static kir_kernel *mm_tiled(gc_lowerer *c, const gc_fusion_group *grp, const mm_
     kir_block *tb;
     kir_emit_if(c->km, b, cond, &tb, NULL);
     gc_gen_push(G);
-    int pt = mm_out_point(G, op->results[0], s, bco, gm, gn, -1);
-    epilogue(G, tb, grp, pt, ec_v(c, k, acc[j]));
+    int pt = gc_mm_out_point(G, op->results[0], s, bco, gm, gn, -1);
+    gc_mm_epilogue(G, tb, grp, pt, ec_v(c, k, acc[j]));
     gc_gen_pop(G);
   }
   return k;
@@ -461,7 +423,7 @@ static kir_kernel *mm_simt(gc_lowerer *c, const gc_fusion_group *grp, const mm_s
       kir_emit_if(c->km, rbk, in_range(c, k, gn[0], s->N, 0), &tb, NULL);
       gc_gen_push(G);
       for (int j = j0; j < j0 + W; j++) {
-        pts[j - j0] = mm_out_point(G, op->results[0], s, g.bco, gm, gn[j - j0], -1);
+        pts[j - j0] = gc_mm_out_point(G, op->results[0], s, g.bco, gm, gn[j - j0], -1);
         const gc_value *rv = op->results[0];
         int v = gc_ec_let(c, k, tb, rv->name, gc_ec_round(c, rv->type.dtype, ec_v(c, k, acc[i][j])));
         gc_gen_bind(G, rv, pts[j - j0], v);
@@ -525,8 +487,8 @@ static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++) {
       gc_gen_push(G);
-      int pt = mm_out_point(G, op->results[0], s, bco, mi[i], nj[j], -1);
-      epilogue(G, b, grp, pt, ec_v(c, k, acc[i * nr + j]));
+      int pt = gc_mm_out_point(G, op->results[0], s, bco, mi[i], nj[j], -1);
+      gc_mm_epilogue(G, b, grp, pt, ec_v(c, k, acc[i * nr + j]));
       gc_gen_pop(G);
     }
 }
@@ -559,8 +521,8 @@ static void mm_host_edge(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
   kir_emit_assign(c->km, lb, acc, ec_bin(c, KIR_ADD, ec_v(c, k, acc), prod));
   gc_gen_pop(G);
   gc_gen_push(G);
-  int pt = mm_out_point(G, op->results[0], s, bco, m, n, -1);
-  epilogue(G, tb, grp, pt, ec_v(c, k, acc));
+  int pt = gc_mm_out_point(G, op->results[0], s, bco, m, n, -1);
+  gc_mm_epilogue(G, tb, grp, pt, ec_v(c, k, acc));
   gc_gen_pop(G);
 }
 
@@ -580,7 +542,7 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   int64_t dims3[3] = {s->batch, TN, TM};
   int co[3], bco[GC_MAX_RANK];
   gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
-  mm_batch_coords(c, k, b, s, co[0], bco);
+  gc_mm_batch_coords(c, k, b, s, co[0], bco);
   int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, mr)));
   int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, nr)));
   if (s->M % mr == 0 && s->N % nr == 0) {
@@ -784,7 +746,7 @@ static kir_kernel *mm_packed(gc_lowerer *c, const gc_fusion_group *grp, const mm
   int64_t dims3[3] = {s->batch, TN, TM};
   int co[3], bco[GC_MAX_RANK];
   gc_ec_unravel(c, k, b, k->item_var, 3, dims3, co);
-  mm_batch_coords(c, k, b, s, co[0], bco);
+  gc_mm_batch_coords(c, k, b, s, co[0], bco);
   int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, MC)));
   int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, NC)));
   int mv = gc_ec_let(c, k, b, "mv", pk_extent(c, k, MC, s->M, m0));
@@ -809,21 +771,30 @@ static kir_kernel *mm_packed(gc_lowerer *c, const gc_fusion_group *grp, const mm
   int n = s->N == 1 ? GC_PT_ZERO : gc_ec_let(c, k, fb, "n", ec_add(c, ec_v(c, k, n0), ec_v(c, k, j)));
   kir_expr *ci = ec_add(c, ec_mul(c, ec_v(c, k, i), ec_i64(c, NC)), ec_v(c, k, j));
   gc_gen_push(G);
-  int pt = mm_out_point(G, op->results[0], s, bco, m, n, -1);
-  epilogue(G, fb, grp, pt, kir_load(c->km, k, KIR_SCRATCH, cs, ci));
+  int pt = gc_mm_out_point(G, op->results[0], s, bco, m, n, -1);
+  gc_mm_epilogue(G, fb, grp, pt, kir_load(c->km, k, KIR_SCRATCH, cs, ci));
   gc_gen_pop(G);
   return k;
 }
 
-void gc_mm_shape_of(const gc_op *op, gc_mm_shape *s) { mm_shape_of(op, s); }
-void gc_mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_shape *s, int bi, int *bco) {
-  mm_batch_coords(c, k, b, s, bi, bco);
-}
-int gc_mm_out_point(gc_gen *G, const gc_value *o, const gc_mm_shape *s, const int *bco, int m, int n, int lin) {
-  return mm_out_point(G, o, s, bco, m, n, lin);
-}
-void gc_mm_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt, kir_expr *acc) {
-  epilogue(G, b, grp, pt, acc);
+/* The tensor-core kernel of a matmul group (CUDA, sm_80 and later), NULL when the tensor
+ * cores do not take it (gc_tc_plan_of). Hopper: warpgroup MMAs (emit_wgmma.c) when both
+ * operands load by cp.async as they are, unless a tuning entry names one of the mma.sync
+ * kernel's tiles or a tile is forced (kir_target.tc_bm / tc_bn); else mma.sync (emit_mma.c). */
+static kir_kernel *tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G) {
+  gc_tc_plan p;
+  if (!gc_tc_plan_of(c, grp, s, &p)) return NULL;
+  const gc_tuning_entry *te = p.te;
+  /* tf32 on Hopper: the transposed warpgroup-MMA kernel (emit_wgmma.c) */
+  if (c->t->wgmma && p.tf32 && !p.a_gen && !p.b_gen && s->M >= 64 && s->N >= 64 && !c->t->tc_bm &&
+      !c->t->tc_bn)
+    return gc_mm_wgmma_tf32(c, grp, s, G, &p.oa, &p.ob, p.b_nmajor, te && te->wgmma ? te->bm : 0,
+                            te && te->wgmma ? te->bn : 0, p.key);
+  if (c->t->wgmma && !p.tf32 && (!p.a_gen || p.a_nhwc) && !p.b_gen && s->M >= 64 && s->N >= 64 &&
+      !c->t->tc_bm && !c->t->tc_bn && (!te || te->wgmma) && !p.short_k)
+    return gc_mm_wgmma(c, grp, s, G, &p.oa, p.a_nhwc ? p.aic : NULL, &p.ob, p.b_nmajor, te ? te->bm : 0,
+                       te ? te->bn : 0, p.key);
+  return gc_mm_mma(c, grp, s, G, &p);
 }
 
 /* matmul group: tensor cores (emit_mma.c) or the tiled BLOCKS kernel on CUDA, ITEMS dot
@@ -831,11 +802,11 @@ void gc_mm_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt,
 int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *op = grp->roots[0];
   mm_shape s;
-  mm_shape_of(op, &s);
+  gc_mm_shape_of(op, &s);
   gc_dtype ct = gc_ec_compute_type(op->results[0]->type.dtype);
   gc_dtype at = gc_dtype_is_float(ct) ? ct : GRAPHC_DTYPE_I64;
   gc_gen G;
-  kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? gc_mm_tensor_core(c, grp, &s, &G) : NULL;
+  kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? tensor_core(c, grp, &s, &G) : NULL;
   if (!k && mm_use_packed(c, &s, at)) k = mm_packed(c, grp, &s, at, &G);
   if (!k && mm_simt_ok(c, &s, at)) k = mm_simt(c, grp, &s, at, &G);
   if (!k) k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, grp, &s, at, &G) : mm_items(c, grp, &s, at, &G);
@@ -935,7 +906,7 @@ int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp) {
                           ec_cast(c, at, gc_ec_load(c, k, pw, wi)));
   kir_emit_assign(c->km, win, acc, ec_bin(c, KIR_ADD, ec_v(c, k, acc), prod));
   int pt = gc_gen_pt(&G, ot, k->item_var, co);
-  epilogue(&G, b, grp, pt, ec_v(c, k, acc));
+  gc_mm_epilogue(&G, b, grp, pt, ec_v(c, k, acc));
   k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = 2.0 * (double)gc_type_numel(ot) * (double)(Cg * KH * KW);
   gc_gen_free(&G);
@@ -1064,7 +1035,7 @@ int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_gen_pop(&G);
   kir_expr *y = is_max ? ec_v(c, k, acc) : ec_bin(c, KIR_DIV, ec_v(c, k, acc), ec_v(c, k, cnt));
   int pt = gc_gen_pt(&G, ot, k->item_var, co);
-  epilogue(&G, b, grp, pt, y);
+  gc_mm_epilogue(&G, b, grp, pt, y);
   k->bytes_moved = gc_gen_bytes(&G, -1);
   k->flops = (double)gc_type_numel(ot) * (double)(w.kh * w.kw);
   gc_gen_free(&G);

@@ -1,15 +1,19 @@
-/* emit_tc.h - what the two tensor-core matmul emitters share: operands read in place
- * as strided windows of their buffers, and the epilogue over a register tile.
+/* emit_tc.h - the tensor-core matmul kernels and what they share: operands read in
+ * place as strided windows of their buffers, the plan of how each operand is read,
+ * and the epilogue over a register tile.
  *
- *   emit_mma.c    mma.sync kernel (sm_80 and later), the operand analysis, the epilogue
- *   emit_wgmma.c  Hopper warpgroup-MMA kernel (sm_90a), called by emit_mma.c's
- *                 gc_mm_tensor_core when the target has wgmma and both operands are
- *                 strided windows loaded by cp.async
+ *   emit_linalg.c the dispatcher: plans a matmul group (gc_tc_plan_of) and picks a kernel
+ *   emit_mma.c    mma.sync kernel (sm_80 and later)
+ *   emit_wgmma.c  Hopper warpgroup-MMA kernels (sm_90a), taken when the target has wgmma
+ *                 and both operands are strided windows loaded by cp.async
+ *   emit_tc.c     the shared pieces below (and gc_mm_* of emit.h), which the others
+ *                 (emit_attn.c too) call down into; it calls none of them
  */
 #ifndef GC_EMIT_TC_H
 #define GC_EMIT_TC_H
 
 #include "codegen/emit.h"
+#include "codegen/tuning.h"
 
 /* An operand as a strided window of a materialized buffer:
  * element co of the operand = base[off + sum co[i] * st[i]]. */
@@ -41,6 +45,30 @@ kir_expr *gc_tc_batch_off(gc_lowerer *c, kir_kernel *k, const gc_value *x, const
 void gc_tc_store_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const gc_mm_shape *s,
                       const int *bco, int nr, const int *rows, int nq, const int (*cols)[2], const int *acc,
                       int adjacent);
+/* How a matmul group's operands reach the tensor cores, decided once (gc_tc_plan_of) for
+ * the dispatcher and the kernel it picks. */
+typedef struct gc_tc_plan {
+  gc_dtype dt;               /* the operands' dtype */
+  int tf32;                  /* f32 operands read as tf32 (kir_target.tf32) */
+  int epc, bk;               /* elements per 16-byte chunk, and the K tile (4 chunks) */
+  tc_opnd oa, ob;            /* the operands as strided windows, unless staged */
+  int a_gen, b_gen;          /* staged element by element through the generator */
+  int b_nmajor;              /* B's chunks run along N (B stored K x N) */
+  int b_im2col;              /* B an NCHW im2col (bic) the group computes, staged along pixels */
+  int a_nhwc;                /* A an NHWC im2col (aic) of materialized ax, one cp.async a chunk */
+  const gc_op *aic, *bic;    /* the ops defining A and B */
+  const gc_value *ax;        /* aic's input when aic is an im2col, else NULL */
+  char key[GC_TUNING_KEY_MAX];  /* the problem's tuning key */
+  const gc_tuning_entry *te; /* its tuning entry, NULL when none */
+  int short_k;               /* K of at most 128 and no entry: mma.sync, 128x64 tiles first */
+} gc_tc_plan;
+/* Plan matmul group grp for the tensor cores: 0 when the target (CUDA sm_80 and later),
+ * dtypes (f16, bf16; f32 with tf32) or sizes (M or N below 32, 64 for tf32; K below 16)
+ * rule them out. Emits nothing. */
+int gc_tc_plan_of(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_tc_plan *p);
+/* emit_mma.c: the mma.sync kernel of a group planned by gc_tc_plan_of. */
+kir_kernel *gc_mm_mma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
+                      const gc_tc_plan *p);
 /* emit_wgmma.c: the warpgroup-MMA kernel for operands oa (K contiguous; or, when a_nhwc is
  * not NULL, that NHWC im2col of its materialized input, channels in whole chunks) and ob (N
  * contiguous when b_nmajor, else K contiguous), 16-byte aligned windows; tile bm x bn (0 x 0:

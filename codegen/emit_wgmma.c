@@ -1,12 +1,12 @@
 /* emit_wgmma.c - Hopper (sm_90a) tensor-core matmul groups: warpgroup MMAs that read both
  * operands from shared memory asynchronously.
  *
- * Used by gc_mm_tensor_core (emit_mma.c) when the target has wgmma (kir_target.wgmma: sm_90
+ * Chosen by emit_linalg.c's tensor_core when the target has wgmma (kir_target.wgmma: sm_90
  * exactly) and both operands are 16-byte aligned strided windows of their buffers (A with K
  * contiguous, B with N or K contiguous), or A an NHWC im2col of a materialized input whose
  * channels come in whole 16-byte chunks, or in half chunks of two pixels that are inside or
  * outside the image together (the layout pass's convs and its pair form of a stem, decided
- * by emit_mma.c's tc_nhwc_pairs: wg_issue_nhwc), f16 / bf16
+ * by emit_tc.c's tc_nhwc_pairs: wg_issue_nhwc), f16 / bf16
  * with f32 accumulators, M and N at least 64; anything else keeps the mma.sync kernel. The epilogue is the mma.sync kernel's
  * (gc_tc_store_tile): bias, activation, residual, scale, cast, whatever the group fuses.
  *

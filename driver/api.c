@@ -97,6 +97,22 @@ static gc_module *parse_and_verify(const char *name, const char *src, size_t len
   return m;
 }
 
+/* A private copy of the model's module for compile and emit (its text is not
+ * parsed again), verified again so that its warnings come with the call as
+ * they did from the load; NULL with errors in d. */
+static gc_module *clone_and_verify(const graphc_model_t *m, gc_diags *d) {
+  gc_module *c = gc_module_clone(m->module);
+  if (!c) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    return NULL;
+  }
+  if (gc_verify_module(c, d) > 0 || d->n_errors) {
+    gc_module_free(c);
+    return NULL;
+  }
+  return c;
+}
+
 static graphc_status_t model_load(graphc_context_t *ctx, const char *name, const char *dir,
                                   char *src, size_t len, graphc_model_t **out,
                                   graphc_error_t *err) {
@@ -335,13 +351,10 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   memcpy(exe->source, m->source, m->source_len + 1);
   exe->source_len = m->source_len;
 
-  /* A private copy of the module, specialized to the bound dims. */
-  exe->module = parse_and_verify(m->name, m->source, m->source_len, &d);
+  /* A private copy of the module (bound dims included), specialized to them. */
+  exe->module = clone_and_verify(m, &d);
   if (!exe->module) goto fail;
-  gc_graph *src_g = m->module->graphs[m->entry];
   exe->graph = exe->module->graphs[m->entry];
-  if (src_g->n_syms)
-    memcpy(exe->graph->sym_values, src_g->sym_values, (size_t)src_g->n_syms * sizeof(int64_t));
   if (gc_graph_specialize(exe->graph, &d) > 0 || gc_verify_graph(exe->graph, &d) > 0) goto fail;
 
   /* Weights: loaded once, checked against every param. */
@@ -604,12 +617,10 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
   double t0 = emit_now_ms();
   gc_module *mod = opts.tuning && !(tuning = gc_tuning_load(opts.tuning, &d))
                        ? NULL
-                       : parse_and_verify(m->name, m->source, m->source_len, &d);
-  gc_sbuf_printf(&stats, "time: parse + verify %.2f ms\n", emit_now_ms() - t0);
+                       : clone_and_verify(m, &d);
+  gc_sbuf_printf(&stats, "time: clone + verify %.2f ms\n", emit_now_ms() - t0);
   if (mod) {
     gc_graph *g = mod->graphs[m->entry];
-    if (g->n_syms)
-      memcpy(g->sym_values, m->module->graphs[m->entry]->sym_values, (size_t)g->n_syms * sizeof(int64_t));
     graphc_compile_options_t popts = opts;  /* passes as for the cuda backend */
     popts.backend = GRAPHC_BACKEND_CUDA;
     if (gc_graph_specialize(g, &d) == 0 && gc_verify_graph(g, &d) == 0 &&

@@ -13,147 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "frontend/onnx_internal.h"
 #include "frontend/parser.h"
 
 #define OX_MAX_OPSET 28 /* newest ai.onnx opset whose op versions were reviewed */
-
-/* ---- string-keyed hash map (open addressing) ------------------------------------------------- */
-
-struct ox_map {
-  const char **keys;
-  void **vals;
-  size_t cap, n;
-};
-
-/* FNV-1a. */
-static size_t hash_str(const char *s) {
-  size_t h = 1469598103934665603u;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
-
-/* An empty map. */
-static ox_map *map_new(void) {
-  ox_map *m = calloc(1, sizeof *m);
-  if (!m) return NULL;
-  m->cap = 64;
-  m->keys = calloc(m->cap, sizeof *m->keys);
-  m->vals = calloc(m->cap, sizeof *m->vals);
-  if (!m->keys || !m->vals) {
-    free(m->keys);
-    free(m->vals);
-    free(m);
-    return NULL;
-  }
-  return m;
-}
-
-/* Free a map (not its keys or values). */
-static void map_free(ox_map *m) {
-  if (!m) return;
-  free(m->keys);
-  free(m->vals);
-  free(m);
-}
-
-/* Value stored under k, or NULL. */
-static void *map_get(const ox_map *m, const char *k) {
-  for (size_t i = hash_str(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-    if (!m->keys[i]) return NULL;
-    if (strcmp(m->keys[i], k) == 0) return m->vals[i];
-  }
-}
-
-/* Insert or replace; the key must outlive the map. 0 or -1 (out of memory). */
-static int map_put(ox_map *m, const char *k, void *v) {
-  if (2 * (m->n + 1) > m->cap) {
-    size_t nc = m->cap * 2;
-    const char **nk = calloc(nc, sizeof *nk);
-    void **nv = calloc(nc, sizeof *nv);
-    if (!nk || !nv) {
-      free(nk);
-      free(nv);
-      return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->keys[i]) continue;
-      size_t j = hash_str(m->keys[i]) & (nc - 1);
-      while (nk[j]) j = (j + 1) & (nc - 1);
-      nk[j] = m->keys[i];
-      nv[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = nk;
-    m->vals = nv;
-    m->cap = nc;
-  }
-  size_t i = hash_str(k) & (m->cap - 1);
-  while (m->keys[i] && strcmp(m->keys[i], k) != 0) i = (i + 1) & (m->cap - 1);
-  if (!m->keys[i]) m->n++;
-  m->keys[i] = k;
-  m->vals[i] = v;
-  return 0;
-}
-
-ox_val *ox_lookup(ox *x, const char *name) { return map_get(x->vals, name); }
-
-/* ---- names ----------------------------------------------------------------------------------- */
-
-/* Register a name as used (the string must live in the graph arena). */
-static const char *claim(ox *x, const char *s) {
-  if (!s || map_put(x->names, s, (void *)s) != 0) {
-    ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
-    return NULL;
-  }
-  return s;
-}
-
-/* A fresh temporary value name "tN" not used yet. */
-const char *ox_temp_name(ox *x) {
-  for (;;) {
-    char buf[32];
-    snprintf(buf, sizeof buf, "t%d", x->n_tmp++);
-    if (!map_get(x->names, buf)) return claim(x, gc_arena_strdup(&x->g->arena, buf));
-  }
-}
-
-/* An identifier made of [A-Za-z0-9_] from an ONNX name, starting with a letter or '_'. */
-static char *sanitize(ox *x, const char *s, const char *prefix) {
-  size_t n = strlen(s);
-  if (n > 200) n = 200;
-  char *buf = gc_arena_alloc(&x->g->arena, n + strlen(prefix) + 2);
-  if (!buf) return NULL;
-  size_t k = 0;
-  if (!n || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
-    for (const char *p = prefix; *p; p++) buf[k++] = *p;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    buf[k++] = ok ? c : '_';
-  }
-  buf[k] = 0;
-  return buf;
-}
-
-/* `base`, or base_1, base_2, ... : the first not in `set`. */
-static const char *unique_in(ox *x, ox_map *set, const char *base) {
-  if (!map_get(set, base)) return base;
-  for (int i = 1;; i++) {
-    const char *s = gc_arena_printf(&x->g->arena, "%s_%d", base, i);
-    if (!s) return NULL;
-    if (!map_get(set, s)) return s;
-  }
-}
-
-/* A unique graphc value name for an ONNX name (sanitized, suffixed). */
-const char *ox_value_name(ox *x, const char *onnx_name) {
-  char *s = sanitize(x, onnx_name, "v");
-  return s ? claim(x, unique_in(x, x->names, s)) : NULL;
-}
 
 /* ---- the translation ------------------------------------------------------------------------------ */
 
@@ -163,147 +27,6 @@ typedef struct ox_store {
   int n;
 } ox_store;
 
-typedef struct ox_priv {
-  ox x;
-  ox_map *wnames;          /* weights tensor names in use */
-} ox_priv;
-
-/* Weight tensor names: the ONNX name when free, else suffixed. */
-const char *ox_weight_name(ox *x, const char *hint) {
-  ox_priv *p = (ox_priv *)x;
-  const char *s;
-  if (!hint || strcmp(hint, "__metadata__") == 0)
-    s = gc_arena_printf(&x->g->arena, "const_%d", x->n_weights);
-  else
-    s = gc_arena_strdup(&x->g->arena, hint);
-  s = s ? unique_in(x, p->wnames, s) : NULL;
-  if (!s || map_put(p->wnames, s, (void *)s) != 0) {
-    ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
-    return NULL;
-  }
-  return s;
-}
-
-/* Bind an ONNX name to a value / constant. */
-static ox_val *bind(ox *x, const char *name, gc_value *v, ox_const *k) {
-  ox_val *ov = ox_alloc(x, sizeof *ov);
-  if (!ov) return NULL;
-  ov->name = name;
-  ov->v = v;
-  ov->k = k;
-  if (map_put(x->vals, name, ov) != 0) {
-    ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
-    return NULL;
-  }
-  return ov;
-}
-
-/* Does p name a path that stays inside the model folder (relative, no "..")? */
-static int safe_relpath(const char *p) {
-  if (!p[0] || p[0] == '/') return 0;
-  const char *s = p;
-  while (*s) {
-    const char *e = strchr(s, '/');
-    size_t n = e ? (size_t)(e - s) : strlen(s);
-    if (n == 2 && s[0] == '.' && s[1] == '.') return 0;
-    if (n == 0 && !e) break;
-    s = e ? e + 1 : s + n;
-  }
-  return 1;
-}
-
-/* Read the external data of initializer t into a fresh constant. */
-static int load_external(ox *x, const gc_onnx_tensor *t, ox_const *k) {
-  size_t want = (size_t)k->numel * graphc_dtype_size(k->dtype);
-  if (!x->model_dir)
-    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
-                   "initializer '%s' uses external data, which needs the model's folder", t->name);
-  if (!safe_relpath(t->location) || strchr(t->location, '\\'))
-    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
-                   "initializer '%s': external data location '%s' leaves the model's folder "
-                   "(absolute paths and '..' are not allowed)",
-                   t->name, t->location);
-  char path[PATH_MAX];
-  if (snprintf(path, sizeof path, "%s/%s", x->model_dir, t->location) >= (int)sizeof path)
-    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "initializer '%s': path too long", t->name);
-  /* No component below the model folder may be a symbolic link. */
-  size_t base = strlen(x->model_dir) + 1;
-  for (size_t i = base; path[i - 1]; i++) {
-    if (path[i] != '/' && path[i] != 0) continue;
-    char save = path[i];
-    path[i] = 0;
-    struct stat st;
-    int bad = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
-    path[i] = save;
-    if (bad)
-      return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
-                     "initializer '%s': external data location '%s' goes through a symbolic link",
-                     t->name, t->location);
-    if (!save) break;
-  }
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': cannot open external data '%s': %s",
-                   t->name, path, strerror(errno));
-  int rc = 0;
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    rc = ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': '%s' is not a regular file", t->name,
-                 path);
-  } else if (t->ext_length >= 0 && (uint64_t)t->ext_length != want) {
-    rc = ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
-                 "initializer '%s': external data length %lld, expected %zu bytes", t->name,
-                 (long long)t->ext_length, want);
-  } else if ((uint64_t)t->ext_offset > (uint64_t)st.st_size ||
-             want > (uint64_t)st.st_size - (uint64_t)t->ext_offset) {
-    rc = ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
-                 "initializer '%s': external data at offset %lld (%zu bytes) runs past the end of "
-                 "'%s' (%lld bytes)",
-                 t->name, (long long)t->ext_offset, want, path, (long long)st.st_size);
-  } else if (fseeko(f, (off_t)t->ext_offset, SEEK_SET) != 0 || fread(k->data, 1, want, f) != want) {
-    rc = ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': cannot read '%s'", t->name, path);
-  }
-  fclose(f);
-  return rc;
-}
-
-/* Constant data of a TensorProto (initializer or Constant value); NULL when
- * graphc cannot hold it (reported when `report`). */
-ox_const *ox_tensor_const(ox *x, const gc_onnx_tensor *t, int report) {
-  int dt = gc_onnx_dtype(t->data_type);
-  if (dt < 0) {
-    if (report) ox_dtype(x, t->data_type, &(gc_dtype){0});
-    return NULL;
-  }
-  if (t->rank > GC_MAX_RANK) {
-    if (report) ox_unsup(x, "tensor '%s' has rank %d; graphc supports up to %d", t->name, t->rank,
-                         GC_MAX_RANK);
-    return NULL;
-  }
-  if (t->numel < 0 || t->numel > (INT64_C(1) << 40)) {   /* -1: the product of the dims overflows */
-    if (report) {
-      char dims[GC_MAX_RANK * 24 + 2] = "";
-      for (int i = 0, at = 0; i < t->rank; i++)
-        at += snprintf(dims + at, sizeof dims - (size_t)at, "%s%lld", i ? " x " : "", (long long)t->dims[i]);
-      ox_unsup(x, "tensor '%s' (%s) has more than 2^40 elements, the most a constant can hold", t->name,
-               dims);
-    }
-    return NULL;
-  }
-  ox_const *k = ox_const_new(x, (gc_dtype)dt, t->rank, t->dims);
-  if (!k) return NULL;
-  size_t want = (size_t)k->numel * graphc_dtype_size(k->dtype);
-  if (t->external) {
-    if (load_external(x, t, k) != 0) return NULL;
-  } else if (t->nbytes == want && t->data) {
-    memcpy(k->data, t->data, want);
-  } else if (want) {
-    ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "tensor '%s' has %zu bytes of data, expected %zu",
-            t->name, t->data ? t->nbytes : 0, want);
-    return NULL;
-  }
-  return k;
-}
 
 /* List every node graphc cannot translate (domain, op type, opset) in one error. */
 static int check_ops(ox *x) {
@@ -345,7 +68,7 @@ static int check_ops(ox *x) {
 /* Symbol index of a dim_param, adding it to the graph's symbols. */
 static int64_t sym_dim(ox *x, const char *param) {
   gc_graph *g = x->g;
-  char *s = sanitize(x, param, "S");
+  char *s = ox_sanitize(x, param, "S");
   if (!s) return -1;
   static const char *const reserved[] = {"true", "false", "inf", "nan", "f64", "f32", "f16",
                                          "bf16", "i64", "i32", "i8", "u8", "bool"};
@@ -381,22 +104,22 @@ static int add_inputs(ox *x) {
     if (vi->kind != GC_ONNX_TYPE_TENSOR) {
       ox_unsup(x, "graph input '%s' is not a tensor (sequences, maps, optionals and sparse tensors "
                   "are not supported)", vi->name);
-      if ((bad = bind(x, vi->name, NULL, NULL))) bad->bad = 1;
+      if ((bad = ox_bind(x, vi->name, NULL, NULL))) bad->bad = 1;
       continue;
     }
     if (ox_dtype(x, vi->elem_type, &dt) != 0) {
-      if ((bad = bind(x, vi->name, NULL, NULL))) bad->bad = 1;
+      if ((bad = ox_bind(x, vi->name, NULL, NULL))) bad->bad = 1;
       continue;
     }
     if (!vi->has_shape) {
       ox_unsup(x, "graph input '%s' has no shape (dynamic rank is not supported)", vi->name);
-      if ((bad = bind(x, vi->name, NULL, NULL))) bad->bad = 1;
+      if ((bad = ox_bind(x, vi->name, NULL, NULL))) bad->bad = 1;
       continue;
     }
     if (vi->rank > GC_MAX_RANK) {
       ox_unsup(x, "graph input '%s' has rank %d; graphc supports up to %d", vi->name, vi->rank,
                GC_MAX_RANK);
-      if ((bad = bind(x, vi->name, NULL, NULL))) bad->bad = 1;
+      if ((bad = ox_bind(x, vi->name, NULL, NULL))) bad->bad = 1;
       continue;
     }
     t.dtype = dt;
@@ -429,12 +152,12 @@ static int add_inputs(ox *x) {
                 vi->name);
       }
     if (!ok) {
-      if ((bad = bind(x, vi->name, NULL, NULL))) bad->bad = 1;
+      if ((bad = ox_bind(x, vi->name, NULL, NULL))) bad->bad = 1;
       continue;
     }
     const char *nm = ox_value_name(x, vi->name);
     gc_value *v = nm ? gc_graph_add_arg(x->g, nm, &t, (gc_loc){0, 0}) : NULL;
-    ox_val *ov = v ? bind(x, vi->name, v, NULL) : NULL;
+    ox_val *ov = v ? ox_bind(x, vi->name, v, NULL) : NULL;
     if (!ov) return -1;
     const gc_onnx_tensor *fz = pos < x->opts->n_inputs ? &x->opts->inputs[pos] : NULL;
     int fdt = fz ? gc_onnx_dtype(fz->data_type) : -1;
@@ -456,7 +179,7 @@ static int add_initializers(ox *x) {
     int errs = x->errors;
     ox_const *k = ox_tensor_const(x, t, 0);
     if (x->errors != errs) return -1;   /* bad external data: stop */
-    ox_val *v = bind(x, t->name, NULL, k);
+    ox_val *v = ox_bind(x, t->name, NULL, k);
     if (!v) return -1;
     v->onnx_type = t->data_type;
     v->init = 1;
@@ -525,7 +248,7 @@ static void translate_node(ox *x, const gc_onnx_node *n) {
       if (nm) v->name = nm;
       x->temp[v->id] = 0;
     }
-    ox_val *ov = bind(x, name, v, k);
+    ox_val *ov = ox_bind(x, name, v, k);
     if (ov && !ok) ov->bad = 1;
   }
   x->node = NULL;
@@ -588,11 +311,11 @@ static void remove_dead(gc_graph *g) {
 
 /* Keep the weights of the params that survived, in program order. */
 static int collect_weights(ox *x, gc_onnx_result *out) {
-  ox_map *idx = map_new();
+  ox_map *idx = ox_map_new();
   if (!idx) return ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < x->n_weights; i++)
-    if (map_put(idx, x->weights[i].name, &x->weights[i]) != 0) {
-      map_free(idx);
+    if (ox_map_put(idx, x->weights[i].name, &x->weights[i]) != 0) {
+      ox_map_free(idx);
       return ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
     }
   int n = 0;
@@ -600,23 +323,23 @@ static int collect_weights(ox *x, gc_onnx_result *out) {
     if (op->opcode == GC_OP_PARAM) n++;
   out->tensors = calloc((size_t)(n ? n : 1), sizeof *out->tensors);
   if (!out->tensors) {
-    map_free(idx);
+    ox_map_free(idx);
     return ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
   }
   for (gc_op *op = x->g->first; op; op = op->next) {
     if (op->opcode != GC_OP_PARAM) continue;
-    gc_st_tensor *w = map_get(idx, gc_op_attr_str(op, "name", ""));
+    gc_st_tensor *w = ox_map_get(idx, gc_op_attr_str(op, "name", ""));
     GC_ASSERT(w);
     gc_st_tensor *t = &out->tensors[out->n_tensors++];
     *t = *w;
     /* The name must outlive the graph arena: copy it into owned memory. */
     t->name = ox_own(x, strdup(w->name));
     if (!t->name) {
-      map_free(idx);
+      ox_map_free(idx);
       return -1;
     }
   }
-  map_free(idx);
+  ox_map_free(idx);
   return 0;
 }
 
@@ -637,11 +360,10 @@ static int reverify(ox *x, const char *text) {
 }
 
 /* Free the importer state, except what `keep` (the result) took over. */
-static void ox_free(ox_priv *p, int keep_owned) {
-  ox *x = &p->x;
-  map_free(x->vals);
-  map_free(x->names);
-  map_free(p->wnames);
+static void ox_free(ox *x, int keep_owned) {
+  ox_map_free(x->vals);
+  ox_map_free(x->names);
+  ox_map_free(x->wnames);
   free(x->kv);
   free(x->fz);
   free(x->temp);
@@ -659,12 +381,11 @@ int gc_onnx_import(const gc_onnx_model *m, const char *source, const gc_onnx_opt
   if (!opts) opts = &none;
   const char *weights_ref = opts->weights_ref;
   memset(out, 0, sizeof *out);
-  ox_priv *p = calloc(1, sizeof *p);
-  if (!p) {
+  ox *x = calloc(1, sizeof *x);
+  if (!x) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     return -1;
   }
-  ox *x = &p->x;
   x->model = m;
   x->source = source ? source : "model.onnx";
   x->model_dir = opts->model_dir;
@@ -672,25 +393,25 @@ int gc_onnx_import(const gc_onnx_model *m, const char *source, const gc_onnx_opt
   x->d = d;
   x->fold = 1;
   x->opset = gc_onnx_opset_version(m, "");
-  x->vals = map_new();
-  x->names = map_new();
-  p->wnames = map_new();
+  x->vals = ox_map_new();
+  x->names = ox_map_new();
+  x->wnames = ox_map_new();
   x->mod = gc_module_new(x->source);
-  if (!x->vals || !x->names || !p->wnames || !x->mod) {
+  if (!x->vals || !x->names || !x->wnames || !x->mod) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-    ox_free(p, 0);
-    free(p);
+    ox_free(x, 0);
+    free(x);
     return -1;
   }
   x->mod->version = 1;
   const char *gname = m->graph.name[0] ? m->graph.name : "main";
   char *gn = NULL;
   x->g = gc_graph_new(x->mod, "main", (gc_loc){0, 0});
-  if (x->g) gn = sanitize(x, gname, "g");
+  if (x->g) gn = ox_sanitize(x, gname, "g");
   if (!x->g || !gn) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-    ox_free(p, 0);
-    free(p);
+    ox_free(x, 0);
+    free(x);
     return -1;
   }
   x->g->name = gn;
@@ -729,8 +450,8 @@ done:
     gc_onnx_result_free(out);
     if (!d->n_errors)
       gc_error_at(d, GRAPHC_STATUS_INTERNAL, (gc_loc){0, 0}, "import failed without a message");
-    ox_free(p, 0);
-    free(p);
+    ox_free(x, 0);
+    free(x);
     return -1;
   }
   /* The result keeps the owned blocks (weight data and names). */
@@ -738,15 +459,15 @@ done:
   if (!keep) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     gc_onnx_result_free(out);
-    ox_free(p, 0);
-    free(p);
+    ox_free(x, 0);
+    free(x);
     return -1;
   }
   keep->owned = x->owned;
   keep->n = x->n_owned;
   out->priv = keep;
-  ox_free(p, 1);
-  free(p);
+  ox_free(x, 1);
+  free(x);
   return 0;
 }
 

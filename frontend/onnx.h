@@ -8,7 +8,7 @@
  *
  * Importing (frontend/onnx.c, frontend/onnx_ops*.c): gc_onnx_import maps the
  * main graph onto graphc ops, folds constant subexpressions with the
- * interpreter, and produces .graph text (parsed and verified again before it
+ * folding pass's evaluator (passes/fold.h), and produces .graph text (parsed and verified again before it
  * is returned) plus the weight tensors for a safetensors file. Unsupported ops
  * are all collected into one error with status GRAPHC_STATUS_UNSUPPORTED.
  */

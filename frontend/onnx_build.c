@@ -1,84 +1,29 @@
-/* onnx_build.c - the ONNX importer's toolbox: errors, graphc op construction
- * with type inference and constant folding, constants, and node accessors.
+/* onnx_build.c - the ONNX importer's toolbox: graphc op construction with
+ * type inference and constant folding, constants (TensorProto data, external
+ * data read safely), and node accessors.
  *
  * ox_op() appends a graphc op to the graph being built and infers its result
  * type at once (ir/infer.c), so mappings always know shapes. When every
- * operand carries constant data, the op is evaluated by the interpreter on a
- * scratch graph instead and replaced by its result: a `const` op (uniform or
- * at most 16 elements) or a `param` that goes to the weights file.
+ * operand carries constant data, the op is evaluated with the folding pass's
+ * evaluator (gc_fold_eval, passes/fold.h; never the interpreter) and replaced
+ * by its result: a `const` op (uniform or at most 16 elements) or a `param`
+ * that goes to the weights file. An op that evaluator does not evaluate
+ * (contractions, convolutions, pools, normalizations) stays in the graph.
  */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "frontend/onnx_internal.h"
-#include "interp/interp.h"
+#include "ir/dtype.h"
+#include "passes/fold.h"
 
 #define FOLD_LIMIT (INT64_C(1) << 24) /* largest constant result folded at import */
 #define SMALL_CONST 16                /* constants up to this many elements are written inline */
-
-/* ---- errors and ownership -------------------------------------------------------------------- */
-
-/* Report an error prefixed with the node being translated. */
-static void vreport(ox *x, graphc_status_t st, const char *fmt, va_list ap) {
-  char msg[900];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  const gc_onnx_node *n = x->node;
-  if (n && n->name[0])
-    gc_error_at(x->d, st, (gc_loc){0, 0}, "node '%s' (#%d, %s): %s", n->name, n->index, n->op_type,
-                msg);
-  else if (n)
-    gc_error_at(x->d, st, (gc_loc){0, 0}, "node #%d (%s): %s", n->index, n->op_type, msg);
-  else
-    gc_error_at(x->d, st, (gc_loc){0, 0}, "%s", msg);
-  x->errors++;
-}
-
-/* Report an unsupported feature of the current node (status UNSUPPORTED). */
-int ox_unsup(ox *x, const char *fmt, ...) {
-  char msg[800];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  /* Short reasons ("dilated pooling") read as "not supported: dilated pooling". */
-  int says = strstr(msg, "support") || strstr(msg, "must") || strstr(msg, "bind");
-  return ox_fail(x, GRAPHC_STATUS_UNSUPPORTED, "%s%s", says ? "" : "not supported: ", msg);
-}
-
-/* Report an error of the current node with a status. */
-int ox_fail(ox *x, graphc_status_t st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vreport(x, st, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-/* Keep a malloc'd block until the importer (or its result) is freed. */
-void *ox_own(ox *x, void *p) {
-  if (!p) {
-    ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
-    return NULL;
-  }
-  if (x->n_owned == x->cap_owned) {
-    int nc = x->cap_owned ? 2 * x->cap_owned : 64;
-    void **no = realloc(x->owned, (size_t)nc * sizeof *no);
-    if (!no) {
-      free(p);
-      ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
-      return NULL;
-    }
-    x->owned = no;
-    x->cap_owned = nc;
-  }
-  x->owned[x->n_owned++] = p;
-  return p;
-}
-
-void *ox_alloc(ox *x, size_t n) { return ox_own(x, calloc(1, n ? n : 1)); }
 
 /* ---- attributes ------------------------------------------------------------------------------- */
 
@@ -204,6 +149,113 @@ void ox_const_set(ox_const *k, int64_t i, double v) { gc_store_f64(k->data, k->d
 void ox_const_seti(ox_const *k, int64_t i, int64_t v) {
   if (k->dtype == GRAPHC_DTYPE_I64) ((int64_t *)k->data)[i] = v;
   else gc_store_f64(k->data, k->dtype, i, (double)v);
+}
+
+/* Does p name a path that stays inside the model folder (relative, no "..")? */
+static int safe_relpath(const char *p) {
+  if (!p[0] || p[0] == '/') return 0;
+  const char *s = p;
+  while (*s) {
+    const char *e = strchr(s, '/');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    if (n == 2 && s[0] == '.' && s[1] == '.') return 0;
+    if (n == 0 && !e) break;
+    s = e ? e + 1 : s + n;
+  }
+  return 1;
+}
+
+/* Read the external data of initializer t into a fresh constant. */
+static int load_external(ox *x, const gc_onnx_tensor *t, ox_const *k) {
+  size_t want = (size_t)k->numel * graphc_dtype_size(k->dtype);
+  if (!x->model_dir)
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                   "initializer '%s' uses external data, which needs the model's folder", t->name);
+  if (!safe_relpath(t->location) || strchr(t->location, '\\'))
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                   "initializer '%s': external data location '%s' leaves the model's folder "
+                   "(absolute paths and '..' are not allowed)",
+                   t->name, t->location);
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/%s", x->model_dir, t->location) >= (int)sizeof path)
+    return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "initializer '%s': path too long", t->name);
+  /* No component below the model folder may be a symbolic link. */
+  size_t base = strlen(x->model_dir) + 1;
+  for (size_t i = base; path[i - 1]; i++) {
+    if (path[i] != '/' && path[i] != 0) continue;
+    char save = path[i];
+    path[i] = 0;
+    struct stat st;
+    int bad = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+    path[i] = save;
+    if (bad)
+      return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                     "initializer '%s': external data location '%s' goes through a symbolic link",
+                     t->name, t->location);
+    if (!save) break;
+  }
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': cannot open external data '%s': %s",
+                   t->name, path, strerror(errno));
+  int rc = 0;
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': '%s' is not a regular file", t->name,
+                 path);
+  } else if (t->ext_length >= 0 && (uint64_t)t->ext_length != want) {
+    rc = ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                 "initializer '%s': external data length %lld, expected %zu bytes", t->name,
+                 (long long)t->ext_length, want);
+  } else if ((uint64_t)t->ext_offset > (uint64_t)st.st_size ||
+             want > (uint64_t)st.st_size - (uint64_t)t->ext_offset) {
+    rc = ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT,
+                 "initializer '%s': external data at offset %lld (%zu bytes) runs past the end of "
+                 "'%s' (%lld bytes)",
+                 t->name, (long long)t->ext_offset, want, path, (long long)st.st_size);
+  } else if (fseeko(f, (off_t)t->ext_offset, SEEK_SET) != 0 || fread(k->data, 1, want, f) != want) {
+    rc = ox_fail(x, GRAPHC_STATUS_IO_ERROR, "initializer '%s': cannot read '%s'", t->name, path);
+  }
+  fclose(f);
+  return rc;
+}
+
+/* Constant data of a TensorProto (initializer or Constant value); NULL when
+ * graphc cannot hold it (reported when `report`). */
+ox_const *ox_tensor_const(ox *x, const gc_onnx_tensor *t, int report) {
+  int dt = gc_onnx_dtype(t->data_type);
+  if (dt < 0) {
+    if (report) ox_dtype(x, t->data_type, &(gc_dtype){0});
+    return NULL;
+  }
+  if (t->rank > GC_MAX_RANK) {
+    if (report) ox_unsup(x, "tensor '%s' has rank %d; graphc supports up to %d", t->name, t->rank,
+                         GC_MAX_RANK);
+    return NULL;
+  }
+  if (t->numel < 0 || t->numel > (INT64_C(1) << 40)) {   /* -1: the product of the dims overflows */
+    if (report) {
+      char dims[GC_MAX_RANK * 24 + 2] = "";
+      for (int i = 0, at = 0; i < t->rank; i++)
+        at += snprintf(dims + at, sizeof dims - (size_t)at, "%s%lld", i ? " x " : "", (long long)t->dims[i]);
+      ox_unsup(x, "tensor '%s' (%s) has more than 2^40 elements, the most a constant can hold", t->name,
+               dims);
+    }
+    return NULL;
+  }
+  ox_const *k = ox_const_new(x, (gc_dtype)dt, t->rank, t->dims);
+  if (!k) return NULL;
+  size_t want = (size_t)k->numel * graphc_dtype_size(k->dtype);
+  if (t->external) {
+    if (load_external(x, t, k) != 0) return NULL;
+  } else if (t->nbytes == want && t->data) {
+    memcpy(k->data, t->data, want);
+  } else if (want) {
+    ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "tensor '%s' has %zu bytes of data, expected %zu",
+            t->name, t->data ? t->nbytes : 0, want);
+    return NULL;
+  }
+  return k;
 }
 
 /* Grow the per-value side tables to cover every value id of the graph. */
@@ -341,70 +393,61 @@ gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param) {
 
 /* ---- folding ---------------------------------------------------------------------------------------- */
 
-/* Evaluate op (whose operands are all constants) with the interpreter on a
- * scratch graph; fills res[op->n_results]. 0 or -1 (reported). */
+/* k as a gc_cval of type t, which must be concrete with k's element count
+ * (elements read exactly: floats as doubles, ints and bools as int64).
+ * 1, 0 when t does not fit, -1 out of memory. */
+static int const_to_cval(const ox_const *k, const gc_type *t, gc_cval *c) {
+  memset(c, 0, sizeof *c);
+  if (k->dtype != t->dtype || gc_type_numel(t) != k->numel || k->numel < 1) return 0;
+  c->type = *t;
+  c->n = k->numel;
+  c->e = malloc((size_t)k->numel * sizeof *c->e);
+  if (!c->e) return -1;
+  int flt = gc_dtype_is_float(k->dtype);
+  for (int64_t i = 0; i < k->numel; i++) {
+    if (flt) c->e[i].f = ox_const_get(k, i);
+    else c->e[i].i = ox_const_geti(k, i);
+  }
+  return 1;
+}
+
+/* A gc_cval (concrete type) as importer-owned constant data; NULL on error (reported). */
+static ox_const *cval_to_const(ox *x, const gc_cval *c) {
+  ox_const *k = ox_const_new(x, c->type.dtype, c->type.rank, c->type.dims);
+  if (!k) return NULL;
+  int flt = gc_dtype_is_float(k->dtype);
+  for (int64_t i = 0; i < k->numel; i++) {
+    gc_scalar e = c->e[c->splat ? 0 : i];
+    if (flt) ox_const_set(k, i, e.f);
+    else ox_const_seti(k, i, e.i);
+  }
+  return k;
+}
+
+/* Evaluate op (whose operands are all constants) with gc_fold_eval; fills
+ * res[op->n_results]. 1 folded, 0 not evaluated there (the op stays), -1 (reported). */
 static int fold(ox *x, const gc_op *op, ox_const **res) {
-  gc_module *m = gc_module_new("fold");
-  gc_graph *sg = m ? gc_graph_new(m, "fold", op->loc) : NULL;
-  graphc_tensor_t in[16], out[OX_MAX_OUTS];
-  gc_value *args[16];
-  int rc = -1, reported = 0;
-  if (!sg || op->n_operands > 16 || op->n_results > OX_MAX_OUTS) goto done;
-  for (int i = 0; i < op->n_operands; i++) {
-    const ox_const *k = x->kv[op->operands[i]->id];
-    char nm[16];
-    snprintf(nm, sizeof nm, "a%d", i);
-    args[i] = gc_graph_add_arg(sg, nm, &op->operands[i]->type, op->loc);
-    if (!args[i]) goto done;
-    memset(&in[i], 0, sizeof in[i]);
-    in[i].dtype = k->dtype;
-    in[i].rank = k->rank;
-    memcpy(in[i].dims, k->dims, sizeof k->dims);
-    in[i].data = k->data;
-    in[i].nbytes = (size_t)k->numel * graphc_dtype_size(k->dtype);
-  }
-  gc_op *op2 = gc_op_new(sg, op->opcode, op->n_operands, args, op->n_results, NULL, op->loc);
-  if (!op2) goto done;
-  gc_op_set_attrs(sg, op2, op->n_attrs, op->attrs);
-  sg->outputs = gc_arena_alloc(&sg->arena, (size_t)op->n_results * sizeof *sg->outputs);
-  sg->result_types = gc_arena_alloc(&sg->arena, (size_t)op->n_results * sizeof *sg->result_types);
-  if (!sg->outputs || !sg->result_types) goto done;
-  for (int i = 0; i < op->n_results; i++) {
-    const gc_type *t = &op->results[i]->type;
-    op2->results[i]->type = *t;
-    sg->outputs[i] = op2->results[i];
-    sg->result_types[i] = *t;
-    res[i] = ox_const_new(x, t->dtype, t->rank, t->dims);
-    if (!res[i]) goto done;
-    memset(&out[i], 0, sizeof out[i]);
-    out[i].dtype = t->dtype;
-    out[i].rank = t->rank;
-    memcpy(out[i].dims, t->dims, sizeof t->dims);
-    out[i].data = res[i]->data;
-    out[i].nbytes = (size_t)res[i]->numel * graphc_dtype_size(t->dtype);
-  }
-  sg->n_outputs = sg->n_result_types = op->n_results;
-  gc_graph_recount_uses(sg);
+  gc_cval *in = calloc((size_t)op->n_operands + 1, sizeof *in), out[OX_MAX_OUTS];
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
-  graphc_status_t st = gc_interp_run(sg, NULL, in, op->n_operands, out, op->n_results, &d);
-  if (st != GRAPHC_STATUS_OK) {
-    const char *msg = "failed";
-    for (int i = 0; i < d.n; i++)
-      if (d.items[i].level == GC_DIAG_ERROR) {
-        msg = d.items[i].msg;
-        break;
-      }
-    ox_fail(x, st, "evaluating %s on constants: %s", gc_op_infos[op->opcode].name, msg);
-    reported = 1;
-  } else {
-    rc = 0;
+  int rc = in ? 1 : -1;
+  for (int i = 0; i < op->n_operands && rc == 1; i++)
+    rc = const_to_cval(x->kv[op->operands[i]->id], &op->operands[i]->type, &in[i]);
+  if (rc == 1 && (rc = gc_fold_eval(op, in, out, FOLD_LIMIT, &d)) == 1) {
+    for (int i = 0; i < op->n_results; i++) {
+      if (rc == 1 && !(res[i] = cval_to_const(x, &out[i]))) rc = -2; /* reported */
+      gc_cval_free(&out[i]);
+    }
   }
+  if (rc == 0 && d.n_errors) /* a value the op rejects: an error, as at run time */
+    rc = ox_fail(x, d.status, "evaluating %s on constants: %s", gc_op_infos[op->opcode].name,
+                 d.items[0].msg);
+  else if (rc == -1)
+    ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory folding constants");
+  for (int i = 0; in && i < op->n_operands; i++) gc_cval_free(&in[i]);
+  free(in);
   gc_diags_free(&d);
-done:
-  if (rc != 0 && !reported) ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory folding constants");
-  gc_module_free(m);
-  return rc;
+  return rc < 0 ? -1 : rc;
 }
 
 /* ---- building ops -------------------------------------------------------------------------------- */
@@ -449,9 +492,10 @@ int ox_opn(ox *x, gc_opcode opc, int n, gc_value *const *in, const ox_attrs *at,
     op->results[i]->type = types[i];
     x->temp[op->results[i]->id] = 1;
   }
-  if (foldable(x, op)) {
-    ox_const *ks[OX_MAX_OUTS];
-    if (fold(x, op, ks) != 0) return -1;
+  ox_const *ks[OX_MAX_OUTS];
+  int folded = foldable(x, op) ? fold(x, op, ks) : 0;
+  if (folded < 0) return -1;
+  if (folded) {
     gc_op_remove(x->g, op);
     for (int i = 0; i < n_res; i++)
       if (!(res[i] = ox_materialize(x, ks[i], NULL))) return -1;
@@ -597,21 +641,18 @@ ox_const *ox_in_const(ox *x, int i) {
   return v->v && v->v->id < x->cap_ids ? x->kv[v->v->id] : NULL;
 }
 
-/* Evaluate v at import time: clone the ops it depends on into a scratch graph
- * whose arguments are the constants and frozen inputs they read, and run the
- * interpreter. NULL when v depends on an input without a value (or is too big);
- * *frozen is set when a frozen input was read. */
+/* Evaluate v at import time: evaluate the ops it depends on, in program order,
+ * with gc_fold_eval, starting from the constants and frozen inputs they read.
+ * NULL when v depends on an input without a value, on an op that evaluator
+ * does not evaluate, or is too big; *frozen is set when a frozen input was read. */
 static ox_const *demand(ox *x, gc_value *v, int *frozen) {
   gc_graph *g = x->g;
   int nops = g->next_op_id, nvals = g->next_value_id;
   unsigned char *mark = calloc((size_t)nops + 1, 1);
-  gc_value **map = calloc((size_t)nvals + 1, sizeof *map);
+  gc_cval *val = calloc((size_t)nvals + 1, sizeof *val); /* by value id; e NULL: not known yet */
   gc_value **stack = calloc((size_t)nvals + 1, sizeof *stack);
-  gc_module *m = gc_module_new("demand");
-  gc_graph *sg = m ? gc_graph_new(m, "demand", (gc_loc){0, 0}) : NULL;
-  graphc_tensor_t *in = calloc((size_t)nvals + 1, sizeof *in);
   ox_const *res = NULL;
-  int sp = 0, nin = 0, ok = mark && map && stack && sg && in;
+  int sp = 0, ok = mark && val && stack;
   *frozen = 0;
   if (ok) stack[sp++] = v;
   while (ok && sp) { /* mark the ops v depends on, stopping at known values */
@@ -625,62 +666,29 @@ static ox_const *demand(ox *x, gc_value *v, int *frozen) {
   }
   for (gc_op *op = g->first; ok && op; op = op->next) {
     if (!mark[op->id]) continue;
-    gc_value *ops[64];
-    if (op->n_operands > 64) ok = 0;
+    gc_cval ins[64], outs[OX_MAX_OUTS];
+    if (op->n_operands > 64 || op->n_results > OX_MAX_OUTS) ok = 0;
     for (int i = 0; ok && i < op->n_operands; i++) {
       gc_value *u = op->operands[i];
-      if (!map[u->id]) { /* a leaf: constant or frozen data becomes an argument */
+      if (!val[u->id].e) { /* a leaf: constant or frozen data */
         ox_const *k = x->kv[u->id] ? x->kv[u->id] : x->fz[u->id];
-        char nm[32];
-        snprintf(nm, sizeof nm, "a%d", nin);
-        if (!k || !(map[u->id] = gc_graph_add_arg(sg, nm, &u->type, op->loc))) {
+        if (!k || const_to_cval(k, &u->type, &val[u->id]) != 1) {
           ok = 0;
           break;
         }
         if (!x->kv[u->id]) *frozen = 1;
-        in[nin] = (graphc_tensor_t){.dtype = k->dtype, .rank = k->rank, .data = k->data,
-                                    .nbytes = (size_t)k->numel * graphc_dtype_size(k->dtype)};
-        memcpy(in[nin].dims, k->dims, sizeof k->dims);
-        nin++;
       }
-      ops[i] = map[u->id];
+      ins[i] = val[u->id];
     }
-    gc_op *c = ok ? gc_op_new(sg, op->opcode, op->n_operands, ops, op->n_results, NULL, op->loc) : NULL;
-    if (!c) {
-      ok = 0;
-      break;
-    }
-    gc_op_set_attrs(sg, c, op->n_attrs, op->attrs);
-    for (int i = 0; i < op->n_results; i++) {
-      c->results[i]->type = op->results[i]->type;
-      map[op->results[i]->id] = c->results[i];
-    }
+    if (ok && gc_fold_eval(op, ins, outs, INT64_MAX, NULL) != 1) ok = 0;
+    for (int i = 0; ok && i < op->n_results; i++) val[op->results[i]->id] = outs[i];
   }
   int64_t numel = gc_type_numel(&v->type);
-  if (ok && map[v->id] && numel >= 0 && numel <= FOLD_LIMIT) {
-    sg->outputs = gc_arena_alloc(&sg->arena, sizeof *sg->outputs);
-    sg->result_types = gc_arena_alloc(&sg->arena, sizeof *sg->result_types);
-    res = ox_const_new(x, v->type.dtype, v->type.rank, v->type.dims);
-    if (sg->outputs && sg->result_types && res) {
-      sg->outputs[0] = map[v->id];
-      sg->result_types[0] = v->type;
-      sg->n_outputs = sg->n_result_types = 1;
-      graphc_tensor_t out = {.dtype = res->dtype, .rank = res->rank, .data = res->data,
-                             .nbytes = (size_t)res->numel * graphc_dtype_size(res->dtype)};
-      memcpy(out.dims, res->dims, sizeof res->dims);
-      gc_diags d;
-      gc_diags_init(&d, "", NULL, 0);
-      if (gc_interp_run(sg, NULL, in, nin, &out, 1, &d) != GRAPHC_STATUS_OK) res = NULL;
-      gc_diags_free(&d);
-    } else {
-      res = NULL;
-    }
-  }
-  gc_module_free(m);
+  if (ok && val[v->id].e && numel >= 0 && numel <= FOLD_LIMIT) res = cval_to_const(x, &val[v->id]);
+  for (int i = 0; val && i < nvals; i++) gc_cval_free(&val[i]);
   free(mark);
-  free(map);
+  free(val);
   free(stack);
-  free(in);
   return res;
 }
 

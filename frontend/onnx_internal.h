@@ -1,10 +1,18 @@
 /* onnx_internal.h - shared state of the ONNX importer (onnx.c and onnx_ops*.c).
  *
+ * The files call only down this list, never back up:
+ *   onnx.c            the driver: inputs, initializers, nodes, outputs, the text
+ *   onnx_ops.c        the op table (ONNX op type -> mapping)
+ *   onnx_shape.c, onnx_nn.c, onnx_composite.c   the mappings
+ *   onnx_build.c      the toolbox: ops built with inference and folding, constants,
+ *                     node accessors
+ *   onnx_names.c      bookkeeping: errors, owned memory, maps, bindings, names
+ *
  * The importer walks the ONNX nodes in order. Every ONNX value name maps to an
  * ox_val: a graphc value, constant data known at import time, or both.
  * Op mappings (onnx_ops*.c) build graphc ops with ox_op(), which infers result
- * types right away and folds the op with the interpreter when every operand
- * is a known constant, so shape arithmetic (Shape -> Gather -> Concat ->
+ * types right away and folds the op (gc_fold_eval, passes/fold.h) when every
+ * operand is a known constant, so shape arithmetic (Shape -> Gather -> Concat ->
  * Reshape) ends up as attributes. Helpers prefixed ox_.
  */
 #ifndef GC_ONNX_INTERNAL_H
@@ -48,6 +56,7 @@ typedef struct ox {
   const gc_onnx_node *node;/* node being translated */
   ox_map *vals;            /* ONNX name -> ox_val */
   ox_map *names;           /* graphc value names in use */
+  ox_map *wnames;          /* weights tensor names in use */
   ox_const **kv;           /* constant data of graphc values, by value id */
   ox_const **fz;           /* values known only from frozen inputs, by value id */
   unsigned char *temp;     /* graphc value is an unnamed temporary, by value id */
@@ -72,7 +81,7 @@ typedef struct ox_attrs {
   gc_named_attr a[OX_MAX_ATTRS];
 } ox_attrs;
 
-/* ---- errors (message prefixed with the node) ------------------------------------------ */
+/* ---- errors (message prefixed with the node) and ownership (onnx_names.c) ------------------ */
 int ox_unsup(ox *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ox_fail(ox *x, graphc_status_t st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Grow the per-value side tables (kv, fz, temp) to the graph's value count. */
@@ -81,14 +90,21 @@ int ox_ids_ensure(ox *x);
 void *ox_own(ox *x, void *p);
 void *ox_alloc(ox *x, size_t n);
 
-/* ---- names and values (onnx.c) ---------------------------------------------------------- */
+/* ---- maps, bindings and names (onnx_names.c) ------------------------------------------- */
+/* String-keyed maps (keys must outlive the map; values are not freed). */
+ox_map *ox_map_new(void);
+void ox_map_free(ox_map *m);
+void *ox_map_get(const ox_map *m, const char *k);
+int ox_map_put(ox_map *m, const char *k, void *v);     /* 0, or -1 out of memory */
 ox_val *ox_lookup(ox *x, const char *name);
+/* Bind an ONNX name to a value and/or constant data (NULL: out of memory, reported). */
+ox_val *ox_bind(ox *x, const char *name, gc_value *v, ox_const *k);
 const char *ox_temp_name(ox *x);                       /* fresh "tN" */
 const char *ox_value_name(ox *x, const char *onnx_name);/* unique sanitized name */
 const char *ox_weight_name(ox *x, const char *hint);   /* unique weights tensor name */
-/* Constant data of a TensorProto (reads external data); NULL when graphc
- * cannot hold it (reported when `report`). */
-ox_const *ox_tensor_const(ox *x, const gc_onnx_tensor *t, int report);
+/* s as an identifier of [A-Za-z0-9_] (`prefix` first unless s starts with a letter or '_'), in
+ * the graph arena; NULL when out of memory. */
+char *ox_sanitize(ox *x, const char *s, const char *prefix);
 
 /* ---- attributes for graphc ops (arena lists) ------------------------------------------- */
 void at_int(ox *x, ox_attrs *at, const char *name, int64_t v);
@@ -125,6 +141,9 @@ gc_value *ox_materialize(ox *x, ox_const *k, const char *hint);
 gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param);
 /* A new constant of the given type (data zeroed), owned by the importer. */
 ox_const *ox_const_new(ox *x, gc_dtype t, int rank, const int64_t *dims);
+/* Constant data of a TensorProto (reads external data); NULL when graphc
+ * cannot hold it (reported when `report`). */
+ox_const *ox_tensor_const(ox *x, const gc_onnx_tensor *t, int report);
 double ox_const_get(const ox_const *k, int64_t i);
 int64_t ox_const_geti(const ox_const *k, int64_t i);
 /* A double truncated to int64, saturated; NaN gives 0 (never the UB of a plain cast). */

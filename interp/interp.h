@@ -10,6 +10,7 @@
 #ifndef GC_INTERP_H
 #define GC_INTERP_H
 
+#include "ir/dtype.h"
 #include "ir/ir.h"
 #include "weights/safetensors.h"
 
@@ -21,8 +22,5 @@ graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
                               const graphc_tensor_t *inputs, int n_inputs,
                               graphc_tensor_t *outputs, int n_outputs, gc_diags *d);
 
-/* Scalar conversions shared by the interpreter and host-side helpers. */
-double gc_load_f64(const void *base, gc_dtype t, int64_t i);
-void gc_store_f64(void *base, gc_dtype t, int64_t i, double v);
 
 #endif

@@ -32,6 +32,12 @@ uint16_t gc_i64_to_bf16(int64_t v);
 double gc_f16_to_f64(uint16_t h);
 double gc_bf16_to_f64(uint16_t h);
 
+/* Element i of a buffer of dtype t as a double (i64 beyond 2^53 rounds), and a
+ * double stored into one (floats round once to nearest even, ints truncate and
+ * saturate, bool is v != 0). */
+double gc_load_f64(const void *base, gc_dtype t, int64_t i);
+void gc_store_f64(void *base, gc_dtype t, int64_t i, double v);
+
 /* Smallest and largest value of an int (or bool) dtype; int64's for any other. */
 void gc_int_range(gc_dtype t, int64_t *lo, int64_t *hi);
 

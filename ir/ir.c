@@ -236,3 +236,109 @@ int gc_attr_ints(const gc_attr *a, int64_t *out, int max) {
   }
   return a->u.list.n;
 }
+
+/* ---- cloning ------------------------------------------------------------------- */
+
+/* Deep copy of an attribute value into arena a (strings and lists copied). */
+static int clone_attr(gc_arena *a, gc_attr *dst, const gc_attr *src) {
+  *dst = *src;
+  if (src->kind == GC_ATTR_STR && src->u.s)
+    return (dst->u.s = gc_arena_strdup(a, src->u.s)) != NULL;
+  if (src->kind != GC_ATTR_LIST) return 1;
+  int n = src->u.list.n;
+  dst->u.list.items = gc_arena_alloc(a, (size_t)(n ? n : 1) * sizeof *dst->u.list.items);
+  if (!dst->u.list.items) return 0;
+  for (int i = 0; i < n; i++)
+    if (!clone_attr(a, &dst->u.list.items[i], &src->u.list.items[i])) return 0;
+  return 1;
+}
+
+/* A copy of value v in graph g (same id, name, type, location), recorded in map[id]. */
+static gc_value *clone_value(gc_graph *g, gc_value **map, const gc_value *v, gc_op *def) {
+  gc_value *c = gc_arena_alloc(&g->arena, sizeof *c);
+  if (!c) return NULL;
+  *c = *v;
+  c->def = def;
+  if (v->name && !(c->name = gc_arena_strdup(&g->arena, v->name))) return NULL;
+  map[v->id] = c;
+  return c;
+}
+
+/* Copy graph s into the new graph g: everything, ids and source locations included. */
+static int clone_graph(gc_graph *g, const gc_graph *s) {
+  gc_arena *a = &g->arena;
+  gc_value **map = calloc((size_t)s->next_value_id + 1, sizeof *map);
+  int ok = map != NULL;
+  g->n_syms = s->n_syms;
+  if (ok && s->n_syms) {
+    g->sym_names = gc_arena_alloc(a, (size_t)s->n_syms * sizeof *g->sym_names);
+    g->sym_values = gc_arena_alloc(a, (size_t)s->n_syms * sizeof *g->sym_values);
+    ok = g->sym_names && g->sym_values;
+    for (int i = 0; ok && i < s->n_syms; i++) {
+      g->sym_names[i] = s->sym_names[i] ? gc_arena_strdup(a, s->sym_names[i]) : NULL;
+      ok = !s->sym_names[i] || g->sym_names[i];
+      g->sym_values[i] = s->sym_values ? s->sym_values[i] : 0;
+    }
+  }
+  g->n_args = s->n_args;
+  g->args = gc_arena_alloc(a, (size_t)(s->n_args ? s->n_args : 1) * sizeof *g->args);
+  ok = ok && g->args;
+  for (int i = 0; ok && i < s->n_args; i++)
+    ok = (g->args[i] = clone_value(g, map, s->args[i], NULL)) != NULL;
+  g->n_result_types = s->n_result_types;
+  g->result_types =
+      gc_arena_alloc(a, (size_t)(s->n_result_types ? s->n_result_types : 1) * sizeof(gc_type));
+  ok = ok && g->result_types;
+  if (ok && s->n_result_types)
+    memcpy(g->result_types, s->result_types, (size_t)s->n_result_types * sizeof *g->result_types);
+  for (const gc_op *so = s->first; ok && so; so = so->next) {
+    gc_op *op = gc_arena_alloc(a, sizeof *op);
+    if (!(ok = op != NULL)) break;
+    *op = *so;
+    size_t no = (size_t)(so->n_operands ? so->n_operands : 1);
+    size_t nr = (size_t)(so->n_results ? so->n_results : 1);
+    size_t na = (size_t)(so->n_attrs ? so->n_attrs : 1);
+    op->operands = gc_arena_alloc(a, no * sizeof *op->operands);
+    op->results = gc_arena_alloc(a, nr * sizeof *op->results);
+    op->attrs = gc_arena_alloc(a, na * sizeof *op->attrs);
+    if (!(ok = op->operands && op->results && op->attrs)) break;
+    for (int i = 0; i < so->n_operands; i++) /* SSA: operands are defined earlier */
+      op->operands[i] = so->operands[i] ? map[so->operands[i]->id] : NULL;
+    for (int i = 0; ok && i < so->n_results; i++)
+      ok = (op->results[i] = clone_value(g, map, so->results[i], op)) != NULL;
+    for (int i = 0; ok && i < so->n_attrs; i++) {
+      op->attrs[i].name = gc_arena_strdup(a, so->attrs[i].name);
+      ok = op->attrs[i].name && clone_attr(a, &op->attrs[i].val, &so->attrs[i].val);
+    }
+    op->prev = op->next = NULL;
+    if (ok) gc_op_insert_before(g, op, NULL);
+  }
+  g->n_outputs = s->n_outputs;
+  g->outputs = gc_arena_alloc(a, (size_t)(s->n_outputs ? s->n_outputs : 1) * sizeof *g->outputs);
+  ok = ok && g->outputs;
+  for (int i = 0; ok && i < s->n_outputs; i++)
+    g->outputs[i] = s->outputs[i] ? map[s->outputs[i]->id] : NULL;
+  g->ret_loc = s->ret_loc;
+  g->next_value_id = s->next_value_id;
+  g->next_op_id = s->next_op_id;
+  free(map);
+  return ok ? 0 : -1;
+}
+
+/* A deep copy of m that shares nothing with it (NULL when out of memory). */
+gc_module *gc_module_clone(const gc_module *m) {
+  gc_module *c = gc_module_new(m->file);
+  if (!c) return NULL;
+  c->version = m->version;
+  c->weights_loc = m->weights_loc;
+  int ok = !m->weights || (c->weights = gc_arena_strdup(&c->arena, m->weights)) != NULL;
+  for (int i = 0; ok && i < m->n_graphs; i++) {
+    gc_graph *g = gc_graph_new(c, m->graphs[i]->name, m->graphs[i]->loc);
+    ok = g && clone_graph(g, m->graphs[i]) == 0;
+  }
+  if (!ok) {
+    gc_module_free(c);
+    return NULL;
+  }
+  return c;
+}

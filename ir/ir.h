@@ -237,6 +237,9 @@ typedef struct gc_module {
 /* ---- construction ---------------------------------------------------------------- */
 gc_module *gc_module_new(const char *file);
 void gc_module_free(gc_module *m);
+/* A deep copy of m (graphs, ops, values with their ids, names, types, attributes,
+ * source locations and symbol bindings) sharing nothing with it; NULL when out of memory. */
+gc_module *gc_module_clone(const gc_module *m);
 gc_graph *gc_graph_new(gc_module *m, const char *name, gc_loc loc);
 gc_graph *gc_module_find_graph(const gc_module *m, const char *name);
 

@@ -1,5 +1,7 @@
 /* fold.c - constant folding: an op whose operands are all `const` ops is
- * evaluated at compile time and replaced by a `const` op.
+ * evaluated at compile time and replaced by a `const` op; and the evaluator
+ * behind it, gc_fold_eval (passes/fold.h), which the ONNX importer also folds
+ * with (it evaluates more ops than the pass folds: see fold.h).
  *
  * Folded: elementwise ops (unary, cast, clamp, binary, compare, select) and the
  * data movement ops reshape, transpose and broadcast. Params are never folded
@@ -321,14 +323,15 @@ static void bcast_strides(const gc_cval *in, const gc_type *out, int64_t *st) {
   }
 }
 
-/* Allocate a result: one element for a splat, else numel (0 when too big). */
-static int result_alloc(gc_cval *r, const gc_type *t, int splat) {
+/* Allocate a result: one element for a splat, else numel (0 when symbolic or
+ * above max elements). */
+static int result_alloc(gc_cval *r, const gc_type *t, int splat, int64_t max) {
   r->type = *t;
   r->splat = splat;
   int64_t numel = gc_type_numel(t);
   if (splat)
     r->n = 1;
-  else if (numel < 0 || numel > FOLD_MAX_ELEMS)
+  else if (numel < 0 || numel > max || (uint64_t)numel > SIZE_MAX / sizeof *r->e)
     return 0;
   else
     r->n = numel;
@@ -338,11 +341,11 @@ static int result_alloc(gc_cval *r, const gc_type *t, int splat) {
 
 /* Elementwise ops and broadcast: each output element from the operands'
  * elements at the broadcast positions. */
-static int eval_elementwise(const gc_op *op, const gc_cval *in, gc_cval *r) {
+static int eval_elementwise(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
   int n = op->n_operands, splat = 1;
   const gc_type *ot = &op->results[0]->type;
   for (int k = 0; k < n; k++) splat &= in[k].splat;
-  int rc = result_alloc(r, ot, splat);
+  int rc = result_alloc(r, ot, splat, max);
   if (rc <= 0) return rc;
   gc_dtype dts[3];
   int64_t st[3][GC_MAX_RANK], idx[GC_MAX_RANK] = {0};
@@ -365,9 +368,9 @@ static int eval_elementwise(const gc_op *op, const gc_cval *in, gc_cval *r) {
 }
 
 /* transpose: out.dims[k] = in.dims[perm[k]]. */
-static int eval_transpose(const gc_op *op, const gc_cval *in, gc_cval *r) {
+static int eval_transpose(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
   const gc_type *ot = &op->results[0]->type;
-  int rc = result_alloc(r, ot, in->splat);
+  int rc = result_alloc(r, ot, in->splat, max);
   if (rc <= 0) return rc;
   if (in->splat) {
     r->e[0] = in->e[0];
@@ -390,14 +393,320 @@ static int eval_transpose(const gc_op *op, const gc_cval *in, gc_cval *r) {
 }
 
 /* reshape: the same elements in the same order. */
-static int eval_reshape(const gc_op *op, const gc_cval *in, gc_cval *r) {
-  int rc = result_alloc(r, &op->results[0]->type, in->splat);
+static int eval_reshape(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
+  int rc = result_alloc(r, &op->results[0]->type, in->splat, max);
   if (rc <= 0) return rc;
   memcpy(r->e, in->e, (size_t)r->n * sizeof *r->e);
   return 1;
 }
 
-/* Ops this pass evaluates. */
+/* ---- more ops for gc_fold_eval (the importer's folding) --------------------------------- */
+
+/* Element i of c in row-major order (a splat stores one element for all). */
+static gc_scalar elem(const gc_cval *c, int64_t i) { return c->e[c->splat ? 0 : i]; }
+
+/* Row-major strides of a concrete type. */
+static void row_strides(const gc_type *t, int64_t *st) {
+  int64_t s = 1;
+  for (int k = t->rank - 1; k >= 0; k--) {
+    st[k] = s;
+    s *= t->dims[k];
+  }
+}
+
+/* Product of dims [from, to) of a concrete type. */
+static int64_t dims_prod(const gc_type *t, int from, int to) {
+  int64_t p = 1;
+  for (int k = from; k < to; k++) p *= t->dims[k];
+  return p;
+}
+
+/* The `axis` attribute (default dflt) counted from the end when negative; -1
+ * when it is not an axis of a rank-`rank` tensor. */
+static int axis_attr(const gc_op *op, int64_t dflt, int rank) {
+  int64_t a = gc_op_attr_int(op, "axis", dflt);
+  if (a < 0) a += rank;
+  return a >= 0 && a < rank ? (int)a : -1;
+}
+
+/* Step the row-major multi-index idx over dims and move *off along st;
+ * 0 after the last element. */
+static int next_index(int rank, const int64_t *dims, int64_t *idx, int64_t *off,
+                      const int64_t *st) {
+  for (int k = rank - 1; k >= 0; k--) {
+    if (++idx[k] < dims[k]) {
+      *off += st[k];
+      return 1;
+    }
+    *off -= st[k] * (dims[k] - 1);
+    idx[k] = 0;
+  }
+  return 0;
+}
+
+/* iota: each element is its index along `axis`. */
+static int eval_iota(const gc_op *op, gc_cval *r, int64_t max) {
+  const gc_type *ot = &op->results[0]->type;
+  int axis = ot->rank ? axis_attr(op, 0, ot->rank) : 0;
+  if (axis < 0) return 0;
+  int rc = result_alloc(r, ot, 0, max);
+  if (rc <= 0) return rc;
+  int64_t st[GC_MAX_RANK];
+  row_strides(ot, st);
+  for (int64_t i = 0; i < r->n; i++)
+    r->e[i] = from_i64(ot->dtype, ot->rank ? (i / st[axis]) % ot->dims[axis] : 0);
+  compress_splat(r);
+  return 1;
+}
+
+/* reduce_sum/max/min/mean over `axes` (default all), visiting the input in
+ * row-major order: floats accumulate in double and round once, ints in int64
+ * (sums wrap). keepdims does not change the order of the kept elements. */
+static int eval_reduce(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
+  const gc_type *it = &in->type;
+  int rank = it->rank, reduced[GC_MAX_RANK];
+  const gc_attr *aa = gc_op_attr(op, "axes");
+  for (int k = 0; k < rank; k++) reduced[k] = aa == NULL;
+  if (aa) {
+    int64_t axes[GC_MAX_RANK];
+    int n = gc_attr_ints(aa, axes, GC_MAX_RANK);
+    if (n < 0) return 0;
+    for (int j = 0; j < n; j++) {
+      int64_t a = axes[j] < 0 ? axes[j] + rank : axes[j];
+      if (a < 0 || a >= rank) return 0;
+      reduced[a] = 1;
+    }
+  }
+  int64_t st[GC_MAX_RANK], idx[GC_MAX_RANK] = {0}, kept = 1, o = 0;
+  for (int k = rank - 1; k >= 0; k--) { /* each input dim's stride in the result */
+    st[k] = reduced[k] ? 0 : kept;
+    if (!reduced[k]) kept *= it->dims[k];
+  }
+  int rc = result_alloc(r, &op->results[0]->type, 0, max);
+  if (rc <= 0) return rc;
+  int64_t numel = gc_type_numel(it);
+  if (r->n != kept || numel < 1) return 0;
+  gc_opcode opc = op->opcode;
+  gc_dtype t = it->dtype;
+  if (gc_dtype_is_float(t)) {
+    double *acc = malloc((size_t)kept * sizeof *acc);
+    if (!acc) return -1;
+    double init = opc == GC_OP_REDUCE_MAX ? -INFINITY : opc == GC_OP_REDUCE_MIN ? INFINITY : 0.0;
+    for (int64_t j = 0; j < kept; j++) acc[j] = init;
+    for (int64_t i = 0; i < numel; i++, next_index(rank, it->dims, idx, &o, st)) {
+      double x = elem(in, i).f;
+      if (opc == GC_OP_REDUCE_MAX) acc[o] = fmax_op(acc[o], x);
+      else if (opc == GC_OP_REDUCE_MIN) acc[o] = fmin_op(acc[o], x);
+      else acc[o] += x;
+    }
+    for (int64_t j = 0; j < kept; j++)
+      r->e[j] = from_f64(t, opc == GC_OP_REDUCE_MEAN ? acc[j] / (double)(numel / kept) : acc[j]);
+    free(acc);
+  } else {
+    int64_t init = opc == GC_OP_REDUCE_MAX ? INT64_MIN : opc == GC_OP_REDUCE_MIN ? INT64_MAX : 0;
+    for (int64_t j = 0; j < kept; j++) r->e[j].i = init;
+    for (int64_t i = 0; i < numel; i++, next_index(rank, it->dims, idx, &o, st)) {
+      int64_t x = elem(in, i).i, *a = &r->e[o].i;
+      if (opc == GC_OP_REDUCE_MAX) *a = x > *a ? x : *a;
+      else if (opc == GC_OP_REDUCE_MIN) *a = x < *a ? x : *a;
+      else *a = (int64_t)((uint64_t)*a + (uint64_t)x); /* wraps */
+    }
+    for (int64_t j = 0; j < kept; j++) r->e[j] = from_i64(t, r->e[j].i);
+  }
+  compress_splat(r);
+  return 1;
+}
+
+/* argmax along `axis` (default -1): the first index of the maximum; a NaN
+ * counts as the maximum, so the first NaN wins. */
+static int eval_argmax(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
+  const gc_type *it = &in->type, *ot = &op->results[0]->type;
+  int axis = axis_attr(op, -1, it->rank);
+  if (axis < 0) return 0;
+  int64_t outer = dims_prod(it, 0, axis), dim = it->dims[axis];
+  int64_t inner = dims_prod(it, axis + 1, it->rank);
+  int rc = result_alloc(r, ot, 0, max);
+  if (rc <= 0) return rc;
+  if (r->n != outer * inner || dim < 1) return 0;
+  int flt = gc_dtype_is_float(it->dtype);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t q = 0; q < inner; q++) {
+      int64_t best = 0, base = o * dim * inner + q;
+      gc_scalar bv = elem(in, base);
+      for (int64_t j = 1; j < dim && !(flt && isnan(bv.f)); j++) {
+        gc_scalar x = elem(in, base + j * inner);
+        if (flt ? isnan(x.f) || x.f > bv.f : x.i > bv.i) bv = x, best = j;
+      }
+      r->e[o * inner + q] = from_i64(ot->dtype, best);
+    }
+  compress_splat(r);
+  return 1;
+}
+
+/* concat: the operands side by side along `axis`. */
+static int eval_concat(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
+  const gc_type *ot = &op->results[0]->type;
+  int axis = axis_attr(op, 0, ot->rank);
+  if (axis < 0) return 0;
+  int rc = result_alloc(r, ot, 0, max);
+  if (rc <= 0) return rc;
+  int64_t outer = dims_prod(ot, 0, axis), inner = dims_prod(ot, axis + 1, ot->rank), p = 0;
+  for (int64_t o = 0; o < outer; o++)
+    for (int k = 0; k < op->n_operands; k++) {
+      int64_t blk = in[k].type.dims[axis] * inner;
+      if (blk > r->n - p) return 0;
+      for (int64_t j = 0; j < blk; j++) r->e[p++] = elem(&in[k], o * blk + j);
+    }
+  if (p != r->n) return 0;
+  compress_splat(r);
+  return 1;
+}
+
+/* split: the inverse of concat, one result per size along `axis`. */
+static int eval_split(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
+  const gc_type *it = &in->type;
+  int axis = axis_attr(op, 0, it->rank);
+  if (axis < 0) return 0;
+  for (int k = 0; k < op->n_results; k++) {
+    int rc = result_alloc(&r[k], &op->results[k]->type, 0, max);
+    if (rc <= 0) return rc;
+  }
+  int64_t outer = dims_prod(it, 0, axis), inner = dims_prod(it, axis + 1, it->rank), p = 0;
+  int64_t numel = gc_type_numel(it);
+  for (int64_t o = 0; o < outer; o++)
+    for (int k = 0; k < op->n_results; k++) {
+      int64_t blk = r[k].type.dims[axis] * inner;
+      if ((o + 1) * blk > r[k].n || blk > numel - p) return 0;
+      for (int64_t j = 0; j < blk; j++) r[k].e[o * blk + j] = elem(in, p++);
+    }
+  for (int k = 0; k < op->n_results; k++) compress_splat(&r[k]);
+  return 1;
+}
+
+/* slice: start/end count from the end when negative, then clamp to [0, dim];
+ * out[i] = in[start + i*step] per dim (the sizes come from the result type). */
+static int eval_slice(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
+  const gc_type *it = &in->type, *ot = &op->results[0]->type;
+  int rank = it->rank;
+  int64_t start[GC_MAX_RANK], step[GC_MAX_RANK], ist[GC_MAX_RANK], st[GC_MAX_RANK];
+  int64_t idx[GC_MAX_RANK] = {0}, off = 0;
+  const gc_attr *sa = gc_op_attr(op, "start"), *pa = gc_op_attr(op, "step");
+  for (int k = 0; k < rank; k++) step[k] = 1;
+  if (!sa || gc_attr_ints(sa, start, GC_MAX_RANK) != rank ||
+      (pa && gc_attr_ints(pa, step, GC_MAX_RANK) != rank) || ot->rank != rank)
+    return 0;
+  int rc = result_alloc(r, ot, in->splat, max);
+  if (rc <= 0) return rc;
+  if (in->splat) {
+    r->e[0] = in->e[0];
+    return 1;
+  }
+  row_strides(it, ist);
+  for (int k = 0; k < rank; k++) {
+    int64_t s = start[k] < 0 ? start[k] + it->dims[k] : start[k];
+    s = s < 0 ? 0 : s > it->dims[k] ? it->dims[k] : s;
+    off += s * ist[k];
+    st[k] = step[k] * ist[k];
+  }
+  for (int64_t i = 0; i < r->n; i++, next_index(rank, ot->dims, idx, &off, st)) {
+    if (off < 0 || off >= in->n) return 0;
+    r->e[i] = in->e[off];
+  }
+  compress_splat(r);
+  return 1;
+}
+
+/* pad: the input placed at offset begin_k in a tensor filled with `value` (default 0). */
+static int eval_pad(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max) {
+  const gc_type *it = &in->type, *ot = &op->results[0]->type;
+  int64_t pads[2 * GC_MAX_RANK], ost[GC_MAX_RANK], idx[GC_MAX_RANK] = {0}, off = 0;
+  const gc_attr *pa = gc_op_attr(op, "pads"), *va = gc_op_attr(op, "value");
+  if (!pa || gc_attr_ints(pa, pads, 2 * GC_MAX_RANK) != 2 * it->rank || ot->rank != it->rank ||
+      (va && !is_number(va)))
+    return 0;
+  int rc = result_alloc(r, ot, 0, max);
+  if (rc <= 0) return rc;
+  gc_scalar fill;
+  memset(&fill, 0, sizeof fill); /* 0 and +0.0 */
+  if (va) fill = from_attr(ot->dtype, va);
+  for (int64_t i = 0; i < r->n; i++) r->e[i] = fill;
+  row_strides(ot, ost);
+  for (int k = 0; k < it->rank; k++) off += pads[k] * ost[k];
+  int64_t numel = gc_type_numel(it);
+  for (int64_t i = 0; i < numel; i++, next_index(it->rank, it->dims, idx, &off, ost)) {
+    if (off < 0 || off >= r->n) return 0;
+    r->e[off] = elem(in, i);
+  }
+  compress_splat(r);
+  return 1;
+}
+
+/* gather: numpy take along `axis`; negative indices count from the end, and an
+ * index out of range is an error at the op (reported when d is not NULL). */
+static int eval_gather(const gc_op *op, const gc_cval *in, gc_cval *r, int64_t max,
+                       gc_diags *d) {
+  const gc_type *xt = &in[0].type;
+  int axis = axis_attr(op, 0, xt->rank);
+  if (axis < 0 || gc_dtype_is_float(in[1].type.dtype)) return 0;
+  int64_t dim = xt->dims[axis], n = gc_type_numel(&in[1].type);
+  int64_t outer = dims_prod(xt, 0, axis), inner = dims_prod(xt, axis + 1, xt->rank);
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = elem(&in[1], j).i;
+    if (k < -dim || k >= dim) {
+      if (d)
+        gc_error_at(d, GRAPHC_STATUS_RUNTIME_ERROR, op->loc,
+                    "gather index %lld is out of range for axis %d of size %lld", (long long)k,
+                    axis, (long long)dim);
+      return 0;
+    }
+  }
+  int rc = result_alloc(r, &op->results[0]->type, 0, max);
+  if (rc <= 0) return rc;
+  if (r->n != outer * n * inner) return 0;
+  int64_t p = 0;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < n; j++) {
+      int64_t k = elem(&in[1], j).i;
+      if (k < 0) k += dim;
+      for (int64_t q = 0; q < inner; q++) r->e[p++] = elem(&in[0], (o * dim + k) * inner + q);
+    }
+  compress_splat(r);
+  return 1;
+}
+
+/* Evaluate op on constant operands; see fold.h. */
+int gc_fold_eval(const gc_op *op, const gc_cval *in, gc_cval *out, int64_t max_elems,
+                 gc_diags *d) {
+  int rc;
+  memset(out, 0, (size_t)op->n_results * sizeof *out);
+  if (op->n_results != 1 && op->opcode != GC_OP_SPLIT) return 0;
+  switch (op->opcode) {
+    case GC_OP_CONST: rc = gc_cval_read(op, out); break;
+    case GC_OP_IOTA: rc = eval_iota(op, out, max_elems); break;
+    case GC_OP_RESHAPE: rc = eval_reshape(op, in, out, max_elems); break;
+    case GC_OP_TRANSPOSE: rc = eval_transpose(op, in, out, max_elems); break;
+    case GC_OP_BROADCAST: rc = eval_elementwise(op, in, out, max_elems); break;
+    case GC_OP_CONCAT: rc = eval_concat(op, in, out, max_elems); break;
+    case GC_OP_SPLIT: rc = eval_split(op, in, out, max_elems); break;
+    case GC_OP_SLICE: rc = eval_slice(op, in, out, max_elems); break;
+    case GC_OP_PAD: rc = eval_pad(op, in, out, max_elems); break;
+    case GC_OP_GATHER: rc = eval_gather(op, in, out, max_elems, d); break;
+    case GC_OP_ARGMAX: rc = eval_argmax(op, in, out, max_elems); break;
+    case GC_OP_REDUCE_SUM:
+    case GC_OP_REDUCE_MAX:
+    case GC_OP_REDUCE_MIN:
+    case GC_OP_REDUCE_MEAN: rc = eval_reduce(op, in, out, max_elems); break;
+    default:
+      if (gc_op_infos[op->opcode].kind != GC_KIND_ELEMENTWISE || op->n_operands > 3) return 0;
+      rc = eval_elementwise(op, in, out, max_elems);
+      break;
+  }
+  if (rc != 1)
+    for (int k = 0; k < op->n_results; k++) gc_cval_free(&out[k]);
+  return rc;
+}
+
+/* Ops this pass folds (gc_fold_eval evaluates more; see fold.h). */
 static int foldable(const gc_op *op) {
   if (op->n_results != 1 || op->n_operands < 1) return 0;
   switch (op->opcode) {
@@ -405,15 +714,6 @@ static int foldable(const gc_op *op) {
     case GC_OP_TRANSPOSE:
     case GC_OP_BROADCAST: return 1;
     default: return gc_op_infos[op->opcode].kind == GC_KIND_ELEMENTWISE && op->n_operands <= 3;
-  }
-}
-
-/* Evaluate op on its constant operands: 1 with *r filled, 0 when not folded, -1 OOM. */
-static int eval_op(const gc_op *op, const gc_cval *in, gc_cval *r) {
-  switch (op->opcode) {
-    case GC_OP_RESHAPE: return eval_reshape(op, in, r);
-    case GC_OP_TRANSPOSE: return eval_transpose(op, in, r);
-    default: return eval_elementwise(op, in, r);
   }
 }
 
@@ -477,7 +777,7 @@ static int fold_op(gc_rewriter *rw, gc_op *op) {
   for (int k = 0; k < n; k++)
     if (!op->operands[k]->def || op->operands[k]->def->opcode != GC_OP_CONST) return 0;
   for (int k = 0; k < n && rc == 1; k++) rc = gc_cval_read(op->operands[k]->def, &in[k]);
-  if (rc == 1) rc = eval_op(op, in, &r);
+  if (rc == 1) rc = gc_fold_eval(op, in, &r, FOLD_MAX_ELEMS, NULL);
   if (rc == 1 && !gc_fold_replace_by_const(rw, op, &r)) rc = 0;
   for (int k = 0; k < n; k++) gc_cval_free(&in[k]);
   gc_cval_free(&r);

@@ -19,6 +19,7 @@
 #ifndef GC_PASSES_REWRITE_H
 #define GC_PASSES_REWRITE_H
 
+#include "passes/fold.h"
 #include "passes/pipeline.h"
 
 /* ---- forwarding map and op construction (rewrite.c) ------------------------------ */
@@ -72,23 +73,9 @@ gc_attr gc_rw_attr_dtype(gc_dtype t);
 /* A list of n ints, or an INT-kind attr with u.list.items NULL on OOM (flagged). */
 gc_attr gc_rw_attr_ints(gc_rewriter *rw, const int64_t *v, int n);
 
-/* ---- constants (fold.c) ---------------------------------------------------------------- */
-typedef union gc_scalar {
-  double f;              /* float dtypes: the value after rounding to the dtype */
-  int64_t i;             /* ints: wrapped into the dtype's range; bool: 0 or 1 */
-} gc_scalar;
-
-/* A constant tensor: `n` elements are stored, 1 when splat (all equal), else numel. */
-typedef struct gc_cval {
-  gc_type type;
-  int splat;
-  int64_t n;
-  gc_scalar *e;          /* malloc'd */
-} gc_cval;
-
+/* ---- constants (fold.c; gc_cval and gc_scalar in passes/fold.h) --------------------------- */
 /* Read a const op's value (concrete shape required). 1 ok, 0 not readable, -1 OOM. */
 int gc_cval_read(const gc_op *op, gc_cval *out);
-void gc_cval_free(gc_cval *c);
 /* Is v defined by a const op whose elements are all equal? Then *s is that element. */
 int gc_value_const_splat(const gc_value *v, gc_scalar *s);
 /* Replace `op` (one result, same type as c) by a const op holding c. Returns the

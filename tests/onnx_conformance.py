@@ -161,7 +161,7 @@ def write_doc(path, backend, version, passed, failed, excluded, frozen):
     L.append("- Inputs that ONNX passes as tensors but graphc takes as attributes (Reshape shape,")
     L.append("  Unsqueeze/Squeeze axes, Slice starts/ends/axes/steps, Pad pads, Reduce axes, Expand shape,")
     L.append("  Tile repeats, Split sizes, Clip bounds, ...) must be constants. Constants are folded at")
-    L.append("  import with the interpreter, so shape arithmetic (Shape, Gather, Concat, Cast, ...) on")
+    L.append("  import with the folding pass's evaluator, so shape arithmetic (Shape, Gather, Concat, Cast, ...) on")
     L.append("  static shapes becomes attributes. Dynamic values fail with a message naming the node.")
     L.append("- Initializers become params. Constants made at import (Constant nodes, folded values)")
     L.append("  are written inline as `const` ops when uniform or of at most 16 elements, else as params.")

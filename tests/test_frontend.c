@@ -1,6 +1,7 @@
 /* test_frontend.c - lexer, parser and printer: tokens and positions, every grammar
  * construct, error messages with line:col, and print -> parse -> print round trips
- * for every .graph file under examples/ and tests/ (except tests/errors/). */
+ * for every .graph file under examples/ and tests/ (except tests/errors/), which
+ * gc_module_clone must also reproduce exactly. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -760,6 +761,69 @@ START_TEST(round_trip_all_files) {
 }
 END_TEST
 
+/* gc_module_clone: for every file, the clone prints exactly like the original
+ * (verified or not), keeps value and op ids and locations, verifies cleanly, and
+ * outlives the original (it shares no memory with it). */
+START_TEST(clone_all_files) {
+  pathlist pl = {0};
+  collect(tu_src("examples"), &pl);
+  collect(tu_src("tests"), &pl);
+  qsort(pl.v, (size_t)pl.n, sizeof *pl.v, cmp_str);
+  int cloned = 0;
+  for (int i = 0; i < pl.n; i++) {
+    size_t len;
+    char *src = tu_read_file(pl.v[i], &len);
+    ck_assert_msg(src != NULL, "cannot read %s", pl.v[i]);
+    for (int verify = 0; verify < 2; verify++) {
+      gc_diags d;
+      gc_diags_init(&d, pl.v[i], src, len);
+      gc_module *m = gc_parse(pl.v[i], src, len, &d);
+      if (m && verify) gc_verify_module(m, &d);
+      if (m && d.n_errors == 0) {
+        gc_module *c = gc_module_clone(m);
+        ck_assert_ptr_nonnull(c);
+        char *a = print_module(m), *b = print_module(c);
+        ck_assert_msg(strcmp(a, b) == 0, "%s: the clone prints differently:\n%s\n---\n%s",
+                      pl.v[i], a, b);
+        ck_assert_int_eq(c->n_graphs, m->n_graphs);
+        for (int k = 0; k < m->n_graphs; k++) {
+          const gc_graph *g = m->graphs[k], *h = c->graphs[k];
+          ck_assert_int_eq(h->next_value_id, g->next_value_id);
+          ck_assert_int_eq(h->next_op_id, g->next_op_id);
+          ck_assert_int_eq(h->n_ops, g->n_ops);
+          for (const gc_op *x = g->first, *y = h->first; x; x = x->next, y = y->next) {
+            ck_assert(y && y->id == x->id && y->loc.line == x->loc.line && y->loc.col == x->loc.col);
+            for (int r = 0; r < x->n_results; r++) {
+              ck_assert_int_eq(y->results[r]->id, x->results[r]->id);
+              ck_assert_ptr_eq(y->results[r]->def, y);
+            }
+          }
+        }
+        gc_module_free(m);
+        m = NULL;
+        gc_diags v;
+        gc_diags_init(&v, pl.v[i], src, len);
+        ck_assert_int_eq(gc_verify_module(c, &v), 0);
+        char *b2 = print_module(c); /* verifying a verified clone changes nothing */
+        if (verify) ck_assert_str_eq(b, b2);
+        free(a);
+        free(b);
+        free(b2);
+        gc_diags_free(&v);
+        gc_module_free(c);
+        cloned++;
+      }
+      gc_module_free(m);
+      gc_diags_free(&d);
+    }
+    free(src);
+    free(pl.v[i]);
+  }
+  free(pl.v);
+  ck_assert_msg(cloned > 50, "only %d modules cloned", cloned);
+}
+END_TEST
+
 /* Round trip of the inline sources above (fully typed, so they need no inference). */
 START_TEST(round_trip_inline) {
   char *why = NULL, *why2 = NULL;
@@ -797,6 +861,7 @@ static Suite *frontend_suite(void) {
   tcase_add_test(print, print_built_graph);
   tcase_add_test(print, round_trip_inline);
   tcase_add_test(print, round_trip_all_files);
+  tcase_add_test(print, clone_all_files);
   suite_add_tcase(s, print);
   return s;
 }

@@ -7,6 +7,9 @@
  *                 results with all passes on and all passes off
  *   fold_oracle   every elementwise op on every dtype it accepts, on constants
  *                 with edge values: folded results equal the interpreter's
+ *   fold_eval_oracle  the other ops gc_fold_eval evaluates for the ONNX importer
+ *                 (reductions, argmax, iota, concat, split, slice, pad, gather,
+ *                 transpose, reshape, broadcast) on every dtype, likewise
  *   controls      --disable-pass, unknown pass names, --print-after re-parses,
  *                 stop after a pass, ops before/after stats, fresh names
  *   dot           Graphviz output, clusters, `graphc dot`
@@ -659,6 +662,139 @@ START_TEST(fold_limit) {
 }
 END_TEST
 
+/* ---- gc_fold_eval against the interpreter ------------------------------------------------- */
+
+/* Element i of c written into a buffer of c's dtype (exact: c holds dtype values). */
+static void cval_store(const gc_cval *c, void *buf, int64_t i) {
+  gc_scalar e = c->e[c->splat ? 0 : i];
+  if (gc_dtype_is_float(c->type.dtype)) gc_store_f64(buf, c->type.dtype, i, e.f);
+  else if (c->type.dtype == GRAPHC_DTYPE_I64) memcpy((int64_t *)buf + i, &e.i, sizeof e.i);
+  else gc_store_f64(buf, c->type.dtype, i, (double)e.i);
+}
+
+/* Parse and verify text; evaluate its last op with gc_fold_eval (operands read
+ * from their const ops) and run the graph, which returns that op's results, in
+ * the interpreter. 0 when it does not verify (a dtype the op does not accept);
+ * else every result must be identical, bit for bit. */
+static int fold_eval_case(const char *text, uint64_t seed) {
+  gc_diags d;
+  gc_diags_init(&d, "eval", text, strlen(text));
+  gc_module *m = gc_parse("eval", text, strlen(text), &d);
+  if (!m || gc_verify_module(m, &d) != 0 || d.n_errors) {
+    gc_module_free(m);
+    gc_diags_free(&d);
+    return 0;
+  }
+  gc_graph *g = m->graphs[0];
+  const gc_op *op = g->last;
+  gc_cval in[4], out[4];
+  ck_assert_int_le(op->n_operands, 4);
+  for (int k = 0; k < op->n_operands; k++)
+    ck_assert_int_eq(gc_cval_read(op->operands[k]->def, &in[k]), 1);
+  ck_assert_msg(gc_fold_eval(op, in, out, INT64_MAX, &d) == 1, "not evaluated:\n%s", text);
+  graphc_tensor_t t[4];
+  memset(t, 0, sizeof t);
+  for (int r = 0; r < op->n_results; r++) {
+    t[r].dtype = op->results[r]->type.dtype;
+    t[r].nbytes = (size_t)gc_type_numel(&op->results[r]->type) * graphc_dtype_size(t[r].dtype);
+    t[r].data = malloc(t[r].nbytes);
+  }
+  ck_assert_int_eq(gc_interp_run(g, NULL, NULL, 0, t, op->n_results, &d), GRAPHC_STATUS_OK);
+  for (int r = 0; r < op->n_results; r++) {
+    size_t es = graphc_dtype_size(t[r].dtype);
+    char *mine = malloc(t[r].nbytes);
+    for (int64_t i = 0; i < (int64_t)(t[r].nbytes / es); i++) {
+      cval_store(&out[r], mine, i);
+      ck_assert_msg(memcmp(mine + i * es, (char *)t[r].data + i * es, es) == 0,
+                    "result %d element %lld: evaluated %.17g, interpreter %.17g (seed %llu)\n%s",
+                    r, (long long)i, gc_load_f64(mine, t[r].dtype, i),
+                    gc_load_f64(t[r].data, t[r].dtype, i), (unsigned long long)seed, text);
+    }
+    free(mine);
+    free(t[r].data);
+    gc_cval_free(&out[r]);
+  }
+  for (int k = 0; k < op->n_operands; k++) gc_cval_free(&in[k]);
+  gc_module_free(m);
+  gc_diags_free(&d);
+  return 1;
+}
+
+/* The ops gc_fold_eval evaluates beyond the elementwise ones (those are in
+ * fold_oracle), on every dtype: evaluated == interpreted, bit for bit; and a
+ * gather index out of range is the interpreter's error. */
+START_TEST(fold_eval_oracle) {
+  static const char *const ops[] = {
+      "reduce_sum(%a, axes=[1])", "reduce_sum(%a)", "reduce_max(%a, axes=[0, 2], keepdims=true)",
+      "reduce_min(%a, axes=[2])", "reduce_mean(%a, axes=[-1, 0])", "argmax(%a, axis=1)",
+      "argmax(%a)", "iota(shape=[2, 3, 4], axis=1, dtype=$T)", "concat(%a, %b, axis=1)",
+      "split(%a, axis=1, sizes=[1, 2])", "slice(%a, start=[0, -2, 1], end=[2, 3, 4], step=[1, 1, 2])",
+      "pad(%a, pads=[1, 0, 0, 0, 2, 1])", "pad(%a, pads=[0, 1, 0, 1, 0, 2], value=3)",
+      "gather(%a, %i, axis=1)", "gather(%a, %j)", "transpose(%a, perm=[2, 0, 1])",
+      "reshape(%a, shape=[4, 6])", "broadcast(%c, shape=[2, 3, 4])"};
+  uint64_t seed = fresh_seed(), s = seed;
+  int cases = 0;
+  for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+    for (int t = 0; t < GRAPHC_DTYPE_COUNT_; t++) {
+      const char *tn = graphc_dtype_name((gc_dtype)t), *op = ops[o], *tp = strstr(op, "$T");
+      int split = strncmp(op, "split", 5) == 0;
+      gc_sbuf body = {0};
+      put_const(&body, "a", (gc_dtype)t, 24, "[2, 3, 4]", &s);
+      put_const(&body, "b", (gc_dtype)t, 16, "[2, 2, 4]", &s);
+      put_const(&body, "c", (gc_dtype)t, 3, "[3, 1]", &s);
+      gc_sbuf_puts(&body, "  %i = const(value=[-1, 0, 2, 1], shape=[2, 2], dtype=i64);\n");
+      gc_sbuf_puts(&body, "  %j = const(value=[1, -2, 0], dtype=i32);\n");
+      gc_sbuf_puts(&body, split ? "  %y, %z = " : "  %y = ");
+      if (tp) gc_sbuf_printf(&body, "%.*s%s%s;\n", (int)(tp - op), op, tn, tp + 2);
+      else gc_sbuf_printf(&body, "%s;\n", op);
+      /* The result types are the verifier's: verify once returning %a, read them. */
+      gc_sbuf b = {0};
+      gc_sbuf_printf(&b, "version 1;\ngraph @g() -> (%s[2, 3, 4]) {\n%s  return %%a;\n}\n", tn,
+                     body.data);
+      gc_diags d;
+      gc_diags_init(&d, "eval", b.data, b.len);
+      gc_module *m = gc_parse("eval", b.data, b.len, &d);
+      if (m && gc_verify_module(m, &d) == 0 && !d.n_errors) {
+        const gc_op *last = m->graphs[0]->last;
+        gc_sbuf full = {0}, ty = {0};
+        for (int r = 0; r < last->n_results; r++) {
+          if (r) gc_sbuf_puts(&ty, ", ");
+          gc_type_print(&ty, &last->results[r]->type, NULL);
+        }
+        gc_sbuf_printf(&full, "version 1;\ngraph @g() -> (%s) {\n%s  return %s;\n}\n", ty.data,
+                       body.data, split ? "%y, %z" : "%y");
+        char *text = gc_sbuf_take(&full);
+        cases += fold_eval_case(text, seed);
+        free(text);
+        gc_sbuf_free(&ty);
+      }
+      gc_module_free(m);
+      gc_diags_free(&d);
+      gc_sbuf_free(&b);
+      gc_sbuf_free(&body);
+    }
+  ck_assert_msg(cases > 100, "only %d evaluation cases verified", cases);
+  /* An index out of range: not evaluated, the interpreter's message. */
+  const char *bad = "version 1;\ngraph @g() -> (f32[2]) {\n  %a = const(value=[1.0, 2.0, 3.0]);\n"
+                    "  %i = const(value=[0, 3]);\n  %y = gather(%a, %i);\n  return %y;\n}\n";
+  gc_module *m = parse_verified("bad", bad);
+  const gc_op *op = m->graphs[0]->last;
+  gc_cval in[2], out[1];
+  for (int k = 0; k < 2; k++) ck_assert_int_eq(gc_cval_read(op->operands[k]->def, &in[k]), 1);
+  gc_diags d;
+  gc_diags_init(&d, "bad", bad, strlen(bad));
+  ck_assert_int_eq(gc_fold_eval(op, in, out, INT64_MAX, NULL), 0);
+  ck_assert_int_eq(gc_fold_eval(op, in, out, INT64_MAX, &d), 0);
+  ck_assert_int_eq(d.status, GRAPHC_STATUS_RUNTIME_ERROR);
+  ck_assert_str_eq(d.items[0].msg, "gather index 3 is out of range for axis 0 of size 3");
+  for (int k = 0; k < 2; k++) gc_cval_free(&in[k]);
+  gc_diags_free(&d);
+  gc_module_free(m);
+  if (getenv("GRAPHC_TEST_VERBOSE"))
+    fprintf(stderr, "fold_eval_oracle: %d cases (seed %llu)\n", cases, (unsigned long long)seed);
+}
+END_TEST
+
 /* ---- pipeline controls --------------------------------------------------------------------- */
 
 static const char *const small_graph =
@@ -1055,6 +1191,7 @@ static Suite *passes_suite(void) {
   tcase_add_test(e, matmul_layout_backends);
   tcase_add_test(e, fold_oracle);
   tcase_add_test(e, fold_limit);
+  tcase_add_test(e, fold_eval_oracle);
   suite_add_tcase(s, e);
   TCase *c = tcase_create("controls");
   /* aot_passes_for_target compiles a resnet bundle cold (~2 s alone, more on a loaded machine) */
