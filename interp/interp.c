@@ -1,4 +1,4 @@
-/* interp.c - the reference interpreter's driver and scalar conversions.
+/* interp.c - the reference interpreter's driver and attribute stores.
  *
  * gc_interp_run walks the ops in program order. Each result gets a fresh,
  * zeroed buffer in its own dtype; the op's kernel (interp_<EVAL>, picked from
@@ -19,84 +19,11 @@
 
 /* ---- element loads and stores -------------------------------------------------- */
 
-/* Truncate toward zero and saturate to [lo, hi]; NaN -> 0. */
-int64_t interp_f64_to_int_sat(double v, int64_t lo, int64_t hi) {
-  if (isnan(v)) return 0;
-  if (v <= (double)lo) return lo;
-  if (v >= (double)hi) return hi;  /* (double)INT64_MAX is 2^63: still correct */
-  return (int64_t)v;               /* truncates toward zero, in range */
-}
-
-/* Element i of any dtype as a double (i64 beyond 2^53 rounds). */
-double gc_load_f64(const void *base, gc_dtype t, int64_t i) {
-  const unsigned char *p = base;
-  switch (t) {
-    case GRAPHC_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-    case GRAPHC_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case GRAPHC_DTYPE_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return gc_f16_to_f64(h); }
-    case GRAPHC_DTYPE_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return gc_bf16_to_f64(h); }
-    case GRAPHC_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-    case GRAPHC_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case GRAPHC_DTYPE_I8: return (int8_t)p[i];
-    case GRAPHC_DTYPE_U8: return p[i];
-    case GRAPHC_DTYPE_BOOL: return p[i] != 0;
-    default: GC_ASSERT(!"bad dtype"); return 0;
-  }
-}
-
-/* Store a double: floats round once, ints truncate and saturate, bool is v != 0. */
-void gc_store_f64(void *base, gc_dtype t, int64_t i, double v) {
-  unsigned char *p = base;
-  switch (t) {
-    case GRAPHC_DTYPE_F64: memcpy(p + 8 * i, &v, 8); return;
-    case GRAPHC_DTYPE_F32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); return; }
-    case GRAPHC_DTYPE_F16: { uint16_t h = gc_f64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
-    case GRAPHC_DTYPE_BF16: { uint16_t h = gc_f64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
-    case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;  /* NaN != 0: true */
-    default: {
-      int64_t lo, hi;
-      gc_int_range(t, &lo, &hi);
-      interp_store_i64(base, t, i, interp_f64_to_int_sat(v, lo, hi));
-      return;
-    }
-  }
-}
-
-/* Element i as an exact int64 (floats convert like cast). */
-int64_t interp_load_i64(const void *base, gc_dtype t, int64_t i) {
-  const unsigned char *p = base;
-  switch (t) {
-    case GRAPHC_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return v; }
-    case GRAPHC_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case GRAPHC_DTYPE_I8: return (int8_t)p[i];
-    case GRAPHC_DTYPE_U8: return p[i];
-    case GRAPHC_DTYPE_BOOL: return p[i] != 0;
-    default: return interp_f64_to_int_sat(gc_load_f64(base, t, i), INT64_MIN, INT64_MAX);
-  }
-}
-
-/* Store an exact int64: ints wrap, bool is v != 0, floats round once. */
-void interp_store_i64(void *base, gc_dtype t, int64_t i, int64_t v) {
-  unsigned char *p = base;
-  switch (t) {
-    case GRAPHC_DTYPE_I64: memcpy(p + 8 * i, &v, 8); return;
-    case GRAPHC_DTYPE_I32: { uint32_t w = (uint32_t)(uint64_t)v; memcpy(p + 4 * i, &w, 4); return; }
-    case GRAPHC_DTYPE_I8:
-    case GRAPHC_DTYPE_U8: p[i] = (unsigned char)(uint64_t)v; return;
-    case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;
-    case GRAPHC_DTYPE_F64: { double d = (double)v; memcpy(p + 8 * i, &d, 8); return; }
-    case GRAPHC_DTYPE_F32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); return; }
-    case GRAPHC_DTYPE_F16: { uint16_t h = gc_i64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
-    case GRAPHC_DTYPE_BF16: { uint16_t h = gc_i64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
-    default: GC_ASSERT(!"bad dtype"); return;
-  }
-}
-
 /* Store a numeric attribute: INT and BOOL exact, FLOAT like cast. */
 void interp_store_attr(void *base, gc_dtype t, int64_t i, const gc_attr *a) {
   switch (a->kind) {
-    case GC_ATTR_INT: interp_store_i64(base, t, i, a->u.i); return;
-    case GC_ATTR_BOOL: interp_store_i64(base, t, i, a->u.b != 0); return;
+    case GC_ATTR_INT: gc_store_i64(base, t, i, a->u.i); return;
+    case GC_ATTR_BOOL: gc_store_i64(base, t, i, a->u.b != 0); return;
     case GC_ATTR_FLOAT: gc_store_f64(base, t, i, a->u.f); return;
     default: GC_ASSERT(!"attribute is not a number"); return;
   }

@@ -44,16 +44,9 @@ typedef graphc_status_t (*interp_eval_fn)(interp_ctx *cx, const gc_op *op, const
 #include "ir/ops.def"
 #undef OP
 
-/* ---- element access (interp.c) ------------------------------------------------ */
-/* Element i as an exact integer: ints sign/zero-extended, bool 0/1; floats
- * convert like cast (truncate, saturate, NaN -> 0). */
-GC_INTERP_HIDDEN int64_t interp_load_i64(const void *base, gc_dtype t, int64_t i);
-/* Store an exact integer: ints wrap (two's complement), bool is v != 0, floats
- * round to nearest even once. */
-GC_INTERP_HIDDEN void interp_store_i64(void *base, gc_dtype t, int64_t i, int64_t v);
-/* Float -> int64 the way cast does it: truncate toward zero, saturate to
- * [lo, hi], NaN -> 0. */
-GC_INTERP_HIDDEN int64_t interp_f64_to_int_sat(double v, int64_t lo, int64_t hi);
+/* ---- element access ------------------------------------------------ */
+/* Loads and stores of elements: gc_load_f64 / gc_store_f64 / gc_load_i64 / gc_store_i64
+ * (ir/dtype.h). */
 /* Store an attribute number (int, float or bool) into element i of dtype t:
  * INT attributes stay exact, FLOAT ones convert like cast. */
 GC_INTERP_HIDDEN void interp_store_attr(void *base, gc_dtype t, int64_t i, const gc_attr *a);

@@ -64,7 +64,7 @@ graphc_status_t interp_reduce(interp_ctx *cx, const gc_op *op, const itensor *in
   int64_t init = opc == GC_OP_REDUCE_MAX ? INT64_MIN : opc == GC_OP_REDUCE_MIN ? INT64_MAX : 0;
   for (int64_t j = 0; j < n_out; j++) acc[j] = init;
   do {
-    int64_t x = interp_load_i64(in[0].data, t, i++);
+    int64_t x = gc_load_i64(in[0].data, t, i++);
     if (opc == GC_OP_REDUCE_MAX)
       acc[o] = x > acc[o] ? x : acc[o];
     else if (opc == GC_OP_REDUCE_MIN)
@@ -72,7 +72,7 @@ graphc_status_t interp_reduce(interp_ctx *cx, const gc_op *op, const itensor *in
     else
       acc[o] = (int64_t)((uint64_t)acc[o] + (uint64_t)x); /* wraps */
   } while (interp_next(r, it->dims, idx, 1, &o, st));
-  for (int64_t j = 0; j < n_out; j++) interp_store_i64(out[0].data, t, j, acc[j]);
+  for (int64_t j = 0; j < n_out; j++) gc_store_i64(out[0].data, t, j, acc[j]);
   free(acc);
   return GRAPHC_STATUS_OK;
 }
@@ -95,13 +95,13 @@ graphc_status_t interp_argmax(interp_ctx *cx, const gc_op *op, const itensor *in
           if (isnan(x) || x > bv) bv = x, best = j;
         }
       } else {
-        int64_t bv = interp_load_i64(in[0].data, t, base);
+        int64_t bv = gc_load_i64(in[0].data, t, base);
         for (int64_t j = 1; j < dim; j++) {
-          int64_t x = interp_load_i64(in[0].data, t, base + j * inner);
+          int64_t x = gc_load_i64(in[0].data, t, base + j * inner);
           if (x > bv) bv = x, best = j;
         }
       }
-      interp_store_i64(out[0].data, out[0].type->dtype, o * inner + r, best);
+      gc_store_i64(out[0].data, out[0].type->dtype, o * inner + r, best);
     }
   return GRAPHC_STATUS_OK;
 }
@@ -209,7 +209,7 @@ static void matrix_rows_f(const itensor *t, int64_t off, int64_t R, int64_t K, i
 static void matrix_rows_i(const itensor *t, int64_t off, int64_t R, int64_t K, int kr, int64_t *rows) {
   for (int64_t r = 0; r < R; r++)
     for (int64_t k = 0; k < K; k++)
-      rows[r * K + k] = interp_load_i64(t->data, t->type->dtype, off + (kr ? k * R + r : r * K + k));
+      rows[r * K + k] = gc_load_i64(t->data, t->type->dtype, off + (kr ? k * R + r : r * K + k));
 }
 
 /* matmul: batched [.., M, K] x [.., K, N] (either side optionally transposed),
@@ -252,7 +252,7 @@ graphc_status_t interp_matmul(interp_ctx *cx, const gc_op *op, const itensor *in
         for (int64_t n = 0; n < N; n++, c++) {
           uint64_t acc = 0;  /* wraps */
           for (int64_t k = 0; k < K; k++) acc += (uint64_t)a[m * K + k] * (uint64_t)b[n * K + k];
-          interp_store_i64(out[0].data, ot->dtype, c, (int64_t)acc);
+          gc_store_i64(out[0].data, ot->dtype, c, (int64_t)acc);
         }
     }
   } while (interp_next(nb, ot->dims, idx, 2, offs, st));

@@ -86,7 +86,7 @@ graphc_status_t interp_iota(interp_ctx *cx, const gc_op *op, const itensor *in, 
   int axis = interp_axis(gc_op_attr_int(op, "axis", 0), ty->rank);
   for (int64_t i = 0; i < out[0].numel; i++) {
     int64_t k = ty->rank ? (i / strides[axis]) % ty->dims[axis] : 0;
-    interp_store_i64(out[0].data, ty->dtype, i, k);
+    gc_store_i64(out[0].data, ty->dtype, i, k);
   }
   return GRAPHC_STATUS_OK;
 }
@@ -147,15 +147,15 @@ static graphc_status_t clamp(const gc_op *op, const itensor *in, itensor *out) {
   int64_t l = INT64_MIN, h = INT64_MAX;
   if (lo)
     l = lo->kind == GC_ATTR_INT ? lo->u.i
-                                : interp_f64_to_int_sat(gc_attr_number(lo), INT64_MIN, INT64_MAX);
+                                : gc_f64_to_int_sat(gc_attr_number(lo), INT64_MIN, INT64_MAX);
   if (hi)
     h = hi->kind == GC_ATTR_INT ? hi->u.i
-                                : interp_f64_to_int_sat(gc_attr_number(hi), INT64_MIN, INT64_MAX);
+                                : gc_f64_to_int_sat(gc_attr_number(hi), INT64_MIN, INT64_MAX);
   for (int64_t i = 0; i < in[0].numel; i++) {
-    int64_t x = interp_load_i64(in[0].data, t, i);
+    int64_t x = gc_load_i64(in[0].data, t, i);
     if (x < l) x = l;
     if (x > h) x = h;
-    interp_store_i64(out[0].data, t, i, x);
+    gc_store_i64(out[0].data, t, i, x);
   }
   return GRAPHC_STATUS_OK;
 }
@@ -171,7 +171,7 @@ graphc_status_t interp_unary(interp_ctx *cx, const gc_op *op, const itensor *in,
       if (gc_dtype_is_float(ti))
         gc_store_f64(out[0].data, to, i, gc_load_f64(in[0].data, ti, i));
       else
-        interp_store_i64(out[0].data, to, i, interp_load_i64(in[0].data, ti, i));
+        gc_store_i64(out[0].data, to, i, gc_load_i64(in[0].data, ti, i));
     }
     return GRAPHC_STATUS_OK;
   }
@@ -182,7 +182,7 @@ graphc_status_t interp_unary(interp_ctx *cx, const gc_op *op, const itensor *in,
       gc_store_f64(out[0].data, to, i, unary_f(op->opcode, gc_load_f64(in[0].data, ti, i), gelu_tanh));
   } else {
     for (int64_t i = 0; i < in[0].numel; i++)
-      interp_store_i64(out[0].data, to, i, unary_i(op->opcode, interp_load_i64(in[0].data, ti, i)));
+      gc_store_i64(out[0].data, to, i, unary_i(op->opcode, gc_load_i64(in[0].data, ti, i)));
   }
   return GRAPHC_STATUS_OK;
 }
@@ -246,9 +246,9 @@ graphc_status_t interp_binary(interp_ctx *cx, const gc_op *op, const itensor *in
                           gc_load_f64(in[1].data, ti, offs[1]));
       gc_store_f64(out[0].data, ot->dtype, i, r);
     } else {
-      int64_t r = binary_i(op->opcode, interp_load_i64(in[0].data, ti, offs[0]),
-                           interp_load_i64(in[1].data, ti, offs[1]));
-      interp_store_i64(out[0].data, ot->dtype, i, r);
+      int64_t r = binary_i(op->opcode, gc_load_i64(in[0].data, ti, offs[0]),
+                           gc_load_i64(in[1].data, ti, offs[1]));
+      gc_store_i64(out[0].data, ot->dtype, i, r);
     }
     i++;
   } while (interp_next(ot->rank, ot->dims, idx, 2, offs, strides));
@@ -262,7 +262,7 @@ graphc_status_t interp_select(interp_ctx *cx, const gc_op *op, const itensor *in
   int64_t strides[3][GC_MAX_RANK], idx[GC_MAX_RANK] = {0}, offs[3] = {0, 0, 0}, i = 0;
   for (int k = 0; k < 3; k++) interp_bcast_strides(in[k].type, ot, strides[k]);
   do {
-    int c = interp_load_i64(in[0].data, in[0].type->dtype, offs[0]) != 0;
+    int c = gc_load_i64(in[0].data, in[0].type->dtype, offs[0]) != 0;
     const unsigned char *src = c ? (const unsigned char *)in[1].data + offs[1] * es
                                  : (const unsigned char *)in[2].data + offs[2] * es;
     memcpy((unsigned char *)out[0].data + i * es, src, es);
@@ -408,7 +408,7 @@ graphc_status_t interp_gather(interp_ctx *cx, const gc_op *op, const itensor *in
   int64_t n = in[1].numel;
   size_t es = esize(&in[0]);
   for (int64_t j = 0; j < n; j++) {
-    int64_t k = interp_load_i64(in[1].data, it->dtype, j);
+    int64_t k = gc_load_i64(in[1].data, it->dtype, j);
     if (k < -dim || k >= dim) {
       gc_error_at(cx->d, GRAPHC_STATUS_RUNTIME_ERROR, op->loc,
                   "gather index %lld is out of range for axis %d of size %lld", (long long)k,
@@ -420,7 +420,7 @@ graphc_status_t interp_gather(interp_ctx *cx, const gc_op *op, const itensor *in
   size_t blk = (size_t)inner * es;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < n; j++) {
-      int64_t k = interp_load_i64(in[1].data, it->dtype, j);
+      int64_t k = gc_load_i64(in[1].data, it->dtype, j);
       if (k < 0) k += dim;
       memcpy(dst, (const unsigned char *)in[0].data + (size_t)((o * dim + k) * inner) * es, blk);
       dst += blk;

@@ -37,6 +37,12 @@ double gc_bf16_to_f64(uint16_t h);
  * saturate, bool is v != 0). */
 double gc_load_f64(const void *base, gc_dtype t, int64_t i);
 void gc_store_f64(void *base, gc_dtype t, int64_t i, double v);
+/* Element i as an exact int64 (floats convert like cast: truncate, saturate, NaN -> 0),
+ * and an exact int64 stored (ints wrap, bool is v != 0, floats round once). */
+int64_t gc_load_i64(const void *base, gc_dtype t, int64_t i);
+void gc_store_i64(void *base, gc_dtype t, int64_t i, int64_t v);
+/* Truncate toward zero and saturate to [lo, hi]; NaN -> 0. */
+int64_t gc_f64_to_int_sat(double v, int64_t lo, int64_t hi);
 
 /* Smallest and largest value of an int (or bool) dtype; int64's for any other. */
 void gc_int_range(gc_dtype t, int64_t *lo, int64_t *hi);
