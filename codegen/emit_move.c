@@ -43,8 +43,12 @@ static void put_scalar(void *dst, gc_dtype t, const gc_attr *a) {
   switch (t) {
     case GRAPHC_DTYPE_F64: *(double *)dst = is_int ? (double)iv : fv; break;
     case GRAPHC_DTYPE_F32: *(float *)dst = is_int ? (float)iv : (float)fv; break;
-    case GRAPHC_DTYPE_F16:
-    case GRAPHC_DTYPE_BF16: *(uint16_t *)dst = narrow_bits(t, fv); break;
+    case GRAPHC_DTYPE_F16:  /* an int rounds once, from the integer (not through a double) */
+      *(uint16_t *)dst = from_float ? narrow_bits(t, fv) : gc_i64_to_f16(iv);
+      break;
+    case GRAPHC_DTYPE_BF16:
+      *(uint16_t *)dst = from_float ? narrow_bits(t, fv) : gc_i64_to_bf16(iv);
+      break;
     case GRAPHC_DTYPE_I64:
       *(int64_t *)dst = from_float ? sat_trunc(fv, -0x1p63, 0x1p63, INT64_MIN, INT64_MAX) : iv;
       break;

@@ -148,6 +148,31 @@ START_TEST(run_with_inputs_file) {
 }
 END_TEST
 
+/* An integer const stored as bf16 rounds once, from the integer: 2^61 + 2^53 + 1
+ * is bf16 2^61 + 2^54 (through a double it would round to 2^61 + 2^53 first, then
+ * to the tie's even 2^61). The cpu backend writes the interpreter's bytes. */
+START_TEST(const_int_rounds_once) {
+  char g[512], a[512], b[512], args[2048];
+  snprintf(g, sizeof g, "%s/cbf.graph", tu_tmpdir());
+  snprintf(a, sizeof a, "%s/cbf_interp.safetensors", tu_tmpdir());
+  snprintf(b, sizeof b, "%s/cbf_cpu.safetensors", tu_tmpdir());
+  FILE *f = fopen(g, "w");
+  fputs("version 1;\ngraph @g(%x: bf16[2]) -> (bf16[2]) {\n"
+        "  %c = const(value=[2314850208468434945, 1], dtype=bf16);\n"
+        "  %y = mul(%c, %x);\n  return %y;\n}\n", f);
+  fclose(f);
+  snprintf(args, sizeof args, "run %s --backend interp --output %s", g, a);
+  EXPECT(args, 0, "%y: bf16[2]");
+  snprintf(args, sizeof args, "run %s --backend cpu --output %s", g, b);
+  EXPECT(args, 0, "%y: bf16[2]");
+  char cmd[2048], *out = NULL;
+  snprintf(cmd, sizeof cmd, "cmp %s %s", a, b);
+  int rc = tu_run_cmd(cmd, &out);
+  ck_assert_msg(rc == 0, "interp and cpu outputs differ: %s", out);
+  free(out);
+}
+END_TEST
+
 START_TEST(host_program) {
   char w[512], cmd[2048], *out = NULL;
   snprintf(w, sizeof w, "%s/host_mlp.safetensors", tu_tmpdir());
@@ -276,6 +301,7 @@ int main(void) {
   tcase_add_test(tc, weights_and_run_every_example);
   tcase_add_test(tc, run_with_inputs_file);
   tcase_add_test(tc, host_program);
+  tcase_add_test(tc, const_int_rounds_once);
   tcase_add_test(tc, tuning_files);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
