@@ -24,7 +24,6 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <llvm-c/Core.h>
-#include <nvJitLink.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
