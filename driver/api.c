@@ -5,6 +5,7 @@
  * behind the gc_backend table (runtime/exec.h).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,13 +19,24 @@
 #include "codegen/lower.h"
 #include "codegen/tuning.h"
 
+/* The rendered diagnostics of one thread's last call on a context. */
+typedef struct ctx_diag_slot {
+  pthread_t thread;
+  char *text;
+} ctx_diag_slot;
+
 struct graphc_context {
-  char *diagnostics;     /* rendered diagnostics of the last call that made any */
+  /* Several threads may call into one context at once (graphc.h): each keeps its
+   * own last diagnostics, so a string one thread reads is never freed by another
+   * thread's call. Slots live until the context is destroyed. */
+  pthread_mutex_t mu;
+  ctx_diag_slot *diags;
+  int n_diags, cap_diags;
   /* After the first CUDA executable: a reference to device 0's primary context,
    * held until the context is destroyed. Executables retain it too, but without
    * this one the last executable's release resets the primary context, and the
    * next compile pays for a new one (hundreds of ms on an H200, serialized
-   * between processes). */
+   * between processes). Set under mu. */
   void *cuda_hold;
 };
 
@@ -43,25 +55,65 @@ struct graphc_model {
 graphc_status_t graphc_context_create(graphc_context_t **out) {
   if (!out) return GRAPHC_STATUS_INVALID_ARGUMENT;
   *out = calloc(1, sizeof **out);
-  return *out ? GRAPHC_STATUS_OK : GRAPHC_STATUS_OUT_OF_MEMORY;
+  if (!*out) return GRAPHC_STATUS_OUT_OF_MEMORY;
+  if (pthread_mutex_init(&(*out)->mu, NULL) != 0) {
+    free(*out);
+    *out = NULL;
+    return GRAPHC_STATUS_OUT_OF_MEMORY;
+  }
+  return GRAPHC_STATUS_OK;
 }
 
 void graphc_context_destroy(graphc_context_t *ctx) {
   if (!ctx) return;
   gc_cuda_hold_free(ctx->cuda_hold);
-  free(ctx->diagnostics);
+  for (int i = 0; i < ctx->n_diags; i++) free(ctx->diags[i].text);
+  free(ctx->diags);
+  pthread_mutex_destroy(&ctx->mu);
   free(ctx);
 }
 
-const char *graphc_context_diagnostics(const graphc_context_t *ctx) {
-  return ctx && ctx->diagnostics ? ctx->diagnostics : "";
+/* The calling thread's slot (created when `make`), or NULL; ctx->mu held. */
+static ctx_diag_slot *ctx_slot(graphc_context_t *ctx, int make) {
+  pthread_t self = pthread_self();
+  for (int i = 0; i < ctx->n_diags; i++)
+    if (pthread_equal(ctx->diags[i].thread, self)) return &ctx->diags[i];
+  if (!make) return NULL;
+  if (ctx->n_diags == ctx->cap_diags) {
+    int cap = ctx->cap_diags ? 2 * ctx->cap_diags : 4;
+    ctx_diag_slot *d = realloc(ctx->diags, (size_t)cap * sizeof *d);
+    if (!d) return NULL;
+    ctx->diags = d;
+    ctx->cap_diags = cap;
+  }
+  ctx->diags[ctx->n_diags] = (ctx_diag_slot){self, NULL};
+  return &ctx->diags[ctx->n_diags++];
 }
 
-/* Keep the rendered form of `d` as the context's diagnostics (errors and warnings). */
+const char *graphc_context_diagnostics(const graphc_context_t *cctx) {
+  if (!cctx) return "";
+  graphc_context_t *ctx = (graphc_context_t *)cctx;  /* the lock only */
+  pthread_mutex_lock(&ctx->mu);
+  ctx_diag_slot *slot = ctx_slot(ctx, 0);
+  const char *text = slot && slot->text ? slot->text : "";
+  pthread_mutex_unlock(&ctx->mu);
+  return text;
+}
+
+/* Keep the rendered form of `d` as the calling thread's diagnostics on ctx
+ * (errors and warnings; none: ""). Rendering happens outside the lock. */
 static void ctx_keep_diags(graphc_context_t *ctx, const gc_diags *d) {
   if (!ctx) return;
-  free(ctx->diagnostics);
-  ctx->diagnostics = d->n ? gc_diags_render(d) : NULL;
+  char *text = d->n ? gc_diags_render(d) : NULL;
+  pthread_mutex_lock(&ctx->mu);
+  ctx_diag_slot *slot = ctx_slot(ctx, text != NULL);
+  if (slot) {
+    free(slot->text);
+    slot->text = text;
+    text = NULL;
+  }
+  pthread_mutex_unlock(&ctx->mu);
+  free(text);  /* no slot could be made: the diagnostics are lost, the error is not */
 }
 
 /* Finish a call: copy the first error to `err`, keep diagnostics, return status. */
@@ -423,8 +475,11 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   if (exe->backend->prepare(exe, opts_in ? opts_in : &opts, &d) != GRAPHC_STATUS_OK ||
       d.n_errors)
     goto fail;
-  if (exe->kind == GRAPHC_BACKEND_CUDA && !m->ctx->cuda_hold)
-    m->ctx->cuda_hold = gc_cuda_hold_open(&set.rt);
+  if (exe->kind == GRAPHC_BACKEND_CUDA) {
+    pthread_mutex_lock(&m->ctx->mu);
+    if (!m->ctx->cuda_hold) m->ctx->cuda_hold = gc_cuda_hold_open(&set.rt);
+    pthread_mutex_unlock(&m->ctx->mu);
+  }
   *out = exe;
   return finish(m->ctx, &d, err);
 

@@ -23,6 +23,7 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -70,6 +71,10 @@ struct gc_cu_exec {
   int retaining;                   /* the thread is to be joined */
   CUresult retain_rc;
   double retain_ms, retain_wait_ms;
+  /* Runs from several threads take turns: the I/O buffers, the bound arguments, the
+   * tensor maps and the CUDA graph are the executor's, one set for one run at a time. */
+  pthread_mutex_t run_mu;
+  int run_mu_ok;
 };
 
 /* Monotonic milliseconds, for stage timings. */
@@ -212,7 +217,14 @@ static gc_cu_exec *exec_open(int async, const gc_rt_settings *s, gc_diags *d) {
   }
   x->cu = cu;
   x->sync_each = s && s->cuda_sync;
+  if (pthread_mutex_init(&x->run_mu, NULL) != 0) {
+    free(x);
+    gc_error_at(d, GRAPHC_STATUS_INTERNAL, (gc_loc){0, 0}, "CUDA executor: cannot initialize a mutex");
+    return NULL;
+  }
+  x->run_mu_ok = 1;
   if (GC_CU(cu, d, DeviceGet, &x->dev, 0) || query_device(x, d)) {
+    pthread_mutex_destroy(&x->run_mu);
     free(x);
     return NULL;
   }
@@ -634,11 +646,15 @@ out:
 int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, gc_diags *d) {
   GC_ASSERT(x->plan && i >= 0 && i < x->plan->n_consts && bytes == x->plan->consts[i].bytes);
   if (!x->consts || !bytes) return 0;
-  if (ctx_push(x, d)) return -1;
-  int rc = GC_CU_WHAT(x->cu, d, x->plan->consts[i].name, MemcpyHtoD, x->consts + x->const_off[i],
-                      data, bytes);
-  x->prologue_due = 1;  /* what the prologue computed from the old bytes is stale */
-  ctx_pop(x);
+  pthread_mutex_lock(&x->run_mu);
+  int rc = -1;
+  if (ctx_push(x, d) == 0) {
+    rc = GC_CU_WHAT(x->cu, d, x->plan->consts[i].name, MemcpyHtoD, x->consts + x->const_off[i], data,
+                    bytes);
+    x->prologue_due = 1;  /* what the prologue computed from the old bytes is stale */
+    ctx_pop(x);
+  }
+  pthread_mutex_unlock(&x->run_mu);
   return rc;
 }
 
@@ -750,8 +766,9 @@ static int not_loaded(const gc_cu_exec *x, gc_diags *d) {
   return -1;
 }
 
-int gc_cu_exec_run(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, gc_diags *d) {
-  if (not_loaded(x, d) || ctx_push(x, d)) return -1;
+/* One run with host tensors; run_mu held. */
+static int run_host(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, gc_diags *d) {
+  if (ctx_push(x, d)) return -1;
   const gc_cu_driver *cu = x->cu;
   const gc_launch_plan *p = x->plan;
   int bad = bind_io(x, x->in_buf, x->out_buf, d);
@@ -775,6 +792,14 @@ int gc_cu_exec_run(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *ou
   return bad ? -1 : 0;
 }
 
+int gc_cu_exec_run(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, gc_diags *d) {
+  if (not_loaded(x, d)) return -1;
+  pthread_mutex_lock(&x->run_mu);
+  int rc = run_host(x, in, out, d);
+  pthread_mutex_unlock(&x->run_mu);
+  return rc;
+}
+
 int gc_cu_exec_run_device(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out,
                           gc_diags *d) {
   if (not_loaded(x, d)) return -1;
@@ -789,10 +814,12 @@ int gc_cu_exec_run_device(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tenso
   for (size_t i = 0; i < ni; i++) pin[i] = (CUdeviceptr)(uintptr_t)in[i].data;
   for (size_t i = 0; i < no; i++) pout[i] = (CUdeviceptr)(uintptr_t)out[i].data;
   int rc = -1;
+  pthread_mutex_lock(&x->run_mu);
   if (ctx_push(x, d) == 0) {
     rc = bind_io(x, pin, pout, d) || launch_all(x, d) || sync_stream(x, d) ? -1 : 0;
     ctx_pop(x);
   }
+  pthread_mutex_unlock(&x->run_mu);
   free(pin);
   free(pout);
   return rc;
@@ -837,6 +864,7 @@ void gc_cu_exec_free(gc_cu_exec *x) {
   free(x->tmap_host);
   free(x->tmap_at);
   free(x->tmap_valid);
+  if (x->run_mu_ok) pthread_mutex_destroy(&x->run_mu);
   free(x);
 }
 

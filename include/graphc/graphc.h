@@ -4,7 +4,16 @@
  * compiled from models. Every call that can fail returns a graphc_status_t and,
  * when `err` is not NULL, fills it with the first error's message and source
  * position. The full rendered diagnostics of the last failing call (every
- * error, with source line and caret) are kept by the context.
+ * error, with source line and caret) are kept by the context, for each thread
+ * that calls into it.
+ *
+ * Threads: a context may be used from several threads at once (loading and
+ * compiling models on each, each thread reading its own diagnostics). A model
+ * is one thread's at a time (bind, set weights, compile). An executable may be
+ * run from several threads at once: its runs take turns (each sees its own
+ * inputs and writes its own outputs), so for runs that overlap in time compile
+ * one executable per thread. Destroy a handle only when no call on it is in
+ * flight.
  *
  * Ownership: strings returned through `char **` are malloc'd and freed by the
  * caller with graphc_free(). `const char *` results are owned by the handle
@@ -143,8 +152,9 @@ void graphc_free(void *ptr);
  * the next compile does not pay for a new one. */
 graphc_status_t graphc_context_create(graphc_context_t **out);
 void graphc_context_destroy(graphc_context_t *ctx);
-/* Rendered diagnostics of the last failing call on this context (all errors,
- * each "file:line:col: error: msg", the source line and a caret), "" if none. */
+/* Rendered diagnostics of the calling thread's last call on this context (all
+ * errors and warnings, each "file:line:col: error: msg", the source line and a
+ * caret), "" if it made none. Valid until that thread's next call on ctx. */
 const char *graphc_context_diagnostics(const graphc_context_t *ctx);
 
 /* ---- model ------------------------------------------------------------ */
