@@ -9,7 +9,7 @@
  *       s->rt                                      (runtime/settings.h: the driver
  *                                                   library, sync, host threads)
  *
- * This file and runtime/settings.c are the only library files that call getenv.
+ * driver/settings.c and runtime/settings.c are the only library files that read the environment.
  * Settings are read at each entry that needs them, not once per process, so a
  * program (or a test) that changes its environment between compiles sees the
  * change. docs/settings.md lists every variable with its default.

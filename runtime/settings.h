@@ -4,7 +4,7 @@
  *     --gc_rt_settings_read--> gc_rt_settings --const pointer--> cuda_driver.c (which
  *     library to open), cuda_exec.c (synchronize after each launch), host_exec.c (threads)
  *
- * Nothing below the entry points calls getenv. The variables are read at each entry
+ * Nothing below the entry points reads the environment. The variables are read at each entry
  * that needs them, not once per process, so a program (or a test) that changes its
  * environment between calls sees the change. docs/settings.md lists every variable.
  */
