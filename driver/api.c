@@ -589,6 +589,45 @@ graphc_status_t graphc_executable_run(graphc_executable_t *exe, const graphc_ten
   return finish(exe->ctx, &d, err);
 }
 
+/* Shared body of run_device and enqueue: check, then the backend's entry (NULL: a
+ * backend without device memory, UNSUPPORTED). */
+static graphc_status_t run_on_device(graphc_executable_t *exe, const char *call,
+                                     const graphc_tensor_t *inputs, size_t n_inputs,
+                                     graphc_tensor_t *outputs, size_t n_outputs, int async,
+                                     void *stream, graphc_error_t *err) {
+  if (!exe) return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s: NULL executable", call);
+  graphc_status_t st = check_tensors("inputs", exe->inputs, exe->n_inputs, inputs, n_inputs, err);
+  if (st == GRAPHC_STATUS_OK)
+    st = check_tensors("outputs", exe->outputs, exe->n_outputs, outputs, n_outputs, err);
+  if (st != GRAPHC_STATUS_OK) return st;
+  if (async ? !exe->backend->enqueue : !exe->backend->run_device)
+    return gc_set_error(err, GRAPHC_STATUS_UNSUPPORTED,
+                        "%s: the %s backend has no device memory or streams: use "
+                        "graphc_executable_run", call, exe->backend->name);
+  gc_diags d;
+  gc_diags_init(&d, exe->file, exe->source, exe->source_len);
+  st = async ? exe->backend->enqueue(exe, inputs, outputs, stream, &d)
+             : exe->backend->run_device(exe, inputs, outputs, &d);
+  if (st != GRAPHC_STATUS_OK && !d.n_errors)
+    gc_error_at(&d, st, (gc_loc){0, 0}, "%s backend: %s failed", exe->backend->name, call);
+  return finish(exe->ctx, &d, err);
+}
+
+graphc_status_t graphc_executable_run_device(graphc_executable_t *exe,
+                                             const graphc_tensor_t *inputs, size_t n_inputs,
+                                             graphc_tensor_t *outputs, size_t n_outputs,
+                                             graphc_error_t *err) {
+  return run_on_device(exe, "graphc_executable_run_device", inputs, n_inputs, outputs, n_outputs,
+                       0, NULL, err);
+}
+
+graphc_status_t graphc_executable_enqueue(graphc_executable_t *exe, const graphc_tensor_t *inputs,
+                                          size_t n_inputs, graphc_tensor_t *outputs,
+                                          size_t n_outputs, void *stream, graphc_error_t *err) {
+  return run_on_device(exe, "graphc_executable_enqueue", inputs, n_inputs, outputs, n_outputs, 1,
+                       stream, err);
+}
+
 /* ---- the interpreter backend ------------------------------------------------------- */
 static graphc_status_t interp_prepare(gc_exec *exe, const graphc_compile_options_t *o, gc_diags *d) {
   return GRAPHC_STATUS_OK;

@@ -378,6 +378,14 @@ static graphc_status_t cuda_run_device(gc_exec *exe, const graphc_tensor_t *in,
   return gc_cu_exec_run_device(s->x, in, out, d) ? failed(d) : GRAPHC_STATUS_OK;
 }
 
+/* Enqueue on the caller's stream without waiting (device or pinned host tensors). */
+static graphc_status_t cuda_enqueue(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_t *out,
+                                    void *stream, gc_diags *d) {
+  cu_state *s = prepared(exe, d);
+  if (!s) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  return gc_cu_exec_enqueue(s->x, in, out, stream, d) ? failed(d) : GRAPHC_STATUS_OK;
+}
+
 /* Free everything prepare made; tolerates any partially prepared state. */
 static void cuda_release(gc_exec *exe) {
   cu_state *s = exe->state;
@@ -394,6 +402,7 @@ const gc_backend gc_backend_cuda = {
     .prepare = cuda_prepare,
     .run = cuda_run,
     .run_device = cuda_run_device,
+    .enqueue = cuda_enqueue,
     .release = cuda_release,
 };
 

@@ -24,6 +24,10 @@ typedef struct gc_backend {
   /* Optional (NULL: unsupported). Run with caller-owned device pointers. */
   graphc_status_t (*run_device)(gc_exec *exe, const graphc_tensor_t *inputs,
                                 graphc_tensor_t *outputs, gc_diags *d);
+  /* Optional (NULL: unsupported). Enqueue on the caller's stream (device or pinned
+   * host tensors) and return without waiting. */
+  graphc_status_t (*enqueue)(gc_exec *exe, const graphc_tensor_t *inputs,
+                             graphc_tensor_t *outputs, void *stream, gc_diags *d);
   /* Required. Free everything `prepare` made; safe after a failed prepare. */
   void (*release)(gc_exec *exe);
 } gc_backend;

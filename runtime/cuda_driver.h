@@ -79,7 +79,12 @@
   X(EventSynchronize, cuEventSynchronize, NULL)                           \
   X(EventElapsedTime, cuEventElapsedTime_v2, "cuEventElapsedTime")        \
   X(EventDestroy, cuEventDestroy_v2, NULL)                                \
-  X(TensorMapEncodeTiled, cuTensorMapEncodeTiled, NULL)
+  X(TensorMapEncodeTiled, cuTensorMapEncodeTiled, NULL)                   \
+  X(PointerGetAttribute, cuPointerGetAttribute, NULL)                     \
+  X(StreamGetCtx, cuStreamGetCtx, NULL)                                   \
+  X(StreamWaitEvent, cuStreamWaitEvent, NULL)                             \
+  X(MemHostAlloc, cuMemHostAlloc, NULL)                                   \
+  X(MemFreeHost, cuMemFreeHost, NULL)
 
 typedef struct gc_cu_driver {
 #define GC_CU_FIELD(FIELD, SYM, ALT) __typeof__(SYM) *FIELD;

@@ -65,6 +65,8 @@ struct gc_cu_exec {
   int tmaps_dirty;                 /* tmap_host differs from the device table */
   CUgraphExec gexec;
   int eager, sync_each;
+  CUevent done;                    /* recorded after each enqueue (made at the first) */
+  int pending;                     /* an enqueue's work may still be in flight: wait on `done` */
   int prologue_due;                /* the plan's prologue has yet to run on the current consts */
   /* gc_cu_exec_open_async: the primary context is retained on this thread */
   pthread_t retainer;
@@ -663,47 +665,54 @@ int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, g
  * after the kernels of earlier runs that read the old maps and before every launch
  * that reads the new ones (a replayed graph reads the table at the same address). The
  * copy is never captured: its source is pageable host memory, which the driver stages
- * before returning (and every run synchronizes before its caller can bind again). */
-static int upload_tmaps(gc_cu_exec *x, gc_diags *d) {
+ * before returning (so binding again right after an enqueue cannot change what it
+ * uploads). */
+static int upload_tmaps(gc_cu_exec *x, CUstream s, gc_diags *d) {
   if (!x->tmaps_dirty) return 0;
   if (GC_CU_WHAT(x->cu, d, "TMA tensor maps", MemcpyHtoDAsync, x->tmaps, x->tmap_host,
-                 (size_t)x->plan->n_tmaps * TMAP_BYTES, x->stream))
+                 (size_t)x->plan->n_tmaps * TMAP_BYTES, s))
     return -1;
   x->tmaps_dirty = 0;
   return 0;
 }
 
-/* Launch the i-th launch of the plan on the stream. */
-static int launch_one(gc_cu_exec *x, int i, gc_diags *d) {
+/* Launch the i-th launch of the plan on stream s (kernel arguments are copied at the
+ * launch, so binding other pointers afterwards cannot change it). */
+static int launch_one(gc_cu_exec *x, int i, CUstream s, gc_diags *d) {
   cu_kernel *ck = &x->kernels[x->plan->launches[i]];
   if (ck->k->n <= 0) return 0;
   return GC_CU_WHAT(x->cu, d, ck->k->name, LaunchKernel, ck->fn, ck->grid, 1, 1, ck->block, 1, 1,
-                    (unsigned)ck->k->smem, x->stream, ck->argp, NULL);
+                    (unsigned)ck->k->smem, s, ck->argp, NULL);
 }
 
 /* Launches [from, to) in order, directly on the stream; with GRAPHC_CUDA_SYNC=1 each
  * is followed by a synchronize so a failing kernel is named. */
-static int launch_range(gc_cu_exec *x, int from, int to, gc_diags *d) {
+static int launch_range(gc_cu_exec *x, int from, int to, CUstream s, gc_diags *d) {
   for (int i = from; i < to; i++) {
-    if (launch_one(x, i, d)) return -1;
+    if (launch_one(x, i, s, d)) return -1;
     if (x->sync_each) {
       char what[256];
       snprintf(what, sizeof what, "after kernel %s, launch %d of %d",
                x->kernels[x->plan->launches[i]].k->name, i + 1, x->plan->n_launches);
-      if (GC_CU_WHAT(x->cu, d, what, StreamSynchronize, x->stream)) return -1;
+      if (GC_CU_WHAT(x->cu, d, what, StreamSynchronize, s)) return -1;
     }
   }
   return 0;
 }
 
 /* Capture the launches (bound to the current pointers) into a CUDA graph and
- * instantiate it, or update the existing instantiation in place. */
+ * instantiate it, or update the existing instantiation in place. The capture is on
+ * the executor's own stream whatever stream the graph is launched on; an update
+ * (or a new instantiation; cuGraphExecDestroy of a graph in flight frees it when it
+ * completes) affects only later launches, never one already enqueued, so enqueued
+ * work still in flight keeps the pointers it was launched with. */
 static int capture_graph(gc_cu_exec *x, gc_diags *d) {
   const gc_cu_driver *cu = x->cu;
   size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
   if (GC_CU(cu, d, StreamBeginCapture, x->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) return -1;
   int bad = 0;
-  for (int i = x->plan->n_prologue; i < x->plan->n_launches && !bad; i++) bad = launch_one(x, i, d);
+  for (int i = x->plan->n_prologue; i < x->plan->n_launches && !bad; i++)
+    bad = launch_one(x, i, x->stream, d);
   CUgraph g = NULL;
   CUresult r = cu->StreamEndCapture(x->stream, &g);
   if (bad) {
@@ -730,28 +739,30 @@ static int capture_graph(gc_cu_exec *x, gc_diags *d) {
   return rc;
 }
 
-/* The plan's launches on the stream: the prologue first when it is due (eagerly, once
+/* The plan's launches on stream s: the prologue first when it is due (eagerly, once
  * per weights), then the rest as a graph replay or eagerly. */
-static int launch_all(gc_cu_exec *x, gc_diags *d) {
+static int launch_all(gc_cu_exec *x, CUstream s, gc_diags *d) {
   const int np = x->plan->n_prologue, nl = x->plan->n_launches;
-  if (upload_tmaps(x, d)) return -1;
+  if (upload_tmaps(x, s, d)) return -1;
   if (x->prologue_due) {
-    if (launch_range(x, 0, np, d)) return -1;
+    if (launch_range(x, 0, np, s, d)) return -1;
     x->prologue_due = 0;
   }
   if (nl == np) return 0;
-  if (x->eager) return launch_range(x, np, nl, d);
+  if (x->eager) return launch_range(x, np, nl, s, d);
   size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
   int same = x->gexec && memcmp(x->graph_in, x->bound_in, ni * sizeof *x->graph_in) == 0 &&
              memcmp(x->graph_out, x->bound_out, no * sizeof *x->graph_out) == 0;
   if (!same && capture_graph(x, d)) return -1;
-  return GC_CU(x->cu, d, GraphLaunch, x->gexec, x->stream);
+  return GC_CU(x->cu, d, GraphLaunch, x->gexec, s);
 }
 
-/* Synchronize the stream; a failure here is an error of some kernel. */
+/* Synchronize the stream; a failure here is an error of some kernel (reported to d
+ * unless d is NULL). */
 static int sync_stream(gc_cu_exec *x, gc_diags *d) {
   CUresult r = x->cu->StreamSynchronize(x->stream);
   if (r == CUDA_SUCCESS) return 0;
+  if (!d) return -1;
   gc_error_at(d, gc_cu_status(r), (gc_loc){0, 0},
               "cuStreamSynchronize failed: %s (%s) [a kernel failed while running; set "
               "GRAPHC_CUDA_SYNC=1 to find which]",
@@ -766,16 +777,97 @@ static int not_loaded(const gc_cu_exec *x, gc_diags *d) {
   return -1;
 }
 
+/* ---- caller pointers and streams ------------------------------------------------------ */
+/* Check the caller's pointers for I/O tensors t[0..n) (inputs, or outputs when `output`)
+ * with cuPointerGetAttribute: device memory of this executor's device and context, large
+ * enough from the pointer on. When host_ok (enqueue), pinned host memory (cuMemHostAlloc,
+ * graphc_host_alloc) is accepted too and host[i] set to 1; pageable host memory is never
+ * accepted (the driver cannot copy it asynchronously). Context pushed. */
+static int check_ptrs(gc_cu_exec *x, const graphc_tensor_t *t, int n, int output, int host_ok,
+                      unsigned char *host, gc_diags *d) {
+  const gc_cu_driver *cu = x->cu;
+  const gc_launch_plan *p = x->plan;
+  const char *what = output ? "output" : "input";
+  const char *need = host_ok ? "device memory of this executable's device or pinned host memory "
+                               "(graphc_host_alloc)"
+                             : "device memory of this executable's device";
+  for (int i = 0; i < n; i++) {
+    const char *name = output ? p->outputs[i].name : p->inputs[i].name;
+    size_t bytes = output ? p->outputs[i].nbytes : p->inputs[i].nbytes;
+    CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)t[i].data;
+    unsigned int type = 0;
+    if (host) host[i] = 0;
+    CUresult r = cu->PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+      gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
+                  "%s %d (%%%s): %p is not memory CUDA knows (pageable host memory, or freed): "
+                  "needs %s", what, i, name, t[i].data, need);
+      return -1;
+    }
+    if (gc_cu_check(cu, d, r, "cuPointerGetAttribute", name)) return -1;
+    if (type == CU_MEMORYTYPE_HOST && host_ok) {
+      host[i] = 1;
+    } else if (type != CU_MEMORYTYPE_DEVICE) {
+      gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
+                  "%s %d (%%%s): %p is %s memory, not device memory: needs %s%s", what, i, name,
+                  t[i].data, type == CU_MEMORYTYPE_HOST ? "pinned host" : "non-device", need,
+                  type == CU_MEMORYTYPE_HOST ? " (graphc_executable_enqueue copies pinned host "
+                                               "tensors)" : "");
+      return -1;
+    } else {
+      int ordinal = -1;
+      CUcontext owner = NULL;
+      if (GC_CU_WHAT(cu, d, name, PointerGetAttribute, &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                     ptr) ||
+          GC_CU_WHAT(cu, d, name, PointerGetAttribute, &owner, CU_POINTER_ATTRIBUTE_CONTEXT, ptr))
+        return -1;
+      if (ordinal != (int)x->dev) {
+        gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
+                    "%s %d (%%%s): %p is memory of device %d, not device memory of this "
+                    "executable's device (%d)", what, i, name, t[i].data, ordinal, (int)x->dev);
+        return -1;
+      }
+      /* NULL: memory of no one context (cuMemMap, memory pools), usable from any */
+      if (owner && owner != x->ctx) {
+        gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
+                    "%s %d (%%%s): %p is device memory of another CUDA context: this executable "
+                    "runs in device %d's primary context (allocate with it current, as the CUDA "
+                    "runtime does)", what, i, name, t[i].data, (int)x->dev);
+        return -1;
+      }
+    }
+    /* The allocation must hold the tensor from the pointer on (when the driver says). */
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    if (cu->PointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr) == CUDA_SUCCESS &&
+        cu->PointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr) == CUDA_SUCCESS &&
+        size && start <= ptr && (size_t)(start + size - ptr) < bytes) {
+      gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
+                  "%s %d (%%%s): the allocation at %p holds %zu bytes from there, the tensor "
+                  "needs %zu", what, i, name, t[i].data, (size_t)(start + size - ptr), bytes);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Order work about to go on stream s after every earlier enqueue still in flight (they
+ * share the arena, the I/O buffers and the tensor map table). */
+static int wait_pending(gc_cu_exec *x, CUstream s, gc_diags *d) {
+  if (!x->pending) return 0;
+  return GC_CU_WHAT(x->cu, d, "waiting for earlier enqueued work", StreamWaitEvent, s, x->done, 0);
+}
+
 /* One run with host tensors; run_mu held. */
 static int run_host(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, gc_diags *d) {
   if (ctx_push(x, d)) return -1;
   const gc_cu_driver *cu = x->cu;
   const gc_launch_plan *p = x->plan;
-  int bad = bind_io(x, x->in_buf, x->out_buf, d);
+  int bad = wait_pending(x, x->stream, d) || bind_io(x, x->in_buf, x->out_buf, d);
   for (int i = 0; i < p->n_inputs && !bad; i++)
     bad = GC_CU_WHAT(cu, d, p->inputs[i].name, MemcpyHtoDAsync, x->in_buf[i], in[i].data,
                      p->inputs[i].nbytes, x->stream);
-  if (!bad) bad = launch_all(x, d);
+  if (!bad) bad = launch_all(x, x->stream, d);
   for (int i = 0; i < p->n_outputs && !bad; i++)
     bad = GC_CU_WHAT(cu, d, p->outputs[i].name, MemcpyDtoHAsync, out[i].data, x->out_buf[i],
                      p->outputs[i].nbytes, x->stream);
@@ -788,6 +880,7 @@ static int run_host(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *o
                 gc_cu_error_name(cu, r), gc_cu_error_string(cu, r));
     bad = 1;
   }
+  if (r == CUDA_SUCCESS) x->pending = 0;   /* what it waited on has finished too */
   ctx_pop(x);
   return bad ? -1 : 0;
 }
@@ -816,12 +909,92 @@ int gc_cu_exec_run_device(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tenso
   int rc = -1;
   pthread_mutex_lock(&x->run_mu);
   if (ctx_push(x, d) == 0) {
-    rc = bind_io(x, pin, pout, d) || launch_all(x, d) || sync_stream(x, d) ? -1 : 0;
+    rc = check_ptrs(x, in, (int)ni, 0, 0, NULL, d) || check_ptrs(x, out, (int)no, 1, 0, NULL, d) ||
+                 wait_pending(x, x->stream, d) || bind_io(x, pin, pout, d) ||
+                 launch_all(x, x->stream, d)
+             ? -1
+             : 0;
+    /* Synchronize even after a failed enqueue: nothing of this run stays in flight. */
+    if (sync_stream(x, rc ? NULL : d) == 0) x->pending = 0;
+    else rc = -1;
     ctx_pop(x);
   }
   pthread_mutex_unlock(&x->run_mu);
   free(pin);
   free(pout);
+  return rc;
+}
+
+/* One enqueue; run_mu held. */
+static int enqueue(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, CUstream s,
+                   gc_diags *d) {
+  const gc_cu_driver *cu = x->cu;
+  const gc_launch_plan *p = x->plan;
+  size_t ni = (size_t)p->n_inputs, no = (size_t)p->n_outputs;
+  CUcontext sctx = NULL;
+  CUresult r = cu->StreamGetCtx(s, &sctx);
+  if (r == CUDA_SUCCESS && sctx != x->ctx) {
+    gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
+                "stream %p belongs to another CUDA context: this executable runs in device %d's "
+                "primary context (create the stream with it current, as the CUDA runtime does)",
+                (void *)s, (int)x->dev);
+    return -1;
+  }
+  if (gc_cu_check(cu, d, r, "cuStreamGetCtx", "the caller's stream")) return -1;
+  CUdeviceptr *pin = calloc(ni + 1, sizeof *pin), *pout = calloc(no + 1, sizeof *pout);
+  unsigned char *hin = calloc(ni + 1, 1), *hout = calloc(no + 1, 1);
+  int bad = !pin || !pout || !hin || !hout ? oom(d) : 0;
+  if (!bad) bad = check_ptrs(x, in, (int)ni, 0, 1, hin, d) || check_ptrs(x, out, (int)no, 1, 1, hout, d);
+  if (!bad && !x->done) bad = GC_CU(cu, d, EventCreate, &x->done, CU_EVENT_DISABLE_TIMING);
+  if (!bad) {
+    /* Pinned host tensors go through the executor's own I/O buffers. */
+    for (size_t i = 0; i < ni; i++) pin[i] = hin[i] ? x->in_buf[i] : (CUdeviceptr)(uintptr_t)in[i].data;
+    for (size_t i = 0; i < no; i++)
+      pout[i] = hout[i] ? x->out_buf[i] : (CUdeviceptr)(uintptr_t)out[i].data;
+    bad = wait_pending(x, s, d) || bind_io(x, pin, pout, d);
+  }
+  int queued = 0;   /* something went on the stream: later work must wait for it */
+  for (size_t i = 0; i < ni && !bad; i++)
+    if (hin[i]) {
+      bad = GC_CU_WHAT(cu, d, p->inputs[i].name, MemcpyHtoDAsync, pin[i], in[i].data,
+                       p->inputs[i].nbytes, s);
+      queued = 1;
+    }
+  if (!bad) {
+    queued = 1;
+    bad = launch_all(x, s, d);
+  }
+  for (size_t i = 0; i < no && !bad; i++)
+    if (hout[i])
+      bad = GC_CU_WHAT(cu, d, p->outputs[i].name, MemcpyDtoHAsync, out[i].data, pout[i],
+                       p->outputs[i].nbytes, s);
+  if (queued) {
+    r = cu->EventRecord(x->done, s);
+    if (r == CUDA_SUCCESS) {
+      x->pending = 1;
+    } else {
+      /* Nothing to wait on: drain the stream so no later run overlaps this one. */
+      if (!bad) bad = gc_cu_check(cu, d, r, "cuEventRecord", "after the enqueued work");
+      cu->StreamSynchronize(s);
+    }
+  }
+  free(pin);
+  free(pout);
+  free(hin);
+  free(hout);
+  return bad ? -1 : 0;
+}
+
+int gc_cu_exec_enqueue(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, void *stream,
+                       gc_diags *d) {
+  if (not_loaded(x, d)) return -1;
+  pthread_mutex_lock(&x->run_mu);
+  int rc = -1;
+  if (ctx_push(x, d) == 0) {
+    rc = enqueue(x, in, out, (CUstream)stream, d);
+    ctx_pop(x);
+  }
+  pthread_mutex_unlock(&x->run_mu);
   return rc;
 }
 
@@ -838,6 +1011,11 @@ void gc_cu_exec_free(gc_cu_exec *x) {
     CUcontext dummy;
     int pushed = cu->CtxPushCurrent(x->ctx) == CUDA_SUCCESS;
     if (x->stream) cu->StreamSynchronize(x->stream);
+    /* Work enqueued on callers' streams: destroying waits for it to finish. */
+    if (x->done) {
+      if (x->pending) cu->EventSynchronize(x->done);
+      cu->EventDestroy(x->done);
+    }
     if (x->gexec) cu->GraphExecDestroy(x->gexec);
     if (x->stream) cu->StreamDestroy(x->stream);
     if (x->arena) cu->MemFree(x->arena);
@@ -896,10 +1074,10 @@ int gc_cu_exec_time_runs(gc_cu_exec *x, int warmup, int runs, float *ms, gc_diag
   if (not_loaded(x, d) || ctx_push(x, d)) return -1;
   CUevent ev[2] = {0, 0};
   int bad = make_events(x, ev, 2, d) || bind_io(x, x->in_buf, x->out_buf, d);
-  for (int i = 0; i < warmup && !bad; i++) bad = launch_all(x, d);
+  for (int i = 0; i < warmup && !bad; i++) bad = launch_all(x, x->stream, d);
   if (!bad) bad = sync_stream(x, d);
   for (int i = 0; i < runs && !bad; i++) {
-    bad = GC_CU(x->cu, d, EventRecord, ev[0], x->stream) || launch_all(x, d) ||
+    bad = GC_CU(x->cu, d, EventRecord, ev[0], x->stream) || launch_all(x, x->stream, d) ||
           GC_CU(x->cu, d, EventRecord, ev[1], x->stream) ||
           GC_CU(x->cu, d, EventSynchronize, ev[1]) ||
           GC_CU(x->cu, d, EventElapsedTime, &ms[i], ev[0], ev[1]);
@@ -916,10 +1094,10 @@ int gc_cu_exec_time_runs(gc_cu_exec *x, int warmup, int runs, float *ms, gc_diag
 int gc_cu_exec_time_issue(gc_cu_exec *x, int runs, float *us, gc_diags *d) {
   if (not_loaded(x, d) || ctx_push(x, d)) return -1;
   /* capture the graph first */
-  int bad = bind_io(x, x->in_buf, x->out_buf, d) || launch_all(x, d) || sync_stream(x, d);
+  int bad = bind_io(x, x->in_buf, x->out_buf, d) || launch_all(x, x->stream, d) || sync_stream(x, d);
   for (int i = 0; i < runs && !bad; i++) {
     double t0 = now_ms();
-    bad = launch_all(x, d);
+    bad = launch_all(x, x->stream, d);
     us[i] = (float)((now_ms() - t0) * 1e3);
     if (!bad && i % 8 == 7) bad = sync_stream(x, d);
   }
@@ -943,10 +1121,10 @@ int gc_cu_exec_time_queued(gc_cu_exec *x, int warmup, int runs, float *ms, gc_di
   int bad = make_events(x, ev, runs + 1, d);
   int made = !bad;
   if (!bad) bad = bind_io(x, x->in_buf, x->out_buf, d);
-  for (int i = 0; i < warmup && !bad; i++) bad = launch_all(x, d);
+  for (int i = 0; i < warmup && !bad; i++) bad = launch_all(x, x->stream, d);
   if (!bad) bad = GC_CU(x->cu, d, EventRecord, ev[0], x->stream);
   for (int i = 0; i < runs && !bad; i++)
-    bad = launch_all(x, d) || GC_CU(x->cu, d, EventRecord, ev[i + 1], x->stream);
+    bad = launch_all(x, x->stream, d) || GC_CU(x->cu, d, EventRecord, ev[i + 1], x->stream);
   if (!bad) bad = sync_stream(x, d);
   for (int i = 0; i < runs && !bad; i++)
     bad = GC_CU(x->cu, d, EventElapsedTime, &ms[i], ev[i], ev[i + 1]);
@@ -971,14 +1149,14 @@ int gc_cu_exec_time_kernels(gc_cu_exec *x, int runs, float *ms, gc_diags *d) {
   }
   int bad = make_events(x, ev, 2 * (n + 1), d);
   int made = !bad;
-  if (!bad) bad = bind_io(x, x->in_buf, x->out_buf, d) || upload_tmaps(x, d);
+  if (!bad) bad = bind_io(x, x->in_buf, x->out_buf, d) || upload_tmaps(x, x->stream, d);
   /* one untimed run first, so that run 0 is queued behind work too */
-  if (!bad) bad = launch_range(x, 0, n, d);
+  if (!bad) bad = launch_range(x, 0, n, x->stream, d);
   for (int r = 0; r <= runs && !bad; r++) {
     if (r < runs) {
       CUevent *e = ev + (size_t)(r & 1) * (n + 1);
       for (int i = 0; i < n && !bad; i++)
-        bad = GC_CU(x->cu, d, EventRecord, e[i], x->stream) || launch_one(x, i, d);
+        bad = GC_CU(x->cu, d, EventRecord, e[i], x->stream) || launch_one(x, i, x->stream, d);
       if (!bad) bad = GC_CU(x->cu, d, EventRecord, e[n], x->stream);
     }
     if (r == 0 || bad) continue;

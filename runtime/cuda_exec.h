@@ -10,10 +10,15 @@
  *   gc_cu_exec_run       H2D copies, launches (CUDA graph replay or eager),
  *                        D2H copies, one synchronize
  *   gc_cu_exec_run_device  the caller's device pointers bound as I/O
+ *   gc_cu_exec_enqueue   the same on the caller's stream, without waiting;
+ *                        pinned host tensors copied on that stream
  *
  * Every entry point makes the executable's context current and restores the
- * caller's before returning. One executor must not be used from two threads
- * at once; different executors may run concurrently (each has its stream).
+ * caller's before returning. An executor may be used from several threads: its
+ * runs and enqueues take turns (run_mu), and each enqueue's work is ordered after
+ * the previous one's on the device (an event recorded after it, waited on by the
+ * next run or enqueue on any stream), since they share one arena, one set of I/O
+ * buffers and kernel arguments. Different executors run concurrently.
  * Settings (runtime/settings.h, given to gc_cu_exec_open): GRAPHC_CUDA_SYNC=1
  * launches eagerly and synchronizes after every launch, so an execution error
  * names its kernel.
@@ -85,9 +90,19 @@ int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *i
 
 /* Run with validated host tensors (count, dtype, shape and size checked by the caller). */
 int gc_cu_exec_run(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, gc_diags *d);
-/* Run with the caller's device pointers as inputs and outputs (no copies). */
+/* Run with the caller's device pointers as inputs and outputs (no copies); each is
+ * checked to be device memory of the executor's device and context (cuPointerGetAttribute):
+ * else INVALID_ARGUMENT. */
 int gc_cu_exec_run_device(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out,
                           gc_diags *d);
+/* Enqueue on the caller's stream (a CUstream of the executor's context; NULL: that
+ * context's default stream) and return without waiting. Each tensor is device memory
+ * of the executor's device (bound as is) or pinned host memory (copied asynchronously
+ * on the stream through the executor's own I/O buffers); anything else, a stream of
+ * another context, or too small an allocation is INVALID_ARGUMENT. Kernel faults show
+ * at the caller's synchronize. Validated tensors as for run. */
+int gc_cu_exec_enqueue(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, void *stream,
+                       gc_diags *d);
 /* Upload new bytes for const i (same size) after loading. */
 int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, gc_diags *d);
 

@@ -493,9 +493,11 @@ static int check_tensors(const char *what, const graphc_tensor_info_t *info, int
   return 0;
 }
 
-/* Shared body of the two run calls. */
+/* Shared body of the run calls. device: 0 host tensors, 1 device tensors, 2 enqueue
+ * on `stream`. */
 static graphc_status_t run(graphc_rt_bundle_t *r, const graphc_tensor_t *in, size_t n_in,
-                           graphc_tensor_t *out, size_t n_out, int device, graphc_error_t *err) {
+                           graphc_tensor_t *out, size_t n_out, int device, void *stream,
+                           graphc_error_t *err) {
   if (!r) return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_rt_run: NULL bundle");
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
@@ -506,9 +508,11 @@ static graphc_status_t run(graphc_rt_bundle_t *r, const graphc_tensor_t *in, siz
     int rc = -1;
     if (r->hx && device)
       gc_error_at(&d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0},
-                  "host code has no device pointers: use graphc_rt_run");
+                  "host code has no device pointers or streams: use graphc_rt_run");
     else if (r->hx)
       rc = gc_host_exec_run(r->hx, in, out, &d);
+    else if (device == 2)
+      rc = gc_cu_exec_enqueue(r->x, in, out, stream, &d);
     else
       rc = device ? gc_cu_exec_run_device(r->x, in, out, &d) : gc_cu_exec_run(r->x, in, out, &d);
     if (rc && !d.n_errors)
@@ -520,11 +524,18 @@ static graphc_status_t run(graphc_rt_bundle_t *r, const graphc_tensor_t *in, siz
 graphc_status_t graphc_rt_run(graphc_rt_bundle_t *r, const graphc_tensor_t *inputs,
                               size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
                               graphc_error_t *err) {
-  return run(r, inputs, n_inputs, outputs, n_outputs, 0, err);
+  return run(r, inputs, n_inputs, outputs, n_outputs, 0, NULL, err);
 }
 
 graphc_status_t graphc_rt_run_device(graphc_rt_bundle_t *r, const graphc_tensor_t *inputs,
                                      size_t n_inputs, graphc_tensor_t *outputs,
                                      size_t n_outputs, graphc_error_t *err) {
-  return run(r, inputs, n_inputs, outputs, n_outputs, 1, err);
+  return run(r, inputs, n_inputs, outputs, n_outputs, 1, NULL, err);
 }
+
+graphc_status_t graphc_rt_enqueue(graphc_rt_bundle_t *r, const graphc_tensor_t *inputs,
+                                  size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
+                                  void *stream, graphc_error_t *err) {
+  return run(r, inputs, n_inputs, outputs, n_outputs, 2, stream, err);
+}
+

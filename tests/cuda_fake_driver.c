@@ -8,8 +8,16 @@
  * is a small heap block, so LeakSanitizer reports any handle graphc forgets to
  * release. Outputs are therefore meaningless: the dry run checks statuses,
  * messages, leaks and that later compilations work, never values.
+ *
+ * For the checks of caller pointers and streams (tests/test_async.c) it also
+ * keeps a list of its allocations (device and pinned host), which
+ * cuPointerGetAttribute answers from (any other pointer is CUDA_ERROR_INVALID_VALUE,
+ * as the driver says of pageable host memory); cuCtxCreate_v2 makes a second
+ * context, a thread's current context is a stack, and a stream remembers the
+ * context it was made in (cuStreamGetCtx).
  */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,29 +76,127 @@ CUresult CUDAAPI cuMemGetInfo(size_t *free_, size_t *total) {
   return CUDA_SUCCESS;
 }
 static int g_ctx;   /* the primary context: its address is the handle */
+static int g_ctx2;  /* the one context cuCtxCreate_v2 makes */
+static __thread CUcontext t_stack[16];   /* the thread's context stack */
+static __thread int t_depth;
+
+/* The thread's current context (the primary one when none was pushed). */
+static CUcontext current(void) { return t_depth ? t_stack[t_depth - 1] : (CUcontext)(void *)&g_ctx; }
+
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice dev) {
   *c = (CUcontext)(void *)&g_ctx;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuCtxPushCurrent(CUcontext c) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext c) {
+  if (t_depth < 16) t_stack[t_depth++] = c;
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuCtxPopCurrent(CUcontext *c) {
-  if (c) *c = (CUcontext)(void *)&g_ctx;
+  if (c) *c = current();
+  if (t_depth) t_depth--;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext *c, unsigned int flags, CUdevice dev) {
+  *c = (CUcontext)(void *)&g_ctx2;
+  return cuCtxPushCurrent(*c);
+}
+CUresult CUDAAPI cuCtxDestroy_v2(CUcontext c) {
+  if (t_depth && t_stack[t_depth - 1] == c) t_depth--;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxSynchronize(void) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c) {
-  *c = (CUcontext)(void *)&g_ctx;
+  *c = current();
   return CUDA_SUCCESS;
 }
+
+/* Every live allocation: where, how big, device or pinned host, in which context. */
+typedef struct fake_alloc {
+  uintptr_t base;
+  size_t size;
+  int host;
+  CUcontext ctx;
+  struct fake_alloc *next;
+} fake_alloc;
+static fake_alloc *g_allocs;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Remember an allocation (0 when out of memory). */
+static int remember(void *m, size_t n, int host) {
+  fake_alloc *a = malloc(sizeof *a);
+  if (!a) return 0;
+  *a = (fake_alloc){(uintptr_t)m, n, host, current(), NULL};
+  pthread_mutex_lock(&g_mu);
+  a->next = g_allocs;
+  g_allocs = a;
+  pthread_mutex_unlock(&g_mu);
+  return 1;
+}
+
+/* Forget the allocation at base. */
+static void forget(uintptr_t base) {
+  pthread_mutex_lock(&g_mu);
+  for (fake_alloc **p = &g_allocs; *p; p = &(*p)->next)
+    if ((*p)->base == base) {
+      fake_alloc *a = *p;
+      *p = a->next;
+      free(a);
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
+}
+
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
   void *m = calloc(1, n ? n : 1);
+  if (m && !remember(m, n, 0)) {
+    free(m);
+    m = NULL;
+  }
   *p = (CUdeviceptr)(uintptr_t)m;
   return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
+  forget((uintptr_t)p);
   free((void *)(uintptr_t)p);
   return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemHostAlloc(void **p, size_t n, unsigned int flags) {
+  void *m = calloc(1, n ? n : 1);
+  if (m && !remember(m, n, 1)) {
+    free(m);
+    m = NULL;
+  }
+  *p = m;
+  return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult CUDAAPI cuMemFreeHost(void *p) {
+  forget((uintptr_t)p);
+  free(p);
+  return CUDA_SUCCESS;
+}
+/* What the driver says of a pointer inside one of the allocations; anything else is
+ * CUDA_ERROR_INVALID_VALUE (pageable host memory, freed memory). */
+CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr ptr) {
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mu);
+  for (fake_alloc *f = g_allocs; f; f = f->next) {
+    if (ptr < f->base || ptr >= f->base + (f->size ? f->size : 1)) continue;
+    r = CUDA_SUCCESS;
+    switch (a) {
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = f->host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        break;
+      case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = f->ctx; break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = 0; break;
+      case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = f->base; break;
+      case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = f->size; break;
+      default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return r;
 }
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) {
   memcpy((void *)(uintptr_t)dst, src, n);
@@ -152,9 +258,19 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
                                 unsigned int shared, CUstream s, void **params, void **extra) {
   return gx && bx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+/* A stream is a block holding the context it was made in. */
 CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
   *s = handle();
+  if (*s) *(CUcontext *)(void *)*s = current();
   return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult CUDAAPI cuStreamGetCtx(CUstream s, CUcontext *c) {
+  uintptr_t v = (uintptr_t)s;
+  *c = v == 0 || v == 1 || v == 2 ? current() : *(CUcontext *)(void *)s;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 CUresult CUDAAPI cuStreamDestroy(CUstream s) {
   free(s);

@@ -16,10 +16,10 @@
 
 #include "cuda_fault_shim.h"
 
-enum { K_MEM, K_MODULE, K_STREAM, K_EVENT, K_GRAPH, K_GRAPHEXEC, K_CTX, K_PUSH };
+enum { K_MEM, K_MODULE, K_STREAM, K_EVENT, K_GRAPH, K_GRAPHEXEC, K_CTX, K_PUSH, K_HOST };
 static const char *const k_kinds[GRAPHC_CUSHIM_KINDS] = {
     "device allocations", "modules", "streams", "events", "graphs", "graph executables",
-    "primary context retains", "context pushes"};
+    "primary context retains", "context pushes", "pinned host allocations"};
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -118,6 +118,7 @@ SHIM(NULL, CUDA_SUCCESS, cuStreamDestroy, (CUstream s), (s), track(K_STREAM, -1)
 SHIM(NULL, CUDA_SUCCESS, cuEventDestroy, (CUevent e), (e), track(K_EVENT, -1))
 SHIM(NULL, CUDA_SUCCESS, cuGraphDestroy, (CUgraph g), (g), track(K_GRAPH, -1))
 SHIM(NULL, CUDA_SUCCESS, cuGraphExecDestroy, (CUgraphExec g), (g), track(K_GRAPHEXEC, -1))
+SHIM(NULL, CUDA_SUCCESS, cuMemFreeHost, (void *p), (p), track(K_HOST, -1))
 
 /* device */
 SHIM("device", CUDA_ERROR_INVALID_DEVICE, cuDeviceGet, (CUdevice *dev, int ordinal), (dev, ordinal),
@@ -132,11 +133,15 @@ SHIM("device", CUDA_ERROR_INVALID_DEVICE, cuMemGetInfo, (size_t *free_, size_t *
      (free_, total), NOTHING)
 SHIM("device", CUDA_ERROR_OUT_OF_MEMORY, cuDevicePrimaryCtxRetain, (CUcontext *c, CUdevice dev),
      (c, dev), track(K_CTX, +1))
+SHIM("device", CUDA_ERROR_INVALID_DEVICE, cuPointerGetAttribute,
+     (void *data, CUpointer_attribute a, CUdeviceptr p), (data, a, p), NOTHING)
 /* ctx */
 SHIM("ctx", CUDA_ERROR_INVALID_CONTEXT, cuCtxPushCurrent, (CUcontext c), (c), track(K_PUSH, +1))
 /* alloc */
 SHIM("alloc", CUDA_ERROR_OUT_OF_MEMORY, cuMemAlloc, (CUdeviceptr *p, size_t n), (p, n),
      track(K_MEM, +1))
+SHIM("alloc", CUDA_ERROR_OUT_OF_MEMORY, cuMemHostAlloc, (void **p, size_t n, unsigned int flags),
+     (p, n, flags), track(K_HOST, +1))
 /* module */
 SHIM("module", CUDA_ERROR_INVALID_IMAGE, cuModuleLoadData, (CUmodule *m, const void *image),
      (m, image), track(K_MODULE, +1))
@@ -191,6 +196,9 @@ SHIM("stream", CUDA_ERROR_OUT_OF_MEMORY, cuStreamCreate, (CUstream *s, unsigned 
 SHIM("stream", CUDA_ERROR_OUT_OF_MEMORY, cuEventCreate, (CUevent *e, unsigned int flags), (e, flags),
      track(K_EVENT, +1))
 SHIM("stream", CUDA_ERROR_INVALID_HANDLE, cuEventRecord, (CUevent e, CUstream s), (e, s), NOTHING)
+SHIM("stream", CUDA_ERROR_INVALID_HANDLE, cuStreamWaitEvent, (CUstream s, CUevent e, unsigned int f),
+     (s, e, f), NOTHING)
+SHIM("stream", CUDA_ERROR_INVALID_HANDLE, cuStreamGetCtx, (CUstream s, CUcontext *c), (s, c), NOTHING)
 
 /* The capture always ends (as in the driver); an injected failure then
  * destroys the graph it produced and reports the error. */

@@ -17,7 +17,7 @@
  * Classes (the call returns the CUresult in brackets; a failed call does
  * nothing, except cuStreamEndCapture, which ends the capture and destroys the
  * graph it made before failing, as the driver does):
- *   alloc     cuMemAlloc [OUT_OF_MEMORY]
+ *   alloc     cuMemAlloc, cuMemHostAlloc [OUT_OF_MEMORY]
  *   module    cuModuleLoadData [INVALID_IMAGE], cuModuleLoadDataEx [INVALID_PTX],
  *             cuModuleGetFunction [NOT_FOUND], cuFuncGetAttribute, cuFuncSetAttribute
  *             [INVALID_HANDLE]
@@ -28,9 +28,11 @@
  *   copy      cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync,
  *             cuMemcpyDtoDAsync, cuMemsetD8Async, cuTensorMapEncodeTiled [INVALID_VALUE]
  *   sync      cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize [LAUNCH_FAILED]
- *   stream    cuStreamCreate, cuEventCreate [OUT_OF_MEMORY], cuEventRecord [INVALID_HANDLE]
+ *   stream    cuStreamCreate, cuEventCreate [OUT_OF_MEMORY], cuEventRecord, cuStreamWaitEvent,
+ *             cuStreamGetCtx [INVALID_HANDLE]
  *   device    cuDeviceGet, cuDeviceGetAttribute, cuDeviceGetName, cuDeviceTotalMem,
- *             cuMemGetInfo [INVALID_DEVICE], cuDevicePrimaryCtxRetain [OUT_OF_MEMORY]
+ *             cuMemGetInfo, cuPointerGetAttribute [INVALID_DEVICE],
+ *             cuDevicePrimaryCtxRetain [OUT_OF_MEMORY]
  *   ctx       cuCtxPushCurrent [INVALID_CONTEXT]
  *   any       every call above
  * A CLASS may also be one call's name ("cuGraphLaunch"). Never failed: cuInit,
@@ -40,13 +42,13 @@
  *
  * The shim also counts what is live, by kind (see graphc_cushim_kind): device
  * allocations, modules, streams, events, graphs, graph executables, primary
- * context retains, and context pushes not yet popped. A test compares the
+ * context retains, context pushes not yet popped, and pinned host allocations. A test compares the
  * counts before and after to see that a failure leaked nothing on the device.
  */
 #ifndef GC_CUDA_FAULT_SHIM_H
 #define GC_CUDA_FAULT_SHIM_H
 
-#define GRAPHC_CUSHIM_KINDS 8
+#define GRAPHC_CUSHIM_KINDS 9
 
 /* Fail the nth call (n >= 1) of `cls` from now on (counters reset); n <= 0 or
  * cls NULL disarms. */

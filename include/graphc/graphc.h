@@ -10,10 +10,11 @@
  * Threads: a context may be used from several threads at once (loading and
  * compiling models on each, each thread reading its own diagnostics). A model
  * is one thread's at a time (bind, set weights, compile). An executable may be
- * run from several threads at once: its runs take turns (each sees its own
- * inputs and writes its own outputs), so for runs that overlap in time compile
- * one executable per thread. Destroy a handle only when no call on it is in
- * flight.
+ * run from several threads at once (run, run_device, enqueue): its runs take
+ * turns (each sees its own inputs and writes its own outputs, never another's),
+ * so for runs that overlap in time compile one executable per thread. Destroy a
+ * handle only when no call on it is in flight (work already enqueued on a stream
+ * is waited for).
  *
  * Ownership: strings returned through `char **` are malloc'd and freed by the
  * caller with graphc_free(). `const char *` results are owned by the handle
@@ -218,6 +219,44 @@ graphc_status_t graphc_executable_run(graphc_executable_t *exe,
                                       const graphc_tensor_t *inputs, size_t n_inputs,
                                       graphc_tensor_t *outputs, size_t n_outputs,
                                       graphc_error_t *err);
+
+/* Run with device tensors: `data` holds a CUdeviceptr (cast to void *) of memory
+ * on the executable's device, in its context (device 0's primary context, which the
+ * CUDA runtime uses too), and large enough; no copies. Synchronous like
+ * graphc_executable_run. Each pointer is checked with cuPointerGetAttribute: host
+ * memory (pageable or pinned), memory of another device or context, freed memory or
+ * an allocation too small is INVALID_ARGUMENT ("input 0 (%x): ..."). Backends
+ * without device memory (cpu, interp): UNSUPPORTED. Threads: as
+ * graphc_executable_run (calls take turns). */
+graphc_status_t graphc_executable_run_device(graphc_executable_t *exe,
+                                             const graphc_tensor_t *inputs, size_t n_inputs,
+                                             graphc_tensor_t *outputs, size_t n_outputs,
+                                             graphc_error_t *err);
+
+/* Enqueue a run on the caller's CUDA stream (a CUstream or cudaStream_t, passed as
+ * void *) and return without waiting for it. The stream must belong to the
+ * executable's context (device 0's primary context: streams made by the CUDA
+ * runtime, or by the driver with that context current); NULL means that context's
+ * legacy default stream. A stream of another context is INVALID_ARGUMENT.
+ *
+ * Each tensor is either device memory (as for run_device; used in place) or pinned
+ * host memory (graphc_host_alloc or cuMemHostAlloc; copied asynchronously on the
+ * same stream, before and after the kernels). Pageable host memory is refused
+ * (INVALID_ARGUMENT): it cannot be copied asynchronously. Inputs must stay unchanged
+ * and outputs unread until the work completes: synchronize the stream, or record an
+ * event on it after this call and wait for that (graphc records none for you).
+ * A kernel fault shows up at that synchronization, not here.
+ *
+ * Ordering: the executable has one set of working memory, so each enqueue (or run)
+ * waits on the device for the previous one to finish, whatever streams they were on
+ * (an event, cuStreamWaitEvent); enqueues never run two at a time on one
+ * executable: for work that overlaps use one execution context per request stream.
+ * Threads: any thread may enqueue; calls take turns on the host, and the device work
+ * follows in the order the calls took. graphc_executable_destroy waits for enqueued
+ * work to finish. Backends without streams (cpu, interp): UNSUPPORTED. */
+graphc_status_t graphc_executable_enqueue(graphc_executable_t *exe, const graphc_tensor_t *inputs,
+                                          size_t n_inputs, graphc_tensor_t *outputs,
+                                          size_t n_outputs, void *stream, graphc_error_t *err);
 
 /* Compile statistics as text (kernels, bytes, peak memory, stage times).
  * Owned by the executable. */

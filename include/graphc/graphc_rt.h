@@ -25,8 +25,10 @@
  * one of the same major version, else PTX compiled by the driver), one memory
  * arena, weights uploaded once.
  *
- * Threads: one bundle handle must not be used from two threads at once;
- * different handles may run concurrently.
+ * Threads: the first run (or graphc_rt_bundle_prepare) and graphc_rt_set_weight
+ * must not overlap other calls on the same bundle; after that, a bundle may be run
+ * from several threads at once (run, run_device, enqueue take turns, as an
+ * executable's do). Different handles run concurrently.
  */
 #ifndef GRAPHC_GRAPHC_RT_H
 #define GRAPHC_GRAPHC_RT_H
@@ -104,10 +106,20 @@ graphc_status_t graphc_rt_run(graphc_rt_bundle_t *b, const graphc_tensor_t *inpu
                               size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
                               graphc_error_t *err);
 /* Run with device pointers (CUdeviceptr values in `data`, in the primary
- * context of device 0); synchronous like graphc_rt_run. */
+ * context of device 0); synchronous like graphc_rt_run. Pointers are checked as
+ * graphc_executable_run_device checks them (INVALID_ARGUMENT for host memory,
+ * memory of another device or context, or too small an allocation). */
 graphc_status_t graphc_rt_run_device(graphc_rt_bundle_t *b, const graphc_tensor_t *inputs,
                                      size_t n_inputs, graphc_tensor_t *outputs,
                                      size_t n_outputs, graphc_error_t *err);
+/* Enqueue on the caller's stream and return without waiting: the semantics of
+ * graphc_executable_enqueue (graphc.h): device or pinned host tensors, a stream of
+ * device 0's primary context (NULL: its default stream), each enqueue ordered after
+ * the previous one on the device, destroy waits for enqueued work. Host bundles:
+ * UNSUPPORTED. */
+graphc_status_t graphc_rt_enqueue(graphc_rt_bundle_t *b, const graphc_tensor_t *inputs,
+                                  size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
+                                  void *stream, graphc_error_t *err);
 
 /* Text about the bundle and, once prepared, the device and the code chosen
  * ("module loaded from cubin sm_90", memory, kernels). Owned by the bundle. */
