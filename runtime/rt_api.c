@@ -23,6 +23,7 @@
 
 #include "graphc/graphc_rt.h"
 #include "runtime/bundle.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/cuda_exec.h"
 #include "runtime/host_exec.h"
 #include "runtime/settings.h"
@@ -539,3 +540,41 @@ graphc_status_t graphc_rt_enqueue(graphc_rt_bundle_t *r, const graphc_tensor_t *
   return run(r, inputs, n_inputs, outputs, n_outputs, 2, stream, err);
 }
 
+/* ---- pinned host memory ------------------------------------------------------------- */
+/* Pinned memory belongs to a context: the allocation keeps device 0's primary context
+ * retained (one reference per buffer) so that it outlives every executable, and
+ * graphc_host_free drops that reference. */
+graphc_status_t graphc_host_alloc(size_t bytes, void **out, graphc_error_t *err) {
+  if (!out) return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_host_alloc: NULL out");
+  *out = NULL;
+  gc_rt_settings s;
+  gc_rt_settings_read(&s);
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  const gc_cu_driver *cu = gc_cu_driver_get(&s, &d);
+  CUcontext c = NULL, dummy;
+  if (cu && GC_CU(cu, &d, DevicePrimaryCtxRetain, &c, 0) == 0) {
+    if (GC_CU(cu, &d, CtxPushCurrent, c) == 0) {
+      if (gc_cu_check(cu, &d, cu->MemHostAlloc(out, bytes ? bytes : 1, CU_MEMHOSTALLOC_PORTABLE),
+                      "cuMemHostAlloc", "pinned host buffer"))
+        *out = NULL;
+      cu->CtxPopCurrent(&dummy);
+    }
+    if (!*out) cu->DevicePrimaryCtxRelease(0);
+  }
+  return finish(&d, err);
+}
+
+void graphc_host_free(void *p) {
+  if (!p) return;
+  gc_rt_settings s;
+  gc_rt_settings_read(&s);
+  const gc_cu_driver *cu = gc_cu_driver_get(&s, NULL);
+  if (!cu) return;   /* nothing can have been allocated */
+  CUcontext c = NULL, dummy;
+  int pushed = cu->DevicePrimaryCtxRetain(&c, 0) == CUDA_SUCCESS && cu->CtxPushCurrent(c) == CUDA_SUCCESS;
+  cu->MemFreeHost(p);
+  if (pushed) cu->CtxPopCurrent(&dummy);
+  if (c) cu->DevicePrimaryCtxRelease(0);   /* this call's reference */
+  cu->DevicePrimaryCtxRelease(0);          /* the buffer's */
+}

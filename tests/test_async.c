@@ -9,6 +9,8 @@
  *     the NULL stream;
  *   - 8 threads enqueueing on one executable, each on its own stream;
  *   - destroying the executable with work in flight waits for it;
+ *   - enqueue with pinned host tensors (graphc_host_alloc), alone and mixed with
+ *     device tensors;
  *   - bad input: pageable host memory, pinned host memory where device memory is
  *     required, too small an allocation, a stream of another context (each
  *     INVALID_ARGUMENT naming the tensor), run_device / enqueue on the interpreter
@@ -286,6 +288,49 @@ START_TEST(destroy_waits_for_enqueued_work) {
 }
 END_TEST
 
+/* Enqueue with pinned host tensors (graphc_host_alloc): copied on the stream. Mixed
+ * too: a pinned input with a device output. */
+START_TEST(enqueue_pinned_host_tensors) {
+  cuda_setup();
+  model m;
+  model_open(&m, GRAPHC_BACKEND_CUDA);
+  CUstream st;
+  ck_assert_int_eq(g_cu->StreamCreate(&st, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  enum { R = 4 };
+  request q[R];
+  graphc_tensor_t pin[R], pout[R];
+  uint64_t s = g_seed + 11;
+  graphc_error_t err;
+  for (int r = 0; r < R; r++) {
+    request_make(&q[r], &m, &s);
+    pin[r] = q[r].hin[0];
+    pout[r] = q[r].ref[0];
+    ck_assert_msg(graphc_host_alloc(pin[r].nbytes, &pin[r].data, &err) == GRAPHC_STATUS_OK, "%s",
+                  err.message);
+    ck_assert_int_eq(graphc_host_alloc(pout[r].nbytes, &pout[r].data, &err), GRAPHC_STATUS_OK);
+    memcpy(pin[r].data, q[r].hin[0].data, pin[r].nbytes);
+    memset(pout[r].data, 0xff, pout[r].nbytes);
+  }
+  for (int r = 0; r < R; r++)
+    ck_assert_msg(graphc_executable_enqueue(m.exe, &pin[r], 1, r % 2 ? q[r].dout : &pout[r], 1, st,
+                                            &err) == GRAPHC_STATUS_OK,
+                  "enqueue %d: %s", r, err.message);
+  ck_assert_int_eq(g_cu->StreamSynchronize(st), CUDA_SUCCESS);
+  for (int r = 0; r < R; r++) {
+    if (r % 2 == 0)   /* the pinned output, through the device buffer request_check reads */
+      ck_assert_int_eq(g_cu->MemcpyHtoD((CUdeviceptr)(uintptr_t)q[r].dout[0].data, pout[r].data,
+                                        pout[r].nbytes), CUDA_SUCCESS);
+    request_check(&q[r], "pinned enqueue", r);
+    graphc_host_free(pin[r].data);
+    graphc_host_free(pout[r].data);
+    request_free(&q[r]);
+  }
+  g_cu->StreamDestroy(st);
+  model_close(&m);
+  cuda_teardown();
+}
+END_TEST
+
 /* Expect status `want` and a message holding both `a` and `b`. */
 static void expect(graphc_status_t st, const graphc_error_t *err, graphc_status_t want, const char *a,
                    const char *b, const char *what) {
@@ -408,6 +453,7 @@ int main(void) {
   tcase_add_test(tc, enqueue_on_caller_stream);
   tcase_add_test(tc, threads_enqueue_one_executable);
   tcase_add_test(tc, destroy_waits_for_enqueued_work);
+  tcase_add_test(tc, enqueue_pinned_host_tensors);
   tcase_add_test(tc, bad_pointers_and_streams);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);

@@ -258,6 +258,15 @@ graphc_status_t graphc_executable_enqueue(graphc_executable_t *exe, const graphc
                                           size_t n_inputs, graphc_tensor_t *outputs,
                                           size_t n_outputs, void *stream, graphc_error_t *err);
 
+/* Pinned (page-locked) host memory for graphc_executable_enqueue's host tensors,
+ * allocated with cuMemHostAlloc (portable) on device 0's primary context, which the
+ * buffer keeps retained until graphc_host_free. BACKEND_UNAVAILABLE without a CUDA
+ * driver or device, OUT_OF_MEMORY when the driver cannot pin that much. Free only
+ * with graphc_host_free (NULL is fine), after the work using it has completed. Both
+ * may be called from any thread. (Also in libgraphc_rt.) */
+graphc_status_t graphc_host_alloc(size_t bytes, void **out, graphc_error_t *err);
+void graphc_host_free(void *ptr);
+
 /* Compile statistics as text (kernels, bytes, peak memory, stage times).
  * Owned by the executable. */
 const char *graphc_executable_stats(const graphc_executable_t *exe);
