@@ -15,8 +15,8 @@
  *   dot           Graphviz output, clusters, `graphc dot`
  *
  * Golden file format (the pipeline as for the cuda backend): an input graph,
- * optional `# passes: a,b` (run only these)
- * and `# bind: B=2, S=3` lines, then `# ---- expected ----` and the printed
+ * optional `# passes: a,b` (run only these), `# bind: B=2, S=3`,
+ * `# precision: f16` and `# keep-f32: REGEX` lines (--precision, --keep-f32), then `# ---- expected ----` and the printed
  * module, each line prefixed with "# " ("#" for an empty line).
  */
 #include <dirent.h>
@@ -198,6 +198,15 @@ static char *run_golden(const char *path, const char *src) {
   graphc_compile_options_t o;
   graphc_compile_options_init(&o);
   o.backend = GRAPHC_BACKEND_CUDA;  /* every pass runs as for the GPU (layout is cuda-only) */
+  char prec[32], keep[256];
+  if (directive(src, "precision", prec, sizeof prec)) {
+    o.precision = strcmp(prec, "f16") == 0    ? GRAPHC_PRECISION_F16
+                  : strcmp(prec, "bf16") == 0 ? GRAPHC_PRECISION_BF16
+                  : strcmp(prec, "tf32") == 0 ? GRAPHC_PRECISION_TF32
+                                              : GRAPHC_PRECISION_F32;
+    ck_assert_msg(strcmp(prec, gc_precision_name(o.precision)) == 0, "%s: bad precision '%s'", path, prec);
+  }
+  if (directive(src, "keep-f32", keep, sizeof keep)) o.keep_f32 = keep;
   if (directive(src, "passes", passes, sizeof passes)) {
     complement_passes(passes, disable, sizeof disable);
     o.disable_passes = disable;
