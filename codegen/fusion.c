@@ -530,7 +530,7 @@ static int operand_role(gc_fusion_kind k, int rw) {
   return rw & (GC_FROLE_ELEM | GC_FROLE_VIEW);
 }
 
-/* A param (through reshapes) read through a transpose that is more than a swap of
+/* A param (through reshapes and casts) read through a transpose that is more than a swap of
  * the last two dims: as a matmul operand it would be staged element by element on
  * every K tile of every run. Materialized instead (one small loop kernel), the
  * matmul reads it in 16-byte chunks: the layout pass's NHWC conv weights,
@@ -544,8 +544,8 @@ static int permuted_weight(const gc_op *P) {
   int swap = r >= 2 && p[r - 2] == r - 1 && p[r - 1] == r - 2;
   for (int i = 0; i < r - 2; i++) swap &= p[i] == i;
   if (swap) return 0;
-  const gc_op *d = P->operands[0]->def;
-  while (d && d->opcode == GC_OP_RESHAPE) d = d->operands[0]->def;
+  const gc_op *d = P->operands[0]->def;  /* a cast: the precision pass's weights in f16 / bf16 */
+  while (d && (d->opcode == GC_OP_RESHAPE || d->opcode == GC_OP_CAST)) d = d->operands[0]->def;
   return d && d->opcode == GC_OP_PARAM;
 }
 

@@ -377,8 +377,13 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   else
     graphc_compile_options_init(&opts);
 
+  /* --tf32 and --precision tf32 are one setting */
+  if (opts.precision == GRAPHC_PRECISION_TF32) opts.allow_tf32 = 1;
+  if (opts.allow_tf32 && opts.precision == GRAPHC_PRECISION_F32) opts.precision = GRAPHC_PRECISION_TF32;
+
   gc_diags d;
   gc_diags_init(&d, m->name, m->source, m->source_len);
+  if (gc_precision_check(&opts, &d) != 0) return finish(m->ctx, &d, err);
   gc_exec *exe = calloc(1, sizeof *exe);
   if (!exe) {
     gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
@@ -394,6 +399,7 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   exe->opts = opts;
   exe->fuse = gc_lower_fusion_enabled(&opts);
   exe->opts.arch = exe->opts.print_after = exe->opts.print_before = exe->opts.disable_passes = NULL;
+  exe->opts.keep_f32 = NULL;  /* the caller's string; the pass has used it by the time it returns */
   exe->file = strdup(m->name);
   exe->source = malloc(m->source_len + 1);
   if (!exe->file || !exe->source) {
@@ -717,6 +723,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
     gc_graph *g = mod->graphs[m->entry];
     graphc_compile_options_t popts = opts;  /* passes as for the cuda backend */
     popts.backend = GRAPHC_BACKEND_CUDA;
+    if (opts.precision == GRAPHC_PRECISION_TF32) opts.allow_tf32 = 1;
     if (gc_graph_specialize(g, &d) == 0 && gc_verify_graph(g, &d) == 0 &&
         gc_run_pipeline(g, &popts, &stats, &d) == 0) {
       kir_target t;

@@ -306,7 +306,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
   kir_target t;
   kir_target_cuda(&t, s->sm);
   gc_settings_apply_target(&set, &t);
-  t.tf32 = opts && opts->allow_tf32;
+  t.tf32 = exe->opts.allow_tf32;  /* --tf32 or --precision tf32 (graphc_compile) */
   t.tuning = exe->tuning;
   t.sm = s->sm;
   t.warp_size = pr->warp;

@@ -6,8 +6,8 @@
 
 #include "passes/pipeline.h"
 
-const char *const gc_pass_names[] = {"layout", "conv-gemm", "reduce-split", "simplify", "fold", "cse", "dce", NULL};
-#define N_PASSES 7
+const char *const gc_pass_names[] = {"precision", "layout", "conv-gemm", "reduce-split", "simplify", "fold", "cse", "dce", NULL};
+#define N_PASSES 8
 _Static_assert(sizeof gc_pass_names / sizeof *gc_pass_names == N_PASSES + 1, "one entry per pass");
 
 typedef struct pass_run {
@@ -43,7 +43,7 @@ static int pass_index(const char *name, size_t n) {
   return -1;
 }
 
-/* "layout, conv-gemm, reduce-split, simplify, fold, cse, dce" into b. */
+/* "precision, layout, conv-gemm, reduce-split, simplify, fold, cse, dce" into b. */
 static void pass_names_str(gc_sbuf *b) {
   for (int i = 0; gc_pass_names[i]; i++) gc_sbuf_printf(b, "%s%s", i ? ", " : "", gc_pass_names[i]);
 }
@@ -115,14 +115,18 @@ static int verify_after(pass_run *r, const char *name) {
 }
 
 /* Run one pass with the manager's controls; structural passes are verified
- * after they change something. Returns the pass's change count (0 if skipped). */
-static int run_pass(pass_run *r, const char *name, gc_pass_fn fn, int structural) {
+ * after they change something. A pass that reads the options and writes its own
+ * stats line (precision) comes as fn_opts instead of fn. Returns the pass's
+ * change count (0 if skipped). */
+static int run_pass_with(pass_run *r, const char *name, gc_pass_fn fn,
+                         int (*fn_opts)(gc_graph *, const graphc_compile_options_t *, gc_sbuf *, gc_diags *),
+                         int structural) {
   if (r->failed || r->stopped) return 0;
   int changes = 0;
   if (!in_list(r->opts->disable_passes, name)) {
     if (in_list(r->opts->print_before, name)) print_ir(r, "before", name);
     double t0 = now_ms();
-    changes = fn(r->g, r->d);
+    changes = fn ? fn(r->g, r->d) : fn_opts(r->g, r->opts, r->stats, r->d);
     double t1 = now_ms();
     if (changes < 0 || r->d->n_errors) {
       r->failed = 1;
@@ -144,10 +148,17 @@ static int run_pass(pass_run *r, const char *name, gc_pass_fn fn, int structural
   return changes;
 }
 
+/* run_pass_with for the passes that take only the graph. */
+static int run_pass(pass_run *r, const char *name, gc_pass_fn fn, int structural) {
+  return run_pass_with(r, name, fn, NULL, structural);
+}
+
 /* The pipeline: canonicalize until nothing changes, then drop dead ops. */
 static void run_passes(pass_run *r) {
   /* lowering choices first, so canonicalization sees their ops; the interpreter
-   * (the float64 reference) keeps conv2d whole */
+   * (the float64 reference) keeps conv2d whole; the precision's dtypes before them,
+   * so that every backend computes the same program */
+  run_pass_with(r, "precision", NULL, gc_pass_precision, 1);
   if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass(r, "layout", gc_pass_layout, 1);
   if (r->opts->backend != GRAPHC_BACKEND_INTERP) run_pass(r, "conv-gemm", gc_pass_conv_gemm, 1);
   if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass(r, "reduce-split", gc_pass_reduce_split, 1);
@@ -177,6 +188,7 @@ int gc_run_pipeline_until(gc_graph *g, const graphc_compile_options_t *opts,
     gc_sbuf_free(&names);
     errs++;
   }
+  if (gc_precision_check(opts, d) != 0) errs++;
   if (errs) return -1;
   pass_run r = {.opts = opts, .g = g, .stats = stats, .d = d, .stop_after = stop_after};
   int before = g->n_ops;

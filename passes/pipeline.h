@@ -1,5 +1,6 @@
 /* pipeline.h - the pass manager: named graph passes run in a fixed order.
  *
+ *   precision                 once (f16 / bf16 dtypes and casts; --precision)
  *   layout, conv-gemm,        once each (layout and reduce-split for the GPU,
  *   reduce-split              conv-gemm not for the interpreter backend), then
  *   simplify -> fold -> cse   repeated until none changes anything (at most
@@ -24,6 +25,16 @@
 #define GC_PIPELINE_MAX_ROUNDS 4
 
 typedef int (*gc_pass_fn)(gc_graph *g, gc_diags *d);
+
+/* passes/precision.c: with opts->precision f16 / bf16, matmuls, convs and the
+ * elementwise chains between them computed in that type (casts at the boundaries);
+ * a line in stats. Nothing changes for f32 and tf32. */
+int gc_pass_precision(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats, gc_diags *d);
+/* Check opts->precision and the opts->keep_f32 regex: 0, or -1 after an
+ * INVALID_ARGUMENT error naming the regex and regerror's text. */
+int gc_precision_check(const graphc_compile_options_t *opts, gc_diags *d);
+/* "f32", "tf32", "f16", "bf16"; NULL for a value outside graphc_precision_t. */
+const char *gc_precision_name(graphc_precision_t p);
 
 /* passes/layout.c: conv2d (groups 1) as an NHWC implicit GEMM; transposes sunk
  * below elementwise ops so that NHWC chains meet and cancel. */

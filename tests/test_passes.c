@@ -15,8 +15,8 @@
  *   dot           Graphviz output, clusters, `graphc dot`
  *
  * Golden file format (the pipeline as for the cuda backend): an input graph,
- * optional `# passes: a,b` (run only these)
- * and `# bind: B=2, S=3` lines, then `# ---- expected ----` and the printed
+ * optional `# passes: a,b` (run only these), `# bind: B=2, S=3`,
+ * `# precision: f16` and `# keep-f32: REGEX` lines (--precision, --keep-f32), then `# ---- expected ----` and the printed
  * module, each line prefixed with "# " ("#" for an empty line).
  */
 #include <dirent.h>
@@ -198,6 +198,15 @@ static char *run_golden(const char *path, const char *src) {
   graphc_compile_options_t o;
   graphc_compile_options_init(&o);
   o.backend = GRAPHC_BACKEND_CUDA;  /* every pass runs as for the GPU (layout is cuda-only) */
+  char prec[32], keep[256];
+  if (directive(src, "precision", prec, sizeof prec)) {
+    o.precision = strcmp(prec, "f16") == 0    ? GRAPHC_PRECISION_F16
+                  : strcmp(prec, "bf16") == 0 ? GRAPHC_PRECISION_BF16
+                  : strcmp(prec, "tf32") == 0 ? GRAPHC_PRECISION_TF32
+                                              : GRAPHC_PRECISION_F32;
+    ck_assert_msg(strcmp(prec, gc_precision_name(o.precision)) == 0, "%s: bad precision '%s'", path, prec);
+  }
+  if (directive(src, "keep-f32", keep, sizeof keep)) o.keep_f32 = keep;
   if (directive(src, "passes", passes, sizeof passes)) {
     complement_passes(passes, disable, sizeof disable);
     o.disable_passes = disable;
@@ -872,7 +881,7 @@ START_TEST(unknown_pass) {
     char *out = pipeline_text(&o, stop, &diags, NULL);
     ck_assert_msg(out == NULL, "%s accepted an unknown pass", fields[i]);
     ck_assert_msg(strstr(diags, "unknown pass 'bogus'") &&
-                      strstr(diags, "(passes: layout, conv-gemm, reduce-split, simplify, fold, cse, dce"),
+                      strstr(diags, "(passes: precision, layout, conv-gemm, reduce-split, simplify, fold, cse, dce"),
                   "%s: %s", fields[i], diags);
     free(diags);
   }
@@ -935,7 +944,7 @@ START_TEST(stats_through_api) {
   o.time_passes = 1;
   ck_assert_int_eq(graphc_compile(m, &o, &exe, &err), 0);
   const char *st = graphc_executable_stats(exe);
-  ck_assert_msg(strstr(st, "pipeline: 4 ops before, 2 after (2 rounds; layout 0, conv-gemm 0, reduce-split 0, simplify 1, fold 1, cse 0, dce 1 changes)"),
+  ck_assert_msg(strstr(st, "pipeline: 4 ops before, 2 after (2 rounds; precision 0, layout 0, conv-gemm 0, reduce-split 0, simplify 1, fold 1, cse 0, dce 1 changes)"),
                 "%s", st);
   ck_assert_msg(strstr(st, "pass fold (round 1)") && strstr(st, "pass dce "), "%s", st);
   graphc_executable_destroy(exe);
@@ -1047,8 +1056,9 @@ START_TEST(print_after_reparses) {
     free(text);
     p = next;
   }
-  /* 3 passes x 3 rounds (x*1 appears after round 1's fold, round 3 is quiet) + dce + before dce */
-  ck_assert_msg(blocks == 11, "%d blocks:\n%s", blocks, out);
+  /* precision (f32: unchanged) + 3 passes x 3 rounds (x*1 appears after round 1's fold, round 3
+   * is quiet) + dce + before dce */
+  ck_assert_msg(blocks == 12, "%d blocks:\n%s", blocks, out);
   ck_assert_msg(strstr(out, "# ----- IR after fold (round 2) -----\nversion 1;\n\ngraph @g("), "%s", out);
   ck_assert_msg(strstr(out, "# ----- IR before dce -----"), "%s", out);
   free(out);
@@ -1061,13 +1071,13 @@ START_TEST(cli_pass_errors) {
   snprintf(cmd, sizeof cmd, "%s run %s --backend interp --disable-pass=fold,bogus", GRAPHC_CLI,
            tu_src("tests/passes/27_pipeline_rounds.graph"));
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 1);
-  ck_assert_msg(strstr(out, "error: unknown pass 'bogus' in --disable-pass (passes: layout, conv-gemm, reduce-split, simplify, fold, cse, dce, fusion)"),
+  ck_assert_msg(strstr(out, "error: unknown pass 'bogus' in --disable-pass (passes: precision, layout, conv-gemm, reduce-split, simplify, fold, cse, dce, fusion)"),
                 "%s", out);
   free(out);
   snprintf(cmd, sizeof cmd, "%s run %s --backend interp --disable-pass=simplify,fold,cse,dce --stats",
            GRAPHC_CLI, tu_src("tests/passes/27_pipeline_rounds.graph"));
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 0);
-  ck_assert_msg(strstr(out, "pipeline: 8 ops before, 8 after (1 round; layout 0, conv-gemm 0, reduce-split 0, simplify 0, fold 0, cse 0, dce 0 changes)"),
+  ck_assert_msg(strstr(out, "pipeline: 8 ops before, 8 after (1 round; precision 0, layout 0, conv-gemm 0, reduce-split 0, simplify 0, fold 0, cse 0, dce 0 changes)"),
                 "%s", out);
   free(out);
 }
@@ -1168,7 +1178,7 @@ START_TEST(cli_dot) {
   free(out);
   snprintf(cmd, sizeof cmd, "%s dot %s --after nosuch", GRAPHC_CLI, file);
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 1);
-  ck_assert_msg(strstr(out, "unknown pass 'nosuch' in --after (passes: layout, conv-gemm, reduce-split, simplify, fold, cse, dce)"), "%s", out);
+  ck_assert_msg(strstr(out, "unknown pass 'nosuch' in --after (passes: precision, layout, conv-gemm, reduce-split, simplify, fold, cse, dce)"), "%s", out);
   free(out);
   /* Symbolic dims bound with --bind; -O0 keeps the graph as written. */
   snprintf(cmd, sizeof cmd, "%s dot %s --bind B=3 -O0", GRAPHC_CLI, tu_src("examples/mlp.graph"));

@@ -39,6 +39,8 @@ static const char *const usage_bench =
     "  --inputs F        inputs by argument name from safetensors file F (default: random)\n"
     "  --seed N          seed for random inputs (default 0)\n"
     "  --eager           time eager launches instead of CUDA graph replay\n"
+    "  --precision P     f32 | tf32 | f16 | bf16 (default f32; see graphc run --help)\n"
+    "  --keep-f32=REGEX  ops whose result name matches REGEX stay f32\n"
     "  --stats           print compile statistics\n";
 
 /* qsort comparator for floats. */

@@ -106,6 +106,17 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
       o->copts.print_before = v;
     } else if (OPT_EQ("--disable-pass")) {
       o->copts.disable_passes = v;
+    } else if (OPT_EQ("--precision")) {
+      if (strcmp(v, "f32") == 0) o->copts.precision = GRAPHC_PRECISION_F32;
+      else if (strcmp(v, "tf32") == 0) o->copts.precision = GRAPHC_PRECISION_TF32;
+      else if (strcmp(v, "f16") == 0) o->copts.precision = GRAPHC_PRECISION_F16;
+      else if (strcmp(v, "bf16") == 0) o->copts.precision = GRAPHC_PRECISION_BF16;
+      else {
+        fprintf(stderr, "graphc: unknown precision '%s' (f32, tf32, f16, bf16)\n", v);
+        return -1;
+      }
+    } else if (OPT_EQ("--keep-f32")) {
+      o->copts.keep_f32 = v;  /* checked by graphc_compile (regcomp) */
     } else if (OPT_EQ("--tuning")) {
       o->copts.tuning = v;
     } else if (strcmp(a, "-O0") == 0) {

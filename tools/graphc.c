@@ -54,7 +54,10 @@ static const char *const usage_compile_opts =
     "  --disable-pass=P  skip pass P (comma-separated list)\n"
     "  --time-passes     time passes and compile stages (shown with --stats; compile --emit: stderr)\n"
     "  --eager           launch kernel by kernel instead of replaying a CUDA graph\n"
-    "  --tf32            f32 matmuls on the tensor cores, operands rounded to tf32 (GPU)\n"
+    "  --precision P     f32 | tf32 | f16 | bf16: matmuls, convs and the elementwise ops between\n"
+    "                    them in P (f32 accumulation; softmax, norms, reductions stay f32; default f32)\n"
+    "  --keep-f32=REGEX  ops whose result name matches REGEX (POSIX extended) stay f32\n"
+    "  --tf32            f32 matmuls on the tensor cores, operands rounded to tf32 (GPU; = --precision tf32)\n"
     "  --tuning FILE     kernel configurations measured by `graphc tune` (GPU)\n"
     "  --stats           print compile statistics\n";
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "interp/interp.h"
+#include "passes/pipeline.h"
 #include "weights/safetensors.h"
 #include "tools/aot_cli.h"
 #include "tools/cli.h"
@@ -37,7 +38,65 @@ static const char *const usage_run_head =
     "  --random               random inputs (default when --inputs is absent)\n"
     "  --seed N               seed for random inputs (default 0)\n"
     "  --output F.safetensors save the outputs by value name\n"
-    "  --full                 print every output value\n";
+    "  --full                 print every output value\n"
+    "  --check                also run the f32 interpreter on the same inputs; print each output's\n"
+    "                         relative L2 error and max abs error against it (for --precision)\n";
+
+/* Take --check out of argv (cli_parse does not know it); returns the new argc. */
+static int strip_check(int argc, char **argv, int *check) {
+  int n = 0;
+  *check = 0;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--check") == 0) *check = 1;
+    else argv[n++] = argv[i];
+  }
+  return n;
+}
+
+/* --check: compile m again for the interpreter at f32 (the reference), run it on `in`
+ * and print per output "rel_l2 X max_abs Y" of `out` against it. */
+static graphc_status_t check_outputs(graphc_model_t *m, const cli_opts *o, const graphc_tensor_t *in,
+                                     size_t n_in, const graphc_tensor_t *out, size_t n_out,
+                                     graphc_error_t *err) {
+  graphc_compile_options_t ro = o->copts;
+  ro.backend = GRAPHC_BACKEND_INTERP;
+  ro.precision = GRAPHC_PRECISION_F32;
+  ro.allow_tf32 = 0;
+  ro.keep_f32 = NULL;
+  ro.print_after = ro.print_before = NULL;
+  graphc_executable_t *ref = NULL;
+  graphc_tensor_t *rout = calloc(n_out + 1, sizeof *rout);
+  if (!rout) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
+  graphc_status_t st = graphc_compile(m, &ro, &ref, err);
+  for (size_t i = 0; st == GRAPHC_STATUS_OK && i < n_out; i++) {
+    rout[i] = out[i];
+    if (!(rout[i].data = malloc(out[i].nbytes ? out[i].nbytes : 1)))
+      st = gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory for host tensors");
+  }
+  if (st == GRAPHC_STATUS_OK) st = graphc_executable_run(ref, in, n_in, rout, n_out, err);
+  if (st == GRAPHC_STATUS_OK) {
+    printf("# check against the f32 interpreter (precision %s)\n", gc_precision_name(o->copts.precision)
+                                                                        ? gc_precision_name(o->copts.precision) : "?");
+    for (size_t i = 0; i < n_out; i++) {
+      graphc_tensor_info_t info;
+      graphc_executable_output_info(ref, i, &info);
+      int64_t n = 1;
+      for (int k = 0; k < info.rank; k++) n *= info.dims[k];
+      double num = 0, den = 0, mx = 0;
+      for (int64_t j = 0; j < n; j++) {
+        double a = gc_load_f64(out[i].data, info.dtype, j), b = gc_load_f64(rout[i].data, info.dtype, j);
+        num += (a - b) * (a - b);
+        den += b * b;
+        if (fabs(a - b) > mx || a != a) mx = a != a ? NAN : fabs(a - b);
+      }
+      printf("%%%s: rel_l2 %.3g max_abs %.3g\n", info.name, den > 0 ? sqrt(num / den) : sqrt(num), mx);
+    }
+  }
+  for (size_t i = 0; i < n_out; i++) free(rout[i].data);
+  free(rout);
+  graphc_executable_destroy(ref);
+  return st;
+}
 
 /* Save outputs to a safetensors file named by output value names. */
 static int save_outputs(graphc_executable_t *exe, const graphc_tensor_t *out, const char *path) {
@@ -78,6 +137,8 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
   char usage[4096];
   snprintf(usage, sizeof usage, "%s%s%s", usage_run_head, usage_common, usage_compile);
   cli_opts o;
+  int check;
+  argc = strip_check(argc, argv, &check);
   if (cli_parse(argc, argv, &o, usage) != 0) return 1;
   if (o.help) return 0;
   graphc_context_t *ctx;
@@ -116,6 +177,7 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
              "first run %.2f ms\n%s",
              t1 - t0, t2 - t1, t4 - t3, graphc_executable_stats(exe));
     if (o.output && save_outputs(exe, out, o.output) != 0) st = GRAPHC_STATUS_IO_ERROR;
+    if (st == GRAPHC_STATUS_OK && check) st = check_outputs(m, &o, in, n_in, out, n_out, &err);
   }
   int rc = cli_report(ctx, st, &err);
   for (size_t i = 0; in && i < n_in; i++) free(in[i].data);

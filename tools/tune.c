@@ -35,6 +35,8 @@ static const char *const usage_tune =
     "  --runs N          timed launches per kernel and configuration (default 30)\n"
     "  --weights W       weights file (default: the file's; random weights when missing)\n"
     "  --inputs F        inputs by argument name from safetensors file F (default: random)\n"
+    "  --precision P     f32 | tf32 | f16 | bf16 (default f32; see graphc run --help)\n"
+    "  --keep-f32=REGEX  ops whose result name matches REGEX stay f32\n"
     "  -o TUNING         the tuning file to write\n";
 
 enum { N_TILES = 10, MAX_KEYS = 256 };

@@ -118,6 +118,18 @@ typedef enum graphc_codegen {
 const char *graphc_backend_name(graphc_backend_t backend);
 const char *graphc_codegen_name(graphc_codegen_t codegen);
 
+/* Precision of an f32 model's compute (the `precision` graph pass, passes/precision.c). */
+typedef enum graphc_precision {
+  GRAPHC_PRECISION_F32 = 0,  /* as written (default) */
+  GRAPHC_PRECISION_TF32,     /* f32 matmuls and convolutions on the tensor cores with operands
+                                rounded to tf32 (= allow_tf32; the cuda backend) */
+  GRAPHC_PRECISION_F16,      /* matmuls, convolutions and the elementwise chains between them in
+                                f16 with f32 accumulation; softmax, norms, reductions, exp/log/pow
+                                and the residual stream into a norm stay f32; inputs and outputs
+                                keep their dtypes; weights converted once when loaded */
+  GRAPHC_PRECISION_BF16      /* likewise in bf16 */
+} graphc_precision_t;
+
 typedef struct graphc_compile_options {
   graphc_backend_t backend;
   graphc_codegen_t codegen;
@@ -134,6 +146,11 @@ typedef struct graphc_compile_options {
                                 and XLA's default precision); 0 (default): full f32 */
   const char *tuning;        /* a tuning file written by `graphc tune` (kernel configurations
                                 measured on a GPU), or NULL: the built-in heuristics */
+  graphc_precision_t precision; /* GRAPHC_PRECISION_F32 (default), TF32, F16 or BF16; TF32 sets
+                                allow_tf32, and allow_tf32 alone means TF32 */
+  const char *keep_f32;      /* POSIX extended regex on value names: ops with a matching result
+                                stay f32 under F16 / BF16 (NULL: none); an invalid one is
+                                GRAPHC_STATUS_INVALID_ARGUMENT */
 } graphc_compile_options_t;
 
 /* Fill `opts` with the defaults. */

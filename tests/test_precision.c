@@ -1,0 +1,325 @@
+/* test_precision.c - precision modes (--precision f16 | bf16 | tf32, --keep-f32; issue 33).
+ *
+ *   backends_agree    for each mode and each example model (MLP, CNN, transformer block):
+ *                     interp, cpu (and cuda when a device is present) on fresh random weights
+ *                     and inputs agree within the reduced dtype's tolerance
+ *   reduced_vs_f32    f16 / bf16 results against the f32 interpreter: relative L2 error small
+ *                     but not zero (the pass did something); tf32 on interp / cpu is f32
+ *   keep_f32          a regex that keeps every compute op: results equal the f32 ones; stats
+ *   weights_once      the cpu backend converts the weights in its prologue (once per weights)
+ *   f16_model         a model already in f16 is left alone and --stats says so
+ *   errors            --precision f8, a bad regex (API and CLI), an out-of-range enum value
+ *   check_cli         graphc run --precision f16 --check prints rel_l2 / max_abs per output
+ *
+ * The seed is $GRAPHC_TEST_SEED or fresh (printed on failure).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graphc/graphc.h"
+#include "driver/cuda_backend.h"
+#include "tests/cuda_testutil.h"
+#include "tests/testutil.h"
+
+typedef struct model_case {
+  const char *file;
+  const char *binds[2];
+  int64_t vals[2];
+} model_case;
+
+static const model_case k_models[] = {
+    {"examples/mlp.graph", {"B", NULL}, {4, 0}},
+    {"examples/cnn.graph", {"N", NULL}, {2, 0}},
+    {"examples/transformer_block.graph", {"B", "S"}, {2, 8}},
+};
+#define N_MODELS 3
+
+static const graphc_precision_t k_modes[] = {GRAPHC_PRECISION_F16, GRAPHC_PRECISION_BF16,
+                                             GRAPHC_PRECISION_TF32};
+static const char *const k_mode_names[] = {"f16", "bf16", "tf32"};
+
+/* Load model case mc with random weights from `seed` (a file in the test's temp dir). */
+static graphc_model_t *load_model(graphc_context_t *ctx, const model_case *mc, uint64_t seed) {
+  graphc_model_t *m;
+  graphc_error_t err;
+  ck_assert_msg(graphc_model_load_file(ctx, tu_src(mc->file), &m, &err) == 0, "%s", err.message);
+  for (int i = 0; i < 2 && mc->binds[i]; i++)
+    ck_assert_int_eq(graphc_model_bind(m, mc->binds[i], mc->vals[i], &err), 0);
+  char w[4096];
+  const char *base = strrchr(mc->file, '/');
+  snprintf(w, sizeof w, "%s/prec-%s-%llu.safetensors", tu_tmpdir(), base + 1, (unsigned long long)seed);
+  ck_assert_msg(graphc_model_write_random_weights(m, w, seed, &err) == 0, "%s", err.message);
+  ck_assert_int_eq(graphc_model_set_weights(m, w, &err), 0);
+  return m;
+}
+
+/* Compile m for backend be at precision p (keep_f32 may be NULL). */
+static graphc_executable_t *compile(graphc_model_t *m, graphc_backend_t be, graphc_precision_t p,
+                                    const char *keep) {
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = be;
+  o.precision = p;
+  o.keep_f32 = keep;
+  graphc_executable_t *exe = NULL;
+  graphc_error_t err;
+  ck_assert_msg(graphc_compile(m, &o, &exe, &err) == 0, "%s on %s: %s", graphc_backend_name(be),
+                "compile", err.message);
+  return exe;
+}
+
+/* Run exe on `in`; fresh outputs (caller frees with tu_free_tensors). */
+static graphc_tensor_t *run(graphc_executable_t *exe, const graphc_tensor_t *in, size_t ni,
+                            const graphc_tensor_t *like, size_t no) {
+  graphc_tensor_t *out = tu_clone_outputs(like, no);
+  graphc_error_t err;
+  ck_assert_msg(graphc_executable_run(exe, in, ni, out, no, &err) == 0, "%s", err.message);
+  return out;
+}
+
+/* Relative L2 error of got against ref (f32 or any float dtype). */
+static double rel_l2(const graphc_tensor_t *got, const graphc_tensor_t *ref) {
+  int64_t n = (int64_t)(ref->nbytes / graphc_dtype_size(ref->dtype));
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double a = gc_load_f64(got->data, got->dtype, i), b = gc_load_f64(ref->data, ref->dtype, i);
+    num += (a - b) * (a - b);
+    den += b * b;
+  }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* The dtype whose rounding bounds a mode's results (tf32 has f16's 10-bit mantissa). */
+static graphc_dtype_t mode_dtype(graphc_precision_t p) {
+  return p == GRAPHC_PRECISION_BF16 ? GRAPHC_DTYPE_BF16 : GRAPHC_DTYPE_F16;
+}
+
+/* Every mode and model: interp, cpu (and cuda) agree within the reduced dtype's tolerance,
+ * four times tu_tolerance's per-op bound for a whole model (outputs are f32: compared as
+ * values of the reduced dtype's precision). */
+START_TEST(backends_agree) {
+  uint64_t seed = tu_seed();
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  int cuda = gc_cuda_available(tu_rt_settings());
+  for (int mi = 0; mi < N_MODELS; mi++)
+    for (int pi = 0; pi < 3; pi++) {
+      graphc_precision_t p = k_modes[pi];
+      graphc_model_t *m = load_model(ctx, &k_models[mi], seed + (uint64_t)mi);
+      graphc_executable_t *ref = compile(m, GRAPHC_BACKEND_INTERP, p, NULL);
+      graphc_tensor_t *in, *out0;
+      uint64_t s = seed * 31 + (uint64_t)(mi * 3 + pi);
+      ck_assert_int_eq(tu_make_io(ref, "k", &s, &in, &out0), 0);
+      size_t ni = graphc_executable_num_inputs(ref), no = graphc_executable_num_outputs(ref);
+      graphc_tensor_t *want = run(ref, in, ni, out0, no);
+      graphc_backend_t bes[2] = {GRAPHC_BACKEND_CPU, GRAPHC_BACKEND_CUDA};
+      for (int b = 0; b < 1 + cuda; b++) {
+        graphc_executable_t *exe = compile(m, bes[b], p, NULL);
+        graphc_tensor_t *got = run(exe, in, ni, out0, no);
+        double atol, rtol;
+        tu_tolerance(p == GRAPHC_PRECISION_TF32 && bes[b] != GRAPHC_BACKEND_CUDA ? GRAPHC_DTYPE_F32
+                                                                                 : mode_dtype(p),
+                     1, &atol, &rtol);
+        for (size_t i = 0; i < no; i++) {
+          tu_cmp c = tu_compare(want[i].data, got[i].data, want[i].dtype,
+                                (int64_t)(want[i].nbytes / graphc_dtype_size(want[i].dtype)), 4 * atol,
+                                4 * rtol);
+          ck_assert_msg(c.n_bad == 0,
+                        "%s --precision %s: %s vs interp output %zu: %lld bad, first [%lld] %.9g vs %.9g, "
+                        "worst %.3g (seed %llu)",
+                        k_models[mi].file, k_mode_names[pi], graphc_backend_name(bes[b]), i,
+                        (long long)c.n_bad, (long long)c.first_bad, c.got_bad, c.ref_bad, c.worst,
+                        (unsigned long long)seed);
+        }
+        tu_free_tensors(got, no);
+        graphc_executable_destroy(exe);
+      }
+      tu_free_tensors(want, no);
+      tu_free_tensors(in, ni);
+      tu_free_tensors(out0, no);
+      graphc_executable_destroy(ref);
+      graphc_model_destroy(m);
+    }
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+/* f16 / bf16 against the f32 interpreter: small, nonzero error; tf32 on the interpreter is f32. */
+START_TEST(reduced_vs_f32) {
+  uint64_t seed = tu_seed();
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  for (int mi = 0; mi < N_MODELS; mi++) {
+    graphc_model_t *m = load_model(ctx, &k_models[mi], seed + 100 + (uint64_t)mi);
+    graphc_executable_t *f32 = compile(m, GRAPHC_BACKEND_INTERP, GRAPHC_PRECISION_F32, NULL);
+    graphc_tensor_t *in, *out0;
+    uint64_t s = seed * 17 + (uint64_t)mi;
+    ck_assert_int_eq(tu_make_io(f32, "k", &s, &in, &out0), 0);
+    size_t ni = graphc_executable_num_inputs(f32), no = graphc_executable_num_outputs(f32);
+    graphc_tensor_t *want = run(f32, in, ni, out0, no);
+    for (int pi = 0; pi < 3; pi++) {
+      graphc_executable_t *exe = compile(m, GRAPHC_BACKEND_INTERP, k_modes[pi], NULL);
+      graphc_tensor_t *got = run(exe, in, ni, out0, no);
+      for (size_t i = 0; i < no; i++) {
+        ck_assert_int_eq(got[i].dtype, want[i].dtype);  /* outputs keep their declared dtype */
+        double e = rel_l2(&got[i], &want[i]);
+        double hi = k_modes[pi] == GRAPHC_PRECISION_BF16 ? 3e-2 : 5e-3;
+        if (k_modes[pi] == GRAPHC_PRECISION_TF32)
+          ck_assert_msg(e == 0, "%s tf32 on interp: rel_l2 %g (seed %llu)", k_models[mi].file, e,
+                        (unsigned long long)seed);
+        else
+          /* not 0: the pass did something (the CNN's softmax often saturates: tiny errors) */
+          ck_assert_msg(e > 1e-9 && e < hi, "%s --precision %s: rel_l2 %g vs f32 outside (1e-9, %g) (seed %llu)",
+                        k_models[mi].file, k_mode_names[pi], e, hi, (unsigned long long)seed);
+      }
+      tu_free_tensors(got, no);
+      graphc_executable_destroy(exe);
+    }
+    tu_free_tensors(want, no);
+    tu_free_tensors(in, ni);
+    tu_free_tensors(out0, no);
+    graphc_executable_destroy(f32);
+    graphc_model_destroy(m);
+  }
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+/* --keep-f32 matching every compute op of the MLP: f16 mode gives the f32 results (the
+ * stats count the ops the regex kept that would have been reduced: the matmuls; the adds
+ * and relu after them have no f16 operand then). Keeping only the second layer: the first
+ * is f16 (x, w1, b1 cast down, %a back up). */
+START_TEST(keep_f32) {
+  uint64_t seed = tu_seed();
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  graphc_model_t *m = load_model(ctx, &k_models[0], seed);
+  graphc_executable_t *f32 = compile(m, GRAPHC_BACKEND_INTERP, GRAPHC_PRECISION_F32, NULL);
+  graphc_executable_t *kept = compile(m, GRAPHC_BACKEND_INTERP, GRAPHC_PRECISION_F16, "^(h|hb|a|o|y)$");
+  graphc_executable_t *half = compile(m, GRAPHC_BACKEND_INTERP, GRAPHC_PRECISION_F16, "^(o|y)$");
+  ck_assert_msg(strstr(graphc_executable_stats(kept), "precision: f16: 0 ops in f16, 0 casts inserted, 2 kept in f32 by --keep-f32"),
+                "%s", graphc_executable_stats(kept));
+  ck_assert_msg(strstr(graphc_executable_stats(half), "precision: f16: 3 ops in f16, 4 casts inserted, 1 kept in f32 by --keep-f32"),
+                "%s", graphc_executable_stats(half));
+  graphc_tensor_t *in, *out0;
+  uint64_t s = seed;
+  ck_assert_int_eq(tu_make_io(f32, "k", &s, &in, &out0), 0);
+  graphc_tensor_t *a = run(f32, in, 1, out0, 1), *b = run(kept, in, 1, out0, 1), *c = run(half, in, 1, out0, 1);
+  ck_assert_msg(memcmp(a[0].data, b[0].data, a[0].nbytes) == 0, "kept ops are not f32 (seed %llu)",
+                (unsigned long long)seed);
+  double e = rel_l2(&c[0], &a[0]);
+  ck_assert_msg(e > 1e-6 && e < 5e-3, "first layer in f16: rel_l2 %g (seed %llu)", e, (unsigned long long)seed);
+  tu_free_tensors(a, 1);
+  tu_free_tensors(b, 1);
+  tu_free_tensors(c, 1);
+  tu_free_tensors(in, 1);
+  tu_free_tensors(out0, 1);
+  graphc_executable_destroy(f32);
+  graphc_executable_destroy(kept);
+  graphc_executable_destroy(half);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+/* The weight matrices' casts run in the cpu backend's prologue: once per weights, not per run. */
+START_TEST(weights_once) {
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  graphc_model_t *m = load_model(ctx, &k_models[0], 7);
+  graphc_executable_t *exe = compile(m, GRAPHC_BACKEND_CPU, GRAPHC_PRECISION_BF16, NULL);
+  const char *st = graphc_executable_stats(exe);
+  ck_assert_msg(strstr(st, "precision: bf16: 5 ops in bf16, 6 casts inserted"), "%s", st);
+  int once = 0;
+  for (const char *p = strstr(st, "[once per weights] cast"); p; p = strstr(p + 1, "[once per weights] cast"))
+    once++;
+  /* the two weight matrices; the biases' casts join the matmuls' epilogues (read in place) */
+  ck_assert_msg(once == 2, "%d weight casts in the prologue, expected 2:\n%s", once, st);
+  ck_assert_msg(strstr(st, "the first 2 launches read only weights: run once per weights"), "%s", st);
+  graphc_executable_destroy(exe);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+/* A model already in f16 is left alone (tests/passes/47_precision_f16_model.graph); --stats says so. */
+START_TEST(f16_model) {
+  char *out = NULL;
+  int rc = tu_sh(&out, "%s run %s --bind B=2 --backend interp --precision f16 --stats --print-after=precision 2>&1",
+                 GRAPHC_CLI, tu_src("tests/passes/47_precision_f16_model.graph"));
+  ck_assert_msg(rc == 0, "%s", out);
+  ck_assert_msg(strstr(out, "precision: f16: no f32 matmuls or convolutions, model left as it is"), "%s", out);
+  ck_assert_msg(strstr(out, "  %h = matmul(%x, %w) : f16[2, 32];\n  %a = relu(%h) : f16[2, 32];\n"), "%s", out);
+  ck_assert_msg(!strstr(out, "cast("), "%s", out);
+  free(out);
+}
+END_TEST
+
+/* Bad values are clear errors: CLI and API. */
+START_TEST(errors) {
+  char *out = NULL;
+  int rc = tu_sh(&out, "%s run %s --bind B=2 --precision f8 2>&1", GRAPHC_CLI, tu_src("examples/mlp.graph"));
+  ck_assert_msg(rc == 1 && strstr(out, "graphc: unknown precision 'f8' (f32, tf32, f16, bf16)"), "rc %d: %s", rc, out);
+  free(out);
+  rc = tu_sh(&out, "%s dot %s --bind B=2 --precision f16 --keep-f32='(h' 2>&1", GRAPHC_CLI,
+             tu_src("examples/mlp.graph"));
+  ck_assert_msg(rc == 1 && strstr(out, "error: invalid --keep-f32 regex '(h': "), "rc %d: %s", rc, out);
+  free(out);
+
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  graphc_model_t *m = load_model(ctx, &k_models[0], 1);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_INTERP;
+  o.precision = GRAPHC_PRECISION_F16;
+  o.keep_f32 = "a[";
+  graphc_executable_t *exe = NULL;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_compile(m, &o, &exe, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_ptr_null(exe);
+  ck_assert_msg(strstr(err.message, "invalid --keep-f32 regex 'a[': ") && strlen(err.message) > 32, "%s",
+                err.message);
+  ck_assert_int_eq(err.line, 0);
+  o.keep_f32 = NULL;
+  o.precision = (graphc_precision_t)9;
+  ck_assert_int_eq(graphc_compile(m, &o, &exe, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "unknown precision 9 (f32, tf32, f16, bf16)"), "%s", err.message);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+/* graphc run --precision f16 --check: one "rel_l2 X max_abs Y" line per output, X small, not 0. */
+START_TEST(check_cli) {
+  char w[4096], *out = NULL;
+  snprintf(w, sizeof w, "%s/prec-check.safetensors", tu_tmpdir());
+  TU_SH_OK("%s weights %s --bind B=2 --random -o %s 2>&1", GRAPHC_CLI, tu_src("examples/mlp.graph"), w);
+  int rc = tu_sh(&out, "%s run %s --bind B=2 --weights %s --backend cpu --precision f16 --check 2>&1", GRAPHC_CLI,
+                 tu_src("examples/mlp.graph"), w);
+  ck_assert_msg(rc == 0, "%s", out);
+  const char *p = strstr(out, "# check against the f32 interpreter (precision f16)\n%y: rel_l2 ");
+  ck_assert_msg(p, "%s", out);
+  double e = strtod(strstr(p, "rel_l2 ") + 7, NULL);
+  ck_assert_msg(e > 1e-6 && e < 5e-3 && strstr(p, " max_abs "), "%s", out);
+  free(out);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("precision");
+  TCase *c = tcase_create("precision");
+  tcase_set_timeout(c, 600);
+  tcase_add_test(c, backends_agree);
+  tcase_add_test(c, reduced_vs_f32);
+  tcase_add_test(c, keep_f32);
+  tcase_add_test(c, weights_once);
+  tcase_add_test(c, f16_model);
+  tcase_add_test(c, errors);
+  tcase_add_test(c, check_cli);
+  suite_add_tcase(s, c);
+  return tu_run_suite(s);
+}
