@@ -73,7 +73,9 @@ case "${1:-}" in
   asan)
     install_deps
     build build-asan -DGRAPHC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    # An unoptimized sanitized build runs the heavy lowering cases (the host evaluator of
+    # tensor-core kernels) 3-5x slower: Check's per-test timeout (600 s) is doubled here.
+    CK_TIMEOUT_MULTIPLIER=2 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     LSAN_OPTIONS=suppressions=$ROOT/tests/lsan.supp:print_suppressions=0 \
       ctest --test-dir build-asan --output-on-failure -j"$JOBS"
     ;;
