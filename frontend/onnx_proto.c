@@ -279,10 +279,15 @@ static int parse_tensor(pstate *s, gc_pb_msg *m, gc_onnx_tensor *t) {
     }
   } else if (has_raw) {
     size_t es = gc_onnx_type_size(t->data_type);
-    if (es && t->numel >= 0 && (uint64_t)raw_len != (uint64_t)t->numel * es) {
-      gc_pb_fail(m, NULL, "tensor '%s': raw_data has %zu bytes, expected %lld (%lld x %s)", t->name,
-                 raw_len, (long long)t->numel * (long long)es, (long long)t->numel,
-                 gc_onnx_type_name(t->data_type));
+    uint64_t want = 0;  /* numel < 2^62 here, but times the element size it may not fit */
+    int too_big = es && t->numel >= 0 && __builtin_mul_overflow((uint64_t)t->numel, (uint64_t)es, &want);
+    if (es && t->numel >= 0 && (too_big || (uint64_t)raw_len != want)) {
+      if (too_big)
+        gc_pb_fail(m, NULL, "tensor '%s': raw_data has %zu bytes, expected %lld x %s (over 2^64 bytes)",
+                   t->name, raw_len, (long long)t->numel, gc_onnx_type_name(t->data_type));
+      else
+        gc_pb_fail(m, NULL, "tensor '%s': raw_data has %zu bytes, expected %llu (%lld x %s)", t->name,
+                   raw_len, (unsigned long long)want, (long long)t->numel, gc_onnx_type_name(t->data_type));
       goto fail;
     }
     t->data = raw;
