@@ -17,6 +17,13 @@
  *              movement (reshape, transpose, broadcast, concat, slice, pad, gather, split,
  *              im2col) and pooling: in R when one of their float operands is already an R
  *              value this pass made (the chains between matmuls and convolutions)
+ *   attention  a softmax over the last axis whose operand is an R value (the scores of
+ *              a matmul made R, scaled and masked) and whose every user is a matmul
+ *              reading it as the left operand: in R, as in a model exported in R -- the
+ *              fused attention kernel and the row kernels compute softmax in f32 and
+ *              round only the probabilities, which the next matmul reads in R anyway;
+ *              an additive mask on those scores is in R too (its residual rule below
+ *              does not apply: the mask is 0 or a large negative number)
  *   sensitive  everything else (softmax, log_softmax, layernorm, rmsnorm, reductions,
  *              argmax, exp, log, sqrt, rsqrt, pow, sin, cos, div by a tensor): f32; so is
  *              the residual stream: an add / sub whose result feeds a norm or that adds
@@ -164,6 +171,24 @@ static int residual(const prec *P, const gc_op *op, const char *feeds_norm) {
   return 0;
 }
 
+/* Is softmax op attention's: over the last axis, read only as the left operand of matmuls? */
+static int attention_softmax(const gc_graph *g, const gc_op *op) {
+  if (op->opcode != GC_OP_SOFTMAX) return 0;
+  const gc_value *r = op->results[0];
+  int64_t ax = gc_op_attr_int(op, "axis", -1);
+  if (r->type.rank < 2 || (ax < 0 ? ax + r->type.rank : ax) != r->type.rank - 1 || r->n_uses == 0) return 0;
+  for (int i = 0; i < g->n_outputs; i++)
+    if (g->outputs[i] == r) return 0;
+  int n = 0;
+  for (const gc_op *u = op->next; u; u = u->next)
+    for (int i = 0; i < u->n_operands; i++)
+      if (u->operands[i] == r) {
+        if (u->opcode != GC_OP_MATMUL || i != 0) return 0;
+        n++;
+      }
+  return n == r->n_uses;
+}
+
 /* Compute op in R: f32 float operands cast down, f32 float results become R. */
 static void reduce_op(prec *P, gc_op *op) {
   for (int i = 0; i < op->n_operands && !P->rw.oom; i++) {
@@ -231,9 +256,11 @@ int gc_pass_precision(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf
   P.n_ids = g->next_value_id;
   P.conv = calloc((size_t)P.n_ids + 1, 1);
   char *feeds_norm = calloc((size_t)P.n_ids + 1, 1);
+  int n_op_ids = g->next_op_id;  /* ops made here (casts) have larger ids */
+  char *attn = calloc((size_t)n_op_ids + 1, 1);
   P.down = calloc((size_t)P.n_ids + 1, sizeof *P.down);
   P.up = calloc((size_t)P.n_ids + 1, sizeof *P.up);
-  if (!P.conv || !feeds_norm || !P.down || !P.up) {
+  if (!P.conv || !feeds_norm || !attn || !P.down || !P.up) {
     P.rw.oom = 1;
   } else {
     /* the residual stream: values a layernorm / rmsnorm normalizes */
@@ -241,12 +268,23 @@ int gc_pass_precision(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf
       if (gc_op_infos[op->opcode].kind == GC_KIND_NORM && op->opcode != GC_OP_SOFTMAX &&
           op->opcode != GC_OP_LOG_SOFTMAX)
         feeds_norm[op->operands[0]->id] = 1;
+    /* attention's softmax (and the mask add before it): 2 marks a softmax operand */
+    gc_graph_recount_uses(g);
+    for (gc_op *op = g->first; op; op = op->next)
+      if (attention_softmax(g, op)) {
+        attn[op->id] = 1;
+        const gc_value *x = op->operands[0];
+        if (x->n_uses == 1 && x->def && (x->def->opcode == GC_OP_ADD || x->def->opcode == GC_OP_SUB))
+          attn[x->def->id] = 2;
+      }
     for (gc_op *op = g->first, *next; op && !P.rw.oom; op = next) {
       next = op->next;
       int cls = op_class(op), any_conv = 0;
       if (cls == CLS_OTHER) continue;
       int ok = eligible(&P, op, &any_conv);
-      if (ok && (op->opcode == GC_OP_ADD || op->opcode == GC_OP_SUB) && residual(&P, op, feeds_norm))
+      if (op->id < n_op_ids && attn[op->id] == 1) cls = CLS_CHAIN;
+      if (ok && (op->opcode == GC_OP_ADD || op->opcode == GC_OP_SUB) &&
+          !(op->id < n_op_ids && attn[op->id] == 2) && residual(&P, op, feeds_norm))
         cls = CLS_SENSITIVE;
       int want = ok && (cls == CLS_ANCHOR || (cls == CLS_CHAIN && any_conv));
       if (want && kept_by_regex(op, have_re ? &re : NULL)) {
@@ -283,6 +321,7 @@ int gc_pass_precision(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf
   }
   if (have_re) regfree(&re);
   free(feeds_norm);
+  free(attn);
   free(P.conv);
   free(P.down);
   free(P.up);
