@@ -389,6 +389,7 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
     gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     return finish(m->ctx, &d, err);
   }
+  pthread_mutex_init(&exe->contexts_mu, NULL);  /* default attributes: cannot fail on Linux */
   gc_settings set;  /* this call's environment (a backend's prepare reads its own) */
   gc_settings_read(&set);
   /* cuInit (up to ~230 ms on an idle H200) runs beside parsing, weights and passes. */
@@ -498,7 +499,9 @@ fail:
 
 void graphc_executable_destroy(graphc_executable_t *exe) {
   if (!exe) return;
+  gc_exec_contexts_free(exe);
   if (exe->backend) exe->backend->release(exe);
+  pthread_mutex_destroy(&exe->contexts_mu);
   gc_module_free(exe->module);
   gc_safetensors_free(exe->weights);
   gc_tuning_free(exe->tuning);
@@ -804,4 +807,17 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
     *len = 0;
   }
   return st;
+}
+
+/* ---- for driver/exec_context.c ------------------------------------------------------ */
+graphc_status_t gc_api_check_io(const gc_exec *exe, const graphc_tensor_t *inputs, size_t n_inputs,
+                                const graphc_tensor_t *outputs, size_t n_outputs, graphc_error_t *err) {
+  graphc_status_t st = check_tensors("inputs", exe->inputs, exe->n_inputs, inputs, n_inputs, err);
+  if (st == GRAPHC_STATUS_OK)
+    st = check_tensors("outputs", exe->outputs, exe->n_outputs, outputs, n_outputs, err);
+  return st;
+}
+
+graphc_status_t gc_api_finish(graphc_context_t *ctx, gc_diags *d, graphc_error_t *err) {
+  return finish(ctx, d, err);
 }

@@ -386,6 +386,23 @@ static graphc_status_t cuda_enqueue(gc_exec *exe, const graphc_tensor_t *in, gra
   return gc_cu_exec_enqueue(s->x, in, out, stream, d) ? failed(d) : GRAPHC_STATUS_OK;
 }
 
+/* Execution contexts: a gc_cu_ctx each (own arena, I/O, graph and stream). */
+static void *cuda_ctx_new(gc_exec *exe, gc_diags *d) {
+  cu_state *s = prepared(exe, d);
+  return s ? gc_cu_ctx_new(s->x, d) : NULL;
+}
+
+static void cuda_ctx_free(gc_exec *exe, void *c) { gc_cu_ctx_free(c); }
+
+/* A run on context c: host tensors (kind 0), device tensors (1), or an enqueue (2). */
+static graphc_status_t cuda_ctx_run(gc_exec *exe, void *c, int kind, const graphc_tensor_t *in,
+                                    graphc_tensor_t *out, void *stream, gc_diags *d) {
+  int rc = kind == 0   ? gc_cu_ctx_run(c, in, out, d)
+           : kind == 1 ? gc_cu_ctx_run_device(c, in, out, d)
+                       : gc_cu_ctx_enqueue(c, in, out, stream, d);
+  return rc ? failed(d) : GRAPHC_STATUS_OK;
+}
+
 /* Free everything prepare made; tolerates any partially prepared state. */
 static void cuda_release(gc_exec *exe) {
   cu_state *s = exe->state;
@@ -403,6 +420,9 @@ const gc_backend gc_backend_cuda = {
     .run = cuda_run,
     .run_device = cuda_run_device,
     .enqueue = cuda_enqueue,
+    .ctx_new = cuda_ctx_new,
+    .ctx_free = cuda_ctx_free,
+    .ctx_run = cuda_ctx_run,
     .release = cuda_release,
 };
 

@@ -8,6 +8,8 @@
 #ifndef GC_EXEC_H
 #define GC_EXEC_H
 
+#include <pthread.h>
+
 #include "ir/ir.h"
 #include "runtime/settings.h"
 #include "weights/safetensors.h"
@@ -27,6 +29,13 @@ typedef struct gc_backend {
   /* Optional (NULL: unsupported). Enqueue on the caller's stream (device or pinned
    * host tensors) and return without waiting. */
   graphc_status_t (*enqueue)(gc_exec *exe, const graphc_tensor_t *inputs,
+                             graphc_tensor_t *outputs, void *stream, gc_diags *d);
+  /* Optional (NULL: the API's execution contexts share the executable's one working
+   * memory and take turns). A context with its own working memory; its free waits for
+   * its work; a run on it: host tensors (kind 0), device tensors (1), enqueue (2). */
+  void *(*ctx_new)(gc_exec *exe, gc_diags *d);
+  void (*ctx_free)(gc_exec *exe, void *ctx);
+  graphc_status_t (*ctx_run)(gc_exec *exe, void *ctx, int kind, const graphc_tensor_t *inputs,
                              graphc_tensor_t *outputs, void *stream, gc_diags *d);
   /* Required. Free everything `prepare` made; safe after a failed prepare. */
   void (*release)(gc_exec *exe);
@@ -75,7 +84,17 @@ struct graphc_executable {
   size_t n_inputs, n_outputs;
   graphc_tensor_info_t *inputs, *outputs;
   gc_sbuf stats;                 /* appended to by passes and backends */
+  struct graphc_exec_context *contexts; /* alive (driver/exec_context.c), freed with it */
+  pthread_mutex_t contexts_mu;
 };
+
+/* driver/exec_context.c: free the contexts still alive (graphc_executable_destroy,
+ * before the backend's release). */
+void gc_exec_contexts_free(gc_exec *exe);
+/* driver/api.c: the argument checks and the diagnostics hand-off of every run call. */
+graphc_status_t gc_api_check_io(const gc_exec *exe, const graphc_tensor_t *inputs, size_t n_inputs,
+                                const graphc_tensor_t *outputs, size_t n_outputs, graphc_error_t *err);
+graphc_status_t gc_api_finish(graphc_context_t *ctx, gc_diags *d, graphc_error_t *err);
 
 /* "sm_90" -> 90; 0 when malformed (runtime/api.c). */
 int gc_parse_arch(const char *arch);

@@ -14,11 +14,18 @@
  *                        pinned host tensors copied on that stream
  *
  * Every entry point makes the executable's context current and restores the
- * caller's before returning. An executor may be used from several threads: its
- * runs and enqueues take turns (run_mu), and each enqueue's work is ordered after
- * the previous one's on the device (an event recorded after it, waited on by the
- * next run or enqueue on any stream), since they share one arena, one set of I/O
- * buffers and kernel arguments. Different executors run concurrently.
+ * caller's before returning.
+ *
+ * Execution contexts (gc_cu_ctx): the executor holds what every run reads (module,
+ * kernels, constants); a context holds what one run in flight writes (arena, I/O
+ * buffers, kernel arguments, tensor maps, CUDA graph, stream). The executor has a
+ * context of its own, behind gc_cu_exec_run / run_device / enqueue;
+ * gc_cu_ctx_new makes more, each with its own device memory (arena + I/O), so runs
+ * on different contexts are in flight at once, from different threads and streams.
+ * Runs on one context from several threads take turns (its mutex), and each
+ * enqueue's work is ordered after the previous one's on the device (an event
+ * recorded after it, waited on by the next run or enqueue of that context on any
+ * stream). Runtime/cuda_exec_impl.h has the layout.
  * Settings (runtime/settings.h, given to gc_cu_exec_open): GRAPHC_CUDA_SYNC=1
  * launches eagerly and synchronizes after every launch, so an execution error
  * names its kernel.
@@ -103,7 +110,23 @@ int gc_cu_exec_run_device(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tenso
  * at the caller's synchronize. Validated tensors as for run. */
 int gc_cu_exec_enqueue(gc_cu_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out, void *stream,
                        gc_diags *d);
-/* Upload new bytes for const i (same size) after loading. */
+/* Execution contexts of a loaded executor (see above). gc_cu_ctx_new: NULL on failure
+ * (device OOM: the message says how much the arena needed). gc_cu_ctx_free waits for
+ * the context's work (also enqueued work on callers' streams) and frees it; contexts
+ * still alive are freed by gc_cu_exec_free. The runs are gc_cu_exec_run & co. on
+ * that context. */
+typedef struct gc_cu_ctx gc_cu_ctx;
+gc_cu_ctx *gc_cu_ctx_new(gc_cu_exec *x, gc_diags *d);
+void gc_cu_ctx_free(gc_cu_ctx *c);
+gc_cu_ctx *gc_cu_exec_main(gc_cu_exec *x);
+int gc_cu_ctx_run(gc_cu_ctx *c, const graphc_tensor_t *in, graphc_tensor_t *out, gc_diags *d);
+int gc_cu_ctx_run_device(gc_cu_ctx *c, const graphc_tensor_t *in, graphc_tensor_t *out,
+                         gc_diags *d);
+int gc_cu_ctx_enqueue(gc_cu_ctx *c, const graphc_tensor_t *in, graphc_tensor_t *out, void *stream,
+                      gc_diags *d);
+
+/* Upload new bytes for const i (same size) after loading. Waits for the work of every
+ * context first; must not be called while another thread runs the executor. */
 int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, gc_diags *d);
 
 /* Facts about a loaded executor. */

@@ -203,6 +203,7 @@ END_TEST
 /* Threads enqueueing on one executable, each on its own stream. */
 typedef struct worker {
   model *m;
+  int use_ctx;          /* enqueue on an execution context of its own */
   uint64_t seed;
   int bad;
   char msg[512];
@@ -218,8 +219,14 @@ static void *enqueue_worker(void *arg) {
     return NULL;
   }
   graphc_error_t err;
+  graphc_exec_context_t *ec = NULL;
+  if (w->use_ctx && graphc_exec_context_create(w->m->exe, &ec, &err)) {
+    w->bad = 1;
+    snprintf(w->msg, sizeof w->msg, "context: %.400s", err.message);
+  }
   for (int r = 0; r < 4 && !w->bad; r++)
-    if (graphc_executable_enqueue(w->m->exe, w->q[r].din, 1, w->q[r].dout, 1, st, &err)) {
+    if (ec ? graphc_exec_context_enqueue(ec, w->q[r].din, 1, w->q[r].dout, 1, st, &err)
+           : graphc_executable_enqueue(w->m->exe, w->q[r].din, 1, w->q[r].dout, 1, st, &err)) {
       w->bad = 1;
       snprintf(w->msg, sizeof w->msg, "enqueue %d: %.400s", r, err.message);
     }
@@ -227,13 +234,33 @@ static void *enqueue_worker(void *arg) {
     w->bad = 1;
     snprintf(w->msg, sizeof w->msg, "cuStreamSynchronize failed");
   }
+  /* the context's host run too, on its own memory */
+  if (ec && !w->bad) {
+    graphc_tensor_t *hout = tu_clone_outputs(w->q[0].ref, 1);
+    if (graphc_exec_context_run(ec, w->q[0].hin, 1, hout, 1, &err)) {
+      w->bad = 1;
+      snprintf(w->msg, sizeof w->msg, "context run: %.400s", err.message);
+    } else if (!g_pretend) {
+      double atol, rtol;
+      tu_tolerance(hout[0].dtype, 2, &atol, &rtol);
+      int64_t n = (int64_t)(hout[0].nbytes / graphc_dtype_size(hout[0].dtype));
+      tu_cmp c = tu_compare(w->q[0].ref[0].data, hout[0].data, hout[0].dtype, n, atol, rtol);
+      if (c.n_bad) {
+        w->bad = 1;
+        snprintf(w->msg, sizeof w->msg, "context run: %lld of %lld differ", (long long)c.n_bad, (long long)n);
+      }
+    }
+    tu_free_tensors(hout, 1);
+  }
+  graphc_exec_context_destroy(ec);
   g_cu->StreamDestroy(st);
   CUcontext c;
   g_cu->CtxPopCurrent(&c);
   return NULL;
 }
 
-START_TEST(threads_enqueue_one_executable) {
+/* Threads enqueueing on one executable (use_ctx: each on an execution context of its own). */
+static void threads_enqueue(int use_ctx) {
   cuda_setup();
   model m;
   model_open(&m, GRAPHC_BACKEND_CUDA);
@@ -242,6 +269,7 @@ START_TEST(threads_enqueue_one_executable) {
   for (int t = 0; t < N_THREADS; t++) {
     memset(&w[t], 0, sizeof w[t]);
     w[t].m = &m;
+    w[t].use_ctx = use_ctx;
     uint64_t s = g_seed + 100 + (uint64_t)t;
     for (int r = 0; r < 4; r++) request_make(&w[t].q[r], &m, &s);
   }
@@ -255,6 +283,46 @@ START_TEST(threads_enqueue_one_executable) {
       request_check(&w[t].q[r], what, r);
       request_free(&w[t].q[r]);
     }
+  }
+  model_close(&m);
+  cuda_teardown();
+}
+
+START_TEST(threads_enqueue_one_executable) { threads_enqueue(0); }
+END_TEST
+
+/* Execution contexts: each thread its own, requests in flight at once. */
+START_TEST(threads_enqueue_contexts) { threads_enqueue(1); }
+END_TEST
+
+/* Contexts still alive when their executable is destroyed go with it, after their
+ * enqueued work; a context on its own stream never waits for another's. */
+START_TEST(contexts_destroyed_with_executable) {
+  cuda_setup();
+  model m;
+  model_open(&m, GRAPHC_BACKEND_CUDA);
+  uint64_t s = g_seed + 7;
+  request q[3];
+  graphc_exec_context_t *ec[3];
+  graphc_error_t err;
+  for (int i = 0; i < 3; i++) {
+    request_make(&q[i], &m, &s);
+    ck_assert_msg(graphc_exec_context_create(m.exe, &ec[i], &err) == GRAPHC_STATUS_OK, "%s", err.message);
+    ck_assert_int_eq(graphc_exec_context_enqueue(ec[i], q[i].din, 1, q[i].dout, 1, NULL, &err),
+                     GRAPHC_STATUS_OK);
+  }
+  /* a bad call on a context is a status, as on the executable */
+  ck_assert_int_eq(graphc_exec_context_enqueue(ec[0], q[0].din, 2, q[0].dout, 1, NULL, &err),
+                   GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(err.message, "expected 1 inputs"));
+  ck_assert_int_eq(graphc_exec_context_run(NULL, q[0].hin, 1, q[0].hout, 1, &err),
+                   GRAPHC_STATUS_INVALID_ARGUMENT);
+  graphc_exec_context_destroy(ec[1]);   /* one by hand, two with the executable */
+  graphc_executable_destroy(m.exe);
+  m.exe = NULL;
+  for (int i = 0; i < 3; i++) {
+    request_check(&q[i], "context enqueue", i);
+    request_free(&q[i]);
   }
   model_close(&m);
   cuda_teardown();
@@ -452,6 +520,8 @@ int main(void) {
   tcase_add_test(tc, run_device_matches_interp);
   tcase_add_test(tc, enqueue_on_caller_stream);
   tcase_add_test(tc, threads_enqueue_one_executable);
+  tcase_add_test(tc, threads_enqueue_contexts);
+  tcase_add_test(tc, contexts_destroyed_with_executable);
   tcase_add_test(tc, destroy_waits_for_enqueued_work);
   tcase_add_test(tc, enqueue_pinned_host_tensors);
   tcase_add_test(tc, bad_pointers_and_streams);

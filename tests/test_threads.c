@@ -77,6 +77,8 @@ static graphc_executable_t *compile_model(graphc_context_t *ctx, graphc_backend_
 
 typedef struct worker {
   graphc_executable_t *exe;     /* shared, or NULL: compile one of its own */
+  int use_ctx;                  /* run on an execution context of its own */
+  graphc_exec_context_t *ec;
   graphc_context_t *ctx;        /* for compiling when exe is NULL */
   graphc_backend_t backend;
   uint64_t seed;
@@ -98,7 +100,8 @@ static void run_once(worker *w, graphc_executable_t *exe) {
   graphc_tensor_t in[3] = {tensor(x, 2, M, K), tensor(wt, 2, K, N), tensor(b, 1, N, 0)};
   graphc_tensor_t out[1] = {tensor(y, 2, M, N)};
   graphc_error_t err;
-  if (graphc_executable_run(exe, in, 3, out, 1, &err) != GRAPHC_STATUS_OK) {
+  if ((w->ec ? graphc_exec_context_run(w->ec, in, 3, out, 1, &err)
+             : graphc_executable_run(exe, in, 3, out, 1, &err)) != GRAPHC_STATUS_OK) {
     if (!w->bad_status++) snprintf(w->first_error, sizeof w->first_error, "%.200s", err.message);
     return;
   }
@@ -132,7 +135,14 @@ static void *work(void *arg) {
     }
     graphc_model_destroy(m);
   }
-  for (int r = 0; r < w->runs; r++) run_once(w, exe);
+  graphc_error_t err;
+  if (w->use_ctx && graphc_exec_context_create(exe, &w->ec, &err) != GRAPHC_STATUS_OK) {
+    w->bad_status++;
+    snprintf(w->first_error, sizeof w->first_error, "context: %.200s", err.message);
+  }
+  for (int r = 0; r < w->runs && (!w->use_ctx || w->ec); r++) run_once(w, exe);
+  graphc_exec_context_destroy(w->ec);
+  w->ec = NULL;
   if (!w->exe) graphc_executable_destroy(exe);
   return NULL;
 }
@@ -158,8 +168,9 @@ static int backends(graphc_backend_t *out) {
   return n;
 }
 
-/* One executable, 8 threads running it at once: every output right. */
-START_TEST(shared_executable) {
+/* One executable, 8 threads running it at once (on the executable, or each on an
+ * execution context of its own): every output right. */
+static void shared(int use_ctx) {
   graphc_backend_t bs[3];
   int nb = backends(bs);
   for (int i = 0; i < nb; i++) {
@@ -168,15 +179,22 @@ START_TEST(shared_executable) {
     graphc_executable_t *exe = compile_model(ctx, bs[i]);
     worker ws[N_THREADS];
     for (int t = 0; t < N_THREADS; t++)
-      ws[t] = (worker){.exe = exe, .backend = bs[i], .seed = tu_seed() + 7919u * (t + 1),
+      ws[t] = (worker){.exe = exe, .use_ctx = use_ctx, .backend = bs[i],
+                       .seed = tu_seed() + 7919u * (t + 1),
                        .runs = bs[i] == GRAPHC_BACKEND_INTERP ? 50 : 300};
     char what[64];
-    snprintf(what, sizeof what, "shared %s executable", graphc_backend_name(bs[i]));
+    snprintf(what, sizeof what, "shared %s executable%s", graphc_backend_name(bs[i]),
+             use_ctx ? ", a context a thread" : "");
     run_threads(ws, what);
     graphc_executable_destroy(exe);
     graphc_context_destroy(ctx);
   }
 }
+
+START_TEST(shared_executable) { shared(0); }
+END_TEST
+
+START_TEST(shared_executable_contexts) { shared(1); }
 END_TEST
 
 /* Compiling on 8 threads at once in one shared context, each then running its own executable. */
@@ -252,6 +270,7 @@ int main(void) {
   TCase *tc = tcase_create("api");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, shared_executable);
+  tcase_add_test(tc, shared_executable_contexts);
   tcase_add_test(tc, compile_many_threads);
   tcase_add_test(tc, errors_many_threads);
   suite_add_tcase(s, tc);

@@ -11,10 +11,12 @@
  * compiling models on each, each thread reading its own diagnostics). A model
  * is one thread's at a time (bind, set weights, compile). An executable may be
  * run from several threads at once (run, run_device, enqueue): its runs take
- * turns (each sees its own inputs and writes its own outputs, never another's),
- * so for runs that overlap in time compile one executable per thread. Destroy a
- * handle only when no call on it is in flight (work already enqueued on a stream
- * is waited for).
+ * turns (each sees its own inputs and writes its own outputs, never another's).
+ * For runs that overlap in time, give each thread (or each request stream) an
+ * execution context (graphc_exec_context_create): contexts share the compiled code
+ * and the weights, each has its own working memory, and runs on different contexts
+ * proceed at once. Destroy a handle only when no call on it is in flight (work
+ * already enqueued on a stream is waited for).
  *
  * Ownership: strings returned through `char **` are malloc'd and freed by the
  * caller with graphc_free(). `const char *` results are owned by the handle
@@ -267,7 +269,8 @@ graphc_status_t graphc_executable_run_device(graphc_executable_t *exe,
  * Ordering: the executable has one set of working memory, so each enqueue (or run)
  * waits on the device for the previous one to finish, whatever streams they were on
  * (an event, cuStreamWaitEvent); enqueues never run two at a time on one
- * executable: for work that overlaps use one execution context per request stream.
+ * executable: for work that overlaps use an execution context per request stream
+ * (graphc_exec_context_enqueue).
  * Threads: any thread may enqueue; calls take turns on the host, and the device work
  * follows in the order the calls took. graphc_executable_destroy waits for enqueued
  * work to finish. Backends without streams (cpu, interp): UNSUPPORTED. */
@@ -283,6 +286,37 @@ graphc_status_t graphc_executable_enqueue(graphc_executable_t *exe, const graphc
  * may be called from any thread. (Also in libgraphc_rt.) */
 graphc_status_t graphc_host_alloc(size_t bytes, void **out, graphc_error_t *err);
 void graphc_host_free(void *ptr);
+
+/* Execution contexts: the working memory of one run in flight, the way TensorRT's
+ * IExecutionContext is. Each context of a CUDA executable has its own intermediate
+ * buffers, I/O buffers, CUDA graph and stream and shares the executable's module and
+ * weights (device memory per context: the arena and I/O sizes in the stats), so
+ * N threads with N contexts run N requests at once. The runs are those of the
+ * executable (same checks, same statuses), on the context's memory:
+ *   - run, run_device: synchronous; enqueue: on the caller's stream, as
+ *     graphc_executable_enqueue, ordered after the previous work of the same
+ *     context only (contexts never wait for each other);
+ *   - a context used from several threads at once is safe: its calls take turns;
+ *   - the cpu and interp backends have no per-context memory: their contexts run
+ *     the executable itself, taking turns (a cpu run already uses every core).
+ * Create: OUT_OF_MEMORY / DEVICE_ERROR when the device memory cannot be had.
+ * Destroy waits for the context's work (enqueued work too). Contexts still alive
+ * are destroyed with their executable (graphc_executable_destroy); their handles
+ * are invalid afterwards. */
+typedef struct graphc_exec_context graphc_exec_context_t;
+graphc_status_t graphc_exec_context_create(graphc_executable_t *exe, graphc_exec_context_t **out,
+                                           graphc_error_t *err);
+void graphc_exec_context_destroy(graphc_exec_context_t *ctx);
+graphc_status_t graphc_exec_context_run(graphc_exec_context_t *ctx, const graphc_tensor_t *inputs,
+                                        size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
+                                        graphc_error_t *err);
+graphc_status_t graphc_exec_context_run_device(graphc_exec_context_t *ctx,
+                                               const graphc_tensor_t *inputs, size_t n_inputs,
+                                               graphc_tensor_t *outputs, size_t n_outputs,
+                                               graphc_error_t *err);
+graphc_status_t graphc_exec_context_enqueue(graphc_exec_context_t *ctx, const graphc_tensor_t *inputs,
+                                            size_t n_inputs, graphc_tensor_t *outputs,
+                                            size_t n_outputs, void *stream, graphc_error_t *err);
 
 /* Compile statistics as text (kernels, bytes, peak memory, stage times).
  * Owned by the executable. */

@@ -1,0 +1,98 @@
+/* cuda_exec_impl.h - what runtime/cuda_exec.c (the executor: device, module,
+ * kernels, constants) and runtime/cuda_context.c (execution contexts: arena, I/O,
+ * arguments, tensor maps, CUDA graph, stream) share. Not a public header: only
+ * those two files include it.
+ *
+ * An executor holds what every run reads and nothing writes: the module, the
+ * kernels' functions and launch geometry, the constants. An execution context
+ * holds what one run in flight writes: the intermediate-buffer arena, the I/O
+ * buffers, the kernel arguments (they point into the arena), the tensor map table,
+ * the captured graph, a stream and the event that orders its enqueues. Every
+ * executor has one context of its own (`main`, behind gc_cu_exec_run & co.);
+ * gc_cu_ctx_new makes more, so that runs on different contexts can be in flight at
+ * once, from different threads, on different streams.
+ */
+#ifndef GC_CUDA_EXEC_IMPL_H
+#define GC_CUDA_EXEC_IMPL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/cuda_exec.h"
+
+#define CU_ALIGN 256
+#define TMAP_BYTES 128   /* one encoded CUtensorMap in the table (its size and alignment) */
+
+typedef struct cu_kernel {
+  const gc_lp_kernel *k;
+  CUfunction fn;
+  unsigned grid, block;
+  int arg0;                /* its first argument slot in a context's `args` */
+} cu_kernel;
+
+struct gc_cu_ctx {
+  gc_cu_exec *x;
+  CUstream stream;                 /* its own (runs and timing; enqueue uses the caller's) */
+  CUdeviceptr arena, io;           /* intermediates; its own I/O buffers */
+  CUdeviceptr *in_buf, *out_buf;   /* inside io */
+  CUdeviceptr *bound_in, *bound_out; /* what the kernel arguments point at now */
+  CUdeviceptr *graph_in, *graph_out; /* what the instantiated graph was captured with */
+  uint64_t *args;                  /* one 8-byte slot per kernel param (CUdeviceptr or int64) */
+  void **argp;                     /* argp[i] = &args[i], what cuLaunchKernel reads */
+  CUdeviceptr tmaps;               /* the tensor map table: n_tmaps x TMAP_BYTES */
+  CUtensorMap *tmap_host;          /* its host copy (TMAP_BYTES aligned) */
+  CUdeviceptr *tmap_at;            /* per map: the address it was encoded with */
+  unsigned char *tmap_valid;       /* per map: tmap_host holds a good encoding at tmap_at */
+  int tmaps_dirty;                 /* tmap_host differs from the device table */
+  CUgraphExec gexec;
+  CUevent done;                    /* recorded after each enqueue (made at the first) */
+  int pending;                     /* an enqueue's work may still be in flight: wait on `done` */
+  unsigned prologue_gen;           /* the weights generation its prologue results are of */
+  /* Runs on one context from several threads take turns. */
+  pthread_mutex_t run_mu;
+  int run_mu_ok;
+  gc_cu_ctx *next;                 /* the executor's list of contexts */
+};
+
+struct gc_cu_exec {
+  const gc_cu_driver *cu;
+  CUdevice dev;
+  CUcontext ctx;           /* the device's primary context, retained */
+  int ctx_retained;
+  gc_cu_props props;
+  const gc_launch_plan *plan;
+  CUmodule mod;
+  int from_ptx, image_sm;
+  CUdeviceptr consts;              /* weights and constants, uploaded once */
+  size_t *const_off;               /* offset of consts[i] in `consts` */
+  cu_kernel *kernels;              /* per plan kernel */
+  int n_args;                      /* argument slots of all kernels */
+  int eager, sync_each;
+  unsigned weights_gen;            /* bumped by set_const: prologues are due again */
+  gc_cu_ctx *main;                 /* the executor's own context */
+  gc_cu_ctx *contexts;             /* every context (main included) */
+  pthread_mutex_t mu;              /* the context list and the weights */
+  int mu_ok;
+  /* gc_cu_exec_open_async: the primary context is retained on this thread */
+  pthread_t retainer;
+  int retaining;                   /* the thread is to be joined */
+  CUresult retain_rc;
+  double retain_ms, retain_wait_ms;
+};
+
+/* Shared helpers (runtime/cuda_exec.c). */
+double gc_cu_now_ms(void);
+size_t gc_cu_align_up(size_t n);
+void gc_cu_fmt_bytes(char *buf, size_t n, double bytes);
+int gc_cu_oom(gc_diags *d);
+int gc_cu_ctx_push(gc_cu_exec *x, gc_diags *d);
+void gc_cu_ctx_pop(gc_cu_exec *x);
+int gc_cu_dev_alloc(gc_cu_exec *x, CUdeviceptr *p, size_t bytes, const char *what, gc_diags *d);
+
+/* runtime/cuda_context.c: a context's memory, arguments and stream (executor context
+ * pushed; NULL on failure, reported), and its release (waits for its work). */
+gc_cu_ctx *gc_cu_ctx_make(gc_cu_exec *x, gc_sbuf *st, gc_diags *d);
+void gc_cu_ctx_release(gc_cu_ctx *c);
+
+#endif /* GC_CUDA_EXEC_IMPL_H */
