@@ -1,6 +1,8 @@
-/* async_stream.c - graphc on the caller's own CUDA stream: device buffers allocated
- * by the program, a run enqueued on its stream, one synchronize, results checked
- * against the same run with host tensors (graphc_executable_run).
+/* async_stream.c - graphc on the caller's own CUDA stream, between the program's own
+ * kernels: device buffers allocated by the program; its kernel scales the input in
+ * place, graphc's run reads it and writes the output, its kernel adds to the output,
+ * all queued on one stream with no copies between them; one synchronize; results
+ * checked against the same computation with host tensors (graphc_executable_run).
  *
  *   async_stream            (needs a CUDA device; links the CUDA driver)
  *
@@ -24,6 +26,21 @@ static const char *k_model =
     "  %r = relu(%y);\n"
     "  return %r;\n"
     "}\n";
+
+/* The program's own kernel, p[i] = p[i] * a + c (PTX; the driver compiles it for the
+ * device it runs on). */
+static const char *k_ptx =
+    ".version 8.0\n.target sm_75\n.address_size 64\n"
+    ".visible .entry affine(.param .u64 p, .param .u32 n, .param .f32 a, .param .f32 c) {\n"
+    "  .reg .pred %q; .reg .b32 %r<6>; .reg .f32 %f<4>; .reg .b64 %rd<5>;\n"
+    "  ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [n];\n"
+    "  ld.param.f32 %f1, [a]; ld.param.f32 %f2, [c];\n"
+    "  mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;\n"
+    "  mad.lo.s32 %r5, %r2, %r3, %r4;\n"
+    "  setp.ge.u32 %q, %r5, %r1; @%q bra DONE;\n"
+    "  cvta.to.global.u64 %rd2, %rd1; mul.wide.u32 %rd3, %r5, 4; add.s64 %rd4, %rd2, %rd3;\n"
+    "  ld.global.f32 %f3, [%rd4]; fma.rn.f32 %f3, %f3, %f1, %f2; st.global.f32 [%rd4], %f3;\n"
+    "DONE:\n  ret;\n}\n";
 
 #define CK(call)                                                          \
   do {                                                                    \
@@ -78,17 +95,30 @@ int main(void) {
   CK(cuMemcpyHtoDAsync(dx, x, sizeof x, stream));
   CK(cuMemcpyHtoDAsync(dw, w, sizeof w, stream));
   CK(cuMemcpyHtoDAsync(db, b, sizeof b, stream));
+  CUmodule mod;
+  CUfunction affine;
+  CK(cuModuleLoadData(&mod, k_ptx));
+  CK(cuModuleGetFunction(&affine, mod, "affine"));
+  /* the program's kernel before graphc's run: x = 2x, in place, on the same stream */
+  unsigned nx = M * K, ny = M * N;
+  float a_pre = 2.0f, c_pre = 0.0f, a_post = 1.0f, c_post = 1.0f;
+  void *pre[] = {&dx, &nx, &a_pre, &c_pre};
+  CK(cuLaunchKernel(affine, (nx + 255) / 256, 1, 1, 256, 1, 1, 0, stream, pre, NULL));
   graphc_tensor_t in[3] = {tensor((void *)(uintptr_t)dx, 2, M, K), tensor((void *)(uintptr_t)dw, 2, K, N),
                            tensor((void *)(uintptr_t)db, 1, N, 0)};
   graphc_tensor_t out[1] = {tensor((void *)(uintptr_t)dy, 2, M, N)};
-  /* Queued behind the copies on the same stream; returns without waiting. */
+  /* Queued behind the copies and the kernel on the same stream; returns without waiting. */
   if (graphc_executable_enqueue(exe, in, 3, out, 1, stream, &err)) {
     fprintf(stderr, "async_stream: enqueue: %s\n", err.message);
     return 1;
   }
+  /* the program's kernel after it: y = y + 1, reading graphc's output in place */
+  void *post[] = {&dy, &ny, &a_post, &c_post};
+  CK(cuLaunchKernel(affine, (ny + 255) / 256, 1, 1, 256, 1, 1, 0, stream, post, NULL));
   CK(cuMemcpyDtoHAsync(y_dev, dy, sizeof y_dev, stream));
   CK(cuStreamSynchronize(stream));
-  /* The same with host tensors, for comparison. */
+  /* The same with host tensors, for comparison: 2x in, +1 out. */
+  for (int i = 0; i < M * K; i++) x[i] *= 2.0f;
   graphc_tensor_t hin[3] = {tensor(x, 2, M, K), tensor(w, 2, K, N), tensor(b, 1, N, 0)};
   graphc_tensor_t hout[1] = {tensor(y_host, 2, M, N)};
   if (graphc_executable_run(exe, hin, 3, hout, 1, &err)) {
@@ -97,11 +127,12 @@ int main(void) {
   }
   double worst = 0;
   for (int i = 0; i < M * N; i++) {
-    double e = fabs((double)y_dev[i] - y_host[i]);
+    double e = fabs((double)y_dev[i] - (y_host[i] + 1.0));
     if (!(e <= worst)) worst = e;
   }
   printf("async_stream: y[0][0..3] = %.5f %.5f %.5f %.5f; largest difference from the host run %.3g\n",
          y_dev[0], y_dev[1], y_dev[2], y_dev[3], worst);
+  cuModuleUnload(mod);
   cuMemFree(dx);
   cuMemFree(dw);
   cuMemFree(db);

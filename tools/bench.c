@@ -39,6 +39,8 @@ static const char *const usage_bench =
     "  --inputs F        inputs by argument name from safetensors file F (default: random)\n"
     "  --seed N          seed for random inputs (default 0)\n"
     "  --eager           time eager launches instead of CUDA graph replay\n"
+    "  --pipeline N      also time requests with host inputs and outputs: serial runs against\n"
+    "                    N execution contexts in flight (copies overlapping compute)\n"
     "  --precision P     f32 | tf32 | f16 | bf16 (default f32; see graphc run --help)\n"
     "  --keep-f32=REGEX  ops whose result name matches REGEX stay f32\n"
     "  --stats           print compile statistics\n";
@@ -211,6 +213,9 @@ int gc_cli_bench(int argc, char **argv) {
   if (st == GRAPHC_STATUS_OK) {
     if (o.stats) printf("# stats\n%s\n", graphc_executable_stats(exe));
     rc = bench_exec(exe, &o) == 0 ? 0 : 1;
+    if (rc == 0 && o.pipeline > 0)
+      rc = cli_bench_pipeline(exe, in, n_in, out, n_out, o.pipeline, o.runs > 0 ? o.runs : 100,
+                              o.warmup > 0 ? o.warmup : 10) == 0 ? 0 : 1;
   }
   for (size_t i = 0; in && i < n_in; i++) free(in[i].data);
   for (size_t i = 0; out && i < n_out; i++) free(out[i].data);

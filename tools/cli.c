@@ -92,14 +92,16 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
         fprintf(stderr, "graphc: --seed expects an integer, got '%s'\n", v);
         return -1;
       }
-    } else if (OPT_EQ("--runs") || OPT_EQ("--warmup")) {
+    } else if (OPT_EQ("--runs") || OPT_EQ("--warmup") || OPT_EQ("--pipeline")) {
       char *end;
       long n = strtol(v, &end, 10);
-      if (*end || n < 1) {
-        fprintf(stderr, "graphc: %.8s expects a positive integer, got '%s'\n", a, v);
+      if (*end || n < 1 || n > 1000000) {
+        fprintf(stderr, "graphc: %.10s expects a positive integer, got '%s'\n", a, v);
         return -1;
       }
-      if (strncmp(a, "--runs", 6) == 0) o->runs = (int)n; else o->warmup = (int)n;
+      if (strncmp(a, "--runs", 6) == 0) o->runs = (int)n;
+      else if (strncmp(a, "--warmup", 8) == 0) o->warmup = (int)n;
+      else o->pipeline = (int)n;
     } else if (OPT_EQ("--print-after")) {
       o->copts.print_after = v;
     } else if (OPT_EQ("--print-before")) {

@@ -20,6 +20,7 @@ typedef struct cli_opts {
   uint64_t seed;
   int random, full, stats, help, bad;
   int runs, warmup;
+  int pipeline;        /* graphc bench --pipeline N: contexts in flight (0: off) */
 } cli_opts;
 
 /* tools/cli.c */
@@ -42,6 +43,11 @@ graphc_status_t cli_compile_cuda(graphc_model_t *m, const cli_opts *o, graphc_ex
 struct gc_safetensors;
 graphc_status_t cli_make_tensors(graphc_executable_t *exe, const cli_opts *o, graphc_tensor_t *in,
                                  graphc_tensor_t *out, struct gc_safetensors **file, graphc_error_t *err);
+
+/* tools/bench_pipeline.c: graphc bench --pipeline N, given a compiled, once-run CUDA
+ * executable and host tensors; 0 on success. */
+int cli_bench_pipeline(graphc_executable_t *exe, const graphc_tensor_t *in, size_t n_in,
+                       graphc_tensor_t *out, size_t n_out, int depth, int runs, int warmup);
 
 /* tools/run.c: graphc run, weights, compile */
 int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usage_compile);
