@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "graphc/graphc_rt.h"
+#include <pthread.h>
+
 #include "runtime/bundle.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_exec.h"
@@ -47,6 +49,14 @@ struct graphc_rt_bundle {
   gc_host_kernel_fn *hfns; /* host bundle: per plan kernel, from load_host; else NULL */
   gc_host_exec *hx;        /* host bundle: NULL until prepared */
   gc_sbuf stats;
+  pthread_mutex_t mu;      /* the lazy prepare and the list of contexts */
+  struct graphc_rt_context *contexts;
+};
+
+struct graphc_rt_context {
+  graphc_rt_bundle_t *r;
+  gc_cu_ctx *c;            /* NULL for a host bundle: runs on the bundle's executor */
+  struct graphc_rt_context *next;
 };
 
 /* Finish a call: first error to err, the status returned. */
@@ -177,6 +187,7 @@ static graphc_status_t load(const char *name, void *file, const void *data, size
     gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     return finish(&d, err);
   }
+  pthread_mutex_init(&r->mu, NULL);  /* default attributes: cannot fail on Linux */
   r->file = file;
   if (gc_bundle_read(&r->b, data, len, name, &d) == 0 && collect_weights(r, &d) == 0 &&
       (!hk || bind_host(r, hk, n_hk, &d) == 0)) {
@@ -239,6 +250,11 @@ graphc_status_t graphc_rt_bundle_load_host(const void *data, size_t len,
 
 void graphc_rt_bundle_destroy(graphc_rt_bundle_t *r) {
   if (!r) return;
+  while (r->contexts) {  /* their device side goes with the executor, after their work */
+    struct graphc_rt_context *c = r->contexts;
+    r->contexts = c->next;
+    free(c);
+  }
   gc_cu_exec_free(r->x);
   gc_host_exec_free(r->hx);
   free(r->hfns);
@@ -251,6 +267,7 @@ void graphc_rt_bundle_destroy(graphc_rt_bundle_t *r) {
   gc_sbuf_free(&r->stats);
   free(r->file);
   free(r->name);
+  pthread_mutex_destroy(&r->mu);
   free(r);
 }
 
@@ -371,19 +388,20 @@ static int prepare_host(graphc_rt_bundle_t *r, const gc_rt_settings *s, gc_diags
   }
   for (int i = 0; i < h->n_kernels; i++) work[i] = (double)h->work[i];
   gc_host_code code = {r->hfns, work, h->align};
-  r->hx = gc_host_exec_load(&r->b.plans[h->plan], &code, gc_host_threads(s, NULL), d);
+  gc_host_exec *hx = gc_host_exec_load(&r->b.plans[h->plan], &code, gc_host_threads(s, NULL), d);
   free(work);
-  if (!r->hx) return -1;
+  if (!hx) return -1;
   r->plan = h->plan;
   gc_sbuf_puts(&r->stats, "host: ");
-  gc_host_exec_describe(r->hx, &r->stats);
+  gc_host_exec_describe(hx, &r->stats);
   gc_sbuf_putc(&r->stats, '\n');
+  __atomic_store_n(&r->hx, hx, __ATOMIC_RELEASE);  /* published last: prepare()'s fast path */
   return 0;
 }
 
 /* Open the device and load the plan whose image suits it best (or the host code);
  * the runtime's settings are read here, the entry that needs them. */
-static int prepare(graphc_rt_bundle_t *r, gc_diags *d) {
+static int prepare_locked(graphc_rt_bundle_t *r, gc_diags *d) {
   if (r->x || r->hx) return 0;
   gc_rt_settings s;
   gc_rt_settings_read(&s);
@@ -428,14 +446,23 @@ static int prepare(graphc_rt_bundle_t *r, gc_diags *d) {
                  gc_cu_exec_props(x)->driver_version % 1000 / 10);
   if (gc_cu_exec_load(x, &r->b.plans[p], all, k, eager && strcmp(eager, "1") == 0, &r->stats, d))
     goto out;
-  r->x = x;
   r->plan = p;
+  __atomic_store_n(&r->x, x, __ATOMIC_RELEASE);
   x = NULL;
   rc = 0;
 out:
   gc_cu_exec_free(x);
   free(all);
   free(order);
+  return rc;
+}
+
+/* Prepare once, whichever thread comes first (the others wait for it). */
+static int prepare(graphc_rt_bundle_t *r, gc_diags *d) {
+  if (__atomic_load_n(&r->x, __ATOMIC_ACQUIRE) || __atomic_load_n(&r->hx, __ATOMIC_ACQUIRE)) return 0;
+  pthread_mutex_lock(&r->mu);
+  int rc = prepare_locked(r, d);
+  pthread_mutex_unlock(&r->mu);
   return rc;
 }
 
@@ -538,6 +565,81 @@ graphc_status_t graphc_rt_enqueue(graphc_rt_bundle_t *r, const graphc_tensor_t *
                                   size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
                                   void *stream, graphc_error_t *err) {
   return run(r, inputs, n_inputs, outputs, n_outputs, 2, stream, err);
+}
+
+/* ---- execution contexts ------------------------------------------------------------- */
+graphc_status_t graphc_rt_context_create(graphc_rt_bundle_t *r, graphc_rt_context_t **out,
+                                         graphc_error_t *err) {
+  if (out) *out = NULL;
+  if (!r || !out)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_rt_context_create: NULL argument");
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  struct graphc_rt_context *c = calloc(1, sizeof *c);
+  if (!c) {
+    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+  } else if (prepare(r, &d) == 0 && (r->hx || (c->c = gc_cu_ctx_new(r->x, &d)))) {
+    c->r = r;
+    pthread_mutex_lock(&r->mu);
+    c->next = r->contexts;
+    r->contexts = c;
+    pthread_mutex_unlock(&r->mu);
+    *out = c;
+    c = NULL;
+  }
+  free(c);
+  return finish(&d, err);
+}
+
+void graphc_rt_context_destroy(graphc_rt_context_t *c) {
+  if (!c) return;
+  graphc_rt_bundle_t *r = c->r;
+  pthread_mutex_lock(&r->mu);
+  for (struct graphc_rt_context **pp = &r->contexts; *pp; pp = &(*pp)->next)
+    if (*pp == c) {
+      *pp = c->next;
+      break;
+    }
+  pthread_mutex_unlock(&r->mu);
+  gc_cu_ctx_free(c->c);
+  free(c);
+}
+
+/* The runs on a context: as run(), on its own working memory. */
+static graphc_status_t context_run(graphc_rt_context_t *c, const graphc_tensor_t *in, size_t n_in,
+                                   graphc_tensor_t *out, size_t n_out, int device, void *stream,
+                                   graphc_error_t *err) {
+  if (!c) return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_rt_context: NULL context");
+  if (!c->c) return run(c->r, in, n_in, out, n_out, device, stream, err);
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  const gc_launch_plan *s = sig(c->r);
+  if (check_tensors("inputs", s->inputs, s->n_inputs, in, n_in, &d) == 0 &&
+      check_tensors("outputs", s->outputs, s->n_outputs, out, n_out, &d) == 0) {
+    int rc = device == 2   ? gc_cu_ctx_enqueue(c->c, in, out, stream, &d)
+             : device == 1 ? gc_cu_ctx_run_device(c->c, in, out, &d)
+                           : gc_cu_ctx_run(c->c, in, out, &d);
+    if (rc && !d.n_errors) gc_error_at(&d, GRAPHC_STATUS_DEVICE_ERROR, (gc_loc){0, 0}, "run failed");
+  }
+  return finish(&d, err);
+}
+
+graphc_status_t graphc_rt_context_run(graphc_rt_context_t *c, const graphc_tensor_t *inputs,
+                                      size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
+                                      graphc_error_t *err) {
+  return context_run(c, inputs, n_inputs, outputs, n_outputs, 0, NULL, err);
+}
+
+graphc_status_t graphc_rt_context_run_device(graphc_rt_context_t *c, const graphc_tensor_t *inputs,
+                                             size_t n_inputs, graphc_tensor_t *outputs,
+                                             size_t n_outputs, graphc_error_t *err) {
+  return context_run(c, inputs, n_inputs, outputs, n_outputs, 1, NULL, err);
+}
+
+graphc_status_t graphc_rt_context_enqueue(graphc_rt_context_t *c, const graphc_tensor_t *inputs,
+                                          size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
+                                          void *stream, graphc_error_t *err) {
+  return context_run(c, inputs, n_inputs, outputs, n_outputs, 2, stream, err);
 }
 
 /* ---- pinned host memory ------------------------------------------------------------- */

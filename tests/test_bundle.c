@@ -1215,6 +1215,72 @@ START_TEST(device_many_bundles) {
 }
 END_TEST
 
+/* Execution contexts of a bundle: threads with a context each, against the interpreter;
+ * contexts left alive go with the bundle. */
+typedef struct rt_worker {
+  graphc_rt_bundle_t *b;
+  graphc_tensor_t *in, *out;
+  int bad;
+  char msg[300];
+} rt_worker;
+
+static void *rt_context_worker(void *arg) {
+  rt_worker *w = arg;
+  graphc_rt_context_t *c = NULL;
+  graphc_error_t err;
+  if (graphc_rt_context_create(w->b, &c, &err) != GRAPHC_STATUS_OK) {
+    w->bad = 1;
+    snprintf(w->msg, sizeof w->msg, "create: %.250s", err.message);
+    return NULL;
+  }
+  for (int r = 0; r < 50 && !w->bad; r++)
+    if (graphc_rt_context_run(c, w->in, 2, w->out, 3, &err) != GRAPHC_STATUS_OK) {
+      w->bad = 1;
+      snprintf(w->msg, sizeof w->msg, "run %d: %.250s", r, err.message);
+    }
+  graphc_rt_context_destroy(c);
+  return NULL;
+}
+
+START_TEST(device_contexts) {
+  NEED_DEVICE();
+  fixture f;
+  fixture_init(&f, "ctx");
+  graphc_rt_bundle_t *b = must_load(compile_bundle(&f, "net.gcx", "--embed-weights"));
+  enum { T = 4 };
+  rt_worker w[T];
+  pthread_t th[T];
+  graphc_tensor_t *ref[T];
+  for (int t = 0; t < T; t++) {
+    memset(&w[t], 0, sizeof w[t]);
+    w[t].b = b;
+    uint64_t s = g_seed + 300 + (uint64_t)t;
+    make_io(b, &s, &w[t].in, &w[t].out);
+    ref[t] = interp_outputs(&f, NULL, w[t].in);
+  }
+  /* the first run prepares the bundle: the threads race for it */
+  for (int t = 0; t < T; t++) ck_assert_int_eq(pthread_create(&th[t], NULL, rt_context_worker, &w[t]), 0);
+  for (int t = 0; t < T; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < T; t++) {
+    ck_assert_msg(!w[t].bad, "thread %d: %s", t, w[t].msg);
+    expect_close(ref[t], w[t].out, 3, "bundle context");
+  }
+  graphc_rt_context_t *left = NULL;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_rt_context_create(b, &left, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_rt_context_run(left, w[0].in, 1, w[0].out, 3, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(err.message, "expected 2 inputs"));
+  ck_assert_int_eq(graphc_rt_context_enqueue(left, w[0].in, 2, w[0].out, 3, NULL, &err),
+                   GRAPHC_STATUS_INVALID_ARGUMENT);  /* pageable host memory */
+  graphc_rt_bundle_destroy(b);   /* `left` goes with it */
+  for (int t = 0; t < T; t++) {
+    tu_free_tensors(w[t].in, 2);
+    tu_free_tensors(w[t].out, 3);
+    tu_free_tensors(ref[t], 3);
+  }
+}
+END_TEST
+
 /* Device present, and its compute capability, asked in a child (CUDA must not
  * be initialized before Check forks). */
 static int probe_device(int *sm) {
@@ -1270,6 +1336,7 @@ int main(void) {
   tcase_add_test(td, device_arch_fallbacks);
   tcase_add_test(td, device_weights_at_run_time);
   tcase_add_test(td, device_many_bundles);
+  tcase_add_test(td, device_contexts);
   tcase_set_timeout(td, 600);
   suite_add_tcase(s, td);
   int rc = tu_run_suite(s);

@@ -121,6 +121,29 @@ graphc_status_t graphc_rt_enqueue(graphc_rt_bundle_t *b, const graphc_tensor_t *
                                   size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
                                   void *stream, graphc_error_t *err);
 
+/* Execution contexts of a bundle: the semantics of graphc_exec_context_* (graphc.h).
+ * Each context of a CUDA bundle has its own working memory (arena, I/O buffers, CUDA
+ * graph, stream) and shares the code and weights, so requests on different contexts
+ * are in flight at once; a context used from several threads takes turns. Create
+ * prepares the bundle first (its errors); contexts of a host bundle run on the
+ * bundle's executor, taking turns. Destroy waits for the context's work; contexts
+ * still alive go with graphc_rt_bundle_destroy. Any call of a bundle may come from
+ * any thread (the first run or context prepares it once), but graphc_rt_set_weight
+ * must not overlap runs. */
+typedef struct graphc_rt_context graphc_rt_context_t;
+graphc_status_t graphc_rt_context_create(graphc_rt_bundle_t *b, graphc_rt_context_t **out,
+                                         graphc_error_t *err);
+void graphc_rt_context_destroy(graphc_rt_context_t *c);
+graphc_status_t graphc_rt_context_run(graphc_rt_context_t *c, const graphc_tensor_t *inputs,
+                                      size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
+                                      graphc_error_t *err);
+graphc_status_t graphc_rt_context_run_device(graphc_rt_context_t *c, const graphc_tensor_t *inputs,
+                                             size_t n_inputs, graphc_tensor_t *outputs,
+                                             size_t n_outputs, graphc_error_t *err);
+graphc_status_t graphc_rt_context_enqueue(graphc_rt_context_t *c, const graphc_tensor_t *inputs,
+                                          size_t n_inputs, graphc_tensor_t *outputs, size_t n_outputs,
+                                          void *stream, graphc_error_t *err);
+
 /* Text about the bundle and, once prepared, the device and the code chosen
  * ("module loaded from cubin sm_90", memory, kernels). Owned by the bundle. */
 const char *graphc_rt_bundle_stats(const graphc_rt_bundle_t *b);
