@@ -38,6 +38,7 @@ struct gc_cu_ctx {
   CUdeviceptr *in_buf, *out_buf;   /* inside io */
   CUdeviceptr *bound_in, *bound_out; /* what the kernel arguments point at now */
   CUdeviceptr *graph_in, *graph_out; /* what the instantiated graph was captured with */
+  int bound;                       /* the arguments and tensor maps are bound to bound_in/out */
   uint64_t *args;                  /* one 8-byte slot per kernel param (CUdeviceptr or int64) */
   void **argp;                     /* argp[i] = &args[i], what cuLaunchKernel reads */
   CUdeviceptr tmaps;               /* the tensor map table: n_tmaps x TMAP_BYTES */
@@ -49,6 +50,14 @@ struct gc_cu_ctx {
   CUevent done;                    /* recorded after each enqueue (made at the first) */
   int pending;                     /* an enqueue's work may still be in flight: wait on `done` */
   unsigned prologue_gen;           /* the weights generation its prologue results are of */
+  /* The enqueue fast path: what was checked last time, and scratch for one call. A caller
+   * pointer or stream equal to the one checked last time is not asked about again. */
+  CUstream checked_stream;
+  int stream_checked;
+  void **checked_in, **checked_out;        /* per I/O tensor: the pointer last accepted */
+  unsigned char *checked_in_host, *checked_out_host; /* ... and whether it was pinned host memory */
+  CUdeviceptr *scratch_in, *scratch_out;
+  unsigned char *scratch_hin, *scratch_hout;
   /* Runs on one context from several threads take turns. */
   pthread_mutex_t run_mu;
   int run_mu_ok;

@@ -264,7 +264,10 @@ graphc_status_t graphc_executable_run_device(graphc_executable_t *exe,
  * (INVALID_ARGUMENT): it cannot be copied asynchronously. Inputs must stay unchanged
  * and outputs unread until the work completes: synchronize the stream, or record an
  * event on it after this call and wait for that (graphc records none for you).
- * A kernel fault shows up at that synchronization, not here.
+ * A kernel fault shows up at that synchronization, not here. The fast path: a stream
+ * and pointers equal to those the previous enqueue accepted are not asked about again
+ * (no cuPointerGetAttribute), so do not free and reallocate a buffer at the same
+ * address with a smaller size between enqueues.
  *
  * Ordering: the executable has one set of working memory, so each enqueue (or run)
  * waits on the device for the previous one to finish, whatever streams they were on
