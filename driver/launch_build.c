@@ -113,12 +113,13 @@ int gc_launch_plan_build(const gc_plan *p, const graphc_tensor_info_t *in, size_
       const kir_param *kp = &k->params[j];
       if (kp->kind == KIR_PARAM_TMAP) {
         if (lp->tmaps) lp_tmap(&lp->tmaps[lp->n_tmaps], kp);
-        q->params[j] = (gc_lp_param){GC_LP_PARAM_TMAP, lp->n_tmaps++};
+        q->params[j] = (gc_lp_param){GC_LP_PARAM_TMAP, lp->n_tmaps++, GC_LP_ACCESS_READ};
         continue;
       }
       q->params[j].kind = kp->kind == KIR_PARAM_I64 ? GC_LP_PARAM_I64 : GC_LP_PARAM_BUFFER;
       /* lower.h: a buffer's binding indexes plan buffers; an I64's is its value. */
       q->params[j].value = kp->binding;
+      if (kp->kind != KIR_PARAM_I64) q->params[j].access = kp->readonly ? GC_LP_ACCESS_READ : GC_LP_ACCESS_WRITE;
     }
   }
   lp->n_launches = p->n_launches;

@@ -362,8 +362,50 @@ static int launch_range(gc_cu_ctx *c, int from, int to, CUstream s, gc_diags *d)
   return 0;
 }
 
-/* Capture the launches (bound to the current pointers) into a CUDA graph and
- * instantiate it, or update the existing instantiation in place. The capture is on
+/* The launches after the prologue as a CUDA graph built node by node, each kernel
+ * waiting only for the launches it depends on (x->deps), so independent kernels are
+ * parallel branches. A kernel with nothing to do is an empty node (it keeps the
+ * ordering its dependents inherit). */
+static int build_graph(gc_cu_ctx *c, CUgraph *out, gc_diags *d) {
+  gc_cu_exec *x = c->x;
+  const gc_cu_driver *cu = x->cu;
+  const gc_launch_deps *g = &x->deps;
+  const int np = x->plan->n_prologue;
+  CUgraph graph = NULL;
+  CUgraphNode *nodes = calloc((size_t)g->n + 1, sizeof *nodes);
+  CUgraphNode *deps = calloc((size_t)g->n + 1, sizeof *deps);
+  int bad = !nodes || !deps ? oom(d) : GC_CU(cu, d, GraphCreate, &graph, 0);
+  for (int j = 0; j < g->n && !bad; j++) {
+    size_t nd = 0;
+    for (int e = g->off[j]; e < g->off[j + 1]; e++) deps[nd++] = nodes[g->idx[e]];
+    const cu_kernel *ck = &x->kernels[x->plan->launches[np + j]];
+    if (ck->k->n <= 0) {
+      bad = GC_CU_WHAT(cu, d, ck->k->name, GraphAddEmptyNode, &nodes[j], graph, nd ? deps : NULL, nd);
+      continue;
+    }
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = ck->fn;
+    kp.gridDimX = ck->grid;
+    kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = ck->block;
+    kp.blockDimY = kp.blockDimZ = 1;
+    kp.sharedMemBytes = (unsigned)ck->k->smem;
+    kp.kernelParams = c->argp + ck->arg0;   /* copied into the node */
+    bad = GC_CU_WHAT(cu, d, ck->k->name, GraphAddKernelNode, &nodes[j], graph, nd ? deps : NULL, nd, &kp);
+  }
+  free(nodes);
+  free(deps);
+  if (bad) {
+    if (graph) cu->GraphDestroy(graph);
+    return -1;
+  }
+  *out = graph;
+  return 0;
+}
+
+/* Capture the launches (bound to the current pointers) into a CUDA graph (built
+ * node by node when the plan has independent launches) and instantiate it, or update the existing instantiation in place. The capture is on
  * the executor's own stream whatever stream the graph is launched on; an update
  * (or a new instantiation; cuGraphExecDestroy of a graph in flight frees it when it
  * completes) affects only later launches, never one already enqueued, so enqueued
@@ -372,17 +414,21 @@ static int capture_graph(gc_cu_ctx *c, gc_diags *d) {
   gc_cu_exec *x = c->x;
   const gc_cu_driver *cu = x->cu;
   size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
-  if (GC_CU(cu, d, StreamBeginCapture, c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) return -1;
-  int bad = 0;
-  for (int i = x->plan->n_prologue; i < x->plan->n_launches && !bad; i++)
-    bad = launch_one(c, i, c->stream, d);
   CUgraph g = NULL;
-  CUresult r = cu->StreamEndCapture(c->stream, &g);
-  if (bad) {
-    if (g) cu->GraphDestroy(g);
-    return -1;
+  if (x->deps.branches) {
+    if (build_graph(c, &g, d)) return -1;
+  } else {
+    if (GC_CU(cu, d, StreamBeginCapture, c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) return -1;
+    int bad = 0;
+    for (int i = x->plan->n_prologue; i < x->plan->n_launches && !bad; i++)
+      bad = launch_one(c, i, c->stream, d);
+    CUresult r = cu->StreamEndCapture(c->stream, &g);
+    if (bad) {
+      if (g) cu->GraphDestroy(g);
+      return -1;
+    }
+    if (gc_cu_check(cu, d, r, "cuStreamEndCapture", NULL)) return -1;
   }
-  if (gc_cu_check(cu, d, r, "cuStreamEndCapture", NULL)) return -1;
   int rc = 0;
   if (c->gexec) {
     CUgraphExecUpdateResultInfo info;

@@ -74,6 +74,9 @@
   X(GraphExecUpdate, cuGraphExecUpdate_v2, NULL)                          \
   X(GraphExecDestroy, cuGraphExecDestroy, NULL)                           \
   X(GraphDestroy, cuGraphDestroy, NULL)                                   \
+  X(GraphCreate, cuGraphCreate, NULL)                                     \
+  X(GraphAddKernelNode, cuGraphAddKernelNode_v2, NULL)                    \
+  X(GraphAddEmptyNode, cuGraphAddEmptyNode, NULL)                         \
   X(EventCreate, cuEventCreate, NULL)                                     \
   X(EventRecord, cuEventRecord, NULL)                                     \
   X(EventSynchronize, cuEventSynchronize, NULL)                           \

@@ -157,6 +157,7 @@ static gc_cu_exec *exec_open(int async, const gc_rt_settings *s, gc_diags *d) {
   }
   x->cu = cu;
   x->sync_each = s && s->cuda_sync;
+  x->branches_on = !s || s->cuda_branches;
   if (pthread_mutex_init(&x->mu, NULL) != 0) {
     free(x);
     gc_error_at(d, GRAPHC_STATUS_INTERNAL, (gc_loc){0, 0}, "CUDA executor: cannot initialize a mutex");
@@ -414,10 +415,16 @@ int gc_cu_exec_load(gc_cu_exec *x, const gc_launch_plan *p, const gc_cu_image *i
   int rc = -1;
   if (load_module(x, imgs, n_imgs, st, d) || setup_kernels(x, d) || setup_consts(x, st, d)) goto out;
   x->weights_gen = 1;   /* contexts start at 0: their prologue is due */
+  if (!x->eager && x->branches_on &&
+      gc_launch_deps_build(p, p->n_prologue, p->n_launches, &x->deps) != 0) {
+    gc_cu_oom(d);
+    goto out;
+  }
   if (!(x->main = gc_cu_ctx_make(x, st, d))) goto out;
   if (st) {
-    gc_sbuf_printf(st, "cuda: %d kernels, %d launches (%s)\n", p->n_kernels, p->n_launches,
-                   x->eager ? "eager launches" : "CUDA graph replay");
+    gc_sbuf_printf(st, "cuda: %d kernels, %d launches (%s%s)\n", p->n_kernels, p->n_launches,
+                   x->eager ? "eager launches" : "CUDA graph replay",
+                   x->eager ? "" : x->deps.branches ? ", independent kernels as parallel branches" : ", one chain");
     if (p->n_prologue)
       gc_sbuf_printf(st, "cuda: the first %d launches read only weights: run once per weights\n",
                      p->n_prologue);
@@ -483,6 +490,7 @@ void gc_cu_exec_free(gc_cu_exec *x) {
   }
   free(x->kernels);
   free(x->const_off);
+  gc_launch_deps_free(&x->deps);
   if (x->mu_ok) pthread_mutex_destroy(&x->mu);
   free(x);
 }

@@ -20,6 +20,7 @@
 
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_exec.h"
+#include "runtime/launch_deps.h"
 
 #define CU_ALIGN 256
 #define TMAP_BYTES 128   /* one encoded CUtensorMap in the table (its size and alignment) */
@@ -78,6 +79,8 @@ struct gc_cu_exec {
   cu_kernel *kernels;              /* per plan kernel */
   int n_args;                      /* argument slots of all kernels */
   int eager, sync_each;
+  int branches_on;                 /* GRAPHC_CUDA_BRANCHES */
+  gc_launch_deps deps;             /* launches after the prologue; used when deps.branches */
   unsigned weights_gen;            /* bumped by set_const: prologues are due again */
   gc_cu_ctx *main;                 /* the executor's own context */
   gc_cu_ctx *contexts;             /* every context (main included) */

@@ -60,9 +60,14 @@ typedef struct gc_lp_tmap {
   int swizzle;             /* 0 or 128 */
 } gc_lp_tmap;
 
+/* What a kernel does to a BUFFER or TMAP param's memory, when known (the compiler
+ * says; bundles do not record it: unknown counts as a write). */
+enum { GC_LP_ACCESS_UNKNOWN = 0, GC_LP_ACCESS_READ = 1, GC_LP_ACCESS_WRITE = 2 };
+
 typedef struct gc_lp_param {
   gc_lp_param_kind kind;
   int64_t value;
+  int access;              /* GC_LP_ACCESS_* */
 } gc_lp_param;
 
 /* ITEMS: grid-stride over items; BLOCKS: grid-stride over groups; BLOCKS_ONE: one block per

@@ -12,4 +12,6 @@ void gc_rt_settings_read(gc_rt_settings *s) {
   const char *sync = getenv("GRAPHC_CUDA_SYNC");
   s->cuda_sync = sync && strcmp(sync, "1") == 0;
   s->cpu_threads = getenv("GRAPHC_CPU_THREADS");
+  const char *br = getenv("GRAPHC_CUDA_BRANCHES");
+  s->cuda_branches = !(br && strcmp(br, "0") == 0);
 }

@@ -16,6 +16,8 @@ typedef struct gc_rt_settings {
   const char *cuda_driver;  /* GRAPHC_CUDA_DRIVER: the driver library to open (NULL: libcuda.so.1) */
   int cuda_sync;            /* GRAPHC_CUDA_SYNC=1: eager launches, a synchronize after each */
   const char *cpu_threads;  /* GRAPHC_CPU_THREADS: host threads, checked by gc_host_threads (NULL: unset) */
+  int cuda_branches;        /* GRAPHC_CUDA_BRANCHES (default 1; 0: off): independent kernels as parallel
+                               branches of the CUDA graph (else one chain, in plan order) */
 } gc_rt_settings;
 
 /* Fill s from the environment. */

@@ -294,6 +294,22 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
   free(e);
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuGraphCreate(CUgraph *g, unsigned int flags) {
+  *g = handle();
+  return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+/* Nodes belong to their graph: the graph's own handle stands for each. */
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd,
+                                      const CUDA_KERNEL_NODE_PARAMS *p) {
+  if (!g || !p || !p->func || (nd && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  *n = (CUgraphNode)g;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd) {
+  if (!g || (nd && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  *n = (CUgraphNode)g;
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
   free(g);
   return CUDA_SUCCESS;

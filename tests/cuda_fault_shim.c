@@ -165,6 +165,13 @@ SHIM("graph", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuStreamBeginCapture,
      (CUstream s, CUstreamCaptureMode mode), (s, mode), NOTHING)
 SHIM("graph", CUDA_ERROR_OUT_OF_MEMORY, cuGraphInstantiate,
      (CUgraphExec *e, CUgraph g, unsigned long long flags), (e, g, flags), track(K_GRAPHEXEC, +1))
+SHIM("graph", CUDA_ERROR_OUT_OF_MEMORY, cuGraphCreate, (CUgraph *g, unsigned int flags), (g, flags),
+     track(K_GRAPH, +1))
+SHIM("graph", CUDA_ERROR_INVALID_VALUE, cuGraphAddKernelNode,
+     (CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd, const CUDA_KERNEL_NODE_PARAMS *p),
+     (n, g, deps, nd, p), NOTHING)
+SHIM("graph", CUDA_ERROR_INVALID_VALUE, cuGraphAddEmptyNode,
+     (CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd), (n, g, deps, nd), NOTHING)
 SHIM("graph", CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, cuGraphExecUpdate,
      (CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info), (e, g, info), NOTHING)
 /* copy */

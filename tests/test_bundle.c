@@ -624,7 +624,7 @@ START_TEST(tmaps_round_trip) {
   gc_lp_param *params = calloc((size_t)np + 1, sizeof *params);
   ck_assert_ptr_nonnull(params);
   memcpy(params, k->params, (size_t)np * sizeof *params);
-  params[np] = (gc_lp_param){GC_LP_PARAM_TMAP, 1};
+  params[np] = (gc_lp_param){GC_LP_PARAM_TMAP, 1, 0};
   k->params = params;
   k->n_params = np + 1;
 
@@ -714,7 +714,7 @@ START_TEST(tmaps_invalid_rejected) {
   gc_lp_kernel *k = &p->kernels[0];
   ck_assert_int_ge(k->n_params, 1);
   gc_lp_param saved = k->params[0];
-  k->params[0] = (gc_lp_param){GC_LP_PARAM_TMAP, 2};
+  k->params[0] = (gc_lp_param){GC_LP_PARAM_TMAP, 2, 0};
   expect_rejected(&b, "parameter 0 names tensor map 2 of 2");
   k->params[0] = saved;
   /* and, restored, the plan is good again */
