@@ -295,6 +295,9 @@ static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
   if (E->opcode == GC_OP_RESHAPE) {
     if (f->grps[gi].kind != GC_FUSION_MATMUL || !E->operands[0]->def || !fz_role(f, gi, E->operands[0]->def->id))
       return 0;
+    /* a returned reshape (matmul-canon's 2-D chain back in the output's shape): stored
+     * by the epilogue, where as a view of the chain's buffer it would cost a copy */
+    if (f->is_out[E->results[0]->id]) return 1;
     /* only on the way to an elementwise op (a bias): a bare reshape is a view its
      * readers take in place (attention's head split), better stored in the root's shape */
     for (int x = f->use_head[E->results[0]->id]; x >= 0; x = f->uses[x].next) {

@@ -3,6 +3,7 @@
  *   precision                 once (f16 / bf16 dtypes and casts; --precision)
  *   layout, conv-gemm,        once each (layout and reduce-split for the GPU,
  *   reduce-split              conv-gemm not for the interpreter backend), then
+ *   matmul-canon              once (not for the interpreter backend), then
  *   simplify -> fold -> cse   repeated until none changes anything (at most
  *                             GC_PIPELINE_MAX_ROUNDS rounds), then
  *   dce                       once
@@ -44,6 +45,9 @@ int gc_pass_conv_gemm(gc_graph *g, gc_diags *d);
 /* passes/reduce_split.c: a reduction over reduced dims on both sides of a kept
  * one, innermost dims reduced, as a row reduction then a column one. */
 int gc_pass_reduce_split(gc_graph *g, gc_diags *d);
+/* passes/matmul_canon.c: matmul(a [.., M, K], w [K, N]) as reshape(matmul(a as
+ * [R, K], w)), the reshape sunk below the elementwise ops reading it. */
+int gc_pass_matmul_canon(gc_graph *g, gc_diags *d);
 /* passes/simplify.c: algebraic identities (x*1, neg(neg(x)), transpose and
  * reshape chains, exact cast chains, select on a constant condition, ...). */
 int gc_pass_simplify(gc_graph *g, gc_diags *d);
