@@ -13,8 +13,8 @@
  *       bf16 on the host: SIMD lanes), P = 4. A depthwise conv with multiplier 1 reads the
  *       V channels of an input pixel with one vector load; lanes of one group share one load.
  *   NCHW (the cpu backend keeps it): items (n, o, oh, ow / P), V = 1, P along the contiguous
- *       W (host: two SIMD registers of f32, which LLVM's SLP vectorizer turns into vector
- *       loads at constant offsets and vector FMAs with a broadcast tap).
+ *       W (host: one SIMD register of f32 lanes, which LLVM's SLP vectorizer turns into vector
+ *       loads at constant offsets and vector FMAs with a broadcast tap; CUDA: 4).
  *
  * Per window row kh (a loop, rows outside the image skipped): the row's KW x V filter taps
  * into registers, then each input position the P windows touch, at most
@@ -51,14 +51,26 @@ typedef struct dw_plan {
 /* Input positions along W that P pixels' windows touch (the last one + 1). */
 static int64_t dw_span(const dw_plan *p, int P) { return (P - 1) * p->w.sw + (p->KW - 1) * p->w.dw + 1; }
 
-/* Pixels per item: the largest count in [pmax / 2, pmax] that divides OW (no ragged block),
- * else pmax; at most OW, and within DW_MAX_J input positions. */
+/* Pixels per item on CUDA: the largest count in [pmax / 2, pmax] that divides OW (no
+ * ragged block), else pmax; at most OW, and within DW_MAX_J input positions. */
 static int dw_pixels(const dw_plan *p, int pmax) {
   if (pmax > p->OW) pmax = (int)p->OW;
   while (pmax > 1 && dw_span(p, pmax) > DW_MAX_J) pmax--;
   for (int q = pmax; q >= (pmax + 1) / 2 && q > 1; q--)
     if (p->OW % q == 0) return q;
   return pmax;
+}
+
+/* Pixels per item on the host in NCHW: one SIMD register of lanes (so that the tile is
+ * whole vectors: 14 pixels became vectors of 8, 4 and 2), or half of one when that divides
+ * OW and the whole does not, else a ragged last block;
+ * the whole row when it is narrower. */
+static int dw_host_pixels(const dw_plan *p, int lanes) {
+  int P = lanes > DW_MAX_P ? DW_MAX_P : lanes;
+  if (p->OW % P != 0 && P >= 8 && p->OW % (P / 2) == 0) P /= 2;  /* AVX-512 at OW 56: 8 */
+  if (P > p->OW) P = (int)p->OW;
+  while (P > 1 && dw_span(p, P) > DW_MAX_J) P--;
+  return P;
 }
 
 /* Output channels per item: want, halved until it divides O. */
@@ -85,15 +97,15 @@ static void dw_plan_of(const gc_lowerer *c, const gc_op *op, dw_plan *p) {
   p->OW = ot->dims[ah + 1];
   p->Og = p->O / gc_op_attr_int(op, "groups", 1);
   int host = c->t->kind == KIR_TARGET_HOST;
-  int lanes = host && c->t->simd_bytes >= 16 ? c->t->simd_bytes / 4 : 4;  /* f32 SIMD lanes */
-  if (lanes > KIR_MAX_VEC) lanes = KIR_MAX_VEC;
+  /* SIMD lanes of the compute type on the host (f32, f64 for f64) */
+  int lanes = host && c->t->simd_bytes >= 16 ? c->t->simd_bytes / 4 : 4;
   if (ot->dtype == GRAPHC_DTYPE_F64) lanes = host ? lanes / 2 : 2;
   if (p->nhwc) {
-    p->V = dw_lanes(p->O, lanes);
+    p->V = dw_lanes(p->O, lanes > KIR_MAX_VEC ? KIR_MAX_VEC : lanes);
     p->P = dw_pixels(p, 4);
   } else {
     p->V = 1;
-    p->P = dw_pixels(p, host ? 2 * lanes : 4);
+    p->P = host ? dw_host_pixels(p, lanes) : dw_pixels(p, 4);
   }
   p->J = dw_span(p, p->P);
   p->vec_x = p->nhwc && p->V > 1 && p->Cg == 1 && p->Og == 1;
