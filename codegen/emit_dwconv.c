@@ -51,12 +51,13 @@ typedef struct dw_plan {
 /* Input positions along W that P pixels' windows touch (the last one + 1). */
 static int64_t dw_span(const dw_plan *p, int P) { return (P - 1) * p->w.sw + (p->KW - 1) * p->w.dw + 1; }
 
-/* Pixels per item on CUDA: the largest count in [pmax / 2, pmax] that divides OW (no
- * ragged block), else pmax; at most OW, and within DW_MAX_J input positions. */
+/* Pixels per item on CUDA: the largest count in [3 pmax / 4, pmax] that divides OW (no
+ * ragged block), else pmax (14 columns: 4 blocks of 4, rather than 7 of 2 with half the
+ * reuse of each loaded input); at most OW, and within DW_MAX_J input positions. */
 static int dw_pixels(const dw_plan *p, int pmax) {
   if (pmax > p->OW) pmax = (int)p->OW;
   while (pmax > 1 && dw_span(p, pmax) > DW_MAX_J) pmax--;
-  for (int q = pmax; q >= (pmax + 1) / 2 && q > 1; q--)
+  for (int q = pmax; q >= (3 * pmax + 3) / 4 && q > 1; q--)
     if (p->OW % q == 0) return q;
   return pmax;
 }
