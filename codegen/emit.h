@@ -9,6 +9,7 @@
  *                    of the current group (loop fusion) or loaded from a buffer.
  *   emit_elementwise.c  loop groups;  emit_reduce.c  reduce and norm groups;
  *   emit_linalg.c    matmul, conv, pool groups;  emit_move.c  const sources, split;
+ *   emit_dwconv.c    grouped / depthwise conv groups (register tiles along W and C);
  *   emit_attn.c      attention groups (flash attention on the tensor cores).
  *   emit_util.c      shared pieces: params, loads/stores with dtype casts, index
  *                    decomposition, block reductions.
@@ -60,6 +61,9 @@ int gc_emit_reduce(gc_lowerer *c, const gc_fusion_group *grp); /* emit_reduce.c:
 int gc_emit_norm(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_reduce.c: softmax ... rmsnorm */
 int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp); /* emit_linalg.c */
 int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_linalg.c */
+/* emit_dwconv.c: grouped / depthwise conv2d and any NHWC conv2d, when gc_dwconv_ok. */
+int gc_dwconv_ok(const gc_lowerer *c, const gc_op *op);
+int gc_emit_dwconv(gc_lowerer *c, const gc_fusion_group *grp);
 int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_linalg.c */
 int gc_emit_split(gc_lowerer *c, const gc_fusion_group *grp);  /* emit_move.c */
 int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp); /* emit_attn.c (CUDA, sm_80+) */
@@ -244,6 +248,20 @@ typedef struct gc_im2col_geom {
   int nhwc;
 } gc_im2col_geom;
 void gc_im2col_geom_of(const gc_op *op, gc_im2col_geom *g);
+
+/* Window geometry of conv2d and the pools: stride, dilation, top/left padding, kernel, and
+ * ah, the axis of H in the input and output (W follows): 2, or 1 for layout="nhwc". */
+typedef struct gc_window {
+  int64_t sh, sw, dh, dw, top, left;
+  int64_t kh, kw;
+  int ah;
+} gc_window;
+/* stride/padding/dilation/layout attributes of op (stride default dflt_sh, dflt_sw). */
+void gc_window_of(const gc_op *op, int64_t kh, int64_t kw, int64_t dflt_sh, int64_t dflt_sw,
+                  gc_window *w);
+/* Input coordinate of a window tap as a new var: o * stride - pad + tap * dilation. */
+int gc_ec_tap_coord(gc_lowerer *c, kir_kernel *k, kir_block *b, int o, int64_t stride, int64_t pad,
+                    int tap, int64_t dil);
 
 /* ---- short expression builders (fold trivial constants) --------------------------------- */
 static inline kir_expr *ec_i64(gc_lowerer *c, int64_t v) {

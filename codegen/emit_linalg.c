@@ -21,7 +21,8 @@
  *   head split costs no kernel); the epilogue (bias, activation, residual,
  *   scale, cast) runs on the accumulator before the store.
  *   conv2d, pools: ITEMS over outputs with loops over C/groups, KH, KW and
- *       bounds tests for padding (direct convolution); pool inputs go through
+ *       bounds tests for padding (direct convolution: what conv-gemm left and
+ *       emit_dwconv.c does not take, grouped convs wider than 16 taps); pool inputs go through
  *       the generator (fused producers), both end with the epilogue. An NHWC
  *       pool (layout="nhwc") has the channels fastest: coalesced loads.
  * Accumulation: f32 (f64 for f64, i64 for ints, which wrap on the store).
@@ -819,58 +820,17 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
 
 /* ---- conv2d and pools --------------------------------------------------------------------------- */
 
-/* Window geometry shared by conv2d and the pools. */
-typedef struct window {
-  int64_t sh, sw, dh, dw, top, left;
-  int64_t kh, kw;
-  int ah;          /* axis of H in the input and output (W follows): 2, or 1 for layout="nhwc" */
-} window;
-
-/* stride/padding/dilation/layout attributes; padding is [ph, pw] or [top, left, bottom, right]. */
-static void window_of(const gc_op *op, int64_t kh, int64_t kw, int64_t dflt_sh, int64_t dflt_sw,
-                      window *w) {
-  int64_t v[4];
-  w->ah = strcmp(gc_op_attr_str(op, "layout", ""), "nhwc") == 0 ? 1 : 2;
-  w->kh = kh;
-  w->kw = kw;
-  w->sh = dflt_sh;
-  w->sw = dflt_sw;
-  w->dh = w->dw = 1;
-  w->top = w->left = 0;
-  const gc_attr *a;
-  if ((a = gc_op_attr(op, "stride")) && gc_attr_ints(a, v, 4) == 2) {
-    w->sh = v[0];
-    w->sw = v[1];
-  }
-  if ((a = gc_op_attr(op, "dilation")) && gc_attr_ints(a, v, 4) == 2) {
-    w->dh = v[0];
-    w->dw = v[1];
-  }
-  if ((a = gc_op_attr(op, "padding")) && gc_attr_ints(a, v, 4) >= 2) {
-    w->top = v[0];
-    w->left = v[1];
-  }
-}
-
-/* Input coordinate of a window tap: o * stride - pad + tap * dilation. */
-static int tap_coord(gc_lowerer *c, kir_kernel *k, kir_block *b, int o, int64_t stride, int64_t pad,
-                     int tap, int64_t dil) {
-  kir_expr *e = ec_mul(c, ec_v(c, k, o), ec_i64(c, stride));
-  e = ec_bin(c, KIR_SUB, e, ec_i64(c, pad));
-  e = ec_add(c, e, ec_mul(c, ec_v(c, k, tap), ec_i64(c, dil)));
-  return gc_ec_let(c, k, b, "ih", e);
-}
-
 /* conv2d group: direct convolution, one item per output element, then the epilogue. */
 int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *op = grp->roots[0];
+  if (gc_dwconv_ok(c, op)) return gc_emit_dwconv(c, grp);
   const gc_value *xv = op->operands[0], *wv = op->operands[1], *ov = op->results[0];
   const gc_type *xt = &xv->type, *wt = &wv->type, *ot = &ov->type;
   int64_t C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
   int64_t O = wt->dims[0], Cg = wt->dims[1], KH = wt->dims[2], KW = wt->dims[3];
   int64_t groups = gc_op_attr_int(op, "groups", 1), Og = O / groups;
-  window w;
-  window_of(op, KH, KW, 1, 1, &w);
+  gc_window w;
+  gc_window_of(op, KH, KW, 1, 1, &w);
   gc_dtype at = gc_ec_compute_type(ot->dtype);
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, gc_type_numel(ot), 256);
   gc_gen G;
@@ -890,12 +850,12 @@ int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp) {
   kir_block *cb = kir_emit_for(c->km, b, ci, ec_i64(c, 0), ec_i64(c, Cg), ec_i64(c, 1));
   int kh = gc_ec_var(c, k, "kh", GRAPHC_DTYPE_I64);
   kir_block *hb = kir_emit_for(c->km, cb, kh, ec_i64(c, 0), ec_i64(c, KH), ec_i64(c, 1));
-  int ih = tap_coord(c, k, hb, co[2], w.sh, w.top, kh, w.dh);
+  int ih = gc_ec_tap_coord(c, k, hb, co[2], w.sh, w.top, kh, w.dh);
   kir_block *hin;
   kir_emit_if(c->km, hb, in_range(c, k, ih, H, 1), &hin, NULL);
   int kw = gc_ec_var(c, k, "kw", GRAPHC_DTYPE_I64);
   kir_block *wb = kir_emit_for(c->km, hin, kw, ec_i64(c, 0), ec_i64(c, KW), ec_i64(c, 1));
-  int iw = tap_coord(c, k, wb, co[3], w.sw, w.left, kw, w.dw);
+  int iw = gc_ec_tap_coord(c, k, wb, co[3], w.sw, w.left, kw, w.dw);
   kir_block *win;
   kir_emit_if(c->km, wb, in_range(c, k, iw, W, 1), &win, NULL);
   kir_expr *xi = ec_add(c, ec_v(c, k, xbase), ec_mul(c, ec_v(c, k, ci), ec_i64(c, H * W)));
@@ -916,7 +876,7 @@ int gc_emit_conv(gc_lowerer *c, const gc_fusion_group *grp) {
 
 /* Channels per item of an NHWC pool read 16 bytes at a time: x must be a buffer (not
  * computed by the group) whose C is a multiple of them; 1 otherwise. */
-static int pool_vec_width(const gc_lowerer *c, const gc_value *xv, const window *w) {
+static int pool_vec_width(const gc_lowerer *c, const gc_value *xv, const gc_window *w) {
   if (w->ah != 1 || c->t->kind != KIR_TARGET_CUDA || !ec_reads_buffer(c, xv))
     return 1;
   int V = (int)(16 / graphc_dtype_size(xv->type.dtype));
@@ -925,7 +885,7 @@ static int pool_vec_width(const gc_lowerer *c, const gc_value *xv, const window 
 
 /* NHWC pool, V channels per item: one V-wide load per tap, V-wide stores (an item per
  * channel made one 2-byte load per tap: H200, resnet_f16's stem pool, 64 channels). */
-static int pool_nhwc_vec(gc_lowerer *c, const gc_fusion_group *grp, const window *w, int V) {
+static int pool_nhwc_vec(gc_lowerer *c, const gc_fusion_group *grp, const gc_window *w, int V) {
   const gc_op *op = grp->roots[0];
   const gc_value *xv = op->operands[0], *ov = op->results[0];
   const gc_type *xt = &xv->type, *ot = &ov->type;
@@ -950,12 +910,12 @@ static int pool_nhwc_vec(gc_lowerer *c, const gc_fusion_group *grp, const window
   /* the window's rows stay a loop (its columns unroll): LLVM O3 unrolled resnet_f16's 3x3 stem
    * pool to 9 taps, 0.0450 ms against 0.0398 with 3 per row (H200, docs/performance.md) */
   kir_block *hb = kir_emit_for_nounroll(c->km, b, kh, ec_i64(c, 0), ec_i64(c, w->kh), ec_i64(c, 1));
-  int ih = tap_coord(c, k, hb, co[1], w->sh, w->top, kh, w->dh);
+  int ih = gc_ec_tap_coord(c, k, hb, co[1], w->sh, w->top, kh, w->dh);
   kir_block *hin;
   kir_emit_if(c->km, hb, in_range(c, k, ih, H, 1), &hin, NULL);
   int kw = gc_ec_var(c, k, "kw", GRAPHC_DTYPE_I64);
   kir_block *wb = kir_emit_for(c->km, hin, kw, ec_i64(c, 0), ec_i64(c, w->kw), ec_i64(c, 1));
-  int iw = tap_coord(c, k, wb, co[2], w->sw, w->left, kw, w->dw);
+  int iw = gc_ec_tap_coord(c, k, wb, co[2], w->sw, w->left, kw, w->dw);
   kir_block *win;
   kir_emit_if(c->km, wb, in_range(c, k, iw, W, 1), &win, NULL);
   /* x[n, ih, iw, cv * V .. + V) */
@@ -995,8 +955,8 @@ int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_type *xt = &xv->type, *ot = &ov->type;
   int64_t ker[2];
   GC_ASSERT(gc_attr_ints(gc_op_attr(op, "kernel"), ker, 2) == 2);
-  window w;
-  window_of(op, ker[0], ker[1], ker[0], ker[1], &w);
+  gc_window w;
+  gc_window_of(op, ker[0], ker[1], ker[0], ker[1], &w);
   int ah = w.ah;
   int64_t H = xt->dims[ah], W = xt->dims[ah + 1];
   int is_max = op->opcode == GC_OP_MAX_POOL2D;
@@ -1013,12 +973,12 @@ int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp) {
   int cnt = is_max ? -1 : gc_ec_let(c, k, b, "cnt", gc_ec_num(c, at, 0.0));
   int kh = gc_ec_var(c, k, "kh", GRAPHC_DTYPE_I64);
   kir_block *hb = kir_emit_for(c->km, b, kh, ec_i64(c, 0), ec_i64(c, w.kh), ec_i64(c, 1));
-  int ih = tap_coord(c, k, hb, co[ah], w.sh, w.top, kh, w.dh);
+  int ih = gc_ec_tap_coord(c, k, hb, co[ah], w.sh, w.top, kh, w.dh);
   kir_block *hin;
   kir_emit_if(c->km, hb, in_range(c, k, ih, H, 1), &hin, NULL);
   int kw = gc_ec_var(c, k, "kw", GRAPHC_DTYPE_I64);
   kir_block *wb = kir_emit_for(c->km, hin, kw, ec_i64(c, 0), ec_i64(c, w.kw), ec_i64(c, 1));
-  int iw = tap_coord(c, k, wb, co[ah + 1], w.sw, w.left, kw, w.dw);
+  int iw = gc_ec_tap_coord(c, k, wb, co[ah + 1], w.sw, w.left, kw, w.dw);
   kir_block *win;
   kir_emit_if(c->km, wb, in_range(c, k, iw, W, 1), &win, NULL);
   gc_gen_push(&G);

@@ -232,3 +232,40 @@ int gc_ec_row_block(gc_lowerer *c, int64_t n) {
   int cap = c->t->max_threads > 0 && c->t->max_threads < 256 ? c->t->max_threads : 256;
   return b > cap ? cap : (int)b;
 }
+
+/* ---- windows (conv2d, pools) ------------------------------------------------------------ */
+
+/* stride/padding/dilation/layout attributes; padding is [ph, pw] or [top, left, bottom, right]. */
+void gc_window_of(const gc_op *op, int64_t kh, int64_t kw, int64_t dflt_sh, int64_t dflt_sw,
+                  gc_window *w) {
+  int64_t v[4];
+  w->ah = strcmp(gc_op_attr_str(op, "layout", ""), "nhwc") == 0 ? 1 : 2;
+  w->kh = kh;
+  w->kw = kw;
+  w->sh = dflt_sh;
+  w->sw = dflt_sw;
+  w->dh = w->dw = 1;
+  w->top = w->left = 0;
+  const gc_attr *a;
+  if ((a = gc_op_attr(op, "stride")) && gc_attr_ints(a, v, 4) == 2) {
+    w->sh = v[0];
+    w->sw = v[1];
+  }
+  if ((a = gc_op_attr(op, "dilation")) && gc_attr_ints(a, v, 4) == 2) {
+    w->dh = v[0];
+    w->dw = v[1];
+  }
+  if ((a = gc_op_attr(op, "padding")) && gc_attr_ints(a, v, 4) >= 2) {
+    w->top = v[0];
+    w->left = v[1];
+  }
+}
+
+/* Input coordinate of a window tap: o * stride - pad + tap * dilation. */
+int gc_ec_tap_coord(gc_lowerer *c, kir_kernel *k, kir_block *b, int o, int64_t stride, int64_t pad,
+                    int tap, int64_t dil) {
+  kir_expr *e = ec_mul(c, ec_v(c, k, o), ec_i64(c, stride));
+  e = ec_bin(c, KIR_SUB, e, ec_i64(c, pad));
+  e = ec_add(c, e, ec_mul(c, ec_v(c, k, tap), ec_i64(c, dil)));
+  return gc_ec_let(c, k, b, "ih", e);
+}

@@ -280,7 +280,8 @@ static void attr_padding(const gc_op *op, int64_t *p) {
   memcpy(p, v, sizeof v);
 }
 
-/* conv2d, NCHW x OIHW, with stride, padding, dilation and groups. */
+/* conv2d, NCHW x OIHW, with stride, padding, dilation and groups; layout="nhwc": x
+ * [N, H, W, C] and the result [N, OH, OW, O] (w still OIHW). */
 graphc_status_t interp_conv2d(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
   const gc_type *xt = in[0].type, *wt = in[1].type, *ot = out[0].type;
   int64_t stride[2], dil[2], pad[4];
@@ -288,21 +289,24 @@ graphc_status_t interp_conv2d(interp_ctx *cx, const gc_op *op, const itensor *in
   attr_pair(op, "dilation", 1, dil);
   attr_padding(op, pad);
   int64_t groups = gc_op_attr_int(op, "groups", 1);
-  int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
+  int nhwc = strcmp(gc_op_attr_str(op, "layout", ""), "nhwc") == 0;
+  int64_t N = xt->dims[0], C = xt->dims[nhwc ? 3 : 1], H = xt->dims[nhwc ? 1 : 2], W = xt->dims[nhwc ? 2 : 3];
   int64_t O = wt->dims[0], Cg = wt->dims[1], KH = wt->dims[2], KW = wt->dims[3];
-  int64_t OH = ot->dims[2], OW = ot->dims[3], Og = O / groups;
+  int64_t OH = ot->dims[nhwc ? 1 : 2], OW = ot->dims[nhwc ? 2 : 3], Og = O / groups;
+  /* element strides of n, c, h, w in x and in the result */
+  int64_t sc = nhwc ? 1 : H * W, sh = nhwc ? W * C : W, sw = nhwc ? C : 1;
+  int64_t osc = nhwc ? 1 : OH * OW, osh = nhwc ? OW * O : OW, osw = nhwc ? O : 1;
   double *x = interp_to_f64(cx, op, &in[0]);
   double *w = x ? interp_to_f64(cx, op, &in[1]) : NULL;
   if (!w) {
     free(x);
     return GRAPHC_STATUS_OUT_OF_MEMORY;
   }
-  int64_t c_out = 0;
   for (int64_t n = 0; n < N; n++)
     for (int64_t o = 0; o < O; o++) {
       int64_t c0 = (o / Og) * Cg;   /* first input channel of o's group */
       for (int64_t oh = 0; oh < OH; oh++)
-        for (int64_t ow = 0; ow < OW; ow++, c_out++) {
+        for (int64_t ow = 0; ow < OW; ow++) {
           double acc = 0;
           for (int64_t c = 0; c < Cg; c++)
             for (int64_t kh = 0; kh < KH; kh++) {
@@ -311,10 +315,11 @@ graphc_status_t interp_conv2d(interp_ctx *cx, const gc_op *op, const itensor *in
               for (int64_t kw = 0; kw < KW; kw++) {
                 int64_t iw = ow * stride[1] - pad[1] + kw * dil[1];
                 if (iw < 0 || iw >= W) continue;
-                acc += x[((n * C + c0 + c) * H + ih) * W + iw] * w[((o * Cg + c) * KH + kh) * KW + kw];
+                acc += x[n * C * H * W + (c0 + c) * sc + ih * sh + iw * sw] *
+                       w[((o * Cg + c) * KH + kh) * KW + kw];
               }
             }
-          gc_store_f64(out[0].data, ot->dtype, c_out, acc);
+          gc_store_f64(out[0].data, ot->dtype, n * O * OH * OW + o * osc + oh * osh + ow * osw, acc);
         }
     }
   free(x);

@@ -798,7 +798,18 @@ static int check_nchw(ictx *c, int i, const char *what, const char *layout) {
   return 1;
 }
 
-/* conv2d(x [N, C, H, W], w [O, C/groups, KH, KW]). */
+/* layout attribute: absent or "nchw" -> 0, "nhwc" -> 1; -1 reported. */
+static int layout_attr(ictx *c) {
+  const gc_attr *a = gc_op_attr(c->op, "layout");
+  if (!a) return 0;
+  if (a->kind != GC_ATTR_STR)
+    return fail(c, aloc(c, a), "attribute 'layout' expects str, got %s", kind_name(a)) - 1;
+  if (strcmp(a->u.s, "nchw") == 0) return 0;
+  if (strcmp(a->u.s, "nhwc") == 0) return 1;
+  return fail(c, aloc(c, a), "layout must be \"nchw\" or \"nhwc\", got \"%s\"", a->u.s) - 1;
+}
+
+/* conv2d(x [N, C, H, W], w [O, C/groups, KH, KW]); layout="nhwc": x [N, H, W, C] -> [N, OH, OW, O]. */
 static int gc_infer_conv2d(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
   const gc_type *x = in(c, 0), *w = in(c, 1);
@@ -809,12 +820,16 @@ static int gc_infer_conv2d(const gc_graph *g, const gc_op *op, gc_type *out, gc_
   if (groups < 1)
     return fail(c, aloc(c, gc_op_attr(op, "groups")), "groups must be >= 1, got %lld",
                 (long long)groups);
-  if (!check_nchw(c, 0, "x", "[N, C, H, W]") || !check_nchw(c, 1, "w", "[O, C/groups, KH, KW]"))
+  int nhwc = layout_attr(c);
+  if (nhwc < 0) return 0;
+  int ac = nhwc ? 3 : 1, ah = nhwc ? 1 : 2;  /* axes of C and H (W follows) */
+  if (!check_nchw(c, 0, "x", nhwc ? "[N, H, W, C]" : "[N, C, H, W]") ||
+      !check_nchw(c, 1, "w", "[O, C/groups, KH, KW]"))
     return 0;
   if (!same_dt(c, 0, 1) || !want_dt(c, 0, DT_FLOAT)) return 0;
-  int64_t C = x->dims[1], O = w->dims[0];
+  int64_t C = x->dims[ac], O = w->dims[0];
   if (groups > 1) {
-    if (GC_DIM_IS_SYM(C)) return need_concrete(c, 1, C, "");
+    if (GC_DIM_IS_SYM(C)) return need_concrete(c, ac, C, "");
     if (GC_DIM_IS_SYM(O)) return need_concrete(c, 0, O, " of w");
     if (C % groups)
       return fail(c, aloc(c, gc_op_attr(op, "groups")),
@@ -834,27 +849,16 @@ static int gc_infer_conv2d(const gc_graph *g, const gc_op *op, gc_type *out, gc_
                 ty(c, x), ty(c, w));
   gc_type t = {.dtype = x->dtype, .rank = 4};
   t.dims[0] = x->dims[0];
-  t.dims[1] = O;
+  t.dims[ac] = O;
   for (int s = 0; s < 2; s++) {
-    int64_t size = x->dims[2 + s], k = w->dims[2 + s];
+    int64_t size = x->dims[ah + s], k = w->dims[2 + s];
     if (GC_DIM_IS_SYM(k)) return need_concrete(c, 2 + s, k, " of w");
-    if (GC_DIM_IS_SYM(size)) return need_concrete(c, 2 + s, size, "");
-    if (!window_out(c, 2 + s, size, pad[s], pad[2 + s], dil[s], k, stride[s], &t.dims[2 + s]))
+    if (GC_DIM_IS_SYM(size)) return need_concrete(c, ah + s, size, "");
+    if (!window_out(c, ah + s, size, pad[s], pad[2 + s], dil[s], k, stride[s], &t.dims[ah + s]))
       return 0;
   }
   out[0] = t;
   return 1;
-}
-
-/* layout attribute: absent or "nchw" -> 0, "nhwc" -> 1; -1 reported. */
-static int layout_attr(ictx *c) {
-  const gc_attr *a = gc_op_attr(c->op, "layout");
-  if (!a) return 0;
-  if (a->kind != GC_ATTR_STR)
-    return fail(c, aloc(c, a), "attribute 'layout' expects str, got %s", kind_name(a)) - 1;
-  if (strcmp(a->u.s, "nchw") == 0) return 0;
-  if (strcmp(a->u.s, "nhwc") == 0) return 1;
-  return fail(c, aloc(c, a), "layout must be \"nchw\" or \"nhwc\", got \"%s\"", a->u.s) - 1;
 }
 
 /* max_pool2d avg_pool2d(x [N, C, H, W], kernel, stride=kernel, padding);

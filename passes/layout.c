@@ -45,6 +45,18 @@
  *    itself would be the im2col's input, a transpose that fusion reads in place
  *    (feeds_nhwc_im2col copies only whole chunks of channels): left in NCHW.
  *
+ * 1c. A grouped or depthwise conv2d (groups > 1, no GEMM) in f16 / bf16 becomes the
+ *    NHWC direct conv of codegen/emit_dwconv.c, the layout of the GEMM convs around it
+ *    (mobilenet's 1x1 -> depthwise 3x3 -> 1x1), so that their transposes cancel:
+ *
+ *      y = transpose(conv2d(transpose(x, perm=[0, 2, 3, 1]), w, ..., layout="nhwc"),
+ *                    perm=[0, 3, 1, 2])
+ *
+ *    w stays [O, C/groups, KH, KW]; each thread computes a few adjacent output channels
+ *    of a few pixels, its loads along the contiguous channels (one vector load per
+ *    input pixel for a depthwise conv). Windows wider than 16 taps (what the kernel holds
+ *    in registers) and f32 convs (whose neighbours stay NCHW) keep NCHW.
+ *
  * 2. A transpose that feeds an elementwise op sinks below it:
  *
  *      e(transpose(a, p), b) -> transpose(e(a, b'), p)
@@ -208,6 +220,31 @@ static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
   gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &y4, 1, &perm);
 }
 
+/* Step 1c: a grouped or depthwise conv2d (groups > 1) in f16 / bf16, where the convs
+ * around it are NHWC GEMMs, becomes the NHWC direct conv (see the top):
+ * transpose(conv2d(transpose(x, [0, 2, 3, 1]), w, layout="nhwc"), [0, 3, 1, 2]). */
+static void conv_grouped_nhwc(gc_rewriter *rw, gc_op *op) {
+  gc_value *x = op->operands[0], *w = op->operands[1];
+  const gc_type *xt = &x->type, *yt = &op->results[0]->type;
+  if ((xt->dtype != GRAPHC_DTYPE_F16 && xt->dtype != GRAPHC_DTYPE_BF16) || !gc_type_is_concrete(xt) ||
+      !gc_type_is_concrete(&w->type) || !gc_type_is_concrete(yt) ||
+      strcmp(gc_op_attr_str(op, "layout", "nchw"), "nchw") != 0 || w->type.dims[3] > 16)
+    return;
+  gc_value *t = transpose_of(rw, op, x, to_nhwc);
+  if (!t) return;
+  gc_named_attr at[8];
+  int n = 0;
+  for (int i = 0; i < op->n_attrs && n < 7; i++) at[n++] = op->attrs[i];
+  at[n++] = (gc_named_attr){"layout", {.kind = GC_ATTR_STR, .u.s = "nhwc"}};
+  gc_type ct = {.dtype = yt->dtype, .rank = 4};
+  for (int j = 0; j < 4; j++) ct.dims[j] = yt->dims[to_nhwc[j]];
+  gc_value *tw[2] = {t, w};
+  gc_op *cv = gc_rw_new_op(rw, GC_OP_CONV2D, op, 2, tw, n, at, &ct, NULL, op->loc);
+  if (!cv) return;
+  gc_named_attr perm = {"perm", gc_rw_attr_ints(rw, to_nchw, 4)};
+  gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &cv->results[0], 1, &perm);
+}
+
 /* The perm of a transpose op into p (rank r). 1 ok. */
 static int perm_of(const gc_op *t, int64_t *p, int r) {
   const gc_attr *a = gc_op_attr(t, "perm");
@@ -351,7 +388,8 @@ int gc_pass_layout(gc_graph *g, gc_diags *d) {
   for (gc_op *op = g->first, *next; op && !rw.oom; op = next) {
     next = op->next;
     gc_rw_resolve_operands(&rw, op);
-    if (op->opcode == GC_OP_CONV2D) conv_nhwc(&rw, op);
+    if (op->opcode == GC_OP_CONV2D && gc_op_attr_int(op, "groups", 1) > 1) conv_grouped_nhwc(&rw, op);
+    else if (op->opcode == GC_OP_CONV2D) conv_nhwc(&rw, op);
   }
   int convs = gc_rw_finish(&rw);
   if (convs <= 0) return convs;  /* no conv in NHWC: nothing to sink toward */

@@ -147,7 +147,8 @@ gc_attr gc_rw_attr_ints(gc_rewriter *rw, const int64_t *v, int n) {
 
 /* ---- conv2d as a GEMM ------------------------------------------------------------------- */
 int gc_conv_gemm_ok(const gc_op *op) {
-  return gc_op_attr_int(op, "groups", 1) == 1 && gc_type_is_concrete(&op->operands[0]->type) &&
+  return gc_op_attr_int(op, "groups", 1) == 1 && strcmp(gc_op_attr_str(op, "layout", "nchw"), "nchw") == 0 &&
+         gc_type_is_concrete(&op->operands[0]->type) &&
          gc_type_is_concrete(&op->operands[1]->type) && gc_type_is_concrete(&op->results[0]->type);
 }
 

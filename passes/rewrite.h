@@ -57,7 +57,7 @@ gc_op *gc_rw_replace_with_new(gc_rewriter *rw, gc_op *op, gc_opcode opc, int n_o
                               const gc_named_attr *attrs);
 
 /* ---- conv2d as a GEMM (conv_gemm.c, layout.c) ------------------------------------------ */
-/* Can conv2d `op` be a GEMM: groups 1 and every shape concrete? */
+/* Can conv2d `op` be a GEMM: groups 1, NCHW and every shape concrete? */
 int gc_conv_gemm_ok(const gc_op *op);
 /* Is its window 1x1 with stride 1 and no padding (x read through a reshape)? */
 int gc_conv_is_pointwise(const gc_op *op);

@@ -405,6 +405,12 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
           {"1, 3, 17, 13", "5, 3, 3, 2", ", stride=[2, 2], padding=[1, 2, 0, 1], dilation=[2, 2]"},
           {"1, 4, 9, 9", "6, 2, 3, 3", ", groups=2"},
           {"2, 8, 7, 7", "8, 1, 3, 3", ", padding=[1, 1], groups=8"},
+          /* codegen/emit_dwconv.c: 7x7 depthwise over a width past one tile, multiplier 2
+           * with stride and dilation, groups of 2 channels in NHWC, odd channels */
+          {"1, 6, 9, 21", "6, 1, 7, 7", ", padding=[3, 3], groups=6"},
+          {"1, 5, 13, 19", "10, 1, 5, 5", ", stride=[2, 2], padding=[2, 2], dilation=[1, 2], groups=5"},
+          {"2, 9, 11, 8", "12, 2, 3, 3", ", stride=[2, 1], padding=[1, 1], groups=4, layout=\"nhwc\""},
+          {"1, 10, 10, 7", "7, 1, 3, 3", ", padding=[0, 1, 2, 1], groups=7, layout=\"nhwc\""},
           /* conv-gemm: 1x1 as a reshape, 1x1 strided through im2col, and a matmul big
            * enough for the tensor cores in f16/bf16 (O 64, OH*OW 100, C*KH*KW 72) */
           {"2, 16, 9, 9", "24, 16, 1, 1", ""},

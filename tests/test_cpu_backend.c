@@ -691,6 +691,49 @@ START_TEST(matmul_packed_cpu_vs_interp) {
 }
 END_TEST
 
+/* ---- grouped and depthwise convs ------------------------------------------------------------ */
+/* codegen/emit_dwconv.c on the host: depthwise 3x3 / 5x5 / 7x7 over widths of several
+ * SIMD tiles (interior items, edge items, ragged last tiles), stride 2, dilation,
+ * padding forms, channel multiplier 2, groups of several channels, an NHWC conv, odd
+ * channel counts, f32 / f16 / bf16, each with a bias + relu epilogue. */
+START_TEST(dwconv_cpu_vs_interp) {
+  static const struct { const char *x, *w, *attrs, *bias; } cs[] = {
+      {"2, 12, 11, 40", "12, 1, 3, 3", ", padding=[1, 1], groups=12", "12, 1, 1"},
+      {"1, 6, 14, 21", "6, 1, 7, 7", ", padding=[3, 3], groups=6", "6, 1, 1"},
+      {"1, 5, 13, 19", "10, 1, 5, 5", ", stride=[2, 2], padding=[2, 2], dilation=[1, 2], groups=5", "10, 1, 1"},
+      {"1, 8, 9, 30", "12, 2, 3, 3", ", stride=[1, 2], padding=[1, 0, 2, 1], groups=4", "12, 1, 1"},
+      {"2, 7, 16, 17", "7, 1, 3, 3", ", stride=[2, 2], padding=[1, 1], groups=7", "7, 1, 1"},
+      {"1, 9, 20, 12", "12, 1, 3, 3", ", padding=[1, 1], groups=12, layout=\"nhwc\"", "12"},
+  };
+  static const gc_dtype ts[] = {GRAPHC_DTYPE_F32, GRAPHC_DTYPE_F16, GRAPHC_DTYPE_BF16};
+  gc_sbuf fails = {0};
+  int n_fail = 0;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+    for (size_t d = 0; d < sizeof ts / sizeof ts[0]; d++) {
+      gb b;
+      memset(&b, 0, sizeof b);
+      char x[16], w[16];
+      snprintf(x, sizeof x, "%s", gb_arg(&b, 'k', 0, ts[d], cs[i].x));
+      snprintf(w, sizeof w, "%s", gb_arg(&b, 'k', 0, ts[d], cs[i].w));
+      const char *bias = gb_arg(&b, 'k', 0, ts[d], cs[i].bias);
+      gc_sbuf_printf(&b.body, "  %%cv = conv2d(%s, %s%s);\n  %%cb = add(%%cv, %s);\n", x, w, cs[i].attrs, bias);
+      gb_ret(&b, "relu(%%cb)");
+      char label[160];
+      snprintf(label, sizeof label, "dwconv %zu: %s [%s] * [%s]%s", i, dtn(ts[d]), cs[i].x, cs[i].w, cs[i].attrs);
+      char *text = gb_text(&b, label);
+      n_fail += cpu_vs_interp(label, text, b.kinds, b.ranges, 1, g_seed ^ (uint64_t)(i * 7919u + d * 31u + 5u), &fails);
+      free(text);
+      gb_free(&b);
+    }
+  if (n_fail) fprintf(stderr, "%s", fails.data);
+  char first[1500];
+  snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
+  gc_sbuf_free(&fails);
+  ck_assert_msg(n_fail == 0, "%d grouped convs differ (GRAPHC_TEST_SEED=%llu reproduces):\n%s", n_fail,
+                (unsigned long long)g_seed, first);
+}
+END_TEST
+
 /* ---- the examples ------------------------------------------------------------------------ */
 /* Symbol names of the first graph in text ("<B, S>"), at most max. */
 static int graph_syms(const char *text, char names[][32], int max) {
@@ -1198,6 +1241,7 @@ int main(void) {
   TCase *to = tcase_create("ops");
   tcase_add_loop_test(to, op_cpu_vs_interp, 0, GC_OP_COUNT_);
   tcase_add_test(to, matmul_packed_cpu_vs_interp);
+  tcase_add_test(to, dwconv_cpu_vs_interp);
   tcase_set_timeout(to, 1200);
   suite_add_tcase(s, to);
   return tu_run_suite(s);

@@ -509,6 +509,65 @@ START_TEST(test_conv) {
 }
 END_TEST
 
+/* Grouped and depthwise conv2d (codegen/emit_dwconv.c) in NCHW and in NHWC (layout="nhwc"):
+ * kernel sizes 1x3 .. 7x7, strides, padding forms, dilation, odd channel counts, channel
+ * multiplier > 1, groups of several channels, widths past one register tile (the interior
+ * path and ragged last tiles), a window wider than the emitter takes (NCHW: the direct
+ * loops), and bias + relu epilogues. */
+START_TEST(test_dwconv) {
+  const char *T = FLOATS[_i];
+  static const struct { const char *x, *w, *attrs, *out; int epi; } cases[] = {
+      {"2, 8, 9, 10", "8, 1, 3, 3", ", padding=[1, 1], groups=8", "2, 8, 9, 10", 1},
+      {"1, 12, 11, 9", "12, 1, 5, 5", ", stride=[2, 2], padding=[2, 2], groups=12", "1, 12, 6, 5", 0},
+      {"1, 6, 9, 9", "6, 1, 7, 7", ", padding=[3, 3], groups=6", "1, 6, 9, 9", 0},
+      {"1, 5, 8, 8", "5, 1, 3, 3", ", dilation=[2, 2], padding=[2, 1, 0, 3], groups=5", "1, 5, 6, 8", 0},
+      {"1, 4, 7, 7", "8, 1, 3, 3", ", stride=[2, 1], padding=[1, 1], groups=4", "1, 8, 4, 7", 1},
+      {"2, 8, 6, 6", "12, 2, 3, 3", ", padding=[1, 1], groups=4", "2, 12, 6, 6", 1},
+      {"1, 8, 5, 5", "16, 4, 3, 3", ", padding=[1, 1], groups=2", "1, 16, 5, 5", 0},
+      {"1, 4, 3, 40", "4, 1, 1, 3", ", padding=[0, 1], groups=4", "1, 4, 3, 40", 0},
+      {"1, 3, 4, 37", "3, 1, 3, 3", ", stride=[1, 2], padding=[1, 1], groups=3", "1, 3, 4, 19", 1},
+      {"1, 2, 3, 20", "2, 1, 1, 17", ", groups=2", "1, 2, 3, 4", 0},
+  };
+  gb b = {0};
+  for (int k = 0; k < COUNT(cases); k++) {
+    int64_t x[4], o[4], w0;
+    ck_assert_int_eq(sscanf(cases[k].x, "%ld, %ld, %ld, %ld", &x[0], &x[1], &x[2], &x[3]), 4);
+    ck_assert_int_eq(sscanf(cases[k].out, "%ld, %ld, %ld, %ld", &o[0], &o[1], &o[2], &o[3]), 4);
+    ck_assert_int_eq(sscanf(cases[k].w, "%ld", &w0), 1);
+    for (int nhwc = 0; nhwc < 2; nhwc++) {
+      if (nhwc && k == COUNT(cases) - 1) break;  /* NHWC takes windows of <= 16 columns */
+      char n[32], xs[64], os[64], bs[32];
+      if (nhwc) {
+        snprintf(xs, sizeof xs, "%ld, %ld, %ld, %ld", x[0], x[2], x[3], x[1]);
+        snprintf(os, sizeof os, "%ld, %ld, %ld, %ld", o[0], o[2], o[3], o[1]);
+        snprintf(bs, sizeof bs, "%ld", w0);
+      } else {
+        snprintf(xs, sizeof xs, "%s", cases[k].x);
+        snprintf(os, sizeof os, "%s", cases[k].out);
+        snprintf(bs, sizeof bs, "%ld, 1, 1", w0);
+      }
+      snprintf(n, sizeof n, "x%d_%d", k, nhwc);
+      gb_arg(&b, n, ty(T, xs), 'x');
+      snprintf(n, sizeof n, "w%d_%d", k, nhwc);
+      gb_arg(&b, n, ty(T, cases[k].w), 'x');
+      gb_op(&b, "%%c%d_%d = conv2d(%%x%d_%d, %%w%d_%d%s%s)", k, nhwc, k, nhwc, k, nhwc, cases[k].attrs,
+            nhwc ? ", layout=\"nhwc\"" : "");
+      if (cases[k].epi) {
+        snprintf(n, sizeof n, "b%d_%d", k, nhwc);
+        gb_arg(&b, n, ty(T, bs), 'x');
+        gb_op(&b, "%%a%d_%d = add(%%c%d_%d, %%b%d_%d)", k, nhwc, k, nhwc, k, nhwc);
+        gb_op(&b, "%%r%d_%d = relu(%%a%d_%d)", k, nhwc, k, nhwc);
+        snprintf(n, sizeof n, "r%d_%d", k, nhwc);
+      } else {
+        snprintf(n, sizeof n, "c%d_%d", k, nhwc);
+      }
+      gb_ret(&b, n, ty(T, os));
+    }
+  }
+  run_gb(&b, 1, 0);
+}
+END_TEST
+
 /* max/avg pools: default stride, padding (max reads -inf, avg counts only real taps);
  * layout="nhwc" on odd sizes, of an input and of a fused transpose, with an epilogue. */
 START_TEST(test_pool) {
@@ -1131,6 +1190,7 @@ static Suite *lower_suite(void) {
       {"norm", test_softmax, COUNT(FLOATS)},
       {"norm", test_norms, COUNT(FLOATS)},
       {"conv", test_conv, COUNT(FLOATS)},
+      {"conv", test_dwconv, COUNT(FLOATS)},
       {"conv", test_pool, COUNT(FLOATS)},
       {"move", test_reshape_transpose_broadcast, COUNT(MOVE_TYPES)},
       {"move", test_concat_slice_pad, COUNT(MOVE_TYPES)},

@@ -1,0 +1,356 @@
+/* emit_dwconv.c - grouped and depthwise conv2d (groups > 1), and conv2d in NHWC.
+ *
+ *   y[n, o, oh, ow] = sum over ci < Cg, kh, kw of x[n, (o / Og) Cg + ci, ih, iw] w[o, ci, kh, kw]
+ *
+ * with Cg = C / groups input and Og = O / groups output channels per group (depthwise: Cg 1,
+ * channel multiplier Og). conv-gemm leaves these convs alone (a depthwise conv is no GEMM worth
+ * the name); the direct loops of emit_linalg.c computed one output per thread. Here an item
+ * computes a register tile of P adjacent output pixels along W times V adjacent output
+ * channels, in f32 (f64 for f64):
+ *
+ *   NHWC (layout="nhwc": the layout pass's form on CUDA): items (n, oh, ow / P, o / V), the
+ *       channel block fastest, so adjacent threads read adjacent channels; V = 4 (8 for f16 and
+ *       bf16 on the host: SIMD lanes), P = 4. A depthwise conv with multiplier 1 reads the
+ *       V channels of an input pixel with one vector load; lanes of one group share one load.
+ *   NCHW (the cpu backend keeps it): items (n, o, oh, ow / P), V = 1, P along the contiguous
+ *       W (host: one SIMD register of f32 lanes, which LLVM's SLP vectorizer turns into vector
+ *       loads at constant offsets and vector FMAs with a broadcast tap; CUDA: 4).
+ *
+ * Per window row kh (a loop, rows outside the image skipped): the row's KW x V filter taps
+ * into registers, then each input position the P windows touch, at most
+ * (P - 1) stride + (KW - 1) dilation + 1 of them, loaded once and used by up to KW taps,
+ * then P x KW x V multiply-adds. An item whose windows lie inside the image along W loads
+ * without tests; the others (image edges, padding, the ragged last block) test each
+ * position and read 0 outside it (a select of a load at a clamped index: no branch per
+ * element). The epilogue (bias, activation, residual, scale, cast) runs per output as for
+ * the matmul; NHWC stores the V lanes with one vector store.
+ *
+ * Windows wider than DW_MAX_KW taps fall back to emit_linalg.c's direct loops (NCHW only).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/emit.h"
+
+enum {
+  DW_MAX_P = 16,   /* output pixels per item */
+  DW_MAX_KW = 16,  /* window width held in registers */
+  DW_MAX_J = 64    /* input positions per row */
+};
+
+/* The tiling of one conv. */
+typedef struct dw_plan {
+  int nhwc;
+  int64_t N, C, H, W, O, OH, OW, Cg, Og, KH, KW, J;
+  gc_window w;
+  int P, V;
+  int vec_x;   /* depthwise, multiplier 1, NHWC: the V lanes' inputs are one vector load */
+  int one_x;   /* the V lanes lie in one group: one input load serves all of them */
+} dw_plan;
+
+/* Input positions along W that P pixels' windows touch (the last one + 1). */
+static int64_t dw_span(const dw_plan *p, int P) { return (P - 1) * p->w.sw + (p->KW - 1) * p->w.dw + 1; }
+
+/* Pixels per item on CUDA: the largest count in [3 pmax / 4, pmax] that divides OW (no
+ * ragged block), else pmax (14 columns: 4 blocks of 4, rather than 7 of 2 with half the
+ * reuse of each loaded input); at most OW, and within DW_MAX_J input positions. */
+static int dw_pixels(const dw_plan *p, int pmax) {
+  if (pmax > p->OW) pmax = (int)p->OW;
+  while (pmax > 1 && dw_span(p, pmax) > DW_MAX_J) pmax--;
+  for (int q = pmax; q >= (3 * pmax + 3) / 4 && q > 1; q--)
+    if (p->OW % q == 0) return q;
+  return pmax;
+}
+
+/* Pixels per item on the host in NCHW: one SIMD register of lanes (so that the tile is
+ * whole vectors: 14 pixels became vectors of 8, 4 and 2), or half of one when that divides
+ * OW and the whole does not, else a ragged last block;
+ * the whole row when it is narrower. */
+static int dw_host_pixels(const dw_plan *p, int lanes) {
+  int P = lanes > DW_MAX_P ? DW_MAX_P : lanes;
+  if (p->OW % P != 0 && P >= 8 && p->OW % (P / 2) == 0) P /= 2;  /* AVX-512 at OW 56: 8 */
+  if (P > p->OW) P = (int)p->OW;
+  while (P > 1 && dw_span(p, P) > DW_MAX_J) P--;
+  return P;
+}
+
+/* Output channels per item: want, halved until it divides O. */
+static int dw_lanes(int64_t O, int want) {
+  while (want > 1 && O % want != 0) want /= 2;
+  return want;
+}
+
+static void dw_plan_of(const gc_lowerer *c, const gc_op *op, dw_plan *p) {
+  const gc_type *xt = &op->operands[0]->type, *wt = &op->operands[1]->type, *ot = &op->results[0]->type;
+  memset(p, 0, sizeof *p);
+  p->O = wt->dims[0];
+  p->Cg = wt->dims[1];
+  p->KH = wt->dims[2];
+  p->KW = wt->dims[3];
+  gc_window_of(op, p->KH, p->KW, 1, 1, &p->w);
+  p->nhwc = p->w.ah == 1;
+  int ah = p->w.ah;
+  p->N = xt->dims[0];
+  p->C = xt->dims[p->nhwc ? 3 : 1];
+  p->H = xt->dims[ah];
+  p->W = xt->dims[ah + 1];
+  p->OH = ot->dims[ah];
+  p->OW = ot->dims[ah + 1];
+  p->Og = p->O / gc_op_attr_int(op, "groups", 1);
+  int host = c->t->kind == KIR_TARGET_HOST;
+  /* SIMD lanes of the compute type on the host (f32, f64 for f64) */
+  int lanes = host && c->t->simd_bytes >= 16 ? c->t->simd_bytes / 4 : 4;
+  if (ot->dtype == GRAPHC_DTYPE_F64) lanes = host ? lanes / 2 : 2;
+  if (p->nhwc) {
+    p->V = dw_lanes(p->O, lanes > KIR_MAX_VEC ? KIR_MAX_VEC : lanes);
+    p->P = dw_pixels(p, 4);
+  } else {
+    p->V = 1;
+    p->P = host ? dw_host_pixels(p, lanes) : dw_pixels(p, 4);
+  }
+  p->J = dw_span(p, p->P);
+  p->vec_x = p->nhwc && p->V > 1 && p->Cg == 1 && p->Og == 1;
+  p->one_x = p->V == 1 || p->Og % p->V == 0;
+}
+
+/* Does this emitter take conv2d `op`: groups > 1 or layout="nhwc", concrete shapes, a
+ * window of at most DW_MAX_KW columns (NHWC: always; emit_linalg.c has no NHWC loops). */
+int gc_dwconv_ok(const gc_lowerer *c, const gc_op *op) {
+  (void)c;
+  const gc_type *wt = &op->operands[1]->type;
+  int nhwc = strcmp(gc_op_attr_str(op, "layout", ""), "nhwc") == 0;
+  if (!nhwc && gc_op_attr_int(op, "groups", 1) <= 1) return 0;
+  return nhwc || wt->dims[3] <= DW_MAX_KW;
+}
+
+/* Emission state of one kernel. */
+typedef struct dw_em {
+  gc_lowerer *c;
+  kir_kernel *k;
+  const dw_plan *p;
+  gc_dtype at, xdt;
+  int px, pw;
+  int n, oh, ow0, o0, lo;      /* vars: item coordinates; lo = ow0 * sw - left */
+  int ov[KIR_MAX_VEC];         /* o0 + v */
+  int cin[KIR_MAX_VEC];        /* first input channel of lane v's group */
+  int wbase[KIR_MAX_VEC];      /* o_v * Cg * KH * KW */
+  int ci;                      /* var of the channel loop, -1 when Cg is 1 */
+  int acc[DW_MAX_P][KIR_MAX_VEC];
+  int wr[DW_MAX_KW][KIR_MAX_VEC];
+  int chan[KIR_MAX_VEC];       /* per ci: input channel of lane v */
+  int row;                     /* per row: NHWC (n H + ih) W; NCHW ((n C + chan) H + ih) W */
+} dw_em;
+
+static kir_expr *dw_v(dw_em *e, int var) { return ec_v(e->c, e->k, var); }
+static kir_expr *dw_i(dw_em *e, int64_t v) { return ec_i64(e->c, v); }
+static kir_expr *dw_ci(dw_em *e) { return e->ci >= 0 ? dw_v(e, e->ci) : dw_i(e, 0); }
+
+/* Element index of x at column iw (an expression, taken) for lane v, in the current row. */
+static kir_expr *dw_xindex(dw_em *e, kir_expr *iw, int v) {
+  gc_lowerer *c = e->c;
+  kir_expr *pix = ec_add(c, dw_v(e, e->row), iw);
+  if (!e->p->nhwc) return pix;
+  return ec_add(c, ec_mul(c, pix, dw_i(e, e->p->C)), dw_v(e, e->chan[v]));
+}
+
+/* Position j of the current row for every lane into xs[0..V): guarded (bounds test, 0
+ * outside) or not. */
+static void dw_load_pos(dw_em *e, kir_block *b, int64_t j, int guard, int *xs) {
+  gc_lowerer *c = e->c;
+  kir_kernel *k = e->k;
+  const dw_plan *p = e->p;
+  int V = p->V, inb = -1, iw;
+  iw = gc_ec_let(c, k, b, "iw", ec_add(c, dw_v(e, e->lo), dw_i(e, j)));
+  if (guard) {
+    kir_expr *t = ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, dw_v(e, iw), dw_i(e, 0)),
+                         ec_bin(c, KIR_LT, dw_v(e, iw), dw_i(e, p->W)));
+    inb = gc_ec_let(c, k, b, "inb", t);
+    kir_expr *cl = ec_bin(c, KIR_MAX, ec_bin(c, KIR_MIN, dw_v(e, iw), dw_i(e, p->W - 1)), dw_i(e, 0));
+    iw = gc_ec_let(c, k, b, "iwc", cl);
+  }
+  int raw[KIR_MAX_VEC];
+  if (p->vec_x) {
+    for (int v = 0; v < V; v++) raw[v] = gc_ec_var(c, k, "xr", e->xdt);
+    kir_emit_load_vec(c->km, b, KIR_GLOBAL, e->px, dw_xindex(e, dw_v(e, iw), 0), V, raw);
+    for (int v = 0; v < V; v++) raw[v] = gc_ec_let(c, k, b, "x", ec_cast(c, e->at, dw_v(e, raw[v])));
+  } else {
+    for (int v = 0; v < V; v++)
+      raw[v] = p->one_x && v > 0 ? raw[0]
+                                 : gc_ec_let(c, k, b, "x", gc_ec_load(c, k, e->px, dw_xindex(e, dw_v(e, iw), v)));
+  }
+  for (int v = 0; v < V; v++) {
+    xs[v] = raw[v];
+    if (guard && !(p->one_x && !p->vec_x && v > 0))
+      xs[v] = gc_ec_let(c, k, b, "x", kir_select(c->km, dw_v(e, inb), dw_v(e, raw[v]), gc_ec_num(c, e->at, 0.0)));
+    else if (guard)
+      xs[v] = xs[0];
+  }
+}
+
+/* The multiply-adds of one row: every position the windows touch, loaded once. */
+static void dw_row_fma(dw_em *e, kir_block *b, int guard) {
+  gc_lowerer *c = e->c;
+  const dw_plan *p = e->p;
+  int V = p->V;
+  int *xs = malloc((size_t)p->J * KIR_MAX_VEC * sizeof *xs);
+  if (!xs) {
+    c->oom = 1;
+    return;
+  }
+  char *used = calloc((size_t)p->J, 1);
+  if (!used) {
+    free(xs);
+    c->oom = 1;
+    return;
+  }
+  for (int q = 0; q < p->P; q++)
+    for (int64_t kw = 0; kw < p->KW; kw++) used[q * p->w.sw + kw * p->w.dw] = 1;
+  for (int64_t j = 0; j < p->J; j++)
+    if (used[j]) dw_load_pos(e, b, j, guard, &xs[j * KIR_MAX_VEC]);
+  for (int64_t kw = 0; kw < p->KW; kw++)
+    for (int q = 0; q < p->P; q++) {
+      int64_t j = q * p->w.sw + kw * p->w.dw;
+      for (int v = 0; v < V; v++) {
+        kir_expr *m = ec_bin(c, KIR_MUL, dw_v(e, xs[j * KIR_MAX_VEC + v]), dw_v(e, e->wr[kw][v]));
+        kir_emit_assign(c->km, b, e->acc[q][v], ec_bin(c, KIR_ADD, dw_v(e, e->acc[q][v]), m));
+      }
+    }
+  free(used);
+  free(xs);
+}
+
+/* Window row kh (var) of input channel offset ci: taps, then the two paths. */
+static void dw_row(dw_em *e, kir_block *b, int kh, int interior) {
+  gc_lowerer *c = e->c;
+  kir_kernel *k = e->k;
+  const dw_plan *p = e->p;
+  int ih = gc_ec_tap_coord(c, k, b, e->oh, p->w.sh, p->w.top, kh, p->w.dh);
+  kir_block *in;
+  kir_expr *t = ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, dw_v(e, ih), dw_i(e, 0)),
+                       ec_bin(c, KIR_LT, dw_v(e, ih), dw_i(e, p->H)));
+  kir_emit_if(c->km, b, t, &in, NULL);
+  /* the row's taps: w[o_v, ci, kh, kw] */
+  for (int v = 0; v < p->V; v++) {
+    kir_expr *r = ec_add(c, ec_mul(c, dw_ci(e), dw_i(e, p->KH)), dw_v(e, kh));
+    int wrow = gc_ec_let(c, k, in, "wrow", ec_add(c, dw_v(e, e->wbase[v]), ec_mul(c, r, dw_i(e, p->KW))));
+    for (int64_t kw = 0; kw < p->KW; kw++)
+      e->wr[kw][v] = gc_ec_let(c, k, in, "wt", gc_ec_load(c, k, e->pw, ec_add(c, dw_v(e, wrow), dw_i(e, kw))));
+  }
+  kir_expr *r = dw_v(e, e->n);
+  if (!p->nhwc) r = ec_add(c, ec_mul(c, r, dw_i(e, p->C)), dw_v(e, e->chan[0]));
+  r = ec_add(c, ec_mul(c, r, dw_i(e, p->H)), dw_v(e, ih));
+  e->row = gc_ec_let(c, k, in, "row", ec_mul(c, r, dw_i(e, p->W)));
+  kir_block *fast, *slow;
+  kir_emit_if(c->km, in, dw_v(e, interior), &fast, &slow);
+  dw_row_fma(e, fast, 0);
+  dw_row_fma(e, slow, 1);
+}
+
+/* The outputs of pixel q of the tile: bind the accumulators, run the epilogue, store. */
+static void dw_store_pixel(dw_em *e, gc_gen *G, kir_block *b, const gc_fusion_group *grp, int q) {
+  gc_lowerer *c = e->c;
+  kir_kernel *k = e->k;
+  const dw_plan *p = e->p;
+  const gc_value *ov = grp->roots[0]->results[0];
+  const gc_type *ot = &ov->type;
+  int ow = gc_ec_let(c, k, b, "ow", ec_add(c, dw_v(e, e->ow0), dw_i(e, q)));
+  if (p->OW % p->P != 0) {
+    kir_block *t;
+    kir_emit_if(c->km, b, ec_bin(c, KIR_LT, dw_v(e, ow), dw_i(e, p->OW)), &t, NULL);
+    b = t;
+  }
+  gc_gen_push(G);
+  int pts[KIR_MAX_VEC];
+  for (int v = 0; v < p->V; v++) {
+    int co[4];
+    kir_expr *lin;
+    if (p->nhwc) {
+      co[0] = e->n, co[1] = e->oh, co[2] = ow, co[3] = e->ov[v];
+      lin = ec_add(c, ec_mul(c, dw_v(e, e->n), dw_i(e, p->OH)), dw_v(e, e->oh));
+      lin = ec_add(c, ec_mul(c, lin, dw_i(e, p->OW)), dw_v(e, ow));
+      lin = ec_add(c, ec_mul(c, lin, dw_i(e, p->O)), dw_v(e, e->ov[v]));
+    } else {
+      co[0] = e->n, co[1] = e->ov[v], co[2] = e->oh, co[3] = ow;
+      lin = ec_add(c, ec_mul(c, dw_v(e, e->n), dw_i(e, p->O)), dw_v(e, e->ov[v]));
+      lin = ec_add(c, ec_mul(c, lin, dw_i(e, p->OH)), dw_v(e, e->oh));
+      lin = ec_add(c, ec_mul(c, lin, dw_i(e, p->OW)), dw_v(e, ow));
+    }
+    pts[v] = gc_gen_pt(G, ot, gc_ec_let(c, k, b, "lin", lin), co);
+    int y = gc_ec_let(c, k, b, ov->name, gc_ec_round(c, ot->dtype, dw_v(e, e->acc[q][v])));
+    gc_gen_bind(G, ov, pts[v], y);
+  }
+  if (p->V > 1) gc_gen_store_outs_vec(G, b, grp, pts, p->V);
+  else gc_gen_store_outs(G, b, grp, pts[0]);
+  gc_gen_pop(G);
+}
+
+/* Item coordinates, per-lane channel bases, the interior test; zeroed accumulators. */
+static void dw_prologue(dw_em *e, kir_block *b) {
+  gc_lowerer *c = e->c;
+  kir_kernel *k = e->k;
+  const dw_plan *p = e->p;
+  int64_t OWB = (p->OW + p->P - 1) / p->P, OB = p->O / p->V;
+  int co[4];
+  if (p->nhwc) {
+    int64_t dims[4] = {p->N, p->OH, OWB, OB};
+    gc_ec_unravel(c, k, b, k->item_var, 4, dims, co);
+    e->n = co[0], e->oh = co[1];
+    e->ow0 = gc_ec_let(c, k, b, "ow0", ec_mul(c, dw_v(e, co[2]), dw_i(e, p->P)));
+    e->o0 = gc_ec_let(c, k, b, "o0", ec_mul(c, dw_v(e, co[3]), dw_i(e, p->V)));
+  } else {
+    int64_t dims[4] = {p->N, p->O, p->OH, OWB};
+    gc_ec_unravel(c, k, b, k->item_var, 4, dims, co);
+    e->n = co[0], e->o0 = co[1], e->oh = co[2];
+    e->ow0 = gc_ec_let(c, k, b, "ow0", ec_mul(c, dw_v(e, co[3]), dw_i(e, p->P)));
+  }
+  for (int v = 0; v < p->V; v++) {
+    e->ov[v] = v == 0 ? e->o0 : gc_ec_let(c, k, b, "o", ec_add(c, dw_v(e, e->o0), dw_i(e, v)));
+    kir_expr *g = p->Og == 1 ? dw_v(e, e->ov[v]) : ec_bin(c, KIR_DIV, dw_v(e, e->ov[v]), dw_i(e, p->Og));
+    e->cin[v] = gc_ec_let(c, k, b, "cin", ec_mul(c, g, dw_i(e, p->Cg)));
+    e->wbase[v] = gc_ec_let(c, k, b, "wbase", ec_mul(c, dw_v(e, e->ov[v]), dw_i(e, p->Cg * p->KH * p->KW)));
+  }
+  kir_expr *lo = ec_bin(c, KIR_SUB, ec_mul(c, dw_v(e, e->ow0), dw_i(e, p->w.sw)), dw_i(e, p->w.left));
+  e->lo = gc_ec_let(c, k, b, "lo", lo);
+  for (int q = 0; q < p->P; q++)
+    for (int v = 0; v < p->V; v++) e->acc[q][v] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, e->at, 0.0));
+}
+
+int gc_emit_dwconv(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *xv = op->operands[0], *wv = op->operands[1], *ov = op->results[0];
+  dw_plan p;
+  dw_plan_of(c, op, &p);
+  if (p.KW > DW_MAX_KW || dw_span(&p, 1) > DW_MAX_J)
+    return gc_ec_unsupported(c, op, "an NHWC conv2d window wider than 16 taps");
+  dw_em e = {.c = c, .p = &p, .at = gc_ec_compute_type(ov->type.dtype), .xdt = xv->type.dtype, .ci = -1};
+  int64_t items = p.N * p.OH * ((p.OW + p.P - 1) / p.P) * (p.O / p.V);
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, items, 256);
+  e.k = k;
+  gc_gen G;
+  gc_gen_init(&G, c, k);
+  e.px = gc_gen_rparam(&G, c->val_buf[xv->id], xv->type.dtype);
+  e.pw = gc_gen_rparam(&G, c->val_buf[wv->id], wv->type.dtype);
+  kir_block *b = &k->body;
+  dw_prologue(&e, b);
+  /* every window of the tile inside the image along W: loads without tests */
+  kir_expr *hi = ec_add(c, dw_v(&e, e.lo), dw_i(&e, p.J - 1));
+  kir_expr *t = ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, dw_v(&e, e.lo), dw_i(&e, 0)), ec_bin(c, KIR_LT, hi, dw_i(&e, p.W)));
+  int interior = gc_ec_let(c, k, b, "interior", t);
+  kir_block *cb = b;
+  if (p.Cg > 1) {
+    e.ci = gc_ec_var(c, k, "ci", GRAPHC_DTYPE_I64);
+    cb = kir_emit_for_nounroll(c->km, b, e.ci, dw_i(&e, 0), dw_i(&e, p.Cg), dw_i(&e, 1));
+  }
+  for (int v = 0; v < p.V; v++)
+    e.chan[v] = (p.one_x || p.vec_x) && v > 0 ? e.chan[0]
+                                             : gc_ec_let(c, k, cb, "chan", ec_add(c, dw_v(&e, e.cin[v]), dw_ci(&e)));
+  int kh = gc_ec_var(c, k, "kh", GRAPHC_DTYPE_I64);
+  kir_block *hb = kir_emit_for_nounroll(c->km, cb, kh, dw_i(&e, 0), dw_i(&e, p.KH), dw_i(&e, 1));
+  dw_row(&e, hb, kh, interior);
+  for (int q = 0; q < p.P; q++) dw_store_pixel(&e, &G, b, grp, q);
+  k->bytes_moved = gc_gen_bytes(&G, -1);
+  k->flops = 2.0 * (double)gc_type_numel(&ov->type) * (double)(p.Cg * p.KH * p.KW);
+  gc_gen_free(&G);
+  gc_ec_launch(c, k);
+  return 0;
+}
