@@ -155,10 +155,13 @@ def peers_cuda(args, row, m, ins, ref, graphc_ok):
     peers = row["peers"]
     call = lambda _: m(*ins)  # noqa: E731
     with torch.no_grad():
-        peers["torch eager"] = {"ms": time_torch(call, None, torch, args.runs, args.warmup), "rel_err": 0.0}
+        if "eager" in args.peers:
+            peers["torch eager"] = {"ms": time_torch(call, None, torch, args.runs, args.warmup), "rel_err": 0.0}
         if not graphc_ok:
             return  # graphc failed: no ratio to measure, spare the compile time
         for label, mode, first in (("torch.compile", None, 1), ("torch.compile reduce-overhead", "reduce-overhead", 3)):
+            if (mode or "compile") not in args.peers:
+                continue
             try:
                 torch._dynamo.reset()
                 fc = torch.compile(m, mode=mode) if mode else torch.compile(m)
@@ -181,9 +184,10 @@ def peers_cpu(args, row, b, m, ins, ref, onnx_path, threads):
     peers = row["peers"]
     if threads:
         torch.set_num_threads(threads)
-    with torch.no_grad():
-        peers["torch eager"] = {"ms": time_host(lambda: m(*ins), args.runs, args.warmup), "rel_err": 0.0}
-    if not onnx_path:
+    if "eager" in args.peers:
+        with torch.no_grad():
+            peers["torch eager"] = {"ms": time_host(lambda: m(*ins), args.runs, args.warmup), "rel_err": 0.0}
+    if not onnx_path or "onnxruntime" not in args.peers:
         return
     try:
         import onnxruntime as ort
@@ -268,6 +272,8 @@ def main():
     ap.add_argument("--graphc", default=os.path.join(ROOT, "build", "graphc"))
     ap.add_argument("--runs", type=int, help="timed runs (default 50 on cuda, 30 on cpu)")
     ap.add_argument("--warmup", type=int, help="untimed runs first (default 10 on cuda, 3 on cpu)")
+    ap.add_argument("--peers", help="peers to run (cuda: eager,compile,reduce-overhead; cpu: eager,onnxruntime; "
+                                    "default: all of the device's)")
     ap.add_argument("--list", action="store_true", help="list the models and exit")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")  # the exporter's tracer warnings, one per model, say nothing here
@@ -279,6 +285,10 @@ def main():
     args.backend = args.backend or args.device
     args.runs = args.runs or (50 if cuda else 30)
     args.warmup = args.warmup or (10 if cuda else 3)
+    known = ("eager", "compile", "reduce-overhead") if cuda else ("eager", "onnxruntime")
+    args.peers = args.peers.split(",") if args.peers else list(known)
+    if any(p not in known for p in args.peers):
+        ap.error(f"--peers: {', '.join(known)} on {args.device}, got {args.peers}")
     models = args.models.split(",") if args.models else (zoo.gpu_models() if cuda else zoo.cpu_models())
     unknown = [n for n in models if n not in zoo.MODELS]
     if unknown:
