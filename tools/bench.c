@@ -84,15 +84,13 @@ static void print_diags(gc_diags *d) {
   gc_diags_free(d);
 }
 
-/* --json: the whole-graph times as one JSON object on stdout (queued < 0: not measured;
- * threads 0: not a cpu run). */
-static void print_json(const cli_opts *o, const char *backend, int runs, float *sorted, double queued,
-                       int threads) {
-  int n = runs;
+/* --json: the whole-graph times as one JSON object on stdout, given the run times sorted and
+ * their median (queued < 0: not measured; threads 0: not a cpu run). */
+static void print_json(const cli_opts *o, const char *backend, int runs, const float *sorted, double med,
+                       double queued, int threads) {
   printf("{\"backend\": \"%s\", \"runs\": %d, \"warmup\": %d, \"median_ms\": %.6f, "
          "\"min_ms\": %.6f, \"p90_ms\": %.6f",
-         backend, runs, o->warmup, n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]),
-         sorted[0], quantile(sorted, n, 0.9));
+         backend, runs, o->warmup, med, sorted[0], quantile(sorted, runs, 0.9));
   if (queued >= 0) printf(", \"queued_ms\": %.6f", queued);
   if (threads > 0) printf(", \"threads\": %d", threads);
   printf("}\n");
@@ -117,13 +115,13 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
   }
   if (o->json) {
     if (gc_cuda_time_runs(exe, o->warmup, runs, ms, &d) != GRAPHC_STATUS_OK) goto out;
-    median(ms, runs);  /* sorts ms */
+    double med = median(ms, runs);  /* sorts ms */
     float *qms = calloc((size_t)runs, sizeof *qms);
     if (!qms || gc_cuda_time_queued(exe, o->warmup, runs, qms, &d) != GRAPHC_STATUS_OK) {
       free(qms);
       goto out;
     }
-    print_json(o, "cuda", runs, ms, median(qms, runs), 0);
+    print_json(o, "cuda", runs, ms, med, median(qms, runs), 0);
     free(qms);
     rc = 0;
     goto out;
@@ -240,7 +238,7 @@ static int bench_host(graphc_executable_t *exe, const cli_opts *o, const graphc_
   int threads = gc_host_threads(&set.rt, NULL);
   double med = median(ms, runs);  /* sorts ms */
   if (o->json) {
-    print_json(o, "cpu", runs, ms, -1, threads);
+    print_json(o, "cpu", runs, ms, med, -1, threads);
   } else {
     printf("graphc bench: %s\n  cpu backend, %d threads\n", o->file, threads);
     printf("\nwhole graph (%d runs after %d warm-up, host inputs and outputs):\n", runs, o->warmup);
