@@ -21,6 +21,8 @@ to --out (default benchmarks/models/results.json) as soon as it is done:
   {"model", "dtype", "batch", "device", "graphc_ms", "best_peer", "best_peer_ms", "peers": {name:
    {"ms", "rel_err", "compile_s"?}}, "output_ok", "rel_err", "compile_s" (graphc run, whole process,
    GRAPHC_CACHE=off), "peer_compile_s" (torch.compile default / onnxruntime session), "error"}
+  and more: "graphc_compile_only_s" (graphc run --stats: the compile alone), "import_s", "onnx_mb",
+  "threads" (cpu), "device_name", "row_s".
 A model that fails anywhere is a row with "error" (the stage and the message's tail), never a crash.
 Rows of other models stay in --out; --resume skips rows already there. --budget-s stops before a row
 that would not fit (estimated by the slowest row so far) and bounds every graphc process.
@@ -30,6 +32,7 @@ import gc
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -72,6 +75,8 @@ def sh(cmd, stage, timeout, env=None):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(timeout, 1), env=env)
     except subprocess.TimeoutExpired:
         raise Stage(stage, f"timed out after {timeout:.0f} s") from None
+    except OSError as e:  # no such program, ...
+        raise Stage(stage, str(e)) from None
     if p.returncode != 0:
         raise Stage(stage, f"exit {p.returncode}: " + tail(p.stderr + "\n" + p.stdout))
     return p.stdout, time.perf_counter() - t0
@@ -156,8 +161,11 @@ def graphc_part(args, row, b, m, ins, ref, base, budget_left):
     binds = graph_binds(gargs, {k: v.shape for k, v in arrays.items()})
     env = dict(os.environ, GRAPHC_CACHE="off")
     run_cmd = [args.graphc, "run", graph_path, "--inputs", in_path, "--output", out_path, "--backend",
-               args.backend] + binds
-    _, row["compile_s"] = sh(run_cmd, "graphc run", budget_left(), env)
+               args.backend, "--stats"] + binds
+    out, row["compile_s"] = sh(run_cmd, "graphc run", budget_left(), env)
+    m_stats = re.search(r"compile ([0-9.]+) ms \(to a loaded module\)", out)
+    if m_stats:  # the compile alone, without the process, the model's parse and the first run
+        row["graphc_compile_only_s"] = float(m_stats.group(1)) / 1e3
     outs = match_outputs(load_st(out_path), rets, ref)
     row["rel_err"] = max_err([o.astype(np.float32) for o in outs], ref)
     row["output_ok"] = bool(row["rel_err"] <= TOL[row["dtype"]])
