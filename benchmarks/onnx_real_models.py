@@ -79,14 +79,35 @@ def randomize_bn(model, gen):
             m.bias.data.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
 
 
-def export(model, x, path):
-    """torch.onnx.export with the TorchScript exporter when available, else dynamo."""
+def export(model, x, path, input_names=("input",), output_names=("output",)):
+    """torch.onnx.export (opset 17) with the TorchScript exporter when available, else dynamo.
+    x: one input tensor or a tuple of them (named input_names, in order)."""
+    args = x if isinstance(x, tuple) else (x,)
+    kw = dict(opset_version=17, input_names=list(input_names), output_names=list(output_names))
     try:
-        torch.onnx.export(model, (x,), path, opset_version=17, dynamo=False,
-                          input_names=["input"], output_names=["output"])
+        torch.onnx.export(model, args, path, dynamo=False, **kw)
     except TypeError:
-        torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"],
-                          output_names=["output"])
+        torch.onnx.export(model, args, path, **kw)
+
+
+def graph_io(text):
+    """The entry graph of a .graph text: its arguments [(name, [dims as strings])] and the
+    names of the values it returns (the keys of `graphc run --output`)."""
+    head = re.search(r"graph @\w+(?:<[^>]*>)?\((.*?)\) ->", text)
+    args = [(n, d.split(", ")) for n, d in re.findall(r"%([\w.]+): \w+\[([^\]]*)\]", head.group(1))]
+    ret = re.search(r"\n\s*return ([^;]*);", text[head.end():])
+    return args, [r.strip().lstrip("%") for r in ret.group(1).split(",")]
+
+
+def graph_binds(args, shapes):
+    """`--bind S=N` options for the symbolic dims of args (from graph_io), given the inputs'
+    shapes by argument name."""
+    binds = {}
+    for name, dims in args:
+        for d, n in zip(dims, shapes[name]):
+            if not d.isdigit():
+                binds[d] = n
+    return sum([["--bind", f"{d}={n}"] for d, n in binds.items()], [])
 
 
 def run(cmd):
@@ -123,18 +144,12 @@ def main():
             try:
                 export(model, x, onnx_path)
                 run([args.graphc, "import", onnx_path, "-o", graph_path])
-                text = open(graph_path).read()
-                arg = re.search(r"graph @\w+(?:<[^>]*>)?\(%([\w.]+):", text).group(1)
+                args_, _ = graph_io(open(graph_path).read())
+                arg = args_[0][0]
                 inputs = os.path.join(tmp, f"{name}.in.safetensors")
                 outputs = os.path.join(tmp, f"{name}.out.safetensors")
                 save_file({arg: x.numpy()}, inputs)
-                binds = []
-                syms = re.search(r"graph @\w+<([^>]*)>", text)
-                if syms:  # dynamic dims: bind from the input's shape by position
-                    decl = re.search(r"\(%[\w.]+: \w+\[([^\]]*)\]", text).group(1).split(", ")
-                    for d, n in zip(decl, x.shape):
-                        if not d.isdigit():
-                            binds += ["--bind", f"{d}={n}"]
+                binds = graph_binds(args_, {arg: x.shape})  # dynamic dims, from the input's shape
                 run([args.graphc, "run", graph_path, "--inputs", inputs, "--output", outputs,
                      "--backend", args.backend] + binds)
                 got = list(load_file(outputs).values())[0]

@@ -184,6 +184,19 @@ def time_torch(f, x, torch, runs=50, warm=10):
     return statistics.median(ts)
 
 
+def time_host(f, runs=30, warm=3):
+    """Median ms of `runs` calls of f() after `warm` untimed ones, by time.perf_counter (CPU
+    peers: the caller's work is done when f returns)."""
+    for _ in range(warm):
+        f()
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        f()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
 def time_jax(f, x, runs=50, warm=10):
     for _ in range(warm):
         f(x).block_until_ready()

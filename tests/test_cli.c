@@ -69,6 +69,15 @@ START_TEST(check_and_print) {
     EXPECT(targs, 0, "");
     snprintf(targs, sizeof targs, "run examples/mlp.graph --bind B=2 --backend cpu --random --tf32 --weights %s", tw);
     EXPECT(targs, 0, "%y: f32[2, 10]");
+    /* bench on the cpu backend: whole runs, the tables or one JSON object */
+    snprintf(targs, sizeof targs, "bench examples/mlp.graph --bind B=2 --backend cpu --runs 3 --warmup 1 --weights %s",
+             tw);
+    EXPECT(targs, 0, "whole graph (3 runs after 1 warm-up");
+    snprintf(targs, sizeof targs,
+             "bench examples/mlp.graph --bind B=2 --backend cpu --runs 3 --warmup 1 --json --weights %s", tw);
+    EXPECT(targs, 0, "{\"backend\": \"cpu\", \"runs\": 3, \"warmup\": 1, \"median_ms\": ");
+    EXPECT("bench examples/mlp.graph --bind B=2 --backend cpu --pipeline 2", 1, "--pipeline is for the cuda");
+    EXPECT("bench examples/mlp.graph --bind B=2 --backend interp", 1, "only the cuda and cpu backends");
   }
   /* Fusion groups of a bound graph are drawn as clusters named after their kernels. */
   EXPECT("dot examples/transformer_block.graph --bind B=2 --bind S=8", 0,

@@ -1,7 +1,8 @@
-/* bench.c - `graphc bench`: time a compiled graph on the GPU.
+/* bench.c - `graphc bench`: time a compiled graph on the GPU (or the CPU).
  *
  *   graphc bench FILE [--bind B=N]... [--codegen nvrtc|llvm] [--runs N] [--warmup N]
  *                     [--weights W] [--seed S] [--arch sm_XX] [--eager] [--stats]
+ *                     [--backend cuda|cpu] [--json]
  *
  * In one process: compile for the CUDA backend, run once with random inputs
  * (this uploads them), measure the device's copy bandwidth (cuMemcpyDtoD of a
@@ -11,6 +12,11 @@
  * the plan's modeled bytes and flops (kir_kernel.bytes_moved / flops); the
  * bandwidth is also shown as a percentage of the measured copy bandwidth.
  * Without a GPU it says so and exits 1.
+ *
+ * --backend cpu times whole runs of the cpu backend instead (wall clock around
+ * graphc_executable_run, inputs and outputs in host memory). --json prints only
+ * the whole-graph times, as one JSON object on stdout, for scripts
+ * (benchmarks/models/run.py); it skips the copy bandwidth and per-kernel tables.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -21,6 +27,8 @@
 
 #include "codegen/codegen.h"
 #include "driver/cuda_backend.h"
+#include "driver/settings.h"
+#include "runtime/host_exec.h"
 #include "weights/safetensors.h"
 #include "tools/cli.h"
 
@@ -29,6 +37,9 @@ static const char *const usage_bench =
     "Time FILE's entry graph on the GPU: whole-graph time (median, min, p90), per-kernel\n"
     "times, achieved GB/s and TFLOP/s from the plan's modeled bytes and flops, and the\n"
     "fraction of the device's measured copy bandwidth.\n\noptions:\n"
+    "  --backend B       cuda (default) | cpu: whole runs on the cpu backend, wall clock\n"
+    "  --json            print only the whole-graph times as one JSON object\n"
+    "                    (median_ms, min_ms, p90_ms, queued_ms on cuda, runs, warmup, threads)\n"
     "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
     "  --entry @name     entry graph (default: the first)\n"
     "  --codegen C       llvm | nvrtc (default llvm)\n"
@@ -73,6 +84,18 @@ static void print_diags(gc_diags *d) {
   gc_diags_free(d);
 }
 
+/* --json: the whole-graph times as one JSON object on stdout, given the run times sorted and
+ * their median (queued < 0: not measured; threads 0: not a cpu run). */
+static void print_json(const cli_opts *o, const char *backend, int runs, const float *sorted, double med,
+                       double queued, int threads) {
+  printf("{\"backend\": \"%s\", \"runs\": %d, \"warmup\": %d, \"median_ms\": %.6f, "
+         "\"min_ms\": %.6f, \"p90_ms\": %.6f",
+         backend, runs, o->warmup, med, sorted[0], quantile(sorted, runs, 0.9));
+  if (queued >= 0) printf(", \"queued_ms\": %.6f", queued);
+  if (threads > 0) printf(", \"threads\": %d", threads);
+  printf("}\n");
+}
+
 /* The timing tables, given a compiled, once-run executable. Returns 0 on success. */
 static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
   gc_cuda_info info;
@@ -88,6 +111,19 @@ static int bench_exec(graphc_executable_t *exe, const cli_opts *o) {
   float *col = calloc((size_t)kruns + 1, sizeof *col);
   if (!ms || !kms || !col) {
     fprintf(stderr, "graphc bench: out of memory\n");
+    goto out;
+  }
+  if (o->json) {
+    if (gc_cuda_time_runs(exe, o->warmup, runs, ms, &d) != GRAPHC_STATUS_OK) goto out;
+    double med = median(ms, runs);  /* sorts ms */
+    float *qms = calloc((size_t)runs, sizeof *qms);
+    if (!qms || gc_cuda_time_queued(exe, o->warmup, runs, qms, &d) != GRAPHC_STATUS_OK) {
+      free(qms);
+      goto out;
+    }
+    print_json(o, "cuda", runs, ms, med, median(qms, runs), 0);
+    free(qms);
+    rc = 0;
     goto out;
   }
   printf("graphc bench: %s\n", o->file);
@@ -175,17 +211,60 @@ out:
   return rc;
 }
 
-/* `graphc bench FILE ...`: compile for CUDA, run once, then time and print the tables. */
+/* --backend cpu: whole runs with host tensors after o->warmup untimed ones; median, min,
+ * p90. Returns 0 on success. */
+static int bench_host(graphc_executable_t *exe, const cli_opts *o, const graphc_tensor_t *in,
+                      size_t n_in, graphc_tensor_t *out, size_t n_out) {
+  int runs = o->runs > 0 ? o->runs : 100;
+  float *ms = calloc((size_t)runs, sizeof *ms);
+  if (!ms) {
+    fprintf(stderr, "graphc bench: out of memory\n");
+    return -1;
+  }
+  graphc_error_t err;
+  memset(&err, 0, sizeof err);
+  for (int r = -o->warmup; r < runs; r++) {
+    double t0 = cli_now_ms();
+    graphc_status_t st = graphc_executable_run(exe, in, n_in, out, n_out, &err);
+    if (st != GRAPHC_STATUS_OK) {
+      cli_report(NULL, st, &err);
+      free(ms);
+      return -1;
+    }
+    if (r >= 0) ms[r] = (float)(cli_now_ms() - t0);
+  }
+  gc_settings set;
+  gc_settings_read(&set);
+  int threads = gc_host_threads(&set.rt, NULL);
+  double med = median(ms, runs);  /* sorts ms */
+  if (o->json) {
+    print_json(o, "cpu", runs, ms, med, -1, threads);
+  } else {
+    printf("graphc bench: %s\n  cpu backend, %d threads\n", o->file, threads);
+    printf("\nwhole graph (%d runs after %d warm-up, host inputs and outputs):\n", runs, o->warmup);
+    printf("  median %.4f ms   min %.4f ms   p90 %.4f ms\n", med, ms[0], quantile(ms, runs, 0.9));
+  }
+  free(ms);
+  return 0;
+}
+
+/* `graphc bench FILE ...`: compile for CUDA (or the CPU), run once, then time and print the
+ * tables. */
 int gc_cli_bench(int argc, char **argv) {
   cli_opts o;
   if (cli_parse(argc, argv, &o, usage_bench) != 0) return 1;
   if (o.help) return 0;
-  if (o.copts.backend != GRAPHC_BACKEND_DEFAULT && o.copts.backend != GRAPHC_BACKEND_CUDA) {
-    fprintf(stderr, "graphc bench: only the cuda backend can be benchmarked\n");
+  int host = o.copts.backend == GRAPHC_BACKEND_CPU;
+  if (o.copts.backend != GRAPHC_BACKEND_DEFAULT && o.copts.backend != GRAPHC_BACKEND_CUDA && !host) {
+    fprintf(stderr, "graphc bench: only the cuda and cpu backends can be benchmarked\n");
     return 1;
   }
-  o.copts.backend = GRAPHC_BACKEND_CUDA;
-  if (!cli_have_gpu("graphc bench: no GPU to benchmark on")) return 1;
+  if (host && o.pipeline > 0) {
+    fprintf(stderr, "graphc bench: --pipeline is for the cuda backend\n");
+    return 1;
+  }
+  if (!host) o.copts.backend = GRAPHC_BACKEND_CUDA;
+  if (!host && !cli_have_gpu("graphc bench: no GPU to benchmark on")) return 1;
 
   graphc_context_t *ctx;
   if (graphc_context_create(&ctx) != GRAPHC_STATUS_OK) return 2;
@@ -212,7 +291,7 @@ int gc_cli_bench(int argc, char **argv) {
   int rc = cli_report(ctx, st, &err);
   if (st == GRAPHC_STATUS_OK) {
     if (o.stats) printf("# stats\n%s\n", graphc_executable_stats(exe));
-    rc = bench_exec(exe, &o) == 0 ? 0 : 1;
+    rc = (host ? bench_host(exe, &o, in, n_in, out, n_out) : bench_exec(exe, &o)) == 0 ? 0 : 1;
     if (rc == 0 && o.pipeline > 0)
       rc = cli_bench_pipeline(exe, in, n_in, out, n_out, o.pipeline, o.runs > 0 ? o.runs : 100,
                               o.warmup > 0 ? o.warmup : 10) == 0 ? 0 : 1;

@@ -131,6 +131,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
       o->copts.allow_tf32 = 1;
     } else if (strcmp(a, "--stats") == 0) {
       o->stats = 1;
+    } else if (strcmp(a, "--json") == 0) {
+      o->json = 1;
     } else if (strcmp(a, "--random") == 0) {
       o->random = 1;
     } else if (strcmp(a, "--full") == 0) {

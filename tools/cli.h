@@ -21,6 +21,7 @@ typedef struct cli_opts {
   int random, full, stats, help, bad;
   int runs, warmup;
   int pipeline;        /* graphc bench --pipeline N: contexts in flight (0: off) */
+  int json;            /* graphc bench --json: one JSON object of the whole-graph times */
 } cli_opts;
 
 /* tools/cli.c */
