@@ -261,28 +261,68 @@ graphc_status_t graphc_model_set_entry(graphc_model_t *m, const char *graph, gra
                       name);
 }
 
+static int base_sym(const gc_graph *g, const char *symbol, const char *what, graphc_error_t *err);
+
 graphc_status_t graphc_model_bind(graphc_model_t *m, const char *symbol, int64_t value,
                                   graphc_error_t *err) {
   if (!m || !symbol)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_bind: NULL argument");
   gc_graph *g = m->module->graphs[m->entry];
+  int i = base_sym(g, symbol, "bind", err);
+  if (i < 0) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  int64_t lo = g->sym_lo ? g->sym_lo[i] : 1, hi = g->sym_hi ? g->sym_hi[i] : GC_SYM_MAX;
+  if (value < lo || value > hi)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "cannot bind %s=%lld: outside its range %lld..%lld", symbol, (long long)value,
+                        (long long)lo, (long long)hi);
+  g->sym_values[i] = value;
+  if (err) memset(err, 0, sizeof *err);
+  return GRAPHC_STATUS_OK;
+}
+
+graphc_status_t graphc_model_set_range(graphc_model_t *m, const char *symbol, int64_t lo, int64_t hi,
+                                       graphc_error_t *err) {
+  if (!m || !symbol)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_set_range: NULL argument");
+  gc_graph *g = m->module->graphs[m->entry];
+  int i = base_sym(g, symbol, "set the range of", err);
+  if (i < 0) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  if (!g->sym_lo || !g->sym_hi)
+    return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "graph @%s has no symbol ranges", g->name);
+  if (lo < g->sym_lo[i] || hi > g->sym_hi[i] || lo > hi)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "cannot narrow the range of %s to %lld..%lld: it must lie within %lld..%lld",
+                        symbol, (long long)lo, (long long)hi, (long long)g->sym_lo[i],
+                        (long long)g->sym_hi[i]);
+  if (g->sym_values[i] && (g->sym_values[i] < lo || g->sym_values[i] > hi))
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "cannot narrow the range of %s to %lld..%lld: it is bound to %lld", symbol,
+                        (long long)lo, (long long)hi, (long long)g->sym_values[i]);
+  g->sym_lo[i] = lo;
+  g->sym_hi[i] = hi;
+  if (err) memset(err, 0, sizeof *err);
+  return GRAPHC_STATUS_OK;
+}
+
+/* Index of base symbol `symbol` of g, or -1 with err set (no such symbol, or a derived one). */
+static int base_sym(const gc_graph *g, const char *symbol, const char *what, graphc_error_t *err) {
   for (int i = 0; i < g->n_syms; i++)
     if (strcmp(g->sym_names[i], symbol) == 0) {
-      if (value < 1 || value >= (INT64_C(1) << 40))
-        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
-                            "cannot bind %s=%lld: a dim must be between 1 and 2^40", symbol,
-                            (long long)value);
-      g->sym_values[i] = value;
-      if (err) memset(err, 0, sizeof *err);
-      return GRAPHC_STATUS_OK;
+      if (!g->sym_defs || !g->sym_defs[i]) return i;
+      gc_sbuf b = {0};
+      gc_sx_print(&b, g, g->sym_defs[i]);
+      gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                   "cannot %s %s: it is derived (%s = %s); bind the symbols it is computed from",
+                   what, symbol, symbol, b.data ? b.data : "?");
+      gc_sbuf_free(&b);
+      return -1;
     }
   gc_sbuf b = {0};
   for (int i = 0; i < g->n_syms; i++) gc_sbuf_printf(&b, "%s%s", i ? ", " : "", g->sym_names[i]);
-  graphc_status_t st = gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
-                                    "graph @%s has no symbolic dim '%s' (it has: %s)", g->name,
-                                    symbol, b.len ? b.data : "none");
+  gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graph @%s has no symbolic dim '%s' (it has: %s)",
+               g->name, symbol, b.len ? b.data : "none");
   gc_sbuf_free(&b);
-  return st;
+  return -1;
 }
 
 graphc_status_t graphc_model_set_weights(graphc_model_t *m, const char *path, graphc_error_t *err) {
