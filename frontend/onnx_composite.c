@@ -29,8 +29,8 @@ static gc_value *elem_offsets(ox *x, const gc_type *at, gc_value *idx, int ax) {
     ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "indices rank differs from the data's");
     return NULL;
   }
-  if (!gc_type_is_concrete(at) || !gc_type_is_concrete(&idx->type)) {
-    ox_unsup(x, "symbolic dims; bind them first");
+  if (!gc_type_is_concrete(at)) { /* the indices may have symbolic dims: iota takes them */
+    ox_unsup(x, "data with symbolic dims; bind them first");
     return NULL;
   }
   int64_t dim = at->dims[ax], stride = 1;

@@ -166,6 +166,16 @@ int ox_in_type(ox *x, int i, gc_type *t);
 /* Constant integer input i (initializer, Constant, or folded); -1 and an error
  * naming the input when it is not constant. */
 int ox_in_ints(ox *x, int i, const char *what, int64_t *out, int max);
+/* Same, where entries may be symbolic dims (from Shape of a symbolic tensor); allow_sym 0
+ * reports those as unsupported. ox_in_dims(...) = ox_in_ints_sym(..., 1). */
+int ox_in_ints_sym(ox *x, int i, const char *what, int64_t *out, int max, int allow_sym);
+int ox_in_dims(ox *x, int i, const char *what, int64_t *out, int max);
+/* Symbolic int vectors (onnx_sym.c). */
+int ox_is_sym(const ox *x, int64_t v);
+int ox_const_has_sym(const ox *x, const ox_const *k);
+/* Fold op whose constant operands hold symbolic dims: 1 folded (res[0] set), 2 fold it
+ * as usual (data movement copies them), 0 not foldable, -1 out of memory. */
+int ox_fold_sym(ox *x, const gc_op *op, ox_const **res);
 int ox_in_scalar(ox *x, int i, const char *what, double *out);
 const gc_onnx_attr *ox_attr(ox *x, const char *name);
 int64_t ox_attr_int(ox *x, const char *name, int64_t dflt);

@@ -1097,7 +1097,8 @@ static int sym_slice(ictx *c, int axis, int64_t dim, int64_t s, int64_t e, int64
   gc_graph *g = sym_graph(c);
   const gc_sym_expr *D = gc_sx_dim(g, dim), *end;
   if (s < 0) return need_concrete(c, axis, dim, " (a negative start)");
-  if (e >= DIM_LIMIT - 1) end = D;
+  if (GC_DIM_IS_SYM(e)) end = gc_sx_op(g, GC_SX_MIN, D, gc_sx_dim(g, e));
+  else if (e >= DIM_LIMIT - 1) end = D;
   else if (e >= 0) end = gc_sx_op(g, GC_SX_MIN, D, gc_sx_const(g, e));
   else end = gc_sx_add(g, D, gc_sx_const(g, e));
   const gc_sym_expr *len = gc_sx_op(g, GC_SX_CEILDIV, gc_sx_add(g, end, gc_sx_const(g, -s)),
@@ -1121,8 +1122,9 @@ static int gc_infer_slice(const gc_graph *g, const gc_op *op, gc_type *out, gc_d
     if (sp[i] < 1)
       return fail(c, iloc(c, pa, i), "step must be >= 1, got %lld at axis %d", (long long)sp[i],
                   i);
-    if (GC_DIM_IS_SYM(dim)) {
-      if (st[i] == 0 && sp[i] == 1 && en[i] >= DIM_LIMIT - 1) continue; /* the whole range */
+    if (GC_DIM_IS_SYM(dim) || is_graph_sym(c, en[i])) {
+      if (st[i] == 0 && sp[i] == 1 && en[i] >= DIM_LIMIT - 1 && !is_graph_sym(c, en[i]))
+        continue; /* the whole range */
       if (!sym_slice(c, i, dim, st[i], en[i], sp[i], &t.dims[i])) return 0;
       continue;
     }

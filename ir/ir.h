@@ -321,6 +321,8 @@ const gc_sym_expr *gc_sx_mul(gc_graph *g, const gc_sym_expr *a, const gc_sym_exp
 const gc_sym_expr *gc_sx_op(gc_graph *g, gc_sx_kind k, const gc_sym_expr *a, const gc_sym_expr *b);
 /* a / b when b is a single term dividing every term of a; NULL when not exact (or OOM). */
 const gc_sym_expr *gc_sx_exact_div(gc_graph *g, const gc_sym_expr *a, const gc_sym_expr *b);
+/* Bounds lo..hi of e over the ranges of its symbols; 0 when not known (or too large). */
+int gc_sx_bounds(const gc_graph *g, const gc_sym_expr *e, int64_t *lo, int64_t *hi);
 int gc_sx_cmp(const gc_sym_expr *a, const gc_sym_expr *b);  /* total order; 0 = equal */
 /* The dim for e: an int when constant, GC_DIM_SYM(i) of a base symbol or of the
  * derived symbol with that definition (added, named "_sN", when new); -1 when out of

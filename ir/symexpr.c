@@ -251,6 +251,57 @@ static int64_t floordiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
+/* Clamp a 128-bit bound into int64 range; 0 when it does not fit below 2^62. */
+static int fit(__int128 v, int64_t *out) {
+  if (v >= ((__int128)1 << 62) || v <= -((__int128)1 << 62)) return 0;
+  *out = (int64_t)v;
+  return 1;
+}
+
+int gc_sx_bounds(const gc_graph *g, const gc_sym_expr *e, int64_t *lo, int64_t *hi) {
+  int64_t a0, a1, b0, b1;
+  switch (e->kind) {
+    case GC_SX_CONST: *lo = *hi = e->c; return 1;
+    case GC_SX_SYM:
+      if (e->sym >= g->n_syms) return 0;
+      *lo = g->sym_lo ? g->sym_lo[e->sym] : 1;
+      *hi = g->sym_hi ? g->sym_hi[e->sym] : GC_SYM_MAX;
+      return 1;
+    case GC_SX_ADD:
+    case GC_SX_MUL: {
+      __int128 l = e->c, h = e->c;
+      if (e->kind == GC_SX_MUL) l = h = 1;
+      for (int i = 0; i < e->n; i++) {
+        if (!gc_sx_bounds(g, e->a[i], &a0, &a1)) return 0;
+        if (e->kind == GC_SX_ADD) {
+          l += a0, h += a1;
+        } else {
+          if (a0 < 0 || l < 0) return 0; /* products of non-negative factors only */
+          l *= a0, h *= a1;
+        }
+        if (h >= ((__int128)1 << 62) || l <= -((__int128)1 << 62)) return 0;
+      }
+      if (e->kind == GC_SX_MUL) {
+        __int128 cl = e->c >= 0 ? l * e->c : h * e->c, ch = e->c >= 0 ? h * e->c : l * e->c;
+        l = cl, h = ch;
+      }
+      return fit(l, lo) && fit(h, hi);
+    }
+    default: break;
+  }
+  if (!gc_sx_bounds(g, e->a[0], &a0, &a1) || !gc_sx_bounds(g, e->a[1], &b0, &b1)) return 0;
+  switch (e->kind) {
+    case GC_SX_FLOORDIV:
+    case GC_SX_CEILDIV:
+      if (b0 < 1 || a0 < 0) return 0;
+      *lo = a0 / b1;
+      *hi = e->kind == GC_SX_CEILDIV ? (a1 + b0 - 1) / b0 : a1 / b0;
+      return 1;
+    case GC_SX_MIN: *lo = a0 < b0 ? a0 : b0, *hi = a1 < b1 ? a1 : b1; return 1;
+    default: *lo = a0 > b0 ? a0 : b0, *hi = a1 > b1 ? a1 : b1; return 1;
+  }
+}
+
 const gc_sym_expr *gc_sx_op(gc_graph *g, gc_sx_kind k, const gc_sym_expr *a, const gc_sym_expr *b) {
   if (!a || !b) return NULL;
   int both = a->kind == GC_SX_CONST && b->kind == GC_SX_CONST;
@@ -271,6 +322,13 @@ const gc_sym_expr *gc_sx_op(gc_graph *g, gc_sx_kind k, const gc_sym_expr *a, con
     case GC_SX_MAX:
       if (both) return gc_sx_const(g, (k == GC_SX_MIN) == (a->c < b->c) ? a->c : b->c);
       if (gc_sx_cmp(a, b) == 0) return a;
+      {
+        int64_t a0, a1, b0, b1; /* decided by the symbols' ranges */
+        if (gc_sx_bounds(g, a, &a0, &a1) && gc_sx_bounds(g, b, &b0, &b1)) {
+          if (a1 <= b0) return k == GC_SX_MIN ? a : b;
+          if (b1 <= a0) return k == GC_SX_MIN ? b : a;
+        }
+      }
       if (gc_sx_cmp(a, b) > 0) {
         const gc_sym_expr *t = a;
         a = b;
