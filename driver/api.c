@@ -280,6 +280,97 @@ graphc_status_t graphc_model_bind(graphc_model_t *m, const char *symbol, int64_t
   return GRAPHC_STATUS_OK;
 }
 
+/* Which input and axis gave a symbol its value (graphc_model_bind_inputs). */
+typedef struct bind_src {
+  int arg;               /* argument index, -1: bound before the call */
+  int axis;
+} bind_src;
+
+/* "%name (dim k = v)" for messages. */
+static void put_src(gc_sbuf *b, const gc_graph *g, bind_src s, int64_t v) {
+  if (s.arg < 0) gc_sbuf_printf(b, "an earlier binding (%lld)", (long long)v);
+  else gc_sbuf_printf(b, "%%%s (dim %d = %lld)", g->args[s.arg]->name, s.axis, (long long)v);
+}
+
+/* Check input i (argument a) against the graph's type, binding its base symbols into
+ * vals/src. 0, or -1 with err set. */
+static int bind_one(const gc_graph *g, int a, const graphc_tensor_t *t, int64_t *vals, bind_src *src,
+                    graphc_error_t *err) {
+  const gc_type *ty = &g->args[a]->type;
+  gc_sbuf b = {0};
+  gc_type_print(&b, ty, g->sym_names);
+  if (t->rank != ty->rank) {
+    gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "input %%%s has rank %d; the graph wants %s",
+                 g->args[a]->name, t->rank, b.data ? b.data : "?");
+    gc_sbuf_free(&b);
+    return -1;
+  }
+  gc_sbuf_free(&b);
+  for (int k = 0; k < ty->rank; k++) {
+    int64_t d = ty->dims[k], v = t->dims[k];
+    if (!GC_DIM_IS_SYM(d)) {
+      if (d != v)
+        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                            "input %%%s has dim %d = %lld; the graph wants %lld", g->args[a]->name, k,
+                            (long long)v, (long long)d), -1;
+      continue;
+    }
+    int i = GC_DIM_SYM_INDEX(d);
+    if (g->sym_defs && g->sym_defs[i]) continue; /* derived: checked once all are bound */
+    if (vals[i] == 0) {
+      int64_t lo = g->sym_lo ? g->sym_lo[i] : 1, hi = g->sym_hi ? g->sym_hi[i] : GC_SYM_MAX;
+      if (v < lo || v > hi)
+        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                            "input %%%s dim %d = %lld binds %s outside its range %lld..%lld",
+                            g->args[a]->name, k, (long long)v, g->sym_names[i], (long long)lo,
+                            (long long)hi), -1;
+      vals[i] = v;
+      src[i] = (bind_src){a, k};
+    } else if (vals[i] != v) {
+      gc_sbuf m = {0};
+      gc_sbuf_printf(&m, "inputs disagree on symbolic dim %s: ", g->sym_names[i]);
+      put_src(&m, g, src[i], vals[i]);
+      gc_sbuf_puts(&m, " and ");
+      put_src(&m, g, (bind_src){a, k}, v);
+      gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s", m.data ? m.data : "inputs disagree");
+      gc_sbuf_free(&m);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+graphc_status_t graphc_model_bind_inputs(graphc_model_t *m, size_t n, const char *const *names,
+                                         const graphc_tensor_t *inputs, graphc_error_t *err) {
+  if (!m || (n && (!names || !inputs)))
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_bind_inputs: NULL argument");
+  gc_graph *g = m->module->graphs[m->entry];
+  int64_t *vals = calloc((size_t)g->n_syms + 1, sizeof *vals);
+  bind_src *src = calloc((size_t)g->n_syms + 1, sizeof *src);
+  if (!vals || !src) {
+    free(vals);
+    free(src);
+    return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  }
+  for (int i = 0; i < g->n_syms; i++) {
+    vals[i] = g->sym_values[i];
+    src[i] = (bind_src){-1, 0};
+  }
+  int rc = 0;
+  for (int a = 0; a < g->n_args && rc == 0; a++)
+    for (size_t j = 0; j < n && rc == 0; j++)
+      if (names[j] && strcmp(names[j], g->args[a]->name) == 0)
+        rc = bind_one(g, a, &inputs[j], vals, src, err);
+  if (rc == 0) {
+    for (int i = 0; i < g->n_syms; i++)
+      if (!g->sym_defs || !g->sym_defs[i]) g->sym_values[i] = vals[i];
+    if (err) memset(err, 0, sizeof *err);
+  }
+  free(vals);
+  free(src);
+  return rc == 0 ? GRAPHC_STATUS_OK : GRAPHC_STATUS_INVALID_ARGUMENT;
+}
+
 graphc_status_t graphc_model_set_range(graphc_model_t *m, const char *symbol, int64_t lo, int64_t hi,
                                        graphc_error_t *err) {
   if (!m || !symbol)
