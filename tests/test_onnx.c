@@ -567,7 +567,9 @@ static void add_xy(pb *g, int elem, int rank, const int64_t *dims) {
 /* The Shape -> Gather -> Unsqueeze -> Concat -> Reshape chain torch writes, on
  * x: f32[N, S, 4] and m: f32[N, S]:
  *   y = 2 * reshape(reshape(x, [N*S, 4]) @ W, [N, S, 3]) + m[..., None] + range(S)[:, None] / S
- * with the 2 from ConstantOfShape([N, S, 1]) and the N*S from Mul of two gathered dims. */
+ *       + P[0, :S][:, None]
+ * with the 2 from ConstantOfShape(Where(Equal([N, S, 1], -1), 1, [N, S, 1])), the N*S
+ * from Mul of two gathered dims, and P a [1, 16] i64 table sliced to a symbolic end. */
 static pb dyn_model(const float *w) {
   pb g = {0}, t, a[1];
   int64_t wd[2] = {4, 3}, one = 1, zero = 0, four = 4, three = 3, neg1 = -1;
@@ -582,6 +584,12 @@ static pb dyn_model(const float *w) {
   t = tensor_i64("c1", 1, &one, &one), pb_msg(&g, 5, &t);
   t = tensor_i64("z", 0, NULL, &zero), pb_msg(&g, 5, &t);
   t = tensor_i64("o", 0, NULL, &one), pb_msg(&g, 5, &t);
+  int64_t three1 = 3, negs[3] = {-1, -1, -1}, ones3[3] = {1, 1, 1}, pd[2] = {1, 16}, p[16];
+  for (int i = 0; i < 16; i++) p[i] = 100 * i + 7;
+  t = tensor_i64("negs", 1, &three1, negs), pb_msg(&g, 5, &t);
+  t = tensor_i64("ones3", 1, &three1, ones3), pb_msg(&g, 5, &t);
+  t = tensor_i64("P", 2, pd, p), pb_msg(&g, 5, &t);
+  t = tensor_i64("i1v", 1, &one, &one), pb_msg(&g, 5, &t);
   add_node(&g, "Shape", "x", "sh");
   add_node(&g, "Gather", "sh,i0", "n");
   add_node(&g, "Gather", "sh,i1", "s");
@@ -604,7 +612,9 @@ static pb dyn_model(const float *w) {
   float two = 2;
   pb vt = tensor_f32("v", 1, &d1, &two, 1);
   a[0] = attr_tensor("value", &vt);
-  n = node("ConstantOfShape", NULL, "t3", "twos", a, 1, NULL);
+  add_node(&g, "Equal", "t3,negs", "eq"); /* torch's Expand idiom: -1 entries become 1 */
+  add_node(&g, "Where", "eq,ones3,t3", "t4");
+  n = node("ConstantOfShape", NULL, "t4", "twos", a, 1, NULL);
   pb_msg(&g, 1, &n);
   add_node(&g, "Mul", "h3,twos", "h4");
   add_node(&g, "Unsqueeze", "m,ax_1", "m3");
@@ -618,7 +628,13 @@ static pb dyn_model(const float *w) {
   pb_msg(&g, 1, &n);
   add_node(&g, "Div", "rf,sf", "rs");
   add_node(&g, "Unsqueeze", "rs,ax_1", "r2");
-  add_node(&g, "Add", "h5,r2", "y");
+  add_node(&g, "Add", "h5,r2", "h6");
+  add_node(&g, "Slice", "P,ax0,su,i1v", "pos"); /* P[:, 0:S] of a 16-long table */
+  a[0] = attr_int("to", 1);
+  n = node("Cast", NULL, "pos", "posf", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  add_node(&g, "Unsqueeze", "posf,ax_1", "pos3");
+  add_node(&g, "Add", "h6,pos3", "y");
   pb_str(&g, 2, "dyn");
   pb vi = value_info("x", 1, 3, xd);
   pb_msg(&g, 11, &vi);
@@ -647,7 +663,8 @@ START_TEST(dynamic_shapes) {
   gc_diags_free(&d);
   char *text = tu_read_file(tmp_path("dyn.graph"), NULL);
   ck_assert_ptr_nonnull(text);
-  const char *want[] = {"graph @dyn<N, S, _s2 = N * S>(%x: f32[N, S, 4], %m: f32[N, S]) -> (f32[N, S, 3])",
+  const char *want[] = {"graph @dyn<N, S: 1..16, _s2 = N * S>(%x: f32[N, S, 4], %m: f32[N, S]) -> (f32[N, S, 3])",
+                        "slice(%P, start=[0, 0], end=[1, S], step=[1, 1]) : i64[1, S]",
                         "reshape(%x, shape=[_s2, 4])", "iota(shape=[S], axis=0, dtype=i64)"};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
     ck_assert_msg(strstr(text, want[i]), "missing '%s' in:\n%s", want[i], text);
@@ -687,8 +704,8 @@ START_TEST(dynamic_shapes) {
         for (int j = 0; j < 3; j++) {
           double h = 0;
           for (int k = 0; k < 4; k++) h += (double)x[i * 4 + k] * w[k * 3 + j];
-          double want_y = 2 * h + mk[i] + (double)(i % S) / (double)S;
-          ck_assert_msg(fabs(y[i * 3 + j] - want_y) < 1e-5, "seed %llu backend %d N=%lld S=%lld: y[%lld][%d] = %g, want %g",
+          double want_y = 2 * h + mk[i] + (double)(i % S) / (double)S + (double)(100 * (i % S) + 7);
+          ck_assert_msg(fabs(y[i * 3 + j] - want_y) < 1e-5 * (1 + fabs(want_y)), "seed %llu backend %d N=%lld S=%lld: y[%lld][%d] = %g, want %g",
                         (unsigned long long)seed, backend, (long long)N, (long long)S, (long long)i, j,
                         y[i * 3 + j], want_y);
         }
