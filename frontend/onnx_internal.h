@@ -176,6 +176,10 @@ int ox_const_has_sym(const ox *x, const ox_const *k);
 /* Fold op whose constant operands hold symbolic dims: 1 folded (res[0] set), 2 fold it
  * as usual (data movement copies them), 0 not foldable, -1 out of memory. */
 int ox_fold_sym(ox *x, const gc_op *op, ox_const **res);
+/* A dim (int or symbol) as an i64[] value computed at run time; NULL after an error. */
+gc_value *ox_dim_value(ox *x, int64_t dim);
+/* a * b as a dim (a derived symbol when symbolic); -1 out of memory or overflow. */
+int64_t ox_dim_mul(ox *x, int64_t a, int64_t b);
 int ox_in_scalar(ox *x, int i, const char *what, double *out);
 const gc_onnx_attr *ox_attr(ox *x, const char *name);
 int64_t ox_attr_int(ox *x, const char *name, int64_t dflt);

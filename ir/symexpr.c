@@ -323,10 +323,11 @@ const gc_sym_expr *gc_sx_op(gc_graph *g, gc_sx_kind k, const gc_sym_expr *a, con
       if (both) return gc_sx_const(g, (k == GC_SX_MIN) == (a->c < b->c) ? a->c : b->c);
       if (gc_sx_cmp(a, b) == 0) return a;
       {
-        int64_t a0, a1, b0, b1; /* decided by the symbols' ranges */
-        if (gc_sx_bounds(g, a, &a0, &a1) && gc_sx_bounds(g, b, &b0, &b1)) {
-          if (a1 <= b0) return k == GC_SX_MIN ? a : b;
-          if (b1 <= a0) return k == GC_SX_MIN ? b : a;
+        int64_t lo, hi; /* decided by the sign of a - b over the symbols' ranges */
+        const gc_sym_expr *d = gc_sx_add(g, a, gc_sx_mul(g, gc_sx_const(g, -1), b));
+        if (d && gc_sx_bounds(g, d, &lo, &hi)) {
+          if (hi <= 0) return k == GC_SX_MIN ? a : b;
+          if (lo >= 0) return k == GC_SX_MIN ? b : a;
         }
       }
       if (gc_sx_cmp(a, b) > 0) {

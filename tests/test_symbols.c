@@ -105,6 +105,19 @@ START_TEST(canonical_and_interned) {
   /* min is commutative; min(B, B) is B */
   ck_assert_int_eq(gc_sx_cmp(gc_sx_op(g, GC_SX_MIN, B, S), gc_sx_op(g, GC_SX_MIN, S, B)), 0);
   ck_assert_int_eq(gc_sx_cmp(gc_sx_op(g, GC_SX_MIN, B, B), B), 0);
+  /* decided by the sign of the difference: min(S + 1, S) = S, max(S + 1, S) = S + 1 */
+  const gc_sym_expr *s1 = gc_sx_add(g, S, one);
+  ck_assert_int_eq(gc_sx_cmp(gc_sx_op(g, GC_SX_MIN, s1, S), S), 0);
+  ck_assert_int_eq(gc_sx_cmp(gc_sx_op(g, GC_SX_MAX, S, s1), s1), 0);
+  /* and by ranges: with B in 1..8, min(B, 8) = B; min(B, S) stays */
+  g->sym_hi[b] = 8;
+  ck_assert_int_eq(gc_sx_cmp(gc_sx_op(g, GC_SX_MIN, B, gc_sx_const(g, 8)), B), 0);
+  ck_assert_int_eq(gc_sx_op(g, GC_SX_MIN, B, S)->kind, GC_SX_MIN);
+  int64_t lo, hi;
+  ck_assert(gc_sx_bounds(g, gc_sx_add(g, gc_sx_mul(g, gc_sx_const(g, 3), B), m1), &lo, &hi));
+  ck_assert_int_eq(lo, 2);
+  ck_assert_int_eq(hi, 23);
+  g->sym_hi[b] = GC_SYM_MAX;
   /* intern: constants and base symbols are dims as they are; a product is one new symbol */
   ck_assert_int_eq(gc_sym_intern(g, gc_sx_const(g, 7)), 7);
   ck_assert_int_eq(gc_sym_intern(g, S), GC_DIM_SYM(s));
