@@ -299,23 +299,6 @@ static void remove_dead(gc_graph *g) {
   }
 }
 
-/* A const op that survived dead-op removal and holds symbolic dims (a symbolic
- * shape vector used as tensor data, which graphc cannot express yet): an error. */
-static int check_sym_data(ox *x) {
-  for (gc_op *op = x->g->first; op; op = op->next) {
-    if (op->opcode != GC_OP_CONST || op->results[0]->id >= x->cap_ids) continue;
-    if (!ox_const_has_sym(x, x->kv[op->results[0]->id])) continue;
-    gc_op *user = NULL;
-    for (gc_op *u = op->next; u && !user; u = u->next)
-      for (int i = 0; i < u->n_operands; i++)
-        if (u->operands[i] == op->results[0]) user = u;
-    return ox_unsup(x, "the shape value %%%s holds symbolic dims and is used as tensor data%s%s; "
-                       "only shape arguments may be symbolic (bind the symbols to import this model)",
-                    op->results[0]->name, user ? " by " : "", user ? gc_op_infos[user->opcode].name : "");
-  }
-  return 0;
-}
-
 /* Keep the weights of the params that survived, in program order. */
 static int collect_weights(ox *x, gc_onnx_result *out) {
   ox_map *idx = ox_map_new();
@@ -436,7 +419,6 @@ int gc_onnx_import(const gc_onnx_model *m, const char *source, const gc_onnx_opt
   for (int i = 0; i < m->graph.n_nodes; i++) translate_node(x, &m->graph.nodes[i]);
   if (add_outputs(x) != 0 || x->errors) goto done;
   remove_dead(x->g);
-  if (check_sym_data(x) != 0) goto done;
   if (collect_weights(x, out) != 0) goto done;
   if (out->n_tensors && !weights_ref) {
     ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "the model has weights but no weights file was given");

@@ -642,6 +642,20 @@ gc_value *ox_iota(ox *x, int rank, const int64_t *dims, int axis, gc_dtype t) {
   return ox_op(x, GC_OP_IOTA, 0, NULL, &at);
 }
 
+/* A dim as an i64[] value (a symbolic one is computed at run time by ox_materialize). */
+gc_value *ox_dim_value(ox *x, int64_t dim) {
+  if (!ox_is_sym(x, dim)) return ox_scalar(x, GRAPHC_DTYPE_I64, (double)dim);
+  ox_const *k = ox_const_new(x, GRAPHC_DTYPE_I64, 0, NULL);
+  if (!k) return NULL;
+  ox_const_seti(k, 0, dim);
+  return ox_materialize(x, k, NULL);
+}
+
+/* a * b as a dim; a derived symbol when symbolic. */
+int64_t ox_dim_mul(ox *x, int64_t a, int64_t b) {
+  return gc_sym_intern(x->g, gc_sx_mul(x->g, gc_sx_dim(x->g, a), gc_sx_dim(x->g, b)));
+}
+
 /* ---- the current node ----------------------------------------------------------------------------- */
 
 int ox_n_in(ox *x) { return x->node->n_inputs; }

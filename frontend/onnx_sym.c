@@ -127,15 +127,3 @@ int ox_fold_sym(ox *x, const gc_op *op, ox_const **res) {
 int ox_in_dims(ox *x, int i, const char *what, int64_t *out, int max) {
   return ox_in_ints_sym(x, i, what, out, max, 1);
 }
-
-gc_value *ox_dim_value(ox *x, int64_t dim) {
-  if (!ox_is_sym(x, dim)) return ox_scalar(x, GRAPHC_DTYPE_I64, (double)dim);
-  ox_const *k = ox_const_new(x, GRAPHC_DTYPE_I64, 0, NULL);
-  if (!k) return NULL;
-  ox_const_seti(k, 0, dim);
-  return ox_materialize(x, k, NULL);
-}
-
-int64_t ox_dim_mul(ox *x, int64_t a, int64_t b) {
-  return gc_sym_intern(x->g, gc_sx_mul(x->g, gc_sx_dim(x->g, a), gc_sx_dim(x->g, b)));
-}

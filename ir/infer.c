@@ -958,6 +958,35 @@ static int sym_dim(ictx *c, const gc_sym_expr *e, int axis, int64_t *out) {
   return 1;
 }
 
+/* Are the dims (a -1 allowed) all integers? */
+static int concrete_dims(const int64_t *d, int n) {
+  for (int i = 0; i < n; i++)
+    if (GC_DIM_IS_SYM(d[i])) return 0;
+  return 1;
+}
+
+/* reshape of concrete dims: integer element counts, no symbol expressions built. */
+static int reshape_concrete(ictx *c, const gc_type *x, gc_type *t, int hole, const gc_attr *sa,
+                            gc_type *out) {
+  prod px = {.c = 1}, ps = {.c = 1};
+  for (int i = 0; i < x->rank; i++) prod_mul(&px, x->dims[i]);
+  for (int i = 0; i < t->rank; i++)
+    if (i != hole) prod_mul(&ps, t->dims[i]);
+  if (px.ovf || ps.ovf)
+    return fail(c, aloc(c, sa), "element count of %s or of shape %s overflows", ty(c, x),
+                dims_str(c, t->dims, t->rank));
+  if (hole < 0 ? px.c != ps.c : px.c % ps.c != 0)
+    return fail(c, aloc(c, sa), hole < 0 ? "cannot reshape %s (%s elements) to %s (%s elements)"
+                                         : "cannot infer -1 in %s for %s: %s elements are not divisible by %s",
+                hole < 0 ? ty(c, x) : dims_str(c, t->dims, t->rank),
+                hole < 0 ? prod_str(c, &px) : ty(c, x), hole < 0 ? dims_str(c, t->dims, t->rank)
+                                                                : prod_str(c, &px),
+                prod_str(c, &ps));
+  if (hole >= 0) t->dims[hole] = px.c / ps.c;
+  out[0] = *t;
+  return 1;
+}
+
 /* reshape: same element count (as canonical products); one -1 solved, a derived
  * symbol when the quotient is not a constant or a base symbol. */
 static int gc_infer_reshape(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
@@ -970,6 +999,7 @@ static int gc_infer_reshape(const gc_graph *g, const gc_op *op, gc_type *out, gc
   t.rank = n;
   for (int i = 0; i < n; i++)
     if (t.dims[i] == -1) hole = i;
+  if (gc_type_is_concrete(x) && concrete_dims(t.dims, n)) return reshape_concrete(c, x, &t, hole, sa, out);
   const gc_sym_expr *px = dims_prod(c, x->dims, x->rank, -1), *ps = dims_prod(c, t.dims, n, hole);
   if (!px || !ps)
     return fail(c, aloc(c, sa), "element count of %s or of shape %s overflows", ty(c, x),
