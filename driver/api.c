@@ -261,28 +261,159 @@ graphc_status_t graphc_model_set_entry(graphc_model_t *m, const char *graph, gra
                       name);
 }
 
+static int base_sym(const gc_graph *g, const char *symbol, const char *what, graphc_error_t *err);
+
 graphc_status_t graphc_model_bind(graphc_model_t *m, const char *symbol, int64_t value,
                                   graphc_error_t *err) {
   if (!m || !symbol)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_bind: NULL argument");
   gc_graph *g = m->module->graphs[m->entry];
+  int i = base_sym(g, symbol, "bind", err);
+  if (i < 0) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  int64_t lo = g->sym_lo ? g->sym_lo[i] : 1, hi = g->sym_hi ? g->sym_hi[i] : GC_SYM_MAX;
+  if (value < lo || value > hi)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "cannot bind %s=%lld: outside its range %lld..%lld", symbol, (long long)value,
+                        (long long)lo, (long long)hi);
+  g->sym_values[i] = value;
+  if (err) memset(err, 0, sizeof *err);
+  return GRAPHC_STATUS_OK;
+}
+
+/* Which input and axis gave a symbol its value (graphc_model_bind_inputs). */
+typedef struct bind_src {
+  int arg;               /* argument index, -1: bound before the call */
+  int axis;
+} bind_src;
+
+/* "%name (dim k = v)" for messages. */
+static void put_src(gc_sbuf *b, const gc_graph *g, bind_src s, int64_t v) {
+  if (s.arg < 0) gc_sbuf_printf(b, "an earlier binding (%lld)", (long long)v);
+  else gc_sbuf_printf(b, "%%%s (dim %d = %lld)", g->args[s.arg]->name, s.axis, (long long)v);
+}
+
+/* Check input i (argument a) against the graph's type, binding its base symbols into
+ * vals/src. 0, or -1 with err set. */
+static int bind_one(const gc_graph *g, int a, const graphc_tensor_t *t, int64_t *vals, bind_src *src,
+                    graphc_error_t *err) {
+  const gc_type *ty = &g->args[a]->type;
+  gc_sbuf b = {0};
+  gc_type_print(&b, ty, g->sym_names);
+  if (t->rank != ty->rank) {
+    gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "input %%%s has rank %d; the graph wants %s",
+                 g->args[a]->name, t->rank, b.data ? b.data : "?");
+    gc_sbuf_free(&b);
+    return -1;
+  }
+  gc_sbuf_free(&b);
+  for (int k = 0; k < ty->rank; k++) {
+    int64_t d = ty->dims[k], v = t->dims[k];
+    if (!GC_DIM_IS_SYM(d)) {
+      if (d != v)
+        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                            "input %%%s has dim %d = %lld; the graph wants %lld", g->args[a]->name, k,
+                            (long long)v, (long long)d), -1;
+      continue;
+    }
+    int i = GC_DIM_SYM_INDEX(d);
+    if (g->sym_defs && g->sym_defs[i]) continue; /* derived: checked once all are bound */
+    if (vals[i] == 0) {
+      int64_t lo = g->sym_lo ? g->sym_lo[i] : 1, hi = g->sym_hi ? g->sym_hi[i] : GC_SYM_MAX;
+      if (v < lo || v > hi)
+        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                            "input %%%s dim %d = %lld binds %s outside its range %lld..%lld",
+                            g->args[a]->name, k, (long long)v, g->sym_names[i], (long long)lo,
+                            (long long)hi), -1;
+      vals[i] = v;
+      src[i] = (bind_src){a, k};
+    } else if (vals[i] != v) {
+      gc_sbuf m = {0};
+      gc_sbuf_printf(&m, "inputs disagree on symbolic dim %s: ", g->sym_names[i]);
+      put_src(&m, g, src[i], vals[i]);
+      gc_sbuf_puts(&m, " and ");
+      put_src(&m, g, (bind_src){a, k}, v);
+      gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "%s", m.data ? m.data : "inputs disagree");
+      gc_sbuf_free(&m);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+graphc_status_t graphc_model_bind_inputs(graphc_model_t *m, size_t n, const char *const *names,
+                                         const graphc_tensor_t *inputs, graphc_error_t *err) {
+  if (!m || (n && (!names || !inputs)))
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_bind_inputs: NULL argument");
+  gc_graph *g = m->module->graphs[m->entry];
+  int64_t *vals = calloc((size_t)g->n_syms + 1, sizeof *vals);
+  bind_src *src = calloc((size_t)g->n_syms + 1, sizeof *src);
+  if (!vals || !src) {
+    free(vals);
+    free(src);
+    return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  }
+  for (int i = 0; i < g->n_syms; i++) {
+    vals[i] = g->sym_values[i];
+    src[i] = (bind_src){-1, 0};
+  }
+  int rc = 0;
+  for (int a = 0; a < g->n_args && rc == 0; a++)
+    for (size_t j = 0; j < n && rc == 0; j++)
+      if (names[j] && strcmp(names[j], g->args[a]->name) == 0)
+        rc = bind_one(g, a, &inputs[j], vals, src, err);
+  if (rc == 0) {
+    for (int i = 0; i < g->n_syms; i++)
+      if (!g->sym_defs || !g->sym_defs[i]) g->sym_values[i] = vals[i];
+    if (err) memset(err, 0, sizeof *err);
+  }
+  free(vals);
+  free(src);
+  return rc == 0 ? GRAPHC_STATUS_OK : GRAPHC_STATUS_INVALID_ARGUMENT;
+}
+
+graphc_status_t graphc_model_set_range(graphc_model_t *m, const char *symbol, int64_t lo, int64_t hi,
+                                       graphc_error_t *err) {
+  if (!m || !symbol)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_model_set_range: NULL argument");
+  gc_graph *g = m->module->graphs[m->entry];
+  int i = base_sym(g, symbol, "set the range of", err);
+  if (i < 0) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  if (!g->sym_lo || !g->sym_hi)
+    return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "graph @%s has no symbol ranges", g->name);
+  if (lo < g->sym_lo[i] || hi > g->sym_hi[i] || lo > hi)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "cannot narrow the range of %s to %lld..%lld: it must lie within %lld..%lld",
+                        symbol, (long long)lo, (long long)hi, (long long)g->sym_lo[i],
+                        (long long)g->sym_hi[i]);
+  if (g->sym_values[i] && (g->sym_values[i] < lo || g->sym_values[i] > hi))
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                        "cannot narrow the range of %s to %lld..%lld: it is bound to %lld", symbol,
+                        (long long)lo, (long long)hi, (long long)g->sym_values[i]);
+  g->sym_lo[i] = lo;
+  g->sym_hi[i] = hi;
+  if (err) memset(err, 0, sizeof *err);
+  return GRAPHC_STATUS_OK;
+}
+
+/* Index of base symbol `symbol` of g, or -1 with err set (no such symbol, or a derived one). */
+static int base_sym(const gc_graph *g, const char *symbol, const char *what, graphc_error_t *err) {
   for (int i = 0; i < g->n_syms; i++)
     if (strcmp(g->sym_names[i], symbol) == 0) {
-      if (value < 1 || value >= (INT64_C(1) << 40))
-        return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
-                            "cannot bind %s=%lld: a dim must be between 1 and 2^40", symbol,
-                            (long long)value);
-      g->sym_values[i] = value;
-      if (err) memset(err, 0, sizeof *err);
-      return GRAPHC_STATUS_OK;
+      if (!g->sym_defs || !g->sym_defs[i]) return i;
+      gc_sbuf b = {0};
+      gc_sx_print(&b, g, g->sym_defs[i]);
+      gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
+                   "cannot %s %s: it is derived (%s = %s); bind the symbols it is computed from",
+                   what, symbol, symbol, b.data ? b.data : "?");
+      gc_sbuf_free(&b);
+      return -1;
     }
   gc_sbuf b = {0};
   for (int i = 0; i < g->n_syms; i++) gc_sbuf_printf(&b, "%s%s", i ? ", " : "", g->sym_names[i]);
-  graphc_status_t st = gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
-                                    "graph @%s has no symbolic dim '%s' (it has: %s)", g->name,
-                                    symbol, b.len ? b.data : "none");
+  gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graph @%s has no symbolic dim '%s' (it has: %s)",
+               g->name, symbol, b.len ? b.data : "none");
   gc_sbuf_free(&b);
-  return st;
+  return -1;
 }
 
 graphc_status_t graphc_model_set_weights(graphc_model_t *m, const char *path, graphc_error_t *err) {

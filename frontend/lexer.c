@@ -42,7 +42,8 @@ static const unsigned char char_class[256] = {
     ['\n'] = C_TOKEN, ['#'] = C_TOKEN, ['"'] = C_TOKEN, ['%'] = C_TOKEN, ['@'] = C_TOKEN,
     ['('] = C_TOKEN, [')'] = C_TOKEN, ['['] = C_TOKEN, [']'] = C_TOKEN, ['{'] = C_TOKEN,
     ['}'] = C_TOKEN, ['<'] = C_TOKEN, ['>'] = C_TOKEN, [','] = C_TOKEN, [';'] = C_TOKEN,
-    [':'] = C_TOKEN, ['='] = C_TOKEN, ['-'] = C_TOKEN};
+    [':'] = C_TOKEN, ['='] = C_TOKEN, ['-'] = C_TOKEN, ['+'] = C_TOKEN, ['*'] = C_TOKEN,
+    ['.'] = C_TOKEN};
 static int is_alpha(int c) { return char_class[c & 0xff] & C_ALPHA; }
 static int is_digit(int c) { return char_class[c & 0xff] & C_DIGIT; }
 static int is_alnum(int c) { return char_class[c & 0xff] & (C_ALPHA | C_DIGIT); }
@@ -111,7 +112,7 @@ static void lex_number(gc_lexer *lx, gc_token *t) {
   const char *s = lx->p;
   skip_class(lx, C_DIGIT);
   int is_float = 0;
-  if (peek(lx, 0) == '.') {
+  if (peek(lx, 0) == '.' && peek(lx, 1) != '.') { /* "1..64" is INT DOTDOT INT */
     lx->p++;
     is_float = 1;
     if (!is_digit(peek(lx, 0))) {
@@ -130,7 +131,7 @@ static void lex_number(gc_lexer *lx, gc_token *t) {
       is_float = 1;
     }
   }
-  if (is_alnum(peek(lx, 0)) || peek(lx, 0) == '.') {
+  if (is_alnum(peek(lx, 0)) || (peek(lx, 0) == '.' && peek(lx, 1) != '.')) {
     const char *q = lx->p;
     while (is_alnum(peek(lx, 0)) || peek(lx, 0) == '.') lx->p++;
     if (!t->bad)
@@ -319,6 +320,13 @@ gc_token gc_lex_next(gc_lexer *lx) {
       case ';': t.kind = GC_TOK_SEMI; break;
       case ':': t.kind = GC_TOK_COLON; break;
       case '=': t.kind = GC_TOK_EQ; break;
+      case '+': t.kind = GC_TOK_PLUS; break;
+      case '*': t.kind = GC_TOK_STAR; break;
+      case '.':
+        if (peek(lx, 1) != '.') goto unexpected;
+        t.kind = GC_TOK_DOTDOT;
+        t.len = 2;
+        break;
       case '-':
         if (peek(lx, 1) == '>') {
           t.kind = GC_TOK_ARROW;
@@ -327,7 +335,8 @@ gc_token gc_lex_next(gc_lexer *lx) {
           t.kind = GC_TOK_MINUS;
         }
         break;
-      default: {
+      default:
+      unexpected: {
         /* One error for a run of unexpected characters (binary junk would
          * otherwise give one error per byte); skip them and lex on. */
         const char *q = lx->p + 1;
@@ -357,6 +366,7 @@ const char *gc_lex_kind_name(gc_tok_kind k) {
       [GC_TOK_LBRACKET] = "'['",     [GC_TOK_RBRACKET] = "']'",     [GC_TOK_LBRACE] = "'{'",
       [GC_TOK_RBRACE] = "'}'",       [GC_TOK_LT] = "'<'",           [GC_TOK_GT] = "'>'",
       [GC_TOK_COMMA] = "','",        [GC_TOK_SEMI] = "';'",         [GC_TOK_COLON] = "':'",
-      [GC_TOK_EQ] = "'='",           [GC_TOK_MINUS] = "'-'",        [GC_TOK_ARROW] = "'->'"};
+      [GC_TOK_EQ] = "'='",           [GC_TOK_MINUS] = "'-'",        [GC_TOK_ARROW] = "'->'",
+      [GC_TOK_PLUS] = "'+'",         [GC_TOK_STAR] = "'*'",         [GC_TOK_DOTDOT] = "'..'"};
   return (unsigned)k < GC_TOK_COUNT_ ? names[k] : "?";
 }

@@ -36,6 +36,9 @@ typedef enum gc_tok_kind {
   GC_TOK_EQ,       /* = */
   GC_TOK_MINUS,    /* - */
   GC_TOK_ARROW,    /* -> */
+  GC_TOK_PLUS,     /* + (symbol expressions) */
+  GC_TOK_STAR,     /* * (symbol expressions) */
+  GC_TOK_DOTDOT,   /* .. (symbol ranges) */
   GC_TOK_COUNT_
 } gc_tok_kind;
 

@@ -76,18 +76,8 @@ static int64_t sym_dim(ox *x, const char *param) {
     if (strcmp(s, reserved[i]) == 0) s = gc_arena_printf(&g->arena, "%s_", s);
   for (int i = 0; i < g->n_syms; i++)
     if (strcmp(g->sym_names[i], s) == 0) return GC_DIM_SYM(i);
-  const char **names = gc_arena_alloc(&g->arena, (size_t)(g->n_syms + 1) * sizeof *names);
-  int64_t *vals = gc_arena_alloc(&g->arena, (size_t)(g->n_syms + 1) * sizeof *vals);
-  if (!names || !vals) return -1;
-  if (g->n_syms) {
-    memcpy(names, g->sym_names, (size_t)g->n_syms * sizeof *names);
-    memcpy(vals, g->sym_values, (size_t)g->n_syms * sizeof *vals);
-  }
-  names[g->n_syms] = s;
-  vals[g->n_syms] = 0;
-  g->sym_names = names;
-  g->sym_values = vals;
-  return GC_DIM_SYM(g->n_syms++);
+  int i = gc_graph_add_sym(g, s, NULL);
+  return i < 0 ? -1 : GC_DIM_SYM(i);
 }
 
 /* Graph inputs that are not initializers become arguments. */

@@ -337,12 +337,44 @@ gc_value *ox_materialize(ox *x, ox_const *k, const char *hint) {
 }
 
 /* As ox_materialize; `param` forces a param (initializers). */
+/* A symbolic int vector as tensor data: each symbolic entry d is computed at run time
+ * as reduce_sum(const(1, shape=[d])) (folded to a constant once d is bound), the
+ * entries are concatenated. The value keeps k as its constant data, so shape
+ * arithmetic on it still folds at import. */
+static gc_value *materialize_sym(ox *x, ox_const *k) {
+  gc_value **parts = ox_alloc(x, (size_t)k->numel * sizeof *parts);
+  if (!parts) return NULL;
+  int64_t one = 1, axis0 = 0;
+  for (int64_t i = 0; i < k->numel; i++) {
+    int64_t v = ox_const_geti(k, i);
+    if (ox_is_sym(x, v)) {
+      ox_attrs at = {0};
+      at_scalar(x, &at, "value", GRAPHC_DTYPE_I64, 1);
+      at_ints(x, &at, "shape", &v, 1);
+      at_dtype(x, &at, "dtype", GRAPHC_DTYPE_I64);
+      parts[i] = ox_reduce(x, GC_OP_REDUCE_SUM, ox_op(x, GC_OP_CONST, 0, NULL, &at), &axis0, 1, 1);
+    } else {
+      parts[i] = ox_reshape(x, ox_scalar(x, GRAPHC_DTYPE_I64, (double)v), 1, &one);
+    }
+    if (!parts[i]) return NULL;
+  }
+  ox_attrs at = {0};
+  at_int(x, &at, "axis", 0);
+  gc_value *v = k->numel == 1 ? parts[0] : ox_op(x, GC_OP_CONCAT, (int)k->numel, parts, &at);
+  v = ox_reshape(x, v, k->rank, k->dims);
+  if (!v || ox_ids_ensure(x) != 0) return NULL;
+  x->kv[v->id] = k;
+  return v;
+}
+
 gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param) {
   if (!k) return NULL;
+  if (ox_const_has_sym(x, k)) return materialize_sym(x, k);
   if (k->numel == 0) {
     ox_unsup(x, "tensor '%s' has zero elements; graphc has no empty tensors", hint ? hint : "");
     return NULL;
   }
+
   size_t es = graphc_dtype_size(k->dtype);
   int uniform = 1, printable = 1;
   for (int64_t i = 1; i < k->numel && uniform; i++)
@@ -430,7 +462,15 @@ static int fold(ox *x, const gc_op *op, ox_const **res) {
   gc_cval *in = calloc((size_t)op->n_operands + 1, sizeof *in), out[OX_MAX_OUTS];
   gc_diags d;
   gc_diags_init(&d, "", NULL, 0);
-  int rc = in ? 1 : -1;
+  int rc = in ? 1 : -1, sym = 0;
+  for (int i = 0; i < op->n_operands; i++) sym |= ox_const_has_sym(x, x->kv[op->operands[i]->id]);
+  if (sym && rc == 1 && (rc = ox_fold_sym(x, op, res)) != 2) {
+    free(in);
+    gc_diags_free(&d);
+    if (rc < 0) ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory folding symbolic dims");
+    return rc;
+  }
+  rc = in ? 1 : -1;
   for (int i = 0; i < op->n_operands && rc == 1; i++)
     rc = const_to_cval(x->kv[op->operands[i]->id], &op->operands[i]->type, &in[i]);
   if (rc == 1 && (rc = gc_fold_eval(op, in, out, FOLD_LIMIT, &d)) == 1) {
@@ -602,6 +642,20 @@ gc_value *ox_iota(ox *x, int rank, const int64_t *dims, int axis, gc_dtype t) {
   return ox_op(x, GC_OP_IOTA, 0, NULL, &at);
 }
 
+/* A dim as an i64[] value (a symbolic one is computed at run time by ox_materialize). */
+gc_value *ox_dim_value(ox *x, int64_t dim) {
+  if (!ox_is_sym(x, dim)) return ox_scalar(x, GRAPHC_DTYPE_I64, (double)dim);
+  ox_const *k = ox_const_new(x, GRAPHC_DTYPE_I64, 0, NULL);
+  if (!k) return NULL;
+  ox_const_seti(k, 0, dim);
+  return ox_materialize(x, k, NULL);
+}
+
+/* a * b as a dim; a derived symbol when symbolic. */
+int64_t ox_dim_mul(ox *x, int64_t a, int64_t b) {
+  return gc_sym_intern(x->g, gc_sx_mul(x->g, gc_sx_dim(x->g, a), gc_sx_dim(x->g, b)));
+}
+
 /* ---- the current node ----------------------------------------------------------------------------- */
 
 int ox_n_in(ox *x) { return x->node->n_inputs; }
@@ -727,6 +781,10 @@ int ox_in_type(ox *x, int i, gc_type *t) {
 
 /* Constant integer input i; an error names the input when it is dynamic. */
 int ox_in_ints(ox *x, int i, const char *what, int64_t *out, int max) {
+  return ox_in_ints_sym(x, i, what, out, max, 0);
+}
+
+int ox_in_ints_sym(ox *x, int i, const char *what, int64_t *out, int max, int allow_sym) {
   ox_const *k = ox_in_need(x, i);
   if (!k) {
     if (!in_val(x, i)) return -1;
@@ -737,7 +795,13 @@ int ox_in_ints(ox *x, int i, const char *what, int64_t *out, int max) {
   if (k->numel > max)
     return ox_unsup(x, "input %d '%s' (%s) has %lld values; at most %d are supported", i,
                     x->node->inputs[i], what, (long long)k->numel, max);
-  for (int64_t j = 0; j < k->numel; j++) out[j] = ox_const_geti(k, j);
+  for (int64_t j = 0; j < k->numel; j++) {
+    out[j] = ox_const_geti(k, j);
+    if (!allow_sym && ox_is_sym(x, out[j]))
+      return ox_unsup(x, "input %d '%s' (%s) holds the symbolic dim %s; this op needs it concrete "
+                         "(bind it)", i, x->node->inputs[i], what,
+                      x->g->sym_names[GC_DIM_SYM_INDEX(out[j])]);
+  }
   return (int)k->numel;
 }
 

@@ -29,8 +29,8 @@ static gc_value *elem_offsets(ox *x, const gc_type *at, gc_value *idx, int ax) {
     ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "indices rank differs from the data's");
     return NULL;
   }
-  if (!gc_type_is_concrete(at) || !gc_type_is_concrete(&idx->type)) {
-    ox_unsup(x, "symbolic dims; bind them first");
+  if (!gc_type_is_concrete(at)) { /* the indices may have symbolic dims: iota takes them */
+    ox_unsup(x, "data with symbolic dims; bind them first");
     return NULL;
   }
   int64_t dim = at->dims[ax], stride = 1;
@@ -787,8 +787,6 @@ int ox_topk(ox *x, int arg) {
 int ox_gather_nd(ox *x, int arg) {
   gc_value *a = ox_in(x, 0), *idx = ox_in(x, 1);
   if (!a || !idx) return -1;
-  if (!gc_type_is_concrete(&a->type) || !gc_type_is_concrete(&idx->type))
-    return ox_unsup(x, "symbolic dims; bind them first");
   int r = a->type.rank, q = idx->type.rank, b = (int)ox_attr_int(x, "batch_dims", 0);
   if (q < 1) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "bad indices shape"); /* scalar: fuzz_onnx */
   int64_t k = idx->type.dims[q - 1], *d = a->type.dims;
@@ -809,13 +807,14 @@ int ox_gather_nd(ox *x, int arg) {
       at_ints(x, &sa, "start", st, q);
       at_ints(x, &sa, "end", en, q);
       part = ox_reshape(x, ox_op(x, GC_OP_SLICE, 1, &ii, &sa), q - 1, g);
-      part = ox_sel(x, ox_binc(x, GC_OP_LT, part, 0), ox_binc(x, GC_OP_ADD, part, (double)d[dd]), part);
+      part = ox_sel(x, ox_binc(x, GC_OP_LT, part, 0), ox_bin(x, GC_OP_ADD, part, ox_dim_value(x, d[dd])),
+                    part);
     } else {
       part = ox_iota(x, q - 1, g, dd, GRAPHC_DTYPE_I64);
     }
-    if (stride != 1) part = ox_binc(x, GC_OP_MUL, part, (double)stride);
+    if (stride != 1) part = ox_bin(x, GC_OP_MUL, part, ox_dim_value(x, stride)); /* dims may be symbols */
     flat = flat ? ox_bin(x, GC_OP_ADD, flat, part) : part;
-    stride *= d[dd];
+    if ((stride = ox_dim_mul(x, stride, d[dd])) < 0) return ox_unsup(x, "the data's size overflows");
   }
   int64_t fd[GC_MAX_RANK], od[GC_MAX_RANK];
   int nf = 0, no = 0;
@@ -935,8 +934,6 @@ int ox_scatter_elements(ox *x, int arg) {
 int ox_scatter_nd(ox *x, int arg) {
   gc_value *a = ox_in(x, 0), *idx = ox_in(x, 1), *u = ox_in(x, 2);
   if (!a || !idx || !u) return -1;
-  if (!gc_type_is_concrete(&a->type) || !gc_type_is_concrete(&idx->type))
-    return ox_unsup(x, "symbolic dims; bind them first");
   int r = a->type.rank, q = idx->type.rank;
   if (q < 1) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "indices must have rank 1 or more");
   int64_t k = idx->type.dims[q - 1], *d = a->type.dims, Nk = 1, S = 1, M = 1;

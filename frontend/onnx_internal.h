@@ -6,6 +6,7 @@
  *   onnx_shape.c, onnx_nn.c, onnx_composite.c   the mappings
  *   onnx_build.c      the toolbox: ops built with inference and folding, constants,
  *                     node accessors
+ *   onnx_sym.c        shape arithmetic on symbolic dims (folding, run-time dim values)
  *   onnx_names.c      bookkeeping: errors, owned memory, maps, bindings, names
  *
  * The importer walks the ONNX nodes in order. Every ONNX value name maps to an
@@ -135,6 +136,10 @@ gc_value *ox_cast(ox *x, gc_value *a, gc_dtype t);
 gc_value *ox_broadcast(ox *x, gc_value *a, int rank, const int64_t *dims);
 gc_value *ox_reduce(ox *x, gc_opcode opc, gc_value *a, const int64_t *axes, int n, int keepdims);
 gc_value *ox_iota(ox *x, int rank, const int64_t *dims, int axis, gc_dtype t);
+/* A dim (int or symbol) as an i64[] value computed at run time; NULL after an error. */
+gc_value *ox_dim_value(ox *x, int64_t dim);
+/* a * b as a dim (a derived symbol when symbolic); -1 out of memory or overflow. */
+int64_t ox_dim_mul(ox *x, int64_t a, int64_t b);
 /* Constant data as a graphc value: a const op when small or uniform, else a
  * param (always a param when `param`). `hint` names it (NULL: a temporary). */
 gc_value *ox_materialize(ox *x, ox_const *k, const char *hint);
@@ -166,6 +171,17 @@ int ox_in_type(ox *x, int i, gc_type *t);
 /* Constant integer input i (initializer, Constant, or folded); -1 and an error
  * naming the input when it is not constant. */
 int ox_in_ints(ox *x, int i, const char *what, int64_t *out, int max);
+/* Same, where entries may be symbolic dims (from Shape of a symbolic tensor); allow_sym 0
+ * reports those as unsupported. ox_in_dims(...) = ox_in_ints_sym(..., 1). */
+int ox_in_ints_sym(ox *x, int i, const char *what, int64_t *out, int max, int allow_sym);
+int ox_in_dims(ox *x, int i, const char *what, int64_t *out, int max);
+/* Symbolic int vectors (onnx_sym.c). */
+int ox_is_sym(const ox *x, int64_t v);
+int ox_const_has_sym(const ox *x, const ox_const *k);
+/* Fold op whose constant operands hold symbolic dims: 1 folded (res[0] set), 2 fold it
+ * as usual (data movement copies them), 0 not foldable, -1 out of memory. */
+int ox_fold_sym(ox *x, const gc_op *op, ox_const **res);
+
 int ox_in_scalar(ox *x, int i, const char *what, double *out);
 const gc_onnx_attr *ox_attr(ox *x, const char *name);
 int64_t ox_attr_int(ox *x, const char *name, int64_t dflt);

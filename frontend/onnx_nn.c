@@ -694,7 +694,6 @@ int ox_cumsum(ox *x, int arg) {
   int64_t ax;
   if (ox_axis(x, axv[0], r, &ax) != 0) return -1;
   int64_t n = a->type.dims[ax];
-  if (GC_DIM_IS_SYM(n)) return ox_unsup(x, "cumulative sum along a symbolic dim");
   if (a->type.dtype == GRAPHC_DTYPE_BOOL) return ox_unsup(x, "bool input");
   int excl = (int)ox_attr_int(x, "exclusive", 0), rev = (int)ox_attr_int(x, "reverse", 0);
   int64_t perm[GC_MAX_RANK], inv[GC_MAX_RANK];

@@ -39,7 +39,7 @@ int ox_reshape_op(ox *x, int arg) {
   gc_type t;
   int64_t s[MAXL];
   if (ox_in_type(x, 0, &t) != 0) return -1;
-  int n = ox_in_ints(x, 1, "shape", s, MAXL);
+  int n = ox_in_dims(x, 1, "shape", s, MAXL);
   if (n < 0) return -1;
   if (n > GC_MAX_RANK) return ox_unsup(x, "rank %d; graphc supports up to %d", n, GC_MAX_RANK);
   int allowzero = (int)ox_attr_int(x, "allowzero", 0);
@@ -71,10 +71,14 @@ int ox_flatten(ox *x, int arg) {
   int64_t ax = ox_attr_int(x, "axis", 1);
   if (ax < 0) ax += r;
   if (ax < 0 || ax > r) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "axis out of range");
-  int64_t d[2] = {ox_dims_prod(&a->type, 0, (int)ax), ox_dims_prod(&a->type, (int)ax, r)};
-  if (d[0] == -2 && d[1] != -2) d[0] = -1;
-  else if (d[1] == -2 && d[0] != -2) d[1] = -1;
-  else if (d[0] == -2) return ox_unsup(x, "flattening needs concrete dims; bind the symbolic dims");
+  int64_t d[2];
+  for (int h = 0; h < 2; h++) { /* the product of each half; a derived symbol when symbolic */
+    const gc_sym_expr *e = gc_sx_const(x->g, 1);
+    for (int i = h ? (int)ax : 0; i < (h ? r : (int)ax) && e; i++)
+      e = gc_sx_mul(x->g, e, gc_sx_dim(x->g, a->type.dims[i]));
+    if ((d[h] = gc_sym_intern(x->g, e)) < 0)
+      return ox_fail(x, GRAPHC_STATUS_OUT_OF_MEMORY, "flattening: out of memory or overflow");
+  }
   return out1(x, ox_reshape(x, a, 2, d));
 }
 
@@ -141,6 +145,23 @@ static gc_value *take(ox *x, gc_value *a, int axis, const int64_t *idx, int64_t 
   return ox_op(x, GC_OP_GATHER, 2, in, &at);
 }
 
+#define TO_END (GC_DIM_SYM_BASE - 1) /* a slice end past any dim */
+
+/* Checks for a slice of a symbolic dim, or with a symbolic end: step 1 and a start >= 0
+ * (graphc's slice computes the length). An end that is a base symbol slicing a
+ * concrete dim D narrows the symbol's range to at most D: the model cannot run
+ * past it (e.g. position_ids[:, :S] of a 512-long table), and min(S, D) is S then. */
+static int slice_sym(ox *x, int64_t dim, int64_t st, int64_t en, int64_t step) {
+  if (step != 1 || st < 0 || ox_is_sym(x, st))
+    return ox_unsup(x, "a slice of a symbolic dim (or to a symbolic end) needs step 1 and a start >= 0");
+  if (ox_is_sym(x, en) && !GC_DIM_IS_SYM(dim)) {
+    int i = GC_DIM_SYM_INDEX(en);
+    gc_graph *g = x->g;
+    if (!g->sym_defs[i] && g->sym_hi[i] > dim) g->sym_hi[i] = dim > g->sym_lo[i] ? dim : g->sym_lo[i];
+  }
+  return 0;
+}
+
 /* Slice: starts/ends/axes/steps from inputs (opset >= 10) or attributes. */
 int ox_slice(ox *x, int arg) {
   gc_type t;
@@ -155,7 +176,7 @@ int ox_slice(ox *x, int arg) {
   } else {
     ns = ox_in_ints(x, 1, "starts", st, MAXL);
     if (ns < 0) return -1;
-    ne = ox_in_ints(x, 2, "ends", en, MAXL);
+    ne = ox_in_dims(x, 2, "ends", en, MAXL);
     if (ne < 0) return -1;
     if (ox_has_in(x, 3) && (na = ox_in_ints(x, 3, "axes", ax, MAXL)) < 0) return -1;
     if (ox_has_in(x, 4) && (np = ox_in_ints(x, 4, "steps", sp, MAXL)) < 0) return -1;
@@ -170,7 +191,13 @@ int ox_slice(ox *x, int arg) {
     if (ox_axis(x, na >= 0 ? ax[j] : j, r, &a) != 0) return -1;
     int64_t step = np >= 0 ? sp[j] : 1, dim = t.dims[a];
     if (step == 0) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "step 0");
-    if (GC_DIM_IS_SYM(dim)) return ox_unsup(x, "slicing along a symbolic dim; bind it first");
+    if (GC_DIM_IS_SYM(dim) || ox_is_sym(x, en[j])) {
+      if (slice_sym(x, dim, st[j], en[j], step) != 0) return -1;
+      b[a] = st[j], s[a] = 1, cnt[a] = -1; /* graphc's slice infers the length */
+      e[a] = ox_is_sym(x, en[j]) || en[j] < TO_END ? en[j] : TO_END;
+      any = 1;
+      continue;
+    }
     int64_t s0 = st[j] < 0 ? st[j] + dim : st[j], e0 = en[j] < 0 ? en[j] + dim : en[j];
     int64_t c;
     if (step > 0) {
@@ -189,7 +216,7 @@ int ox_slice(ox *x, int arg) {
   }
   for (int i = 0; i < r; i++)
     if (cnt[i] == 0) {
-      ox_const *k = ox_in_const(x, 0);
+      ox_const *k = ox_in_const(x, 0);  /* cnt -1: symbolic, never empty */
       if (!k) return ox_unsup(x, "the slice is empty (graphc has no empty tensors)");
       return outk(x, ox_const_new(x, k->dtype, r, cnt));
     }
@@ -200,8 +227,8 @@ int ox_slice(ox *x, int arg) {
   for (int i = 0; i < r; i++) {
     int p = s[i] > 0 && (b[i] != 0 || cnt[i] != t.dims[i] || s[i] != 1);
     pos |= p;
-    pb[i] = p ? b[i] : 0, pe[i] = p ? e[i] : t.dims[i], ps[i] = p ? s[i] : 1;
-    if (GC_DIM_IS_SYM(pe[i])) return ox_unsup(x, "slicing a tensor with symbolic dims; bind them");
+    pb[i] = p ? b[i] : 0, pe[i] = p ? e[i] : GC_DIM_IS_SYM(t.dims[i]) ? TO_END : t.dims[i];
+    ps[i] = p ? s[i] : 1;
   }
   if (pos) {
     ox_attrs at = {0};
@@ -294,7 +321,7 @@ int ox_expand(ox *x, int arg) {
   gc_value *a = ox_in(x, 0);
   int64_t s[MAXL], d[GC_MAX_RANK];
   if (!a) return -1;
-  int n = ox_in_ints(x, 1, "shape", s, MAXL);
+  int n = ox_in_dims(x, 1, "shape", s, MAXL);
   if (n < 0) return -1;
   int r = a->type.rank, ro = n > r ? n : r;
   if (ro > GC_MAX_RANK) return ox_unsup(x, "rank %d; graphc supports up to %d", ro, GC_MAX_RANK);
@@ -304,8 +331,17 @@ int ox_expand(ox *x, int arg) {
     if (v == 0) return ox_unsup(x, "expanding to a zero-sized shape");
     if (u == v || v == 1) d[i] = u;
     else if (u == 1) d[i] = v;
-    else
-      return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "shape does not broadcast with the input");
+    else {
+      gc_sbuf b = {0};
+      gc_type_print(&b, &a->type, x->g->sym_names);
+      gc_sbuf_printf(&b, " and shape entry %d = ", i - (ro - n));
+      if (ox_is_sym(x, v)) gc_sbuf_puts(&b, x->g->sym_names[GC_DIM_SYM_INDEX(v)]);
+      else gc_sbuf_printf(&b, "%lld", (long long)v);
+      int rc = ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "shape does not broadcast with the input: %s",
+                       b.data ? b.data : "");
+      gc_sbuf_free(&b);
+      return rc;
+    }
   }
   return out1(x, ox_broadcast(x, a, ro, d));
 }
@@ -518,7 +554,8 @@ int ox_trilu(ox *x, int arg) {
   return out1(x, ox_sel(x, mask, a, ox_scalar(x, a->type.dtype, 0)));
 }
 
-/* Shape (with start/end, opset 15): a constant when the dims are concrete. */
+/* Shape (with start/end, opset 15): a constant; symbolic dims become symbolic entries
+ * (onnx_sym.c folds the shape arithmetic on them). */
 int ox_shape(ox *x, int arg) {
   gc_type t;
   if (ox_in_type(x, 0, &t) != 0) return -1;
@@ -530,11 +567,7 @@ int ox_shape(ox *x, int arg) {
   int64_t n = e > s ? e - s : 0;
   ox_const *k = ox_const_new(x, GRAPHC_DTYPE_I64, 1, &n);
   if (!k) return -1;
-  for (int64_t i = 0; i < n; i++) {
-    if (GC_DIM_IS_SYM(t.dims[s + i]))
-      return ox_unsup(x, "the shape has a symbolic dim (dynamic shapes are not supported); bind it");
-    ox_const_seti(k, i, t.dims[s + i]);
-  }
+  for (int64_t i = 0; i < n; i++) ox_const_seti(k, i, t.dims[s + i]); /* symbols stay symbols */
   return outk(x, k);
 }
 
@@ -553,9 +586,33 @@ int ox_size(ox *x, int arg) {
   return outk(x, k);
 }
 
+/* Range with a symbolic limit (integer start and delta constants): iota over a
+ * derived length ceildiv(limit - start, delta), scaled and shifted. 1 done,
+ * 0 not symbolic, -1 error. */
+static int ox_range_sym(ox *x) {
+  ox_const *lk = ox_in_const(x, 1), *sk = ox_in_const(x, 0), *dk = ox_in_const(x, 2);
+  if (!lk || !ox_const_has_sym(x, lk)) return 0;
+  if (!sk || !dk || ox_const_has_sym(x, sk) || ox_const_has_sym(x, dk) || lk->numel != 1 ||
+      sk->numel != 1 || dk->numel != 1 || gc_dtype_is_float(sk->dtype))
+    return ox_unsup(x, "a Range with a symbolic limit needs integer constant start and delta");
+  int64_t st = ox_const_geti(sk, 0), de = ox_const_geti(dk, 0), lim = ox_const_geti(lk, 0);
+  if (de <= 0) return ox_unsup(x, "a Range with a symbolic limit needs a positive delta");
+  gc_graph *g = x->g;
+  const gc_sym_expr *len = gc_sx_op(g, GC_SX_CEILDIV, gc_sx_add(g, gc_sx_dim(g, lim), gc_sx_const(g, -st)),
+                                    gc_sx_const(g, de));
+  int64_t n = gc_sym_intern(g, len);
+  if (n < 0) return ox_unsup(x, "the range's length is not positive");
+  gc_value *v = ox_iota(x, 1, &n, 0, sk->dtype);
+  if (v && de != 1) v = ox_binc(x, GC_OP_MUL, v, (double)de);
+  if (v && st != 0) v = ox_binc(x, GC_OP_ADD, v, (double)st);
+  return out1(x, v) < 0 ? -1 : 1;
+}
+
 /* Range(start, limit, delta) with constant scalars. */
 int ox_range(ox *x, int arg) {
   ox_const *ks[3];
+  int sym = ox_range_sym(x);
+  if (sym != 0) return sym < 0 ? -1 : 0;
   for (int i = 0; i < 3; i++) {
     ks[i] = ox_in_need(x, i);
     if (!ks[i]) return ox_unsup(x, "input %d must be a constant (dynamic Range is not supported)", i);
@@ -588,9 +645,11 @@ int ox_range(ox *x, int arg) {
 /* ConstantOfShape(shape) filled with `value` (default f32 0). */
 int ox_constant_of_shape(ox *x, int arg) {
   int64_t s[MAXL];
-  int n = ox_in_ints(x, 0, "shape", s, MAXL);
+  int n = ox_in_dims(x, 0, "shape", s, MAXL);
   if (n < 0) return -1;
   if (n > GC_MAX_RANK) return ox_unsup(x, "rank %d", n);
+  int sym = 0;
+  for (int i = 0; i < n; i++) sym |= ox_is_sym(x, s[i]);
   const gc_onnx_attr *va = ox_attr(x, "value");
   ox_const *v = NULL;
   if (va && va->t) {
@@ -603,7 +662,7 @@ int ox_constant_of_shape(ox *x, int arg) {
   int64_t numel = 1;
   for (int i = 0; i < n; i++)   /* saturating: only compared with 2^20 below */
     if (__builtin_mul_overflow(numel, s[i] > 0 ? s[i] : 0, &numel)) numel = INT64_MAX;
-  if (numel > (INT64_C(1) << 20)) { /* large: a const op, never data at import time */
+  if (sym || numel > (INT64_C(1) << 20)) { /* large or symbolic: a const op, never data at import */
     ox_attrs at = {0};
     at_scalar(x, &at, "value", t, val);
     at_ints(x, &at, "shape", s, n);

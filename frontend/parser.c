@@ -783,12 +783,130 @@ static int reserved_sym(const gc_token *t) {
          tok_is(t, "inf") || tok_is(t, "nan");
 }
 
-/* "<" IDENT { "," IDENT } ">"  (symbolic dims of a graph) */
+static const gc_sym_expr *parse_sexpr(parser *p);
+
+/* sfactor = INT | IDENT | "(" sexpr ")" | ("floordiv"|"ceildiv"|"min"|"max") "(" sexpr "," sexpr ")"
+ * NULL after a reported error. */
+static const gc_sym_expr *parse_sfactor(parser *p) {
+  gc_graph *g = p->g;
+  gc_token t = p->tok;
+  if (accept(p, GC_TOK_INT)) return gc_sx_const(g, t.i);
+  if (accept(p, GC_TOK_LPAREN)) {
+    const gc_sym_expr *e = parse_sexpr(p);
+    return e && expect(p, GC_TOK_RPAREN, "to close the expression") ? e : NULL;
+  }
+  if (!at(p, GC_TOK_IDENT)) {
+    error_expected(p, "a symbol, an integer or '('");
+    return NULL;
+  }
+  advance(p);
+  static const struct { const char *name; gc_sx_kind k; } fns[] = {
+      {"floordiv", GC_SX_FLOORDIV}, {"ceildiv", GC_SX_CEILDIV}, {"min", GC_SX_MIN}, {"max", GC_SX_MAX}};
+  if (at(p, GC_TOK_LPAREN)) {
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
+      if (tok_is(&t, fns[i].name)) {
+        advance(p);
+        const gc_sym_expr *a = parse_sexpr(p);
+        if (!a || !expect(p, GC_TOK_COMMA, "between the two operands")) return NULL;
+        const gc_sym_expr *b = parse_sexpr(p);
+        if (!b || !expect(p, GC_TOK_RPAREN, "to close the call")) return NULL;
+        if (fns[i].k <= GC_SX_CEILDIV && b->kind == GC_SX_CONST && b->c <= 0) {
+          error_at(p, t.loc, "%s by %lld: the divisor must be positive", fns[i].name, (long long)b->c);
+          return NULL;
+        }
+        const gc_sym_expr *e = gc_sx_op(g, fns[i].k, a, b);
+        if (!e) error_at(p, t.loc, "the expression overflows");
+        return e;
+      }
+    error_at(p, t.loc, "unknown function '%.*s' (floordiv, ceildiv, min, max)", (int)t.len, t.text);
+    return NULL;
+  }
+  int k = find_sym(p, &t);
+  if (k < 0) {
+    error_at(p, t.loc, "unknown symbolic dim '%.*s' (a symbol must be declared before it is used)",
+             (int)t.len, t.text);
+    return NULL;
+  }
+  return gc_sx_dim(g, GC_DIM_SYM(k));
+}
+
+/* sterm = sfactor { "*" sfactor } */
+static const gc_sym_expr *parse_sterm(parser *p) {
+  const gc_sym_expr *e = parse_sfactor(p);
+  while (e && at(p, GC_TOK_STAR)) {
+    gc_loc loc = p->tok.loc;
+    advance(p);
+    const gc_sym_expr *f = parse_sfactor(p);
+    if (!f) return NULL;
+    if (!(e = gc_sx_mul(p->g, e, f))) error_at(p, loc, "the expression overflows");
+  }
+  return e;
+}
+
+/* sexpr = ["-"] sterm { ("+" | "-") sterm } */
+static const gc_sym_expr *parse_sexpr(parser *p) {
+  int neg = accept(p, GC_TOK_MINUS);
+  const gc_sym_expr *e = parse_sterm(p);
+  if (e && neg) e = gc_sx_mul(p->g, gc_sx_const(p->g, -1), e);
+  while (e && (at(p, GC_TOK_PLUS) || at(p, GC_TOK_MINUS))) {
+    gc_loc loc = p->tok.loc;
+    int minus = at(p, GC_TOK_MINUS);
+    advance(p);
+    const gc_sym_expr *f = parse_sterm(p);
+    if (!f) return NULL;
+    if (minus) f = gc_sx_mul(p->g, gc_sx_const(p->g, -1), f);
+    if (!(e = gc_sx_add(p->g, e, f))) error_at(p, loc, "the expression overflows");
+  }
+  return e;
+}
+
+/* The definition of derived symbol t: a new expression that is not a constant or a
+ * single symbol. NULL after a reported error. */
+static const gc_sym_expr *parse_sym_def(parser *p, const gc_token *t) {
+  gc_loc at_loc = p->tok.loc;
+  const gc_sym_expr *e = parse_sexpr(p);
+  if (!e) return NULL;
+  gc_graph *g = p->g;
+  gc_sbuf b = {0};
+  gc_sx_print(&b, g, e);
+  const char *txt = b.data ? b.data : "?";
+  if (e->kind == GC_SX_CONST || e->kind == GC_SX_SYM) {
+    error_at(p, at_loc, "derived dim '%.*s' = %s is %s, not an expression", (int)t->len, t->text, txt,
+             e->kind == GC_SX_CONST ? "a constant" : "a single symbol");
+    e = NULL;
+  }
+  for (int i = 0; e && i < g->n_syms; i++)
+    if (g->sym_defs && g->sym_defs[i] && gc_sx_cmp(g->sym_defs[i], e) == 0) {
+      error_at(p, at_loc, "derived dim '%.*s' = %s is the same as '%s'; use that one", (int)t->len,
+               t->text, txt, g->sym_names[i]);
+      e = NULL;
+    }
+  gc_sbuf_free(&b);
+  return e;
+}
+
+/* ":" INT ".." INT  (range of base symbol i; i < 0: parsed and dropped) */
+static int parse_sym_range(parser *p, int i) {
+  gc_token lo = p->tok;
+  if (!expect(p, GC_TOK_INT, "for the lowest value of the symbol")) return 0;
+  if (!expect(p, GC_TOK_DOTDOT, "between the bounds of the range")) return 0;
+  gc_token hi = p->tok;
+  if (!expect(p, GC_TOK_INT, "for the highest value of the symbol")) return 0;
+  if (lo.i < 1 || hi.i < lo.i || hi.i > GC_SYM_MAX)
+    error_at(p, lo.loc, "bad range %lld..%lld: need 1 <= lo <= hi <= 2^40", (long long)lo.i,
+             (long long)hi.i);
+  else if (i >= 0) {
+    p->g->sym_lo[i] = lo.i;
+    p->g->sym_hi[i] = hi.i;
+  }
+  return 1;
+}
+
+/* syms = "<" sym { "," sym } ">"  (symbolic dims of a graph)
+ * sym  = IDENT [ ":" INT ".." INT ] | IDENT "=" sexpr */
 static int parse_syms(parser *p) {
   gc_graph *g = p->g;
   advance(p);
-  const char **names = NULL;
-  int n = 0, cap = 0;
   for (;;) {
     if (!at(p, GC_TOK_IDENT)) {
       error_expected(p, "a symbolic dim name");
@@ -796,24 +914,32 @@ static int parse_syms(parser *p) {
     }
     gc_token t = p->tok;
     advance(p);
-    int dup = 0;
-    for (int i = 0; i < n; i++)
-      if (strlen(names[i]) == t.len && memcmp(names[i], t.text, t.len) == 0) dup = 1;
-    if (dup) {
+    const gc_sym_expr *def = NULL;
+    if (accept(p, GC_TOK_EQ) && !(def = parse_sym_def(p, &t)) && (p->oom || !at(p, GC_TOK_COMMA)))
+      return 0;
+    int bad = 0;
+    if (find_sym(p, &t) >= 0) {
       error_at(p, t.loc, "duplicate symbolic dim '%.*s'", (int)t.len, t.text);
+      bad = 1;
     } else if (reserved_sym(&t)) {
       error_at(p, t.loc, "'%.*s' cannot name a symbolic dim (it is a dtype or a literal)",
                (int)t.len, t.text);
-    } else {
+      bad = 1;
+    }
+    int i = -1;
+    if (!bad) {
       const char *s = pstrndup(p, t.text, t.len);
       if (!s) return 0;
-      PUSH(p, names, n, cap, s);
-      g->sym_names = names; /* kept as far as parsed, for recovery */
-      g->n_syms = n;
+      if ((i = gc_graph_add_sym(g, s, def)) < 0) {
+        out_of_memory(p);
+        return 0;
+      }
+    }
+    if (!def && accept(p, GC_TOK_COLON)) {
+      if (!parse_sym_range(p, i)) return 0;
     }
     if (!accept(p, GC_TOK_COMMA)) break;
   }
-  if (n && !(g->sym_values = palloc(p, (size_t)n * sizeof *g->sym_values))) return 0;
   return expect(p, GC_TOK_GT, "to close the symbolic dims");
 }
 

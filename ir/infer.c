@@ -929,7 +929,70 @@ static int gc_infer_im2col(const gc_graph *g, const gc_op *op, gc_type *out, gc_
 
 /* ---- rules: data movement ------------------------------------------------------------ */
 
-/* reshape: same element count (constant x symbols); one -1 solved. */
+/* The graph whose symbol table inference may extend with derived symbols (a
+ * reshape's -1 over symbolic dims, a concat along a symbolic axis). Adding a
+ * symbol does not change any existing type, so inference stays a query. */
+static gc_graph *sym_graph(ictx *c) { return (gc_graph *)c->g; }
+
+/* Product of dims[0..n) as a symbol expression (skipping index `skip`). */
+static const gc_sym_expr *dims_prod(ictx *c, const int64_t *dims, int n, int skip) {
+  gc_graph *g = sym_graph(c);
+  const gc_sym_expr *e = gc_sx_const(g, 1);
+  for (int i = 0; i < n && e; i++)
+    if (i != skip) e = gc_sx_mul(g, e, gc_sx_dim(g, dims[i]));
+  return e;
+}
+
+/* An expression as text, for messages. */
+static const char *sx_str(ictx *c, const gc_sym_expr *e) {
+  gc_sbuf b = {0};
+  if (e) gc_sx_print(&b, c->g, e);
+  else gc_sbuf_puts(&b, "(too large)");
+  return ring(c, &b);
+}
+
+/* A symbolic result dim for e: a constant, a base symbol or a derived one. */
+static int sym_dim(ictx *c, const gc_sym_expr *e, int axis, int64_t *out) {
+  if (!e) return fail(c, c->op->loc, "result dim %d overflows", axis);
+  if (e->kind == GC_SX_CONST && (e->c < 1 || e->c >= DIM_LIMIT))
+    return fail(c, c->op->loc, "result dim %d is %lld", axis, (long long)e->c);
+  int64_t v = gc_sym_intern(sym_graph(c), e);
+  if (v < 0) return fail(c, c->op->loc, "out of memory adding a derived symbol");
+  *out = v;
+  return 1;
+}
+
+/* Are the dims (a -1 allowed) all integers? */
+static int concrete_dims(const int64_t *d, int n) {
+  for (int i = 0; i < n; i++)
+    if (GC_DIM_IS_SYM(d[i])) return 0;
+  return 1;
+}
+
+/* reshape of concrete dims: integer element counts, no symbol expressions built. */
+static int reshape_concrete(ictx *c, const gc_type *x, gc_type *t, int hole, const gc_attr *sa,
+                            gc_type *out) {
+  prod px = {.c = 1}, ps = {.c = 1};
+  for (int i = 0; i < x->rank; i++) prod_mul(&px, x->dims[i]);
+  for (int i = 0; i < t->rank; i++)
+    if (i != hole) prod_mul(&ps, t->dims[i]);
+  if (px.ovf || ps.ovf)
+    return fail(c, aloc(c, sa), "element count of %s or of shape %s overflows", ty(c, x),
+                dims_str(c, t->dims, t->rank));
+  if (hole < 0 ? px.c != ps.c : px.c % ps.c != 0)
+    return fail(c, aloc(c, sa), hole < 0 ? "cannot reshape %s (%s elements) to %s (%s elements)"
+                                         : "cannot infer -1 in %s for %s: %s elements are not divisible by %s",
+                hole < 0 ? ty(c, x) : dims_str(c, t->dims, t->rank),
+                hole < 0 ? prod_str(c, &px) : ty(c, x), hole < 0 ? dims_str(c, t->dims, t->rank)
+                                                                : prod_str(c, &px),
+                prod_str(c, &ps));
+  if (hole >= 0) t->dims[hole] = px.c / ps.c;
+  out[0] = *t;
+  return 1;
+}
+
+/* reshape: same element count (as canonical products); one -1 solved, a derived
+ * symbol when the quotient is not a constant or a base symbol. */
 static int gc_infer_reshape(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
   const gc_type *x = in(c, 0);
@@ -938,49 +1001,25 @@ static int gc_infer_reshape(const gc_graph *g, const gc_op *op, gc_type *out, gc
   int n, hole = -1;
   if (!attr_dims(c, "shape", 1, t.dims, &n, &sa)) return 0;
   t.rank = n;
-  prod px = {.c = 1}, ps = {.c = 1};
-  for (int i = 0; i < x->rank; i++) prod_mul(&px, x->dims[i]);
-  for (int i = 0; i < n; i++) {
-    if (t.dims[i] == -1)
-      hole = i;
-    else
-      prod_mul(&ps, t.dims[i]);
-  }
-  if (ps.ovf) return fail(c, aloc(c, sa), "element count of shape %s overflows 2^62",
-                          dims_str(c, t.dims, n));
+  for (int i = 0; i < n; i++)
+    if (t.dims[i] == -1) hole = i;
+  if (gc_type_is_concrete(x) && concrete_dims(t.dims, n)) return reshape_concrete(c, x, &t, hole, sa, out);
+  const gc_sym_expr *px = dims_prod(c, x->dims, x->rank, -1), *ps = dims_prod(c, t.dims, n, hole);
+  if (!px || !ps)
+    return fail(c, aloc(c, sa), "element count of %s or of shape %s overflows", ty(c, x),
+                dims_str(c, t.dims, n));
   if (hole < 0) {
-    int same = px.c == ps.c && px.n == ps.n;
-    for (int i = 0; same && i < px.n; i++) same = px.syms[i] == ps.syms[i];
-    if (!same)
+    if (gc_sx_cmp(px, ps) != 0)
       return fail(c, aloc(c, sa), "cannot reshape %s (%s elements) to %s (%s elements)",
-                  ty(c, x), prod_str(c, &px), dims_str(c, t.dims, n), prod_str(c, &ps));
+                  ty(c, x), sx_str(c, px), dims_str(c, t.dims, n), sx_str(c, ps));
     out[0] = t;
     return 1;
   }
-  /* Remove the shape's symbols from the input's multiset; what is left and the
-   * constant quotient make the -1. */
-  prod q = {.c = 1};
-  int used[2 * GC_MAX_RANK] = {0}, ok = px.c % ps.c == 0;
-  for (int i = 0; ok && i < ps.n; i++) {
-    int j = 0;
-    while (j < px.n && (used[j] || px.syms[j] != ps.syms[i])) j++;
-    if (j == px.n) ok = 0;
-    else used[j] = 1;
-  }
-  if (ok) {
-    q.c = px.c / ps.c;
-    for (int j = 0; j < px.n; j++)
-      if (!used[j]) prod_mul(&q, px.syms[j]);
-  }
-  if (!ok)
+  const gc_sym_expr *q = gc_sx_exact_div(sym_graph(c), px, ps);
+  if (!q)
     return fail(c, aloc(c, sa), "cannot infer -1 in %s for %s: %s elements are not divisible by %s",
-                dims_str(c, t.dims, n), ty(c, x), prod_str(c, &px), prod_str(c, &ps));
-  if (q.n > 1 || (q.n == 1 && q.c != 1))
-    return fail(c, aloc(c, sa),
-                "cannot infer -1 in %s for %s: the quotient %s is not a whole number or a single "
-                "symbolic dim",
-                dims_str(c, t.dims, n), ty(c, x), prod_str(c, &q));
-  t.dims[hole] = q.n ? q.syms[0] : q.c;
+                dims_str(c, t.dims, n), ty(c, x), sx_str(c, px), sx_str(c, ps));
+  if (!sym_dim(c, q, hole, &t.dims[hole])) return 0;
   out[0] = t;
   return 1;
 }
@@ -1040,6 +1079,7 @@ static int gc_infer_concat(const gc_graph *g, const gc_op *op, gc_type *out, gc_
   if (!aa) return fail(c, op->loc, "missing required attribute 'axis'");
   if (!get_axis(c, "axis", 0, x->rank, &axis)) return 0;
   __int128 sum = 0;
+  int symbolic = 0;
   for (int i = 0; i < op->n_operands; i++) {
     const gc_type *y = in(c, i);
     if (y->dtype != x->dtype)
@@ -1050,12 +1090,16 @@ static int gc_infer_concat(const gc_graph *g, const gc_op *op, gc_type *out, gc_
     if (!ok)
       return fail(c, op->loc, "operand %d is %s, which does not match %s outside axis %d", i,
                   ty(c, y), ty(c, x), axis);
-    if (GC_DIM_IS_SYM(y->dims[axis]) && op->n_operands > 1)
-      return need_concrete(c, axis, y->dims[axis], "");
-    sum += y->dims[axis];
+    if (GC_DIM_IS_SYM(y->dims[axis])) symbolic = 1;
+    else sum += y->dims[axis];
   }
   gc_type t = *x;
-  if (op->n_operands > 1) {
+  if (op->n_operands > 1 && symbolic) {
+    const gc_sym_expr *e = gc_sx_const(sym_graph(c), 0);
+    for (int i = 0; i < op->n_operands; i++)
+      e = gc_sx_add(sym_graph(c), e, gc_sx_dim(sym_graph(c), in(c, i)->dims[axis]));
+    if (!sym_dim(c, e, axis, &t.dims[axis])) return 0;
+  } else if (op->n_operands > 1) {
     if (!dim_fits(c, sum, axis)) return 0;
     t.dims[axis] = (int64_t)sum;
   }
@@ -1079,6 +1123,23 @@ static int per_dim(ictx *c, const char *name, int rank, const int64_t *dflt, int
   return 1;
 }
 
+/* Length of a slice of symbolic dim D: start >= 0 (or D + start when start < 0 and
+ * the range of D keeps it in bounds is not known: then an error); end >= 0 gives
+ * min(D, end), end < 0 gives D + end; length ceildiv(end - start, step). A length
+ * that is not positive at some binding is an error then (gc_graph_eval_syms). */
+static int sym_slice(ictx *c, int axis, int64_t dim, int64_t s, int64_t e, int64_t step, int64_t *out) {
+  gc_graph *g = sym_graph(c);
+  const gc_sym_expr *D = gc_sx_dim(g, dim), *end;
+  if (s < 0) return need_concrete(c, axis, dim, " (a negative start)");
+  if (GC_DIM_IS_SYM(e)) end = gc_sx_op(g, GC_SX_MIN, D, gc_sx_dim(g, e));
+  else if (e >= DIM_LIMIT - 1) end = D;
+  else if (e >= 0) end = gc_sx_op(g, GC_SX_MIN, D, gc_sx_const(g, e));
+  else end = gc_sx_add(g, D, gc_sx_const(g, e));
+  const gc_sym_expr *len = gc_sx_op(g, GC_SX_CEILDIV, gc_sx_add(g, end, gc_sx_const(g, -s)),
+                                    gc_sx_const(g, step));
+  return sym_dim(c, len, axis, out);
+}
+
 /* slice: per-dim start/end (negative from the end, clamped) and step >= 1. */
 static int gc_infer_slice(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
@@ -1095,10 +1156,11 @@ static int gc_infer_slice(const gc_graph *g, const gc_op *op, gc_type *out, gc_d
     if (sp[i] < 1)
       return fail(c, iloc(c, pa, i), "step must be >= 1, got %lld at axis %d", (long long)sp[i],
                   i);
-    if (GC_DIM_IS_SYM(dim)) {
-      /* Only the whole range is expressible on a symbolic dim. */
-      if (st[i] == 0 && sp[i] == 1 && en[i] >= DIM_LIMIT - 1) continue;
-      return need_concrete(c, i, dim, "");
+    if (GC_DIM_IS_SYM(dim) || is_graph_sym(c, en[i])) {
+      if (st[i] == 0 && sp[i] == 1 && en[i] >= DIM_LIMIT - 1 && !is_graph_sym(c, en[i]))
+        continue; /* the whole range */
+      if (!sym_slice(c, i, dim, st[i], en[i], sp[i], &t.dims[i])) return 0;
+      continue;
     }
     int64_t s = st[i] < 0 ? st[i] + dim : st[i], e = en[i] < 0 ? en[i] + dim : en[i];
     s = s < 0 ? 0 : s > dim ? dim : s;

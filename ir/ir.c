@@ -269,15 +269,15 @@ static int clone_graph(gc_graph *g, const gc_graph *s) {
   gc_arena *a = &g->arena;
   gc_value **map = calloc((size_t)s->next_value_id + 1, sizeof *map);
   int ok = map != NULL;
-  g->n_syms = s->n_syms;
-  if (ok && s->n_syms) {
-    g->sym_names = gc_arena_alloc(a, (size_t)s->n_syms * sizeof *g->sym_names);
-    g->sym_values = gc_arena_alloc(a, (size_t)s->n_syms * sizeof *g->sym_values);
-    ok = g->sym_names && g->sym_values;
-    for (int i = 0; ok && i < s->n_syms; i++) {
-      g->sym_names[i] = s->sym_names[i] ? gc_arena_strdup(a, s->sym_names[i]) : NULL;
-      ok = !s->sym_names[i] || g->sym_names[i];
+  for (int i = 0; ok && i < s->n_syms; i++) {
+    const char *nm = s->sym_names[i] ? gc_arena_strdup(a, s->sym_names[i]) : NULL;
+    const gc_sym_expr *def = s->sym_defs && s->sym_defs[i] ? gc_sx_clone(g, s->sym_defs[i]) : NULL;
+    ok = (nm || !s->sym_names[i]) && (def || !s->sym_defs || !s->sym_defs[i]) &&
+         gc_graph_add_sym(g, nm, def) == i;
+    if (ok) {
       g->sym_values[i] = s->sym_values ? s->sym_values[i] : 0;
+      if (s->sym_lo) g->sym_lo[i] = s->sym_lo[i];
+      if (s->sym_hi) g->sym_hi[i] = s->sym_hi[i];
     }
   }
   g->n_args = s->n_args;

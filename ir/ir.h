@@ -112,6 +112,29 @@ int gc_dtype_from_name(const char *s, size_t n);
 #define GC_DIM_IS_SYM(d) ((d) >= GC_DIM_SYM_BASE)
 #define GC_DIM_SYM_INDEX(d) ((int)((d) - GC_DIM_SYM_BASE))
 
+/* ---- symbols: base and derived (ir/symexpr.c) -------------------------------------- */
+/* A graph symbol is a base symbol (bound by the user, with a range lo..hi) or a
+ * derived symbol defined by an expression over base symbols. Expressions are kept
+ * canonical: a sum of products (ADD of MUL terms, each term a coefficient times a
+ * sorted list of atoms; an atom is a base symbol or floordiv/ceildiv/min/max of two
+ * canonical expressions), so equal expressions compare equal and a graph holds at
+ * most one derived symbol per expression. Built in the graph's arena. */
+typedef enum gc_sx_kind {
+  GC_SX_CONST, GC_SX_SYM, GC_SX_ADD, GC_SX_MUL,
+  GC_SX_FLOORDIV, GC_SX_CEILDIV, GC_SX_MIN, GC_SX_MAX
+} gc_sx_kind;
+
+typedef struct gc_sym_expr gc_sym_expr;
+struct gc_sym_expr {
+  gc_sx_kind kind;
+  int64_t c;             /* CONST: value; ADD: constant term; MUL: coefficient */
+  int sym;               /* SYM: base symbol index */
+  int n;                 /* ADD: terms, MUL: factors, the others: 2 */
+  const gc_sym_expr **a;
+};
+
+#define GC_SYM_MAX (INT64_C(1) << 40)  /* largest value a base symbol may be bound to */
+
 typedef struct gc_type {
   gc_dtype dtype;
   int rank;
@@ -211,6 +234,8 @@ struct gc_graph {
   int n_syms;
   const char **sym_names;
   int64_t *sym_values;   /* 0 = unbound */
+  const gc_sym_expr **sym_defs; /* NULL for a base symbol; else its canonical definition */
+  int64_t *sym_lo, *sym_hi;     /* range of a base symbol (default 1..GC_SYM_MAX) */
   int n_args;
   gc_value **args;
   int n_result_types;
@@ -284,6 +309,37 @@ int gc_verify_module(gc_module *m, gc_diags *d);
 int gc_graph_specialize(gc_graph *g, gc_diags *d);
 /* A param op's declared type with g's bound symbols substituted (unbound ones stay). */
 gc_type gc_param_type(const gc_graph *g, const gc_op *op);
+
+/* Symbols (ir/symexpr.c). Builders return canonical expressions over base symbols
+ * (a derived symbol is replaced by its definition), NULL when out of memory or on
+ * overflow or a division by a non-positive constant. */
+const gc_sym_expr *gc_sx_const(gc_graph *g, int64_t c);
+const gc_sym_expr *gc_sx_dim(gc_graph *g, int64_t dim);  /* an int or GC_DIM_SYM(i) */
+const gc_sym_expr *gc_sx_add(gc_graph *g, const gc_sym_expr *a, const gc_sym_expr *b);
+const gc_sym_expr *gc_sx_mul(gc_graph *g, const gc_sym_expr *a, const gc_sym_expr *b);
+/* FLOORDIV, CEILDIV, MIN or MAX; an exact division gives the quotient polynomial. */
+const gc_sym_expr *gc_sx_op(gc_graph *g, gc_sx_kind k, const gc_sym_expr *a, const gc_sym_expr *b);
+/* a / b when b is a single term dividing every term of a; NULL when not exact (or OOM). */
+const gc_sym_expr *gc_sx_exact_div(gc_graph *g, const gc_sym_expr *a, const gc_sym_expr *b);
+/* Bounds lo..hi of e over the ranges of its symbols; 0 when not known (or too large). */
+int gc_sx_bounds(const gc_graph *g, const gc_sym_expr *e, int64_t *lo, int64_t *hi);
+int gc_sx_cmp(const gc_sym_expr *a, const gc_sym_expr *b);  /* total order; 0 = equal */
+/* The dim for e: an int when constant, GC_DIM_SYM(i) of a base symbol or of the
+ * derived symbol with that definition (added, named "_sN", when new); -1 when out of
+ * memory or e is a constant below 1. */
+int64_t gc_sym_intern(gc_graph *g, const gc_sym_expr *e);
+/* Add a symbol (def NULL: base, with the default range); its index, -1 out of memory. */
+int gc_graph_add_sym(gc_graph *g, const char *name, const gc_sym_expr *def);
+/* Value of e under the graph's bound base symbols; 0 with *out set, or -1 when a symbol
+ * is unbound, -2 on overflow or division by a non-positive value. */
+int gc_sx_eval(const gc_graph *g, const gc_sym_expr *e, int64_t *out);
+/* Write e in the .graph syntax (names of g's symbols). */
+void gc_sx_print(gc_sbuf *b, const gc_graph *g, const gc_sym_expr *e);
+/* Evaluate every derived symbol from the bound base symbols into sym_values; checks
+ * base values against their ranges and derived values are positive. Returns #errors. */
+int gc_graph_eval_syms(gc_graph *g, gc_diags *d);
+/* Deep copy of e into g's arena. */
+const gc_sym_expr *gc_sx_clone(gc_graph *g, const gc_sym_expr *e);
 
 /* Printer (ir/print.c): exact .graph syntax that re-parses to the same text. */
 void gc_print_module(gc_sbuf *b, const gc_module *m);

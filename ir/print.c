@@ -149,6 +149,14 @@ void gc_print_graph(gc_sbuf *b, const gc_graph *g) {
     for (int i = 0; i < g->n_syms; i++) {
       if (i) gc_sbuf_puts(b, ", ");
       gc_sbuf_puts(b, g->sym_names[i]);
+      const gc_sym_expr *def = g->sym_defs ? g->sym_defs[i] : NULL;
+      int64_t lo = g->sym_lo ? g->sym_lo[i] : 1, hi = g->sym_hi ? g->sym_hi[i] : GC_SYM_MAX;
+      if (def) {
+        gc_sbuf_puts(b, " = ");
+        gc_sx_print(b, g, def);
+      } else if (lo != 1 || hi != GC_SYM_MAX) {
+        gc_sbuf_printf(b, ": %lld..%lld", (long long)lo, (long long)hi);
+      }
     }
     gc_sbuf_putc(b, '>');
   }

@@ -1,6 +1,7 @@
 /* specialize.c - replace a graph's symbolic dims by their bound values.
  *
- * Every symbol declared in <...> must be bound (g->sym_values[i] > 0, e.g. by
+ * Every base symbol declared in <...> must be bound (within its range); derived
+ * symbols are evaluated from them (gc_graph_eval_syms). Every symbol declared in <...> must be bound (g->sym_values[i] > 0, e.g. by
  * --bind B=4); then each GC_DIM_SYM(i) in argument types, signature result
  * types, value types and `dims` attributes becomes sym_values[i]. Nothing is
  * changed when a symbol is unbound. The caller re-verifies afterwards, which
@@ -68,6 +69,7 @@ static int is_dims_attr(const gc_op *op, const char *name) {
 int gc_graph_specialize(gc_graph *g, gc_diags *d) {
   int errs = 0;
   for (int i = 0; i < g->n_syms; i++) {
+    if (g->sym_defs && g->sym_defs[i]) continue; /* derived: evaluated below */
     int64_t v = g->sym_values ? g->sym_values[i] : 0;
     const char *nm = g->sym_names && g->sym_names[i] ? g->sym_names[i] : "?";
     if (v <= 0) {
@@ -82,6 +84,7 @@ int gc_graph_specialize(gc_graph *g, gc_diags *d) {
     }
   }
   if (errs) return errs;
+  if ((errs = gc_graph_eval_syms(g, d))) return errs;
   for (int i = 0; i < g->n_args; i++)
     if (g->args[i]) subst_type(g, &g->args[i]->type);
   for (int i = 0; i < g->n_result_types; i++) subst_type(g, &g->result_types[i]);

@@ -546,8 +546,41 @@ static void warn_unused(vstate *s) {
 }
 
 /* Verify arguments, ops in program order, the signature; then warn about unused values. */
+/* Does e name only base symbols of g (valid indexes) and is it well formed? */
+static int sym_expr_ok(const gc_graph *g, const gc_sym_expr *e) {
+  if (!e) return 0;
+  if (e->kind == GC_SX_SYM)
+    return e->sym >= 0 && e->sym < g->n_syms && (!g->sym_defs || !g->sym_defs[e->sym]);
+  if (e->kind == GC_SX_CONST) return 1;
+  if (e->kind > GC_SX_MAX || e->n < 1 || ((e->kind > GC_SX_MUL) && e->n != 2)) return 0;
+  for (int i = 0; i < e->n; i++)
+    if (!sym_expr_ok(g, e->a[i])) return 0;
+  return 1;
+}
+
+/* Symbols: ranges 1 <= lo <= hi, derived ones defined over base symbols, each
+ * definition distinct (equal expressions must be one symbol). */
+static void verify_syms(gc_graph *g, gc_diags *d) {
+  for (int i = 0; i < g->n_syms; i++) {
+    const char *nm = g->sym_names && g->sym_names[i] ? g->sym_names[i] : "?";
+    const gc_sym_expr *def = g->sym_defs ? g->sym_defs[i] : NULL;
+    if (g->sym_lo && g->sym_hi && (g->sym_lo[i] < 1 || g->sym_lo[i] > g->sym_hi[i]))
+      gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc, "symbolic dim %s has an empty range %lld..%lld",
+                  nm, (long long)g->sym_lo[i], (long long)g->sym_hi[i]);
+    if (!def) continue;
+    if (!sym_expr_ok(g, def) || def->kind == GC_SX_CONST || def->kind == GC_SX_SYM)
+      gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc,
+                  "derived dim %s is malformed (it must be an expression over base symbols)", nm);
+    for (int j = 0; j < i; j++)
+      if (g->sym_defs[j] && gc_sx_cmp(g->sym_defs[j], def) == 0)
+        gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc, "derived dims %s and %s have the same definition",
+                    g->sym_names[j], nm);
+  }
+}
+
 int gc_verify_graph(gc_graph *g, gc_diags *d) {
   int err0 = d->n_errors;
+  verify_syms(g, d);
   vstate s = {.g = g, .d = d, .nv = g->next_value_id};
   s.defined = calloc((size_t)(s.nv ? s.nv : 1), 1);
   s.poisoned = calloc((size_t)(s.nv ? s.nv : 1), 1);

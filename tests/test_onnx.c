@@ -109,13 +109,13 @@ static pb tensor_i64(const char *name, int rank, const int64_t *dims, const int6
   return t;
 }
 
-/* ValueInfoProto of a tensor; a dim < 0 is written as dim_param "N". */
+/* ValueInfoProto of a tensor; a dim -1 is written as dim_param "N", -2 as "S". */
 static pb value_info(const char *name, int elem, int rank, const int64_t *dims) {
   pb shape = {0}, tt = {0}, ty = {0}, vi = {0};
   for (int i = 0; i < rank; i++) {
     pb d = {0};
     if (dims[i] >= 0) pb_int(&d, 1, dims[i]);
-    else pb_str(&d, 2, "N");
+    else pb_str(&d, 2, dims[i] == -2 ? "S" : "N");
     pb_msg(&shape, 1, &d);
   }
   pb_int(&tt, 1, elem);
@@ -564,6 +564,159 @@ static void add_xy(pb *g, int elem, int rank, const int64_t *dims) {
   pb_msg(g, 12, &vi);
 }
 
+/* The Shape -> Gather -> Unsqueeze -> Concat -> Reshape chain torch writes, on
+ * x: f32[N, S, 4] and m: f32[N, S]:
+ *   y = 2 * reshape(reshape(x, [N*S, 4]) @ W, [N, S, 3]) + m[..., None] + range(S)[:, None] / S
+ *       + P[0, :S][:, None]
+ * with the 2 from ConstantOfShape(Where(Equal([N, S, 1], -1), 1, [N, S, 1])), the N*S
+ * from Mul of two gathered dims, and P a [1, 16] i64 table sliced to a symbolic end. */
+static pb dyn_model(const float *w) {
+  pb g = {0}, t, a[1];
+  int64_t wd[2] = {4, 3}, one = 1, zero = 0, four = 4, three = 3, neg1 = -1;
+  int64_t xd[3] = {-1, -2, 4}, md[2] = {-1, -2}, yd[3] = {-1, -2, 3};
+  t = tensor_f32("W", 2, wd, w, 1), pb_msg(&g, 5, &t);
+  t = tensor_i64("i0", 0, NULL, &zero), pb_msg(&g, 5, &t);
+  t = tensor_i64("i1", 0, NULL, &one), pb_msg(&g, 5, &t);
+  t = tensor_i64("ax0", 1, &one, &zero), pb_msg(&g, 5, &t);
+  t = tensor_i64("ax_1", 1, &one, &neg1), pb_msg(&g, 5, &t);
+  t = tensor_i64("c4", 1, &one, &four), pb_msg(&g, 5, &t);
+  t = tensor_i64("c3", 1, &one, &three), pb_msg(&g, 5, &t);
+  t = tensor_i64("c1", 1, &one, &one), pb_msg(&g, 5, &t);
+  t = tensor_i64("z", 0, NULL, &zero), pb_msg(&g, 5, &t);
+  t = tensor_i64("o", 0, NULL, &one), pb_msg(&g, 5, &t);
+  int64_t three1 = 3, negs[3] = {-1, -1, -1}, ones3[3] = {1, 1, 1}, pd[2] = {1, 16}, p[16];
+  for (int i = 0; i < 16; i++) p[i] = 100 * i + 7;
+  t = tensor_i64("negs", 1, &three1, negs), pb_msg(&g, 5, &t);
+  t = tensor_i64("ones3", 1, &three1, ones3), pb_msg(&g, 5, &t);
+  t = tensor_i64("P", 2, pd, p), pb_msg(&g, 5, &t);
+  t = tensor_i64("i1v", 1, &one, &one), pb_msg(&g, 5, &t);
+  add_node(&g, "Shape", "x", "sh");
+  add_node(&g, "Gather", "sh,i0", "n");
+  add_node(&g, "Gather", "sh,i1", "s");
+  add_node(&g, "Unsqueeze", "n,ax0", "nu");
+  add_node(&g, "Unsqueeze", "s,ax0", "su");
+  add_node(&g, "Mul", "nu,su", "ns");
+  a[0] = attr_int("axis", 0);
+  pb n = node("Concat", NULL, "ns,c4", "t1", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  add_node(&g, "Reshape", "x,t1", "x2");
+  add_node(&g, "MatMul", "x2,W", "h");
+  a[0] = attr_int("axis", 0);
+  n = node("Concat", NULL, "nu,su,c3", "t2", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  add_node(&g, "Reshape", "h,t2", "h3");
+  a[0] = attr_int("axis", 0);
+  n = node("Concat", NULL, "nu,su,c1", "t3", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  int64_t d1 = 1;
+  float two = 2;
+  pb vt = tensor_f32("v", 1, &d1, &two, 1);
+  a[0] = attr_tensor("value", &vt);
+  add_node(&g, "Equal", "t3,negs", "eq"); /* torch's Expand idiom: -1 entries become 1 */
+  add_node(&g, "Where", "eq,ones3,t3", "t4");
+  n = node("ConstantOfShape", NULL, "t4", "twos", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  add_node(&g, "Mul", "h3,twos", "h4");
+  add_node(&g, "Unsqueeze", "m,ax_1", "m3");
+  add_node(&g, "Add", "h4,m3", "h5");
+  add_node(&g, "Range", "z,s,o", "r");
+  a[0] = attr_int("to", 1);
+  n = node("Cast", NULL, "r", "rf", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  a[0] = attr_int("to", 1);
+  n = node("Cast", NULL, "s", "sf", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  add_node(&g, "Div", "rf,sf", "rs");
+  add_node(&g, "Unsqueeze", "rs,ax_1", "r2");
+  add_node(&g, "Add", "h5,r2", "h6");
+  add_node(&g, "Slice", "P,ax0,su,i1v", "pos"); /* P[:, 0:S] of a 16-long table */
+  a[0] = attr_int("to", 1);
+  n = node("Cast", NULL, "pos", "posf", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  add_node(&g, "Unsqueeze", "posf,ax_1", "pos3");
+  add_node(&g, "Add", "h6,pos3", "y");
+  pb_str(&g, 2, "dyn");
+  pb vi = value_info("x", 1, 3, xd);
+  pb_msg(&g, 11, &vi);
+  vi = value_info("m", 1, 2, md);
+  pb_msg(&g, 11, &vi);
+  vi = value_info("y", 1, 3, yd);
+  pb_msg(&g, 12, &vi);
+  return model(&g, 17);
+}
+
+/* dyn_model imports with symbols N and S (N*S one derived symbol), binds them from
+ * the inputs' shapes and runs at two shapes on interp and cpu against values
+ * computed here; inputs that disagree on N are refused. */
+START_TEST(dynamic_shapes) {
+  uint64_t seed = fresh_seed(), st = seed;
+  float w[12];
+  for (int i = 0; i < 12; i++) w[i] = rnd(&st);
+  pb m = dyn_model(w);
+  write_bytes(tmp_path("dyn.onnx"), m.p, m.n);
+  free(m.p);
+  gc_diags d;
+  gc_diags_init(&d, "dyn.onnx", NULL, 0);
+  int rc = gc_onnx_import_file(tmp_path("dyn.onnx"), tmp_path("dyn.graph"), tmp_path("dyn.safetensors"),
+                               NULL, &d);
+  ck_assert_msg(rc == 0, "%s", first_error(&d));
+  gc_diags_free(&d);
+  char *text = tu_read_file(tmp_path("dyn.graph"), NULL);
+  ck_assert_ptr_nonnull(text);
+  const char *want[] = {"graph @dyn<N, S: 1..16, _s2 = N * S>(%x: f32[N, S, 4], %m: f32[N, S]) -> (f32[N, S, 3])",
+                        "slice(%P, start=[0, 0], end=[1, S], step=[1, 1]) : i64[1, S]",
+                        "reshape(%x, shape=[_s2, 4])", "iota(shape=[S], axis=0, dtype=i64)"};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    ck_assert_msg(strstr(text, want[i]), "missing '%s' in:\n%s", want[i], text);
+  free(text);
+  graphc_context_t *ctx;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  static const int64_t shapes[2][2] = {{2, 5}, {3, 4}};
+  for (int backend = 0; backend < 2; backend++)
+    for (int sh = 0; sh < 2; sh++) {
+      int64_t N = shapes[sh][0], S = shapes[sh][1];
+      float *x = malloc((size_t)(N * S * 4) * sizeof *x), *mk = malloc((size_t)(N * S) * sizeof *mk);
+      float *y = malloc((size_t)(N * S * 3) * sizeof *y);
+      for (int64_t i = 0; i < N * S * 4; i++) x[i] = rnd(&st);
+      for (int64_t i = 0; i < N * S; i++) mk[i] = rnd(&st);
+      graphc_tensor_t in[2] = {{GRAPHC_DTYPE_F32, 3, {N, S, 4}, x, (size_t)(N * S * 4) * 4},
+                               {GRAPHC_DTYPE_F32, 2, {N, S}, mk, (size_t)(N * S) * 4}};
+      graphc_tensor_t out = {GRAPHC_DTYPE_F32, 3, {N, S, 3}, y, (size_t)(N * S * 3) * 4};
+      const char *names[2] = {"x", "m"};
+      graphc_model_t *gm;
+      ck_assert_int_eq(graphc_model_load_file(ctx, tmp_path("dyn.graph"), &gm, &err), GRAPHC_STATUS_OK);
+      if (sh == 1) { /* inputs that disagree on N: refused, naming both */
+        graphc_tensor_t bad = in[1];
+        bad.dims[0] = N + 1;
+        graphc_tensor_t both[2] = {in[0], bad};
+        ck_assert_int_eq(graphc_model_bind_inputs(gm, 2, names, both, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+        ck_assert_str_eq(err.message, "inputs disagree on symbolic dim N: %x (dim 0 = 3) and %m (dim 0 = 4)");
+      }
+      ck_assert_msg(graphc_model_bind_inputs(gm, 2, names, in, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+      graphc_compile_options_t o;
+      graphc_compile_options_init(&o);
+      o.backend = backend ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP;
+      graphc_executable_t *exe;
+      ck_assert_msg(graphc_compile(gm, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+      ck_assert_msg(graphc_executable_run(exe, in, 2, &out, 1, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+      for (int64_t i = 0; i < N * S; i++)
+        for (int j = 0; j < 3; j++) {
+          double h = 0;
+          for (int k = 0; k < 4; k++) h += (double)x[i * 4 + k] * w[k * 3 + j];
+          double want_y = 2 * h + mk[i] + (double)(i % S) / (double)S + (double)(100 * (i % S) + 7);
+          ck_assert_msg(fabs(y[i * 3 + j] - want_y) < 1e-5 * (1 + fabs(want_y)), "seed %llu backend %d N=%lld S=%lld: y[%lld][%d] = %g, want %g",
+                        (unsigned long long)seed, backend, (long long)N, (long long)S, (long long)i, j,
+                        y[i * 3 + j], want_y);
+        }
+      graphc_executable_destroy(exe);
+      graphc_model_destroy(gm);
+      free(x), free(mk), free(y);
+    }
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
 /* Sizes that do not fit (F20 in docs/reliability.md): each is refused with a
  * status and a message, before any allocation of that size and without an
  * overflow (the ASan + UBSan suite runs this too). */
@@ -879,6 +1032,7 @@ int main(void) {
   tcase_add_test(tc, unsupported_listed_together);
   tcase_add_test(tc, dynamic_shape_input);
   tcase_add_test(tc, sizes_that_do_not_fit);
+  tcase_add_test(tc, dynamic_shapes);
   tcase_add_test(tc, folding_and_mappings);
   tcase_add_test(tc, external_data);
   tcase_add_test(tc, tensor_pb);

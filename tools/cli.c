@@ -57,6 +57,19 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
       }
       snprintf(o->bind_names[o->n_binds], sizeof o->bind_names[0], "%.*s", (int)(eq - v), v);
       o->bind_values[o->n_binds++] = n;
+    } else if (OPT_EQ("--range")) {
+      const char *eq = strchr(v, '=');
+      char *colon = NULL, *end = NULL;
+      long long lo = eq ? strtoll(eq + 1, &colon, 10) : 0, hi = 0;
+      if (colon && *colon == ':') hi = strtoll(colon + 1, &end, 10);
+      if (!eq || eq == v || !colon || *colon != ':' || colon == eq + 1 || !end || *end ||
+          end == colon + 1 || o->n_ranges == CLI_MAX_BINDS) {
+        fprintf(stderr, "graphc: --range expects NAME=LO:HI, got '%s'\n", v);
+        return -1;
+      }
+      snprintf(o->range_names[o->n_ranges], sizeof o->range_names[0], "%.*s", (int)(eq - v), v);
+      o->range_lo[o->n_ranges] = lo;
+      o->range_hi[o->n_ranges++] = hi;
     } else if (OPT_EQ("--entry")) {
       o->entry = v;
     } else if (OPT_EQ("--backend")) {
@@ -157,7 +170,39 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
   return 0;
 }
 
-/* Load the model named in o, apply --entry, --bind and --weights. */
+/* Bind the symbolic dims the --bind options left from the shapes in the --inputs file. */
+static graphc_status_t bind_from_inputs(graphc_model_t *m, const char *path, graphc_error_t *err) {
+  gc_diags d;
+  gc_diags_init(&d, path, NULL, 0);
+  gc_safetensors *f = gc_safetensors_load(path, &d);
+  if (!f) {
+    gc_diags_to_error(&d, err);
+    gc_diags_free(&d);
+    return GRAPHC_STATUS_WEIGHTS_ERROR;
+  }
+  gc_diags_free(&d);
+  const char **names = calloc((size_t)f->n + 1, sizeof *names);
+  graphc_tensor_t *ts = calloc((size_t)f->n + 1, sizeof *ts);
+  graphc_status_t st = GRAPHC_STATUS_OUT_OF_MEMORY;
+  if (names && ts) {
+    for (int i = 0; i < f->n; i++) {
+      names[i] = f->tensors[i].name;
+      ts[i].dtype = f->tensors[i].dtype;
+      ts[i].rank = f->tensors[i].rank;
+      memcpy(ts[i].dims, f->tensors[i].dims, sizeof ts[i].dims);
+    }
+    st = graphc_model_bind_inputs(m, (size_t)f->n, names, ts, err);
+  } else {
+    gc_set_error(err, st, "out of memory");
+  }
+  free(names);
+  free(ts);
+  gc_safetensors_free(f);
+  return st;
+}
+
+/* Load the model named in o, apply --entry, --bind, --range, --weights, and bind what
+ * is left from the shapes of the --inputs file. */
 graphc_status_t cli_load(graphc_context_t *ctx, const cli_opts *o, graphc_model_t **model,
                          graphc_error_t *err) {
   graphc_status_t st = graphc_model_load_file(ctx, o->file, model, err);
@@ -167,8 +212,13 @@ graphc_status_t cli_load(graphc_context_t *ctx, const cli_opts *o, graphc_model_
   for (int i = 0; i < o->n_binds; i++)
     if ((st = graphc_model_bind(*model, o->bind_names[i], o->bind_values[i], err)) != GRAPHC_STATUS_OK)
       goto fail;
+  for (int i = 0; i < o->n_ranges; i++)
+    if ((st = graphc_model_set_range(*model, o->range_names[i], o->range_lo[i], o->range_hi[i], err)) !=
+        GRAPHC_STATUS_OK)
+      goto fail;
   if (o->weights && (st = graphc_model_set_weights(*model, o->weights, err)) != GRAPHC_STATUS_OK)
     goto fail;
+  if (o->inputs && (st = bind_from_inputs(*model, o->inputs, err)) != GRAPHC_STATUS_OK) goto fail;
   return GRAPHC_STATUS_OK;
 fail:
   graphc_model_destroy(*model);

@@ -15,6 +15,9 @@ typedef struct cli_opts {
   int n_binds;
   char bind_names[CLI_MAX_BINDS][64];
   int64_t bind_values[CLI_MAX_BINDS];
+  int n_ranges;                       /* --range NAME=LO:HI */
+  char range_names[CLI_MAX_BINDS][64];
+  int64_t range_lo[CLI_MAX_BINDS], range_hi[CLI_MAX_BINDS];
   graphc_compile_options_t copts;
   const char *weights, *inputs, *output, *emit;
   uint64_t seed;

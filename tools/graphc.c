@@ -40,7 +40,9 @@ static const char *const usage_main =
     "graphc <command> --help shows the command's options; graphc --version the version.\n";
 
 static const char *const usage_common =
-    "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
+    "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable); run: symbols\n"
+    "                    left unbound are bound from the shapes of the --inputs tensors\n"
+    "  --range S=LO:HI   narrow the range of symbolic dim S (repeatable)\n"
     "  --entry @name     entry graph (default: the first)\n";
 
 static const char *const usage_compile_opts =

@@ -191,9 +191,24 @@ void graphc_model_destroy(graphc_model_t *model);
 /* Choose the entry graph by name (with or without '@'); default: the first. */
 graphc_status_t graphc_model_set_entry(graphc_model_t *model, const char *graph,
                                        graphc_error_t *err);
-/* Bind a symbolic dim of the entry graph, e.g. ("B", 64). */
+/* Bind a symbolic dim of the entry graph, e.g. ("B", 64). Only base symbols are
+ * bound; derived ones (`BS = B * S`) are computed from them. A value outside the
+ * symbol's range is an INVALID_ARGUMENT error. */
 graphc_status_t graphc_model_bind(graphc_model_t *model, const char *symbol,
                                   int64_t value, graphc_error_t *err);
+/* Bind the entry graph's symbolic dims from the shapes of inputs given by argument
+ * name (without '%'; only rank and dims of each tensor are read). Every input named
+ * must match its argument's rank and concrete dims; a symbol is bound from the first
+ * input that has it and every other input (and an earlier binding) must agree:
+ * "inputs disagree on symbolic dim B: %x (dim 0 = 2) and %y (dim 0 = 3)"; a value
+ * outside the symbol's range is an error. Nothing is bound on an error. Derived
+ * symbols follow when the graph is specialized or compiled. */
+graphc_status_t graphc_model_bind_inputs(graphc_model_t *model, size_t n, const char *const *names,
+                                         const graphc_tensor_t *inputs, graphc_error_t *err);
+/* Narrow the range lo..hi of a base symbol of the entry graph (it starts as declared,
+ * `<B: 1..64>`, or 1..2^40); the new range must lie within the old one. */
+graphc_status_t graphc_model_set_range(graphc_model_t *model, const char *symbol, int64_t lo,
+                                       int64_t hi, graphc_error_t *err);
 /* Override the weights file named in the model (NULL: back to the model's). */
 graphc_status_t graphc_model_set_weights(graphc_model_t *model, const char *path,
                                          graphc_error_t *err);
