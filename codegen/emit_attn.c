@@ -23,6 +23,12 @@
  *     elementwise ops the group fused), or, when the group's output is a head merge
  *     (transposes / reshapes of the result, fusion.c), straight into that buffer at the
  *     result's strides in it.
+ * A causal group (fusion.c, attn_mask.c: key j visible to row i when j <= i + off) reads no
+ * mask: each query tile's key loop stops at the block of the last key its last row sees
+ * (the blocks above the diagonal are never loaded), and only a block past the last key of
+ * the warp's first row (the diagonal, or the tail past Sk; a warp-uniform branch) sets the
+ * scores past each row's last key to -inf. Every row sees key 0 (off >= 0), so the running
+ * max is finite after the first block and needs no guard.
  * K and V tiles use the swizzle of emit_mma.c (16-byte chunk c of row r at c ^ key(r)), so
  * cp.async stores and ldmatrix reads are free of bank conflicts. Operands that are no
  * 16-byte aligned window with a contiguous head dim are staged through the element
