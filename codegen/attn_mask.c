@@ -21,19 +21,26 @@
 
 #include "codegen/fusion.h"
 
-enum { MAX_DEPTH = 24, MAX_NODES = 64, MAX_LISTS = 8 };
+enum { MAX_DEPTH = 24, MAX_NODES = 64 };
 #define MAX_EVALS ((int64_t)1 << 26)
 #define MASKED_MAX (-1e4)
 
-typedef struct mk_list {
-  const gc_value *v;
-  double *data;           /* the const's leaves, row-major */
-} mk_list;
+/* One op of the mask's subgraph, its attributes read once. */
+typedef struct mk_node {
+  gc_opcode op;
+  gc_dtype dt;
+  int rank;
+  int64_t dims[GC_MAX_RANK];
+  int n_in, in[3];        /* operand nodes */
+  double k;               /* splat const: its value */
+  double *list;           /* value list const: its leaves, row-major (owned) */
+  int64_t a[GC_MAX_RANK]; /* iota: a[0] the axis; transpose: perm; slice: start */
+  int64_t b[GC_MAX_RANK]; /* slice: step */
+} mk_node;
 
 typedef struct mk {
-  mk_list lists[MAX_LISTS];
-  int n_lists;
-  int nodes;
+  mk_node nodes[MAX_NODES];
+  int n;
 } mk;
 
 /* Number of leaves of a (nested) list attribute. */
@@ -75,44 +82,61 @@ static int known_op(gc_opcode o) {
   }
 }
 
-/* Can v be evaluated (a closed subgraph of known ops, small enough)? Flattens value lists. */
-static int mk_check(mk *m, const gc_value *v, int depth) {
+/* v's node (a closed subgraph of known ops, small enough), -1 when there is none. */
+static int mk_build(mk *m, const gc_value *v, int depth) {
   const gc_op *d = v->def;
-  if (!d || depth > MAX_DEPTH || ++m->nodes > MAX_NODES || !known_op(d->opcode)) return 0;
+  if (!d || depth > MAX_DEPTH || m->n == MAX_NODES || !known_op(d->opcode) || d->n_operands > 3) return -1;
+  int ni = m->n++;
+  mk_node *nd = &m->nodes[ni];
+  memset(nd, 0, sizeof *nd);
+  nd->op = d->opcode;
+  nd->dt = v->type.dtype;
+  nd->rank = v->type.rank;
+  memcpy(nd->dims, v->type.dims, sizeof nd->dims);
   if (d->opcode == GC_OP_CONST) {
     const gc_attr *a = gc_op_attr(d, "value");
-    if (!a) return 0;
-    if (a->kind != GC_ATTR_LIST) return !isnan(leaf_value(a));
-    for (int i = 0; i < m->n_lists; i++)
-      if (m->lists[i].v == v) return 1;
+    if (!a) return -1;
+    if (a->kind != GC_ATTR_LIST) {
+      nd->k = leaf_value(a);
+      return isnan(nd->k) ? -1 : ni;
+    }
     int64_t n = gc_type_numel(&v->type);
-    if (m->n_lists == MAX_LISTS || leaf_count(a) != n) return 0;
-    double *data = malloc((size_t)(n ? n : 1) * sizeof *data);
-    if (!data) return 0;
+    if (leaf_count(a) != n) return -1;
+    nd->list = malloc((size_t)(n ? n : 1) * sizeof *nd->list);
+    if (!nd->list) return -1;
     int64_t k = 0;
-    leaf_fill(a, data, &k);
-    m->lists[m->n_lists++] = (mk_list){v, data};
-    return 1;
+    leaf_fill(a, nd->list, &k);
+    return ni;
   }
+  if (d->opcode == GC_OP_IOTA) {
+    nd->a[0] = gc_op_attr_int(d, "axis", 0);
+    if (nd->a[0] < 0) nd->a[0] += nd->rank;
+    return nd->a[0] >= 0 && nd->a[0] < nd->rank ? ni : -1;
+  }
+  if (d->opcode == GC_OP_TRANSPOSE && gc_attr_ints(gc_op_attr(d, "perm"), nd->a, GC_MAX_RANK) != nd->rank) return -1;
   if (d->opcode == GC_OP_SLICE) {
-    int64_t st[GC_MAX_RANK], sp[GC_MAX_RANK];
     int r = d->operands[0]->type.rank;
-    if (gc_attr_ints(gc_op_attr(d, "start"), st, GC_MAX_RANK) != r) return 0;
+    if (gc_attr_ints(gc_op_attr(d, "start"), nd->a, GC_MAX_RANK) != r) return -1;
     const gc_attr *sa = gc_op_attr(d, "step");
-    if (sa && gc_attr_ints(sa, sp, GC_MAX_RANK) != r) return 0;
+    for (int i = 0; i < r; i++) nd->b[i] = 1;
+    if (sa && gc_attr_ints(sa, nd->b, GC_MAX_RANK) != r) return -1;
     for (int i = 0; i < r; i++)
-      if (st[i] < 0 || (sa && sp[i] <= 0)) return 0;
+      if (nd->a[i] < 0 || nd->b[i] <= 0) return -1;
   }
-  for (int i = 0; i < d->n_operands; i++)
-    if (!mk_check(m, d->operands[i], depth + 1)) return 0;
-  return 1;
+  nd->n_in = d->n_operands;
+  for (int i = 0; i < d->n_operands; i++) {
+    int c = mk_build(m, d->operands[i], depth + 1);
+    if (c < 0) return -1;
+    m->nodes[ni].in[i] = c;
+  }
+  return ni;
 }
 
-/* Coordinates in operand type ot of result coordinates co (type rt), numpy broadcasting. */
-static void bcast_coords(const gc_type *rt, const int64_t *co, const gc_type *ot, int64_t *oc) {
-  for (int i = 0; i < ot->rank; i++) {
-    int ri = i + rt->rank - ot->rank;
-    oc[i] = ot->dims[i] == 1 || ri < 0 ? 0 : co[ri];
+/* Coordinates in operand node o of result coordinates co (node r), numpy broadcasting. */
+static void bcast_coords(const mk_node *r, const int64_t *co, const mk_node *o, int64_t *oc) {
+  for (int i = 0; i < o->rank; i++) {
+    int ri = i + r->rank - o->rank;
+    oc[i] = o->dims[i] == 1 || ri < 0 ? 0 : co[ri];
   }
 }
 
@@ -129,81 +153,62 @@ static double as_dtype(double x, gc_dtype t) {
   return x;
 }
 
-/* Value of v at coordinates co (mk_check passed). */
-static double mk_eval(const mk *m, const gc_value *v, const int64_t *co) {
-  const gc_op *d = v->def;
-  const gc_type *rt = &v->type;
-  int64_t oc[GC_MAX_RANK], p[GC_MAX_RANK];
+/* Value of node ni at coordinates co. */
+static double mk_eval(const mk *m, int ni, const int64_t *co) {
+  const mk_node *nd = &m->nodes[ni];
+  const mk_node *o0 = nd->n_in > 0 ? &m->nodes[nd->in[0]] : NULL;
+  int64_t oc[GC_MAX_RANK], lin = 0;
   double a, b;
-  switch (d->opcode) {
-    case GC_OP_CONST: {
-      const gc_attr *at = gc_op_attr(d, "value");
-      if (at->kind != GC_ATTR_LIST) return as_dtype(leaf_value(at), rt->dtype);
-      int64_t lin = 0;
-      for (int i = 0; i < rt->rank; i++) lin = lin * rt->dims[i] + co[i];
-      for (int i = 0; i < m->n_lists; i++)
-        if (m->lists[i].v == v) return as_dtype(m->lists[i].data[lin], rt->dtype);
-      return NAN;
-    }
-    case GC_OP_IOTA: {
-      int64_t ax = gc_op_attr_int(d, "axis", 0);
-      if (ax < 0) ax += rt->rank;
-      return (double)co[ax];
-    }
+  switch (nd->op) {
+    case GC_OP_CONST:
+      if (!nd->list) return as_dtype(nd->k, nd->dt);
+      for (int i = 0; i < nd->rank; i++) lin = lin * nd->dims[i] + co[i];
+      return as_dtype(nd->list[lin], nd->dt);
+    case GC_OP_IOTA:
+      return (double)co[nd->a[0]];
     case GC_OP_BROADCAST:
-      bcast_coords(rt, co, &d->operands[0]->type, oc);
-      return mk_eval(m, d->operands[0], oc);
-    case GC_OP_RESHAPE: {
-      const gc_type *ot = &d->operands[0]->type;
-      int64_t lin = 0;
-      for (int i = 0; i < rt->rank; i++) lin = lin * rt->dims[i] + co[i];
-      for (int i = ot->rank - 1; i >= 0; i--) {
-        oc[i] = lin % ot->dims[i];
-        lin /= ot->dims[i];
+      bcast_coords(nd, co, o0, oc);
+      return mk_eval(m, nd->in[0], oc);
+    case GC_OP_RESHAPE:
+      for (int i = 0; i < nd->rank; i++) lin = lin * nd->dims[i] + co[i];
+      for (int i = o0->rank - 1; i >= 0; i--) {
+        oc[i] = lin % o0->dims[i];
+        lin /= o0->dims[i];
       }
-      return mk_eval(m, d->operands[0], oc);
-    }
+      return mk_eval(m, nd->in[0], oc);
     case GC_OP_TRANSPOSE:
-      gc_attr_ints(gc_op_attr(d, "perm"), p, GC_MAX_RANK);
-      for (int i = 0; i < rt->rank; i++) oc[p[i]] = co[i];
-      return mk_eval(m, d->operands[0], oc);
-    case GC_OP_SLICE: {
-      int64_t st[GC_MAX_RANK], sp[GC_MAX_RANK];
-      int r = rt->rank;
-      gc_attr_ints(gc_op_attr(d, "start"), st, GC_MAX_RANK);
-      const gc_attr *sa = gc_op_attr(d, "step");
-      for (int i = 0; i < r; i++) sp[i] = 1;
-      if (sa) gc_attr_ints(sa, sp, GC_MAX_RANK);
-      for (int i = 0; i < r; i++) oc[i] = st[i] + co[i] * sp[i];
-      return mk_eval(m, d->operands[0], oc);
-    }
+      for (int i = 0; i < nd->rank; i++) oc[nd->a[i]] = co[i];
+      return mk_eval(m, nd->in[0], oc);
+    case GC_OP_SLICE:
+      for (int i = 0; i < nd->rank; i++) oc[i] = nd->a[i] + co[i] * nd->b[i];
+      return mk_eval(m, nd->in[0], oc);
     case GC_OP_SELECT: {
-      bcast_coords(rt, co, &d->operands[0]->type, oc);
-      int which = mk_eval(m, d->operands[0], oc) != 0.0 ? 1 : 2;
-      bcast_coords(rt, co, &d->operands[which]->type, oc);
-      return as_dtype(mk_eval(m, d->operands[which], oc), rt->dtype);
+      bcast_coords(nd, co, o0, oc);
+      int which = mk_eval(m, nd->in[0], oc) != 0.0 ? 1 : 2;
+      bcast_coords(nd, co, &m->nodes[nd->in[which]], oc);
+      return as_dtype(mk_eval(m, nd->in[which], oc), nd->dt);
     }
     default:
       break;
   }
-  bcast_coords(rt, co, &d->operands[0]->type, oc);
-  a = mk_eval(m, d->operands[0], oc);
-  if (d->n_operands == 1) {
-    switch (d->opcode) {
-      case GC_OP_CAST: return as_dtype(a, rt->dtype);
-      case GC_OP_NEG: return as_dtype(-a, rt->dtype);
+  bcast_coords(nd, co, o0, oc);
+  a = mk_eval(m, nd->in[0], oc);
+  if (nd->n_in == 1) {
+    switch (nd->op) {
+      case GC_OP_CAST: return as_dtype(a, nd->dt);
+      case GC_OP_NEG: return as_dtype(-a, nd->dt);
       case GC_OP_ABS: return fabs(a);
       case GC_OP_NOT: return a == 0.0;
       default: return NAN;
     }
   }
-  bcast_coords(rt, co, &d->operands[1]->type, oc);
-  b = mk_eval(m, d->operands[1], oc);
-  switch (d->opcode) {
-    case GC_OP_ADD: return as_dtype(a + b, rt->dtype);
-    case GC_OP_SUB: return as_dtype(a - b, rt->dtype);
-    case GC_OP_MUL: return as_dtype(a * b, rt->dtype);
-    case GC_OP_DIV: return b == 0.0 && gc_dtype_is_int(rt->dtype) ? NAN : as_dtype(a / b, rt->dtype);
+  bcast_coords(nd, co, &m->nodes[nd->in[1]], oc);
+  b = mk_eval(m, nd->in[1], oc);
+  switch (nd->op) {
+    case GC_OP_ADD: return as_dtype(a + b, nd->dt);
+    case GC_OP_SUB: return as_dtype(a - b, nd->dt);
+    case GC_OP_MUL: return as_dtype(a * b, nd->dt);
+    case GC_OP_DIV: return b == 0.0 && gc_dtype_is_int(nd->dt) ? NAN : as_dtype(a / b, nd->dt);
     case GC_OP_MAXIMUM: return a > b ? a : b;
     case GC_OP_MINIMUM: return a < b ? a : b;
     case GC_OP_EQ: return a == b;
@@ -220,8 +225,8 @@ static double mk_eval(const mk *m, const gc_value *v, const int64_t *co) {
 
 /* The mask's class at (batch entry bi of its own batch dims, row i, key j): 0 visible,
  * 1 masked, -1 neither. */
-static int mk_class(const mk *m, const gc_value *mask, int64_t bi, int64_t i, int64_t j) {
-  const gc_type *t = &mask->type;
+static int mk_class(const mk *m, int64_t bi, int64_t i, int64_t j) {
+  const mk_node *t = &m->nodes[0];
   int64_t co[GC_MAX_RANK];
   int r = t->rank;
   for (int x = r - 3; x >= 0; x--) {
@@ -230,7 +235,7 @@ static int mk_class(const mk *m, const gc_value *mask, int64_t bi, int64_t i, in
   }
   if (r >= 2) co[r - 2] = t->dims[r - 2] == 1 ? 0 : i;
   if (r >= 1) co[r - 1] = t->dims[r - 1] == 1 ? 0 : j;
-  double x = mk_eval(m, mask, co);
+  double x = mk_eval(m, 0, co);
   return x == 0.0 ? 0 : x <= MASKED_MAX ? 1 : -1;
 }
 
@@ -241,14 +246,15 @@ int gc_attn_causal_mask(const gc_value *mask, const gc_type *st, int64_t *off) {
   int64_t Sq = st->dims[rs - 2], Sk = st->dims[rs - 1], nb = 1;
   for (int x = 0; x < t->rank - 2; x++) nb *= t->dims[x];
   if (Sq < 1 || Sk < 1 || (double)nb * (double)Sq * (double)Sk > (double)MAX_EVALS) return 0;
-  mk m;
-  memset(&m, 0, sizeof m);
-  int ok = mk_check(&m, mask, 0);
+  mk *m = malloc(sizeof *m);
+  if (!m) return 0;
+  m->n = 0;
+  int ok = mk_build(m, mask, 0) == 0;
   int64_t o = Sk - 1;
   if (ok) {
     /* the offset: the last visible key of row 0, less one */
     for (int64_t j = 0; j < Sk; j++) {
-      int c = mk_class(&m, mask, 0, 0, j);
+      int c = mk_class(m, 0, 0, j);
       if (c != 0) {
         ok = c == 1 && j > 0;
         o = j - 1;
@@ -258,8 +264,9 @@ int gc_attn_causal_mask(const gc_value *mask, const gc_type *st, int64_t *off) {
   }
   for (int64_t bi = 0; ok && bi < nb; bi++)
     for (int64_t i = 0; ok && i < Sq; i++)
-      for (int64_t j = 0; ok && j < Sk; j++) ok = mk_class(&m, mask, bi, i, j) == (j > i + o);
-  for (int i = 0; i < m.n_lists; i++) free(m.lists[i].data);
+      for (int64_t j = 0; ok && j < Sk; j++) ok = mk_class(m, bi, i, j) == (j > i + o);
+  for (int i = 0; i < m->n; i++) free(m->nodes[i].list);
+  free(m);
   if (ok) *off = o;
   return ok;
 }
