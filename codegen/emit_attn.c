@@ -23,6 +23,12 @@
  *     elementwise ops the group fused), or, when the group's output is a head merge
  *     (transposes / reshapes of the result, fusion.c), straight into that buffer at the
  *     result's strides in it.
+ * A causal group (fusion.c, attn_mask.c: key j visible to row i when j <= i + off) reads no
+ * mask: each query tile's key loop stops at the block of the last key its last row sees
+ * (the blocks above the diagonal are never loaded), and only a block past the last key of
+ * the warp's first row (the diagonal, or the tail past Sk; a warp-uniform branch) sets the
+ * scores past each row's last key to -inf. Every row sees key 0 (off >= 0), so the running
+ * max is finite after the first block and needs no guard.
  * K and V tiles use the swizzle of emit_mma.c (16-byte chunk c of row r at c ^ key(r)), so
  * cp.async stores and ldmatrix reads are free of bank conflicts. Operands that are no
  * 16-byte aligned window with a contiguous head dim are staged through the element
@@ -188,6 +194,11 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *M2 = grp->roots[0], *P = M2->operands[0]->def, *S = NULL;
   const gc_value *mask;
   double scale = at_chain(c, grp, P, &S, &mask);
+  /* a causal mask (fusion.c, attn_mask.c): key j visible to row i when j <= i + coff; no
+   * mask reads, the key blocks above the diagonal are skipped */
+  const int causal = grp->causal;
+  const int64_t coff = grp->causal_off;
+  if (causal) mask = NULL;
   gc_mm_shape s, s1;
   gc_mm_shape_of(M2, &s);
   gc_mm_shape_of(S, &s1);
@@ -290,12 +301,29 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
                                                                         ec_add(c, quo(c, vx(c, k, lane), 4), cx(c, 16 * mt + 8 * h))),
                                                      cx(c, Sq - 1)));
 
+  /* causal: the tile's last row min(q0 + BQ, Sq) - 1 sees keys up to it + coff: the key
+   * blocks past that are never loaded; each row's last key (clamped to Sk - 1) and the
+   * warp's first row's (below it every key block is whole) */
+  int nkbv = -1, wlim = -1, rlim[2][2];
+  if (causal) {
+    nkbv = gc_ec_let(c, k, b, "nkb", ec_bin(c, KIR_MIN, quo(c, ec_add(c, ec_bin(c, KIR_MIN, ec_add(c, vx(c, k, q0), cx(c, BQ)), cx(c, Sq)),
+                                                                     cx(c, coff - 1 + AT_BKV)), AT_BKV),
+                                            cx(c, nkb)));
+    int wr0 = gc_ec_let(c, k, b, "wr0", ec_add(c, vx(c, k, q0), ec_mul(c, vx(c, k, warp), cx(c, 16 * MT))));
+    wlim = gc_ec_let(c, k, b, "wlim", ec_bin(c, KIR_MIN, ec_add(c, vx(c, k, wr0), cx(c, coff)), cx(c, Sk - 1)));
+    for (int mt = 0; mt < MT; mt++)
+      for (int h = 0; h < 2; h++)
+        rlim[mt][h] = gc_ec_let(c, k, b, "rlim", ec_bin(c, KIR_MIN, ec_add(c, ec_add(c, vx(c, k, wr0), quo(c, vx(c, k, lane), 4)),
+                                                                           cx(c, 16 * mt + 8 * h + coff)),
+                                                        cx(c, Sk - 1)));
+  }
+#define NKB (causal ? vx(c, k, nkbv) : cx(c, nkb))
   int kb = gc_ec_var(c, k, "kb", GRAPHC_DTYPE_I64);
-  kir_block *lb = kir_emit_for(c->km, b, kb, cx(c, 0), cx(c, nkb), cx(c, 1));
+  kir_block *lb = kir_emit_for(c->km, b, kb, cx(c, 0), NKB, cx(c, 1));
   {
     /* key block kb + 1 into the other stage while this one computes */
     kir_block *nb;
-    kir_emit_if(c->km, lb, lt(c, ec_add(c, vx(c, k, kb), cx(c, 1)), cx(c, nkb)), &nb, NULL);
+    kir_emit_if(c->km, lb, lt(c, ec_add(c, vx(c, k, kb), cx(c, 1)), NKB), &nb, NULL);
     gc_gen_push(&G);
     int ns = gc_ec_let(c, k, nb, "ns", rem(c, ec_add(c, vx(c, k, kb), cx(c, 1)), 2));
     int nr = gc_ec_let(c, k, nb, "nr", ec_mul(c, ec_add(c, vx(c, k, kb), cx(c, 1)), cx(c, AT_BKV)));
@@ -361,11 +389,24 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
         } else {
           e = ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, c2));
         }
-        if (Sk % AT_BKV)
+        if (Sk % AT_BKV && !causal)
           e = kir_select(c->km, lt(c, ec_add(c, vx(c, k, kbase), cx(c, 8 * j + (r & 1))), cx(c, Sk)), e,
                          f32c(c, -INFINITY));
         y[j][r] = gc_ec_let(c, k, lb, "y", e);
       }
+    if (causal) {
+      /* a block past the warp's first row's last key (the diagonal, or the tail past Sk):
+       * keys past each row's last one are -inf */
+      kir_block *db;
+      kir_emit_if(c->km, lb, lt(c, vx(c, k, wlim), ec_add(c, ec_mul(c, vx(c, k, kb), cx(c, AT_BKV)), cx(c, AT_BKV - 1))), &db,
+                  NULL);
+      for (int j = 0; j < AT_BKV / 8; j++)
+        for (int r = 0; r < 4; r++)
+          kir_emit_assign(c->km, db, y[j][r],
+                          kir_select(c->km, ec_bin(c, KIR_LE, ec_add(c, vx(c, k, kbase), cx(c, 8 * j + (r & 1))),
+                                                   vx(c, k, rlim[mt][r / 2])),
+                                     vx(c, k, y[j][r]), f32c(c, -INFINITY)));
+    }
     int alpha[2], msub[2];
     for (int h = 0; h < 2; h++) {
       int mx = y[0][2 * h];
@@ -467,7 +508,13 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
     }
   }
   k->bytes_moved = gc_gen_bytes(&G, -1);
-  k->flops = 2.0 * (double)s.batch * (double)Sq * (double)Sk * (double)(D + Dv);
+  double pairs = (double)Sq * (double)Sk;  /* (row, key) pairs computed: causal, those visible */
+  if (causal) {
+    pairs = 0;
+    for (int64_t i = 0; i < Sq; i++) pairs += (double)(i + coff + 1 < Sk ? i + coff + 1 : Sk);
+  }
+  k->flops = 2.0 * (double)s.batch * pairs * (double)(D + Dv);
+#undef NKB
   gc_gen_free(&G);
   gc_ec_launch(c, k);
   return 0;

@@ -36,6 +36,8 @@ typedef struct fz_grp {
   int alive;
   int n_ops, cap_ops;
   int *ops;                /* op ids, in insertion order */
+  int causal;              /* attention: causal mask (gc_fusion_group.causal) */
+  int64_t causal_off;
 } fz_grp;
 
 typedef struct fz_use {
@@ -412,7 +414,7 @@ static int scalar_const(const gc_value *v) {
 /* Is M2 the second matmul of an attention chain (see fusion.h, step 0)? Fills the
  * scores matmul S, the scale op X and the mask add A (NULL: none) and the softmax P. */
 static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const gc_op **X, const gc_op **A,
-                           const gc_op **P) {
+                           const gc_op **P, const gc_value **mask) {
   if (M2->opcode != GC_OP_MATMUL || gc_op_attr_bool(M2, "transpose_a", 0)) return 0;
   const gc_op *p = M2->operands[0]->def;
   if (!p || p->opcode != GC_OP_SOFTMAX || only_user(f, p->results[0]) != M2) return 0;
@@ -421,6 +423,7 @@ static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const 
   if (r < 2 || (ax < 0 ? ax + r : ax) != r - 1) return 0;
   const gc_op *x = p->operands[0]->def, *next = p;
   *X = *A = NULL;
+  *mask = NULL;
   /* an additive mask: add(chain, m), m any value broadcasting to the scores (not their result) */
   if (x && x->opcode == GC_OP_ADD && only_user(f, x->results[0]) == next) {
     const gc_op *d0 = x->operands[0]->def, *d1 = x->operands[1]->def;
@@ -430,6 +433,7 @@ static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const 
                      only_user(f, x->operands[1]) == x ? 1 : -1;
     if (ci < 0 || !gc_type_same_dims(&x->results[0]->type, &x->operands[ci]->type)) return 0;
     *A = x;
+    *mask = x->operands[1 - ci];
     next = x;
     x = x->operands[ci]->def;
   }
@@ -495,11 +499,28 @@ int gc_fusion_view_strides(const gc_op *const *chain, int n, int64_t *st) {
 /* Step 0: every attention chain becomes one group; the head merge after it (transposes
  * and reshapes, each the only use of the one before) joins as output views. */
 static void plan_attention(fz *f) {
+  /* the last mask checked: the layers of a decoder share theirs */
+  const gc_value *seen = NULL;
+  gc_type seen_st;
+  int seen_causal = 0;
+  int64_t seen_off = 0;
   for (const gc_op *op = f->g->first; op && !f->oom; op = op->next) {
     const gc_op *S, *X, *A, *P;
-    if (f->memb_head[op->id] >= 0 || !attention_chain(f, op, &S, &X, &A, &P)) continue;
+    const gc_value *mask;
+    if (f->memb_head[op->id] >= 0 || !attention_chain(f, op, &S, &X, &A, &P, &mask)) continue;
     int gi = fz_new_group(f, GC_FUSION_ATTENTION);
     if (gi < 0) return;
+    /* a causal mask (attn_mask.c): the kernel computes it from indices and skips the key
+     * blocks above the diagonal; its producers still join (the kernel reads none of them) */
+    if (mask && !(mask == seen && gc_type_same_dims(&seen_st, &S->results[0]->type))) {
+      seen = mask;
+      seen_st = S->results[0]->type;
+      seen_causal = gc_attn_causal_mask(mask, &seen_st, &seen_off);
+    }
+    if (mask) {
+      f->grps[gi].causal = seen_causal;
+      f->grps[gi].causal_off = seen_off;
+    }
     fz_add(f, gi, S->id, GC_FROLE_ELEM | GC_FROLE_MMA);
     if (X) fz_add(f, gi, X->id, GC_FROLE_ELEM);
     /* the mask is computed per score element: its producers join as elementwise ops */
@@ -919,6 +940,8 @@ static gc_fusion *fz_result(fz *f) {
     gc_fusion_group *dst = &r->groups[k];
     sort_by_pos(f, src->ops, src->n_ops);
     dst->kind = src->kind;
+    dst->causal = src->causal;
+    dst->causal_off = src->causal_off;
     dst->n_ops = src->n_ops;
     dst->ops = gc_arena_alloc(&r->arena, (size_t)src->n_ops * sizeof *dst->ops);
     dst->roles = gc_arena_alloc(&r->arena, (size_t)src->n_ops * sizeof *dst->roles);
@@ -951,6 +974,7 @@ static gc_fusion *fz_result(fz *f) {
       dst->kind = GC_FUSION_VIEW;
     const gc_op *r0 = dst->roots[0];
     dst->name = dst->n_ops == 1 ? gc_arena_printf(&r->arena, "%s_%d", gc_op_infos[r0->opcode].name, r0->id)
+                : dst->causal   ? gc_arena_printf(&r->arena, "fusion_causal_%d", r0->id)
                                 : gc_arena_printf(&r->arena, "fusion_%d", r0->id);
     if (!dst->name) {
       free(order);
@@ -1056,6 +1080,7 @@ void gc_fusion_print(gc_sbuf *b, const gc_graph *g, const gc_fusion *f) {
   for (int k = 0; k < f->n_groups; k++) {
     const gc_fusion_group *gr = &f->groups[k];
     gc_sbuf_printf(b, "%3d %-6s %s:", k, gc_fusion_kind_name(gr->kind), gr->name);
+    if (gr->causal) gc_sbuf_printf(b, " [causal, offset %lld]", (long long)gr->causal_off);
     for (int i = 0; i < gr->n_ops; i++) {
       const gc_op *op = gr->ops[i];
       gc_sbuf_printf(b, "%s %s %%%s", i ? "," : "", gc_op_infos[op->opcode].name, op->results[0]->name);

@@ -33,7 +33,10 @@
  *                its operands read through index maps; the scores never reach
  *                memory (codegen/emit_attn.c). When ctx's only use is a chain of
  *                transposes / reshapes (the head merge), they join as its output
- *                views: the kernel writes their result directly.
+ *                views: the kernel writes their result directly. A causal mask
+ *                (codegen/attn_mask.c: a const or iota / compare / select form that is
+ *                0 on and below the diagonal j <= i + off, -inf or <= -1e4 above) marks
+ *                the group causal: no mask reads, key blocks above the diagonal skipped.
  * No merge may create a cycle between groups (checked on the group graph).
  * Softmax, log_softmax, layernorm and rmsnorm stay whole row kernels (input and
  * output fusion around them, never decomposed into reductions + elementwise
@@ -80,7 +83,10 @@ typedef struct gc_fusion_group {
   int *roles;              /* parallel to ops: GC_FROLE_* bits */
   int n_outs;
   const gc_value **outs;   /* values this group writes (materialized results of members) */
-  const char *name;        /* kernel name: "<op>_<id>" (one op) or "fusion_<root id>" */
+  const char *name;        /* kernel name: "<op>_<id>" (one op) or "fusion_<root id>"
+                              ("fusion_causal_<root id>": a causal attention group) */
+  int causal;              /* attention: the mask is causal (gc_attn_causal_mask), not read */
+  int64_t causal_off;      /* causal: key j is visible to query row i when j <= i + causal_off */
 } gc_fusion_group;
 
 typedef struct gc_fusion {
@@ -124,6 +130,11 @@ void gc_fusion_print(gc_sbuf *b, const gc_graph *g, const gc_fusion *f);
  * reshapes (each reading the one before). 0 when a reshape is no view of it. */
 #define GC_MAX_VIEW_CHAIN 8
 int gc_fusion_view_strides(const gc_op *const *chain, int n, int64_t *st);
+
+/* Is `mask`, added to attention scores of type st ([batch..., Sq, Sk]), causal: for every
+ * batch entry 0 at (i, j) for j <= i + off and <= -1e4 (-inf, finfo.min) above, off >= 0?
+ * Sets *off (codegen/attn_mask.c). */
+int gc_attn_causal_mask(const gc_value *mask, const gc_type *st, int64_t *off);
 
 /* Name of a group kind ("loop", "reduce", ...). */
 const char *gc_fusion_kind_name(gc_fusion_kind k);

@@ -15,6 +15,7 @@
 #include "tests/lower_common.h"
 #include "tests/lower_eval.h"
 #include "tests/plan_compile.h"
+#include "driver/settings.h"
 
 /* ---- contractions ---------------------------------------------------------------------------------- */
 
@@ -402,6 +403,145 @@ START_TEST(test_matmul_attention) {
 }
 END_TEST
 
+/* A [sq, sk] const mask's value and shape attributes: 0 for j <= i + off, `neg` above; entry (bi, bj) set to `bad`
+ * when bi >= 0 (a wrong entry). */
+static char *causal_const(int64_t sq, int64_t sk, int64_t off, const char *neg, int64_t bi, int64_t bj,
+                          const char *bad) {
+  gc_sbuf b = {0};
+  gc_sbuf_puts(&b, "[");
+  for (int64_t i = 0; i < sq; i++)
+    for (int64_t j = 0; j < sk; j++)
+      gc_sbuf_printf(&b, "%s%s", i || j ? ", " : "", i == bi && j == bj ? bad : j <= i + off ? "0.0" : neg);
+  gc_sbuf_printf(&b, "], shape=[%lld, %lld]", (long long)sq, (long long)sk);
+  return gc_sbuf_take(&b);
+}
+
+/* Causal attention (fusion.c + attn_mask.c mark the group, emit_attn.c computes the mask
+ * from indices on the diagonal blocks and skips the key blocks above it): const masks
+ * ([S, S] and [1, 1, S, S], -inf and finfo.min) and iota / compare / select forms (gt, le,
+ * a bottom-right offset Sk - Sq, torch's top-left is_causal with Sq < Sk), Sq = Sk and Sq <
+ * Sk, S off the 64-key tile, D = 64 and 128; f16 and bf16. Negative cases keep the mask
+ * from memory (or inline) and must still be right: an upper-triangular mask, a causal
+ * const with one wrong entry, one with -1 (no large negative) above the diagonal. Each:
+ * the kernel's name and the group's offset, its flops (the visible pairs only), the
+ * evaluator against the interpreter (run_case_w: sm_90 NVRTC + LLVM through ptxas), and
+ * the plan for sm_80 through both paths and ptxas. */
+START_TEST(test_matmul_attention_causal) {
+  const char *T = _i ? "bf16" : "f16";
+  const char *fmin = _i ? "-3.0e38" : "-65504.0";
+  char *m70 = causal_const(70, 70, 0, "-inf", -1, 0, NULL);
+  char *m70min = causal_const(70, 70, 0, fmin, -1, 0, NULL);
+  char *m70bad = causal_const(70, 70, 0, "-inf", 50, 10, "-inf");
+  char *m70one = causal_const(70, 70, 0, "-1.0", -1, 0, NULL);
+  char *c0, *c1, *n1, *n2;
+  const char *qkv70 = "(%q: T[1, 2, 70, 64], %k: T[1, 2, 70, 64], %v: T[1, 2, 70, 64]) -> (T[1, 2, 70, 64]) {\n"
+                      "  %s = matmul(%q, %k, transpose_b=true);\n  %c = const(value=0.125, dtype=T);\n"
+                      "  %x = mul(%s, %c);\n";
+  const char *tail = "  %xm = add(%x, %m);\n  %p = softmax(%xm, axis=-1);\n  %o = matmul(%p, %v);\n  return %o;\n}\n";
+  gc_sbuf b = {0};
+  gc_sbuf_printf(&b, "%s  %%m = const(value=%s, dtype=T);\n%s", qkv70, m70, tail);
+  c0 = gc_sbuf_take(&b);
+  gc_sbuf_printf(&b, "%s  %%m2 = const(value=%s, dtype=T);\n  %%m = reshape(%%m2, shape=[1, 1, 70, 70]);\n%s", qkv70,
+                 m70min, tail);
+  c1 = gc_sbuf_take(&b);
+  gc_sbuf_printf(&b, "%s  %%m = const(value=%s, dtype=T);\n%s", qkv70, m70bad, tail);
+  n1 = gc_sbuf_take(&b);
+  gc_sbuf_printf(&b, "%s  %%m = const(value=%s, dtype=T);\n%s", qkv70, m70one, tail);
+  n2 = gc_sbuf_take(&b);
+  const struct { const char *text; int causal; int64_t off; } cases[] = {
+      {c0, 1, 0},
+      {c1, 1, 0},
+      /* bottom-right (HF with past keys): Sq 40, Sk 100, offset 60; D 128; -1e4 */
+      {"(%q: T[2, 40, 128], %k: T[2, 100, 128], %v: T[2, 100, 128]) -> (T[2, 40, 128]) {\n"
+       "  %s = matmul(%q, %k, transpose_b=true);\n  %c = const(value=0.125, dtype=T);\n  %x = mul(%s, %c);\n"
+       "  %qi = iota(shape=[40, 100], axis=0, dtype=i64);\n  %ki = iota(shape=[40, 100], axis=1, dtype=i64);\n"
+       "  %d = const(value=60, dtype=i64);\n  %qd = add(%qi, %d);\n  %fut = gt(%ki, %qd);\n"
+       "  %neg = const(value=-10000.0, dtype=T);\n  %zero = const(value=0.0, dtype=T);\n"
+       "  %m = select(%fut, %neg, %zero);\n  %xm = add(%x, %m);\n  %p = softmax(%xm, axis=-1);\n"
+       "  %o = matmul(%p, %v);\n  return %o;\n}\n", 1, 60},
+      /* top-left (torch is_causal) with Sq < Sk, the le form, broadcast [1, 1, S, S]; no scale */
+      {"(%q: T[1, 2, 40, 64], %k: T[1, 2, 130, 64], %v: T[1, 2, 130, 64]) -> (T[1, 2, 40, 64]) {\n"
+       "  %s = matmul(%q, %k, transpose_b=true);\n"
+       "  %qi = iota(shape=[40, 130], axis=0, dtype=i32);\n  %ki = iota(shape=[40, 130], axis=1, dtype=i32);\n"
+       "  %vis = le(%ki, %qi);\n  %ninf = const(value=-inf, dtype=T);\n  %zero = const(value=0.0, dtype=T);\n"
+       "  %m2 = select(%vis, %zero, %ninf);\n  %m = reshape(%m2, shape=[1, 1, 40, 130]);\n"
+       "  %xm = add(%m, %s);\n  %p = softmax(%xm, axis=-1);\n  %o = matmul(%p, %v);\n  return %o;\n}\n", 1, 0},
+      /* Sq = Sk = 130 (MT 2, three key blocks, the last one partial) */
+      {"(%q: T[2, 130, 64], %k: T[2, 130, 64], %v: T[2, 130, 64]) -> (T[2, 130, 64]) {\n"
+       "  %s = matmul(%q, %k, transpose_b=true);\n  %c = const(value=0.125, dtype=T);\n  %x = mul(%s, %c);\n"
+       "  %qi = iota(shape=[130, 130], axis=0, dtype=i32);\n  %ki = iota(shape=[130, 130], axis=1, dtype=i32);\n"
+       "  %fut = gt(%ki, %qi);\n  %ninf = const(value=-inf, dtype=T);\n  %zero = const(value=0.0, dtype=T);\n"
+       "  %m = select(%fut, %ninf, %zero);\n  %xm = add(%x, %m);\n  %p = softmax(%xm, axis=-1);\n"
+       "  %o = matmul(%p, %v);\n  return %o;\n}\n", 1, 0},
+      /* negative: upper triangular (keys before the row masked) */
+      {"(%q: T[1, 2, 70, 64], %k: T[1, 2, 70, 64], %v: T[1, 2, 70, 64]) -> (T[1, 2, 70, 64]) {\n"
+       "  %s = matmul(%q, %k, transpose_b=true);\n"
+       "  %qi = iota(shape=[70, 70], axis=0, dtype=i32);\n  %ki = iota(shape=[70, 70], axis=1, dtype=i32);\n"
+       "  %past = lt(%ki, %qi);\n  %ninf = const(value=-inf, dtype=T);\n  %zero = const(value=0.0, dtype=T);\n"
+       "  %m = select(%past, %ninf, %zero);\n  %xm = add(%s, %m);\n  %p = softmax(%xm, axis=-1);\n"
+       "  %o = matmul(%p, %v);\n  return %o;\n}\n", 0, 0},
+      {n1, 0, 0},
+      {n2, 0, 0},
+  };
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    char *text = graph_of_type(cases[ci].text, T);
+    gc_module *m = parse_ok(text);
+    gc_graph *g = m->graphs[0];
+    kir_target t;
+    kir_target_cuda(&t, 90);
+    gc_fusion *f = gc_fusion_plan(g, &t, 1);
+    ck_assert_ptr_nonnull(f);
+    int att = -1;
+    for (int i = 0; i < f->n_groups; i++)
+      if (f->groups[i].kind == GC_FUSION_ATTENTION) att = i;
+    ck_assert_msg(att >= 0, "case %d (%s): no attention group\n%s", ci, T, text);
+    const gc_fusion_group *grp = &f->groups[att];
+    ck_assert_msg(grp->causal == cases[ci].causal && (!grp->causal || grp->causal_off == cases[ci].off),
+                  "case %d (%s): causal %d offset %lld\n%s", ci, T, grp->causal, (long long)grp->causal_off, text);
+    ck_assert_msg(!strncmp(grp->name, "fusion_causal_", 14) == !!cases[ci].causal, "case %d: %s", ci, grp->name);
+    gc_fusion_free(f);
+    gc_plan *p = lower_ok(g, NULL, KIR_TARGET_CUDA);
+    ck_assert_msg(p->kir->n_kernels == 1, "case %d (%s): %d kernels\n%s", ci, T, p->kir->n_kernels, text);
+    const kir_kernel *k0 = p->kir->kernels[0];
+    ck_assert_msg(!strncmp(k0->name, "fusion_causal_", 14) == !!cases[ci].causal, "case %d: kernel %s", ci, k0->name);
+    if (cases[ci].causal) {  /* flops: the (row, key) pairs each row sees */
+      gc_mm_shape s;
+      gc_mm_shape_of(g->outputs[0]->def, &s);
+      double pairs = 0;
+      for (int64_t i = 0; i < s.M; i++) pairs += (double)(i + cases[ci].off + 1 < s.K ? i + cases[ci].off + 1 : s.K);
+      double want = 2.0 * (double)s.batch * pairs * (double)(2 * s.N);
+      ck_assert_msg(fabs(k0->flops - want) < 0.5, "case %d: flops %g, want %g", ci, k0->flops, want);
+    }
+    gc_plan_free(p);
+    /* sm_80: mma.sync without the Hopper paths, through NVRTC / LLVM and ptxas */
+    kir_target_cuda(&t, 80);
+    gc_settings_apply_target(tu_settings(), &t);
+    gc_diags d;
+    gc_diags_init(&d, "case.graph", NULL, 0);
+    p = gc_lower_opts(g, &t, 1, &d);
+    ck_assert_msg(p && !gc_plan_bind_weights(p, NULL, &d), "case %d: sm_80 lowering failed", ci);
+    gc_diags_free(&d);
+    ck_assert_msg(p->kir->n_kernels == 1 && !strncmp(p->kir->kernels[0]->name, "fusion_causal_", 14) == !!cases[ci].causal,
+                  "case %d: sm_80 plan", ci);
+    pc_compile_plan_sm(p, "sm_80 causal attention", 80);
+    gc_plan_free(p);
+    gc_module_free(m);
+    /* q, k small integers (exact f16 / bf16 scores, as in test_matmul_attention); v any values */
+    gb kinds = {0};
+    for (int i = 0; i < 8; i++) kinds.kinds[i] = i == 2 ? 'x' : 'i';
+    run_case_w(text, 4, 2, NULL, &kinds);  /* takes its text */
+  }
+  free(c0);
+  free(c1);
+  free(n1);
+  free(n2);
+  free(m70);
+  free(m70min);
+  free(m70bad);
+  free(m70one);
+}
+END_TEST
+
 /* Chains the attention fusion must leave alone (unfused kernels, still correct): a head dim
  * that is no power of two, f32, a softmax over another axis, a scale that is no constant,
  * scores that are returned too, a mask the scores broadcast into; and GRAPHC_FLASH=0. */
@@ -614,6 +754,7 @@ static Suite *lower_matmul_suite(void) {
   if (only("wgmma")) tcase_add_loop_test(tc, test_matmul_wgmma, 0, 4);
   if (only("attention")) tcase_add_loop_test(tc, test_matmul_attention, 0, 2);
   if (only("attention_declined")) tcase_add_test(tc, test_matmul_attention_declined);
+  if (only("attention_causal")) tcase_add_loop_test(tc, test_matmul_attention_causal, 0, 2);
   if (only("simt")) tcase_add_loop_test(tc, test_matmul_simt, 0, 1);
   if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 3);
   if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
