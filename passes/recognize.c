@@ -398,10 +398,10 @@ static int write_norm(rz *z, gc_op *op, const norm *n, gc_value *gamma, gc_value
   gc_value *in[3] = {n->x, as_param(z, op, gamma, t, n->axis, 1.0), NULL};
   if (n->layer) in[2] = as_param(z, op, beta, t, n->axis, 0.0);
   if (!in[1] || (n->layer && !in[2])) return 0;
-  gc_named_attr at[2] = {{"eps", {.kind = GC_ATTR_FLOAT, .u.f = n->eps}},
-                         {"axis", gc_rw_attr_int(n->axis)}};
+  gc_named_attr at[2] = {{"axis", gc_rw_attr_int(n->axis)},
+                         {"eps", {.kind = GC_ATTR_FLOAT, .u.f = n->eps}}};
   if (n->layer) return replace(z, op, GC_OP_LAYERNORM, 3, in, 2, at, RZ_LAYERNORM) != NULL;
-  return beta == NULL && replace(z, op, GC_OP_RMSNORM, 2, in, 1, at, RZ_RMSNORM) != NULL;
+  return beta == NULL && replace(z, op, GC_OP_RMSNORM, 2, in, 1, at + 1, RZ_RMSNORM) != NULL;
 }
 
 /* Is c (read only by op) a normalization core whose gamma (op a mul) or beta (op an
