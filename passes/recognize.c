@@ -282,15 +282,22 @@ typedef struct norm {
   int layer;        /* 1 layernorm, 0 rmsnorm */
 } norm;
 
+/* a = mean(p) + eps with the mean over a tail of dims, or mean(p) (eps 0: simplify
+ * drops an eps that rounds to 0 in the dtype); p into *p. */
+static int mean_eps(const rz *z, const gc_value *a, gc_value **p, int *axis, double *eps) {
+  gc_op *ad = inner(z, a, GC_OP_ADD);
+  gc_value *var = ad ? with_const(ad, 1, eps) : NULL;
+  if (!ad) *eps = 0, var = (gc_value *)a;
+  gc_op *m = var ? inner(z, var, GC_OP_REDUCE_MEAN) : NULL;
+  if (!m || (*axis = tail_reduce(m)) < 0 || !(*eps >= 0) || !isfinite(*eps)) return 0;
+  *p = m->operands[0];
+  return 1;
+}
+
 /* s = sqrt(mean(p) + eps) with the mean over a tail of dims; p into *p. */
 static int sqrt_mean_eps(const rz *z, const gc_value *s, gc_value **p, int *axis, double *eps) {
   gc_op *sq = inner(z, s, GC_OP_SQRT);
-  gc_op *a = sq ? inner(z, sq->operands[0], GC_OP_ADD) : NULL;
-  gc_value *var = a ? with_const(a, 1, eps) : NULL;
-  gc_op *m = var ? inner(z, var, GC_OP_REDUCE_MEAN) : NULL;
-  if (!m || (*axis = tail_reduce(m)) < 0) return 0;
-  *p = m->operands[0];
-  return 1;
+  return sq && mean_eps(z, sq->operands[0], p, axis, eps);
 }
 
 /* Is v = y * inv(s) for one of the forms of the reciprocal of a sqrt: y / s,
@@ -310,13 +317,7 @@ static int scaled_by_inv_sqrt(const rz *z, const gc_value *v, gc_value **y, gc_v
     gc_op *rs = inner(z, r, GC_OP_RSQRT), *dv = inner(z, r, GC_OP_DIV);
     *y = op->operands[1 - i];
     if (rs) {
-      gc_op *a = inner(z, rs->operands[0], GC_OP_ADD);
-      gc_value *var = a ? with_const(a, 1, eps) : NULL;
-      gc_op *m = var ? inner(z, var, GC_OP_REDUCE_MEAN) : NULL;
-      if (m && (*axis = tail_reduce(m)) >= 0) {
-        *p = m->operands[0];
-        return 1;
-      }
+      if (mean_eps(z, rs->operands[0], p, axis, eps)) return 1;
     } else if (dv && splat_is(dv->operands[0], 1.0) && sqrt_mean_eps(z, dv->operands[1], p, axis, eps)) {
       return 1;
     }
