@@ -564,9 +564,8 @@ static int match_attention(rz *z, gc_op *op) {
   if (!gc_dtype_is_float(rt->dtype) || rt->rank < 3 || !reaches_softmax(z, op->results[0]) ||
       gc_op_attr_bool(mm, "transpose_a", 0))
     return 0;
-  double f0 = f;
   gc_value *a = unscaled(z, mm->operands[0], &f), *b = unscaled(z, mm->operands[1], &f);
-  int scaled = f != f0, tb = gc_op_attr_bool(mm, "transpose_b", 0);
+  int scaled = a != mm->operands[0] || b != mm->operands[1], tb = gc_op_attr_bool(mm, "transpose_b", 0);
   gc_value *kb = b;
   int kt = k_transposed(z, op, b, &kb);
   if (!scaled && !kt) return 0;
@@ -575,18 +574,21 @@ static int match_attention(rz *z, gc_op *op) {
   int nat = mm_flags(0, tb, at);
   gc_value *in[2] = {a, kb};
   if (z->rw.oom) return 0;
-  if (op == mm && !scaled) {
-    z->count[RZ_ATTN_KT]++;
-    return gc_rw_replace_with_new(&z->rw, op, GC_OP_MATMUL, 2, in, nat, at) != NULL;
-  }
+  z->count[RZ_ATTN_KT] += kt;
+  if (op == mm && !scaled) return gc_rw_replace_with_new(&z->rw, op, GC_OP_MATMUL, 2, in, nat, at) != NULL;
   gc_op *n = gc_rw_new_op(&z->rw, GC_OP_MATMUL, op, 2, in, nat, at, rt, NULL, mm->loc);
+  if (!n) return 0;
+  if (!scaled) {   /* K's transpose only: the scale after the matmul stays as written */
+    gc_value *sc[2];
+    for (int i = 0; i < 2; i++) sc[i] = op->operands[i] == mm->results[0] ? n->results[0] : op->operands[i];
+    return gc_rw_replace_with_new(&z->rw, op, op->opcode, 2, sc, 0, NULL) != NULL;
+  }
   gc_type st = {.dtype = rt->dtype, .rank = 0};
   double fr;                        /* f rounded once to the dtype */
   gc_store_f64(&fr, rt->dtype, 0, f);
-  gc_value *k = n ? new_splat(z, op, &st, gc_load_f64(&fr, rt->dtype, 0)) : NULL;
+  gc_value *k = new_splat(z, op, &st, gc_load_f64(&fr, rt->dtype, 0));
   if (!k) return 0;
   gc_value *sc[2] = {n->results[0], k};
-  z->count[RZ_ATTN_KT] += kt;
   return replace(z, op, GC_OP_MUL, 2, sc, 0, NULL, RZ_ATTN_SCALE) != NULL;
 }
 

@@ -41,6 +41,7 @@ static const rcase cases[] = {
     {"57_recognize_attention_scale.graph", "recognize: attention-scale 2, attention-k 1\n"},
     {"58_recognize_attention_negative.graph", "recognize: attention-scale 1, attention-k 2\n"},
     {"59_recognize_attention_k.graph", "recognize: attention-scale 1, attention-k 1\n"},
+    {"60_recognize_attention_div.graph", "recognize: attention-scale 1, attention-k 1\n"},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
