@@ -678,11 +678,13 @@ static ox_val *in_val(ox *x, int i) {
   return v;
 }
 
-/* Input i as a value (constants materialized on first use). */
+/* Input i as a value (constants materialized on first use). A one-element
+ * initializer (the dynamo exporter's scalars: scales, eps, exponents) is a const
+ * like a Constant node's, so that the passes can read it. */
 gc_value *ox_in(ox *x, int i) {
   ox_val *v = in_val(x, i);
   if (!v) return NULL;
-  if (!v->v && v->k) v->v = ox_materialize_as(x, v->k, v->name, v->init);
+  if (!v->v && v->k) v->v = ox_materialize_as(x, v->k, v->name, v->init && v->k->numel > 1);
   return v->v;
 }
 

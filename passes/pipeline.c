@@ -6,8 +6,8 @@
 
 #include "passes/pipeline.h"
 
-const char *const gc_pass_names[] = {"precision", "layout", "conv-gemm", "reduce-split", "matmul-canon", "simplify", "fold", "cse", "dce", NULL};
-#define N_PASSES 9
+const char *const gc_pass_names[] = {"precision", "layout", "conv-gemm", "reduce-split", "matmul-canon", "simplify", "fold", "cse", "recognize", "dce", NULL};
+#define N_PASSES 10
 _Static_assert(sizeof gc_pass_names / sizeof *gc_pass_names == N_PASSES + 1, "one entry per pass");
 
 typedef struct pass_run {
@@ -43,7 +43,7 @@ static int pass_index(const char *name, size_t n) {
   return -1;
 }
 
-/* "precision, layout, conv-gemm, reduce-split, matmul-canon, simplify, fold, cse, dce" into b. */
+/* "precision, layout, conv-gemm, reduce-split, matmul-canon, simplify, fold, cse, recognize, dce" into b. */
 static void pass_names_str(gc_sbuf *b) {
   for (int i = 0; gc_pass_names[i]; i++) gc_sbuf_printf(b, "%s%s", i ? ", " : "", gc_pass_names[i]);
 }
@@ -153,7 +153,8 @@ static int run_pass(pass_run *r, const char *name, gc_pass_fn fn, int structural
   return run_pass_with(r, name, fn, NULL, structural);
 }
 
-/* The pipeline: canonicalize until nothing changes, then drop dead ops. */
+/* The pipeline: canonicalize and recognize fused patterns until nothing changes,
+ * then drop dead ops. */
 static void run_passes(pass_run *r) {
   /* lowering choices first, so canonicalization sees their ops; the interpreter
    * (the float64 reference) keeps conv2d whole; the precision's dtypes before them,
@@ -170,6 +171,8 @@ static void run_passes(pass_run *r) {
     int changed = run_pass(r, "simplify", gc_pass_simplify, 1);
     changed += run_pass(r, "fold", gc_pass_fold, 1);
     changed += run_pass(r, "cse", gc_pass_cse, 1);
+    /* on the canonical form; what it writes is canonicalized in the next round */
+    changed += run_pass_with(r, "recognize", NULL, gc_pass_recognize, 1);
     if (!changed || r->failed || r->stopped) break;
   }
   r->round = 0;

@@ -5,7 +5,7 @@
  *   reduce-split              conv-gemm not for the interpreter backend), then
  *   matmul-canon              once (not for the interpreter backend), then
  *   simplify -> fold -> cse   repeated until none changes anything (at most
- *                             GC_PIPELINE_MAX_ROUNDS rounds), then
+ *   -> recognize              GC_PIPELINE_MAX_ROUNDS rounds), then
  *   dce                       once
  *
  * Each pass is one file in passes/. A pass returns the number of changes it
@@ -56,6 +56,11 @@ int gc_pass_simplify(gc_graph *g, gc_diags *d);
 int gc_pass_fold(gc_graph *g, gc_diags *d);
 /* passes/cse.c: merge ops with equal opcode, operands, attributes and result types. */
 int gc_pass_cse(gc_graph *g, gc_diags *d);
+/* passes/recognize.c: exporters' decomposed gelu, silu, layernorm, rmsnorm and
+ * softmax as the fused ops; attention scores normalized for the fused attention
+ * kernel (q/k scales folded into one after the matmul, K's transpose as the
+ * transpose_b flag). A stats line with a count per pattern. */
+int gc_pass_recognize(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats, gc_diags *d);
 /* passes/dce.c: remove ops none of whose results are used. */
 int gc_pass_dce(gc_graph *g, gc_diags *d);
 

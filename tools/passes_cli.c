@@ -24,7 +24,7 @@ static const char *const usage_dot_head =
     "usage: graphc dot FILE [options]\n"
     "Write the entry graph as Graphviz (ops as nodes with their result types, one edge per\n"
     "operand) after the optimization pipeline.\n\noptions:\n"
-    "  --after=PASS      stop after the first run of PASS (simplify, fold, cse, dce)\n"
+    "  --after=PASS      stop after the first run of PASS (simplify, fold, cse, recognize, dce)\n"
     "  -o, --output F    write to F instead of stdout\n"
     "  -O0               no optimization passes (the graph as written)\n"
     "  --disable-pass=P  skip pass P (comma-separated list)\n"
