@@ -215,6 +215,7 @@ typedef struct cpu_state {
   gc_cpu_jit *jit;
   gc_launch_plan lp;         /* the plan without Kernel IR, as host_exec.c runs it */
   gc_host_exec *hx;
+  int threads;
 } cpu_state;
 
 /* Status to return after an error was reported to d. */
@@ -267,6 +268,7 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   gc_settings set;
   gc_settings_read(&set);
   int threads = gc_host_threads(&set.rt, d);
+  s->threads = threads;
   kir_target t;
   kir_target_host(&t, threads);
   gc_settings_apply_target(&set, &t);
@@ -347,6 +349,33 @@ static void cpu_release(gc_exec *exe) {
   gc_launch_plan_free(&s->lp);
   gc_plan_free(s->plan);
   free(s);
+}
+
+/* The state of a prepared cpu executable, or NULL (reported when d is not NULL). */
+static cpu_state *cpu_state_of(const gc_exec *exe, gc_diags *d) {
+  if (exe && exe->backend == &gc_backend_cpu && exe->state && ((cpu_state *)exe->state)->hx)
+    return exe->state;
+  if (d)
+    gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, noloc,
+                "not an executable compiled for the cpu backend");
+  return NULL;
+}
+
+graphc_status_t gc_cpu_exec_info(const gc_exec *exe, gc_cpu_info *info) {
+  cpu_state *s = cpu_state_of(exe, NULL);
+  if (!s || !info) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  memset(info, 0, sizeof *info);
+  info->plan = s->plan;
+  info->target = gc_cpu_jit_target(s->jit);
+  info->threads = s->threads;
+  return GRAPHC_STATUS_OK;
+}
+
+graphc_status_t gc_cpu_time_launches(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_t *out,
+                                     int runs, float *ms, gc_diags *d) {
+  cpu_state *s = cpu_state_of(exe, d);
+  if (!s) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  return gc_host_exec_time_launches(s->hx, in, out, runs, ms, d) == 0 ? GRAPHC_STATUS_OK : failed(d);
 }
 
 const gc_backend gc_backend_cpu = {

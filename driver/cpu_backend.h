@@ -90,4 +90,18 @@ int gc_cpu_threads(const gc_rt_settings *s, gc_diags *d);
  * or the width of a vector load/store on it (at most 16). align[n_buffers]. */
 void gc_cpu_buffer_aligns(const gc_plan *p, uint32_t *align);
 
+/* Facts of a cpu executable (graphc bench --backend cpu). */
+
+typedef struct gc_cpu_info {
+  const gc_plan *plan;
+  const char *target;        /* "triple (cpu)" */
+  int threads;               /* of the executor */
+} gc_cpu_info;
+/* INVALID_ARGUMENT when exe is not a prepared cpu executable. */
+graphc_status_t gc_cpu_exec_info(const struct graphc_executable *exe, gc_cpu_info *info);
+/* gc_host_exec_time_launches on exe's executor with host tensors in/out (checked
+ * by the caller): ms[r * plan->n_launches + i]. */
+graphc_status_t gc_cpu_time_launches(struct graphc_executable *exe, const graphc_tensor_t *in,
+                                     graphc_tensor_t *out, int runs, float *ms, gc_diags *d);
+
 #endif

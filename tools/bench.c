@@ -1,6 +1,6 @@
 /* bench.c - `graphc bench`: time a compiled graph on the GPU.
  *
- *   graphc bench FILE [--bind B=N]... [--codegen nvrtc|llvm] [--runs N] [--warmup N]
+ *   graphc bench FILE [--backend cpu] [--bind B=N]... [--codegen nvrtc|llvm] [--runs N] [--warmup N]
  *                     [--weights W] [--seed S] [--arch sm_XX] [--eager] [--stats]
  *
  * In one process: compile for the CUDA backend, run once with random inputs
@@ -10,7 +10,8 @@
  * launches bracketed by events). Achieved bandwidth and FLOP rate come from
  * the plan's modeled bytes and flops (kir_kernel.bytes_moved / flops); the
  * bandwidth is also shown as a percentage of the measured copy bandwidth.
- * Without a GPU it says so and exits 1.
+ * Without a GPU it says so and exits 1. --backend cpu: the same report for the
+ * host (tools/bench_cpu.c).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -26,7 +27,8 @@
 
 static const char *const usage_bench =
     "usage: graphc bench FILE [options]\n"
-    "Time FILE's entry graph on the GPU: whole-graph time (median, min, p90), per-kernel\n"
+    "Time FILE's entry graph on the GPU (--backend cpu: on the host, against a measured memcpy\n"
+    "bandwidth and GEMM rate): whole-graph time (median, min, p90), per-kernel\n"
     "times, achieved GB/s and TFLOP/s from the plan's modeled bytes and flops, and the\n"
     "fraction of the device's measured copy bandwidth.\n\noptions:\n"
     "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
@@ -180,12 +182,15 @@ int gc_cli_bench(int argc, char **argv) {
   cli_opts o;
   if (cli_parse(argc, argv, &o, usage_bench) != 0) return 1;
   if (o.help) return 0;
-  if (o.copts.backend != GRAPHC_BACKEND_DEFAULT && o.copts.backend != GRAPHC_BACKEND_CUDA) {
-    fprintf(stderr, "graphc bench: only the cuda backend can be benchmarked\n");
+  int cpu = o.copts.backend == GRAPHC_BACKEND_CPU;
+  if (o.copts.backend != GRAPHC_BACKEND_DEFAULT && o.copts.backend != GRAPHC_BACKEND_CUDA && !cpu) {
+    fprintf(stderr, "graphc bench: only the cuda and cpu backends can be benchmarked\n");
     return 1;
   }
-  o.copts.backend = GRAPHC_BACKEND_CUDA;
-  if (!cli_have_gpu("graphc bench: no GPU to benchmark on")) return 1;
+  if (!cpu) {
+    o.copts.backend = GRAPHC_BACKEND_CUDA;
+    if (!cli_have_gpu("graphc bench: no GPU to benchmark on (--backend cpu times the host)")) return 1;
+  }
 
   graphc_context_t *ctx;
   if (graphc_context_create(&ctx) != GRAPHC_STATUS_OK) return 2;
@@ -212,8 +217,11 @@ int gc_cli_bench(int argc, char **argv) {
   int rc = cli_report(ctx, st, &err);
   if (st == GRAPHC_STATUS_OK) {
     if (o.stats) printf("# stats\n%s\n", graphc_executable_stats(exe));
-    rc = bench_exec(exe, &o) == 0 ? 0 : 1;
-    if (rc == 0 && o.pipeline > 0)
+    if (cpu)
+      rc = cli_bench_cpu(ctx, exe, &o, in, n_in, out, n_out) == 0 ? 0 : 1;
+    else
+      rc = bench_exec(exe, &o) == 0 ? 0 : 1;
+    if (rc == 0 && o.pipeline > 0 && !cpu)
       rc = cli_bench_pipeline(exe, in, n_in, out, n_out, o.pipeline, o.runs > 0 ? o.runs : 100,
                               o.warmup > 0 ? o.warmup : 10) == 0 ? 0 : 1;
   }
