@@ -161,14 +161,16 @@ gc_cpu_jit *gc_cpu_jit_compile_ex(const kir_module *m, const gc_cpu_compile_opts
   double t1 = now_ms();
   if (rc == 0 && times) {
     const char *passes = opts && opts->passes && *opts->passes ? opts->passes : NULL;
-    gc_sbuf_printf(times,
-                   "cpu: %d kernels, %d distinct, %d object%s (%d from the cache) on %d thread%s: "
-                   "llvm emit %.2f ms, %s %.2f ms, codegen %.2f ms (CPU time), wall %.2f ms; "
-                   "jit link %.2f ms\n",
-                   m->n_kernels, o.n_syms, o.n_objects, o.n_objects == 1 ? "" : "s", o.cached,
-                   o.threads, o.threads == 1 ? "" : "s", o.t_emit,
-                   passes ? passes : "default<O3> (compute) / default<O2> (memory-bound)", o.t_opt,
-                   o.t_cg, o.wall, t1 - t0);
+    gc_sbuf_printf(times, "cpu: %d kernels, %d distinct, %d object%s (%d from the cache)",
+                   m->n_kernels, o.n_syms, o.n_objects, o.n_objects == 1 ? "" : "s", o.cached);
+    if (opts && opts->timings)
+      gc_sbuf_printf(times,
+                     " on %d thread%s: llvm emit %.2f ms, %s %.2f ms, codegen %.2f ms (CPU time), "
+                     "wall %.2f ms; jit link %.2f ms",
+                     o.threads, o.threads == 1 ? "" : "s", o.t_emit,
+                     passes ? passes : "default<O3> (compute) / default<O2> (memory-bound)", o.t_opt,
+                     o.t_cg, o.wall, t1 - t0);
+    gc_sbuf_putc(times, '\n');
   }
   gc_cpu_objects_free(&o);
   if (rc != 0) {
@@ -183,6 +185,7 @@ gc_cpu_jit *gc_cpu_jit_compile(const kir_module *m, const char *passes, gc_sbuf 
                                gc_diags *d) {
   gc_cpu_compile_opts o = {0};
   o.passes = passes;
+  o.timings = 1;
   return gc_cpu_jit_compile_ex(m, &o, times, d);
 }
 
@@ -285,8 +288,10 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   gc_cpu_compile_opts co = {0};
   co.passes = set.cpu_passes;
   co.configured_threads = set.compile_threads;
+  co.no_dedup = set.cpu_no_dedup;
+  co.timings = opts && opts->time_passes;
   co.cache = &cache;
-  s->jit = gc_cpu_jit_compile_ex(s->plan->kir, &co, opts && opts->time_passes ? &times : NULL, d);
+  s->jit = gc_cpu_jit_compile_ex(s->plan->kir, &co, &times, d);
   char line[700];
   gc_cache_describe(&cache, line, sizeof line);
   gc_cache_close(&cache);
@@ -295,10 +300,8 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
     return failed(d);
   }
   gc_sbuf_printf(&exe->stats, "cpu: %s\n", line);
-  if (opts && opts->time_passes) {
-    gc_sbuf_printf(&exe->stats, "cpu: lower %.2f ms\n", t1 - t0);
-    if (times.data) gc_sbuf_puts(&exe->stats, times.data);
-  }
+  if (opts && opts->time_passes) gc_sbuf_printf(&exe->stats, "cpu: lower %.2f ms\n", t1 - t0);
+  if (times.data) gc_sbuf_puts(&exe->stats, times.data);
   gc_sbuf_free(&times);
   if (gc_launch_plan_build(s->plan, exe->inputs, exe->n_inputs, exe->outputs, exe->n_outputs,
                            &s->lp, d))

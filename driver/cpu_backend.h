@@ -37,6 +37,7 @@ typedef struct gc_cpu_compile_opts {
   int configured_threads;    /* GRAPHC_COMPILE_THREADS (settings.compile_threads), 0 unset */
   int no_dedup;              /* 1: compile identical kernels separately (tests) */
   struct gc_cache *cache;    /* the JIT cache of objects, or NULL */
+  int timings;               /* gc_cpu_jit_compile_ex's line also gives the times */
 } gc_cpu_compile_opts;
 
 /* The host objects of a module (driver/cpu_objects.c). */
@@ -67,7 +68,8 @@ void gc_cpu_objects_free(gc_cpu_objects *o);
 
 /* JIT-compile every kernel of m for this host (gc_cpu_compile_objects, then
  * the objects linked into one ORC LLJIT). When `times` is not NULL, a line with
- * the kernel counts and the emit / optimize / codegen / link times is appended. */
+ * the kernel, distinct kernel and object counts is appended, with opts->timings
+ * also the threads and the emit / optimize / codegen / link times. */
 gc_cpu_jit *gc_cpu_jit_compile_ex(const kir_module *m, const gc_cpu_compile_opts *opts,
                                   gc_sbuf *times, gc_diags *d);
 /* JIT-compile every kernel of m for this host with the new-PM pipeline

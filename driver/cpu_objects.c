@@ -33,7 +33,7 @@ static const gc_loc noloc = {0, 0};
 /* Groups a level is split into per GROUP_TEXT bytes of canonical text (at most
  * MAX_GROUPS in all): enough to keep a few threads busy, few enough that the
  * per-module costs (a context, a target machine, the pass setup) stay small. */
-#define GROUP_TEXT (48 * 1024)
+#define GROUP_TEXT (16 * 1024)
 #define MAX_GROUPS 16
 
 static double wall_ms(void) {
