@@ -297,9 +297,9 @@ out:
   return rc;
 }
 
-/* The cache key of group g: everything its object's bytes depend on. */
-static void group_key(const cpu_job *j, cpu_group *g) {
-  gc_hash128 *key = &g->key;
+/* The part of every group's key that is the same for the whole compile: graphc
+ * and LLVM versions, the build, the target. */
+static void base_key(const cpu_job *j, gc_hash128 *key) {
   gc_hash128_init(key);
   gc_cache_key_identity(key);
   unsigned v1 = 0, v2 = 0, v3 = 0;
@@ -313,8 +313,15 @@ static void group_key(const cpu_job *j, cpu_group *g) {
   gc_hash128_field(key, "features", j->features, strlen(j->features));
   snprintf(buf, sizeof buf, "%d", j->simd_bytes);
   gc_hash128_field(key, "simd", buf, strlen(buf));
+}
+
+/* The cache key of group g (base: base_key): everything its object's bytes depend on. */
+static void group_key(const cpu_job *j, const gc_hash128 *base, cpu_group *g) {
+  gc_hash128 *key = &g->key;
+  *key = *base;
   const char *passes = j->passes ? j->passes : level_passes[g->level];
   gc_hash128_field(key, "passes", passes, strlen(passes));
+  char buf[32];
   snprintf(buf, sizeof buf, "%d", g->level);
   gc_hash128_field(key, "level", buf, strlen(buf));
   for (int i = 0; i < g->n; i++) {
@@ -361,10 +368,12 @@ int gc_cpu_compile_objects(const kir_module *m, const gc_cpu_compile_opts *opts,
   double t0 = thread_ms();
   if (find_distinct(&j, o, opts, d) || make_groups(&j, d)) goto out;
   gc_cache *cache = opts ? opts->cache : NULL;
+  gc_hash128 base;
+  if (cache && cache->enabled) base_key(&j, &base);
   for (int g = 0; g < j.n_groups; g++) {
     cpu_group *gr = &j.groups[g];
     if (cache && cache->enabled) {
-      group_key(&j, gr);
+      group_key(&j, &base, gr);
       gc_cache_blob b;
       if (gc_cache_get(cache, &gr->key, 1, &b)) {
         gr->obj = b.data;
