@@ -168,7 +168,7 @@ gc_cpu_jit *gc_cpu_jit_compile_ex(const kir_module *m, const gc_cpu_compile_opts
                      " on %d thread%s: llvm emit %.2f ms, %s %.2f ms, codegen %.2f ms (CPU time), "
                      "wall %.2f ms; jit link %.2f ms",
                      o.threads, o.threads == 1 ? "" : "s", o.t_emit,
-                     passes ? passes : "default<O3> (compute) / default<O2> (memory-bound)", o.t_opt,
+                     passes ? passes : "O3 without DSE (compute) / default<O2> (memory-bound)", o.t_opt,
                      o.t_cg, o.wall, t1 - t0);
     gc_sbuf_putc(times, '\n');
   }
