@@ -72,6 +72,11 @@ typedef struct gc_llvm_ptx_opts {
   int dedup;     /* 1: compile identical kernels once (see llvm_nvptx.c, gc_ptx_kernel_alias) */
 } gc_llvm_ptx_opts;
 
+/* Threads for n distinct units of LLVM work: `want` (> 0), else `configured`
+ * (GRAPHC_COMPILE_THREADS, from the settings), else the online CPUs, at most 8;
+ * never more than n. Callers keep their output independent of it. */
+int gc_llvm_pick_threads(int want, int configured, int n);
+
 /* Where the time of one gc_llvm_ptx_ex went, in ms. The phases are CPU time
  * summed over all kernels (they overlap when threads > 1); wall is the call. */
 typedef struct gc_llvm_times {

@@ -1387,3 +1387,50 @@ void kir_print(gc_sbuf *b, const kir_kernel *k) {
   print_block(b, k, &k->body, 1);
   gc_sbuf_puts(b, "}\n");
 }
+
+char *kir_canonical_text(const kir_kernel *k) {
+  kir_kernel copy = *k;
+  kir_var *vars = malloc(((size_t)k->n_vars + 1) * sizeof *vars);
+  kir_param *params = malloc(((size_t)k->n_params + 1) * sizeof *params);
+  char *names = malloc(((size_t)k->n_vars + (size_t)k->n_params + 1) * 16);
+  char *key = NULL;
+  if (vars && params && names) {
+    for (int i = 0; i < k->n_vars; i++) {
+      vars[i] = k->vars[i];
+      vars[i].name = names + (size_t)i * 16;
+      snprintf(names + (size_t)i * 16, 16, "v%d", i);
+    }
+    for (int i = 0; i < k->n_params; i++) {
+      params[i] = k->params[i];
+      params[i].name = names + ((size_t)k->n_vars + (size_t)i) * 16;
+      params[i].binding = 0;
+      snprintf(names + ((size_t)k->n_vars + (size_t)i) * 16, 16, "p%d", i);
+    }
+    copy.name = "K";
+    copy.vars = vars;
+    copy.params = params;
+    gc_sbuf b = {0};
+    kir_print(&b, &copy);
+    key = b.failed ? NULL : gc_sbuf_take(&b);
+    gc_sbuf_free(&b);
+  }
+  free(vars);
+  free(params);
+  free(names);
+  return key;
+}
+
+int kir_maybe_same(const kir_kernel *a, const kir_kernel *b) {
+  if (a->launch.kind != b->launch.kind || a->launch.n != b->launch.n ||
+      a->launch.block != b->launch.block || a->n_params != b->n_params ||
+      a->n_shared != b->n_shared || a->n_vars != b->n_vars)
+    return 0;
+  for (int i = 0; i < a->n_params; i++)
+    if (a->params[i].kind != b->params[i].kind || a->params[i].dtype != b->params[i].dtype ||
+        a->params[i].readonly != b->params[i].readonly)
+      return 0;
+  for (int i = 0; i < a->n_shared; i++)
+    if (a->shared[i].dtype != b->shared[i].dtype || a->shared[i].count != b->shared[i].count)
+      return 0;
+  return 1;
+}

@@ -434,5 +434,16 @@ int64_t kir_shared_bytes(const kir_kernel *k);
 void kir_verify(const kir_kernel *k);
 /* Human-readable dump for --emit kir and debugging. */
 void kir_print(gc_sbuf *b, const kir_kernel *k);
+/* The canonical text of a kernel (deduplication and cache keys): its Kernel IR as
+ * printed with the names that differ between copies of the same code masked (the
+ * kernel's name, variable and parameter names, which come from graph values, and
+ * buffer bindings, which only say what a launch passes). Kernels with equal texts
+ * get the same LLVM IR and machine code up to those names. malloc'd; NULL when out
+ * of memory. */
+char *kir_canonical_text(const kir_kernel *k);
+/* Could kernels a and b have the same code? (The same launch, parameters, shared
+ * arrays and variable count; decides whether a canonical text is worth printing.
+ * Stricter than the text, so it never merges different kernels.) */
+int kir_maybe_same(const kir_kernel *a, const kir_kernel *b);
 
 #endif /* GC_KIR_H */

@@ -352,60 +352,7 @@ typedef struct nv_pool {
   const gc_toolchain *tc;  /* where libdevice is */
 } nv_pool;
 
-/* The dedup key of a kernel: its Kernel IR as printed with the names that differ
- * between copies of the same code masked (the kernel's name, variable and parameter
- * names, which come from graph values, and buffer bindings, which only say what a
- * launch passes). Kernels with equal keys get the same LLVM IR and PTX up to those
- * names. NULL when out of memory. */
-static char *dedup_key(const kir_kernel *k) {
-  kir_kernel copy = *k;
-  kir_var *vars = malloc(((size_t)k->n_vars + 1) * sizeof *vars);
-  kir_param *params = malloc(((size_t)k->n_params + 1) * sizeof *params);
-  char *names = malloc(((size_t)k->n_vars + (size_t)k->n_params + 1) * 16);
-  char *key = NULL;
-  if (vars && params && names) {
-    for (int i = 0; i < k->n_vars; i++) {
-      vars[i] = k->vars[i];
-      vars[i].name = names + (size_t)i * 16;
-      snprintf(names + (size_t)i * 16, 16, "v%d", i);
-    }
-    for (int i = 0; i < k->n_params; i++) {
-      params[i] = k->params[i];
-      params[i].name = names + ((size_t)k->n_vars + (size_t)i) * 16;
-      params[i].binding = 0;
-      snprintf(names + ((size_t)k->n_vars + (size_t)i) * 16, 16, "p%d", i);
-    }
-    copy.name = "K";
-    copy.vars = vars;
-    copy.params = params;
-    gc_sbuf b = {0};
-    kir_print(&b, &copy);
-    key = b.failed ? NULL : gc_sbuf_take(&b);
-    gc_sbuf_free(&b);
-  }
-  free(vars);
-  free(params);
-  free(names);
-  return key;
-}
 
-/* Could kernels a and b have the same code? (The same launch, parameters,
- * shared arrays and variable count; decides whether a dedup key is worth
- * printing. Stricter than the key, so it never merges different kernels.) */
-static int maybe_same(const kir_kernel *a, const kir_kernel *b) {
-  if (a->launch.kind != b->launch.kind || a->launch.n != b->launch.n ||
-      a->launch.block != b->launch.block || a->n_params != b->n_params ||
-      a->n_shared != b->n_shared || a->n_vars != b->n_vars)
-    return 0;
-  for (int i = 0; i < a->n_params; i++)
-    if (a->params[i].kind != b->params[i].kind || a->params[i].dtype != b->params[i].dtype ||
-        a->params[i].readonly != b->params[i].readonly)
-      return 0;
-  for (int i = 0; i < a->n_shared; i++)
-    if (a->shared[i].dtype != b->shared[i].dtype || a->shared[i].count != b->shared[i].count)
-      return 0;
-  return 1;
-}
 
 /* Give the module's non-kernel definitions (libdevice functions not inlined,
  * its tables) the kernel's name as a prefix, so joined PTX parts never define
@@ -468,21 +415,6 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* Threads for n distinct kernels: `want`, else `configured` (GRAPHC_COMPILE_THREADS,
- * from the toolchain), else the online CPUs, at most 8. The output never depends on it. */
-static int pick_threads(int want, int configured, int n) {
-  if (want <= 0) {
-    if (configured >= 1) {
-      want = configured > 64 ? 64 : configured;
-    } else {
-      want = (int)sysconf(_SC_NPROCESSORS_ONLN);
-      if (want > 8) want = 8;
-    }
-  }
-  if (want < 1) want = 1;
-  if (want > 64) want = 64;
-  return want < n ? want : n;
-}
 
 /* Join the parts in kernel order: the header of the first, then the body of
  * each (everything after ".address_size"), then the alias lines. */
@@ -524,6 +456,21 @@ const char *gc_ptx_kernel_alias(const char *ptx, const char *name, char *buf, si
     return buf;
   }
   return name;
+}
+
+/* Threads for n distinct kernels (codegen.h). */
+int gc_llvm_pick_threads(int want, int configured, int n) {
+  if (want <= 0) {
+    if (configured >= 1) {
+      want = configured > 64 ? 64 : configured;
+    } else {
+      want = (int)sysconf(_SC_NPROCESSORS_ONLN);
+      if (want > 8) want = 8;
+    }
+  }
+  if (want < 1) want = 1;
+  if (want > 64) want = 64;
+  return want < n ? want : n;
 }
 
 int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, char **ptx,
@@ -572,9 +519,9 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
     j->size = (long)ki->n_vars + 4L * ki->n_params;
     int twin = 0;
     for (int k = 0; opts && opts->dedup && k < n && !twin; k++)
-      twin = k != i && maybe_same(m->kernels[k], ki);
+      twin = k != i && kir_maybe_same(m->kernels[k], ki);
     if (twin) {
-      if (!(j->key = dedup_key(ki))) {
+      if (!(j->key = kir_canonical_text(ki))) {
         gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
         rc = -1;
       }
@@ -592,7 +539,7 @@ int gc_llvm_ptx_ex(const kir_module *m, int sm, const gc_llvm_ptx_opts *opts, ch
   }
   times->emit += thread_ms() - t0;
   /* Emit, optimize and generate code for the distinct kernels on the threads. */
-  int nt = rc == 0 ? pick_threads(opts ? opts->threads : 0, tc ? tc->compile_threads : 0, distinct) : 0;
+  int nt = rc == 0 ? gc_llvm_pick_threads(opts ? opts->threads : 0, tc ? tc->compile_threads : 0, distinct) : 0;
   nv_pool pool = {jobs, order, distinct, target_sm, target_sm == 90 && kir_module_uses_wgmma(m), 0, tc};
   pthread_t *th = nt > 1 ? calloc((size_t)nt, sizeof *th) : NULL;
   int started = 0;

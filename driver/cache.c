@@ -11,11 +11,13 @@
  *   64  P  payload: n u64 blob sizes, then the blobs back to back
  * Written to "<key>.gcm.tmp.<pid>.<n>" and renamed to "<key>.gcm".
  */
+#define _GNU_SOURCE
 #include "driver/cache.h"
 
 #include "ir/ir.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -372,4 +374,17 @@ int gc_cache_evict(gc_cache *c) {
   free(files);
   c->evicted += removed;
   return removed;
+}
+
+void gc_cache_key_identity(gc_hash128 *key) {
+  static const char version[] = GRAPHC_VERSION_STRING;
+  gc_hash128_field(key, "graphc", version, strlen(version));
+  Dl_info info;
+  struct stat st;
+  char id[128] = "unknown";
+  if (dladdr((void *)&gc_cache_key_identity, &info) && info.dli_fname &&
+      stat(info.dli_fname, &st) == 0)
+    snprintf(id, sizeof id, "%lld:%lld.%09ld", (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+             (long)st.st_mtim.tv_nsec);
+  gc_hash128_field(key, "build", id, strlen(id));
 }

@@ -63,6 +63,10 @@ int gc_cache_put(gc_cache *c, const gc_hash128 *key, int n, const gc_cache_blob 
 /* Remove least recently used entries until the total is at most max_bytes,
  * and temporary files older than an hour. Returns the entries removed. */
 int gc_cache_evict(gc_cache *c);
+/* Add the fields every key starts with: the graphc version and the identity of
+ * the library holding this code (its file's size and mtime), so a rebuilt graphc
+ * never reads what another build stored. */
+void gc_cache_key_identity(gc_hash128 *key);
 /* Path of key's entry (for tests and messages). */
 void gc_cache_entry_path(const gc_cache *c, const gc_hash128 *key, char *buf, size_t len);
 /* One line for stats: "cache: 1 hit, 0 misses (DIR)" or "cache: off (why)". */

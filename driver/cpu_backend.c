@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "driver/cache.h"
 #include "driver/cpu_backend.h"
 #include "driver/exec.h"
 #include "driver/launch_build.h"
@@ -79,16 +80,9 @@ static int check_err(LLVMErrorRef e, const char *what, const gc_llvm_diag *dg, g
   return -1;
 }
 
-/* Hand the optimized module to a new LLJIT (consumes *mod, our reference to
- * *tsc and *tm, whose CPU and features the JIT compiles for: the host's, less
- * gc_llvm_host_features' exclusions) and look up every kernel. */
-static int jit_load(gc_cpu_jit *j, const kir_module *m, LLVMModuleRef *mod,
-                    LLVMOrcThreadSafeContextRef *tsc, LLVMTargetMachineRef *tm, gc_diags *d) {
-  LLVMOrcJITTargetMachineBuilderRef jtmb = LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(*tm);
-  *tm = NULL;  /* consumed */
-  LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
-  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(b, jtmb);  /* consumes jtmb */
-  if (check_err(LLVMOrcCreateLLJIT(&j->jit, b), "creating the LLVM ORC JIT", j->dg, d)) {  /* consumes b */
+/* A new LLJIT for this host that resolves libm and friends from the process. */
+static int jit_create(gc_cpu_jit *j, gc_diags *d) {
+  if (check_err(LLVMOrcCreateLLJIT(&j->jit, NULL), "creating the LLVM ORC JIT", j->dg, d)) {
     j->jit = NULL;
     return -1;
   }
@@ -97,102 +91,46 @@ static int jit_load(gc_cpu_jit *j, const kir_module *m, LLVMModuleRef *mod,
                     &gen, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL),
                 "creating the process symbol generator", j->dg, d))
     return -1;
-  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
-  LLVMOrcJITDylibAddGenerator(jd, gen);  /* consumes gen */
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(*mod, *tsc);
-  *mod = NULL;
-  LLVMOrcDisposeThreadSafeContext(*tsc);  /* the module keeps the context alive */
-  *tsc = NULL;
-  if (check_err(LLVMOrcLLJITAddLLVMIRModule(j->jit, jd, tsm), "adding the module to the JIT", j->dg,
-                d))  /* consumes tsm */
-    return -1;
-  for (int i = 0; i < m->n_kernels; i++) {
-    LLVMOrcExecutorAddress addr = 0;
-    char what[320];
-    snprintf(what, sizeof what, "JIT compilation of kernel %s", m->kernels[i]->name);
-    if (check_err(LLVMOrcLLJITLookup(j->jit, &addr, m->kernels[i]->name), what, j->dg, d))
-      return -1;
-    if (!addr) {
-      report(d, j->dg, what, "the JIT returned a null address");
-      return -1;
-    }
-    j->fns[i] = (gc_cpu_kernel_fn)(uintptr_t)addr;
-  }
-  if (j->dg->n_errors) {
-    report(d, j->dg, "LLVM reported errors", NULL);
-    return -1;
-  }
+  LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(j->jit), gen);  /* consumes gen */
   return 0;
 }
 
-/* Emit, verify, optimize and JIT m; stage times into `times` when not NULL. */
-static int jit_build(gc_cpu_jit *j, const kir_module *m, const char *passes, gc_sbuf *times,
-                     gc_diags *d) {
-  char *triple = LLVMGetDefaultTargetTriple();
-  char *cpu = LLVMGetHostCPUName();
-  char *features = gc_llvm_host_features();
-  LLVMTargetMachineRef tm = NULL;
-  LLVMOrcThreadSafeContextRef tsc = NULL;
-  LLVMModuleRef mod = NULL;
-  char *layout = NULL, *msg = NULL;
-  int rc = -1;
-  LLVMTargetRef target = NULL;
-  size_t tlen = strlen(triple) + strlen(cpu) + 4;
-  j->target = malloc(tlen);
-  if (!j->target) {
+/* Link the objects into the JIT and look up every kernel's function. */
+static int jit_link(gc_cpu_jit *j, const kir_module *m, const gc_cpu_objects *o, gc_diags *d) {
+  if (jit_create(j, d)) return -1;
+  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
+  for (int i = 0; i < o->n_objects; i++) {
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(o->objects[i], o->object_lens[i],
+                                                                       "graphc-cpu-object");
+    if (check_err(LLVMOrcLLJITAddObjectFile(j->jit, jd, mb), "adding an object to the JIT", j->dg,
+                  d))  /* consumes mb */
+      return -1;
+  }
+  gc_cpu_kernel_fn *by_sym = calloc((size_t)o->n_syms + 1, sizeof *by_sym);
+  if (!by_sym) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory");
-    goto out;
+    return -1;
   }
-  snprintf(j->target, tlen, "%s (%s)", triple, cpu);
-  if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
-    char what[300];
-    snprintf(what, sizeof what, "LLVM has no target for the host triple %s", triple);
-    report(d, NULL, what, msg);
-    goto out;
+  int rc = 0;
+  for (int u = 0; u < o->n_syms && rc == 0; u++) {
+    LLVMOrcExecutorAddress addr = 0;
+    char what[320];
+    snprintf(what, sizeof what, "JIT linking of %s", o->syms[u]);
+    if (check_err(LLVMOrcLLJITLookup(j->jit, &addr, o->syms[u]), what, j->dg, d)) {
+      rc = -1;
+    } else if (!addr) {
+      report(d, j->dg, what, "the JIT returned a null address");
+      rc = -1;
+    }
+    by_sym[u] = (gc_cpu_kernel_fn)(uintptr_t)addr;
   }
-  tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
-                               LLVMRelocDefault, LLVMCodeModelJITDefault);
-  if (!tm) {
-    report(d, NULL, "cannot create an LLVM target machine for the host", j->target);
-    goto out;
-  }
-  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-  layout = LLVMCopyStringRepOfTargetData(td);
-  LLVMDisposeTargetData(td);
-
-  tsc = LLVMOrcCreateNewThreadSafeContext();
-  gc_llvm_diag_install(LLVMOrcThreadSafeContextGetContext(tsc), j->dg);
-  double t0 = now_ms();
-  gc_llvm_target lt = {GC_LLVM_HOST, 0, triple, layout};
-  mod = gc_llvm_emit(LLVMOrcThreadSafeContextGetContext(tsc), m, &lt, d);
-  if (!mod || gc_llvm_verify(mod, "after emission", d) != 0) goto out;
-  gc_llvm_prefer_wide_vectors(mod, gc_llvm_host_simd_bytes(NULL));
-  double t1 = now_ms();
-  if (gc_llvm_optimize(mod, tm, passes, d) != 0 ||
-      gc_llvm_verify(mod, "after optimization", d) != 0)
-    goto out;
-  double t2 = now_ms();
-  if (jit_load(j, m, &mod, &tsc, &tm, d) != 0) goto out;
-  double t3 = now_ms();
-  if (times)
-    gc_sbuf_printf(times, "cpu: llvm emit %.2f ms, %s %.2f ms, jit %.2f ms\n", t1 - t0, passes,
-                   t2 - t1, t3 - t2);
-  rc = 0;
-out:
-  if (mod) LLVMDisposeModule(mod);
-  if (tsc) LLVMOrcDisposeThreadSafeContext(tsc);
-  if (tm) LLVMDisposeTargetMachine(tm);
-  if (layout) LLVMDisposeMessage(layout);
-  if (msg) LLVMDisposeMessage(msg);
-  LLVMDisposeMessage(triple);
-  LLVMDisposeMessage(cpu);
-  LLVMDisposeMessage(features);
+  for (int i = 0; i < m->n_kernels && rc == 0; i++) j->fns[i] = by_sym[o->kernel_sym[i]];
+  free(by_sym);
   return rc;
 }
 
-gc_cpu_jit *gc_cpu_jit_compile(const kir_module *m, const char *passes, gc_sbuf *times,
-                               gc_diags *d) {
-  if (!passes || !*passes) passes = "default<O3>";
+gc_cpu_jit *gc_cpu_jit_compile_ex(const kir_module *m, const gc_cpu_compile_opts *opts,
+                                  gc_sbuf *times, gc_diags *d) {
   pthread_once(&host_once, host_init);
   if (host_init_failed) {
     gc_error_at(d, GRAPHC_STATUS_UNSUPPORTED, noloc,
@@ -210,12 +148,45 @@ gc_cpu_jit *gc_cpu_jit_compile(const kir_module *m, const char *passes, gc_sbuf 
     return NULL;
   }
   j->n = m->n_kernels;
-  if (jit_build(j, m, passes, times, d) != 0) {
-    if (!d->n_errors) report(d, j->dg, "JIT compilation failed", NULL);
+  gc_cpu_objects o;
+  if (gc_cpu_compile_objects(m, opts, &o, d) != 0) {
+    if (!d->n_errors) report(d, NULL, "JIT compilation failed", NULL);
+    gc_cpu_jit_free(j);
+    return NULL;
+  }
+  j->target = o.target;
+  o.target = NULL;
+  double t0 = now_ms();
+  int rc = jit_link(j, m, &o, d);
+  double t1 = now_ms();
+  if (rc == 0 && times) {
+    const char *passes = opts && opts->passes && *opts->passes ? opts->passes : NULL;
+    gc_sbuf_printf(times, "cpu: %d kernels, %d distinct, %d object%s (%d from the cache)",
+                   m->n_kernels, o.n_syms, o.n_objects, o.n_objects == 1 ? "" : "s", o.cached);
+    if (opts && opts->timings)
+      gc_sbuf_printf(times,
+                     " on %d thread%s: llvm emit %.2f ms, %s %.2f ms, codegen %.2f ms (CPU time), "
+                     "wall %.2f ms; jit link %.2f ms",
+                     o.threads, o.threads == 1 ? "" : "s", o.t_emit,
+                     passes ? passes : "O3 without DSE (compute) / default<O2> (memory-bound)", o.t_opt,
+                     o.t_cg, o.wall, t1 - t0);
+    gc_sbuf_putc(times, '\n');
+  }
+  gc_cpu_objects_free(&o);
+  if (rc != 0) {
+    if (!d->n_errors) report(d, j->dg, "JIT linking failed", NULL);
     gc_cpu_jit_free(j);
     return NULL;
   }
   return j;
+}
+
+gc_cpu_jit *gc_cpu_jit_compile(const kir_module *m, const char *passes, gc_sbuf *times,
+                               gc_diags *d) {
+  gc_cpu_compile_opts o = {0};
+  o.passes = passes;
+  o.timings = 1;
+  return gc_cpu_jit_compile_ex(m, &o, times, d);
 }
 
 gc_cpu_kernel_fn gc_cpu_jit_kernel(const gc_cpu_jit *j, int i) {
@@ -247,6 +218,7 @@ typedef struct cpu_state {
   gc_cpu_jit *jit;
   gc_launch_plan lp;         /* the plan without Kernel IR, as host_exec.c runs it */
   gc_host_exec *hx;
+  int threads;
 } cpu_state;
 
 /* Status to return after an error was reported to d. */
@@ -299,6 +271,7 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   gc_settings set;
   gc_settings_read(&set);
   int threads = gc_host_threads(&set.rt, d);
+  s->threads = threads;
   kir_target t;
   kir_target_host(&t, threads);
   gc_settings_apply_target(&set, &t);
@@ -310,15 +283,25 @@ static graphc_status_t cpu_prepare(gc_exec *exe, const graphc_compile_options_t 
   double t1 = now_ms();
   gc_plan_stats(&exe->stats, s->plan);
   gc_sbuf times = {0};
-  s->jit = gc_cpu_jit_compile(s->plan->kir, set.cpu_passes, opts && opts->time_passes ? &times : NULL, d);
+  gc_cache cache;
+  gc_cache_open(&cache, &set);
+  gc_cpu_compile_opts co = {0};
+  co.passes = set.cpu_passes;
+  co.configured_threads = set.compile_threads;
+  co.no_dedup = set.cpu_no_dedup;
+  co.timings = opts && opts->time_passes;
+  co.cache = &cache;
+  s->jit = gc_cpu_jit_compile_ex(s->plan->kir, &co, &times, d);
+  char line[700];
+  gc_cache_describe(&cache, line, sizeof line);
+  gc_cache_close(&cache);
   if (!s->jit) {
     gc_sbuf_free(&times);
     return failed(d);
   }
-  if (opts && opts->time_passes) {
-    gc_sbuf_printf(&exe->stats, "cpu: lower %.2f ms\n", t1 - t0);
-    if (times.data) gc_sbuf_puts(&exe->stats, times.data);
-  }
+  gc_sbuf_printf(&exe->stats, "cpu: %s\n", line);
+  if (opts && opts->time_passes) gc_sbuf_printf(&exe->stats, "cpu: lower %.2f ms\n", t1 - t0);
+  if (times.data) gc_sbuf_puts(&exe->stats, times.data);
   gc_sbuf_free(&times);
   if (gc_launch_plan_build(s->plan, exe->inputs, exe->n_inputs, exe->outputs, exe->n_outputs,
                            &s->lp, d))
@@ -369,6 +352,33 @@ static void cpu_release(gc_exec *exe) {
   gc_launch_plan_free(&s->lp);
   gc_plan_free(s->plan);
   free(s);
+}
+
+/* The state of a prepared cpu executable, or NULL (reported when d is not NULL). */
+static cpu_state *cpu_state_of(const gc_exec *exe, gc_diags *d) {
+  if (exe && exe->backend == &gc_backend_cpu && exe->state && ((cpu_state *)exe->state)->hx)
+    return exe->state;
+  if (d)
+    gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, noloc,
+                "not an executable compiled for the cpu backend");
+  return NULL;
+}
+
+graphc_status_t gc_cpu_exec_info(const gc_exec *exe, gc_cpu_info *info) {
+  cpu_state *s = cpu_state_of(exe, NULL);
+  if (!s || !info) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  memset(info, 0, sizeof *info);
+  info->plan = s->plan;
+  info->target = gc_cpu_jit_target(s->jit);
+  info->threads = s->threads;
+  return GRAPHC_STATUS_OK;
+}
+
+graphc_status_t gc_cpu_time_launches(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_t *out,
+                                     int runs, float *ms, gc_diags *d) {
+  cpu_state *s = cpu_state_of(exe, d);
+  if (!s) return GRAPHC_STATUS_INVALID_ARGUMENT;
+  return gc_host_exec_time_launches(s->hx, in, out, runs, ms, d) == 0 ? GRAPHC_STATUS_OK : failed(d);
 }
 
 const gc_backend gc_backend_cpu = {

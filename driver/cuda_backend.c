@@ -82,17 +82,6 @@ bad:
 }
 
 /* ---- code generation and the JIT cache ------------------------------------------------- */
-/* Add the identity of the library holding this code (size and mtime) to key. */
-static void key_build_identity(gc_hash128 *key) {
-  Dl_info info;
-  struct stat st;
-  char id[128] = "unknown";
-  if (dladdr((void *)&gc_cuda_codegen, &info) && info.dli_fname && stat(info.dli_fname, &st) == 0)
-    snprintf(id, sizeof id, "%lld:%lld.%09ld", (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-             (long)st.st_mtim.tv_nsec);
-  gc_hash128_field(key, "build", id, strlen(id));
-}
-
 /* Add a string field to key. */
 static void key_str(gc_hash128 *key, const char *name, const char *v) {
   gc_hash128_field(key, name, v, strlen(v));
@@ -104,8 +93,7 @@ static void cache_key(const kir_module *km, const gc_sbuf *src, int sm, graphc_c
                       const gc_toolchain *tc, gc_hash128 *key) {
   gc_hash128_init(key);
   char buf[64];
-  key_str(key, "graphc", GRAPHC_VERSION_STRING);
-  key_build_identity(key);
+  gc_cache_key_identity(key);
   snprintf(buf, sizeof buf, "sm_%d", sm);
   key_str(key, "arch", buf);
   if (cg == GRAPHC_CODEGEN_LLVM) {

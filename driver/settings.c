@@ -42,6 +42,7 @@ void gc_settings_read(gc_settings *s) {
   s->xdg_cache_home = getenv("XDG_CACHE_HOME");
   s->home = getenv("HOME");
   s->cpu_passes = getenv("GRAPHC_CPU_PASSES");
+  s->cpu_no_dedup = is_zero("GRAPHC_CPU_DEDUP");
   gc_rt_settings_read(&s->rt);
 }
 

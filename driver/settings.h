@@ -46,6 +46,7 @@ typedef struct gc_settings {
   const char *home;         /* HOME */
   /* the cpu backend */
   const char *cpu_passes;   /* GRAPHC_CPU_PASSES: an LLVM pass pipeline for the JIT (NULL: the default) */
+  int cpu_no_dedup;         /* GRAPHC_CPU_DEDUP=0: identical kernels compiled separately */
   gc_rt_settings rt;        /* the runtime's: GRAPHC_CUDA_DRIVER, GRAPHC_CUDA_SYNC, GRAPHC_CPU_THREADS */
 } gc_settings;
 

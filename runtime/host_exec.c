@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/threadpool.h"
@@ -317,6 +318,36 @@ int gc_host_exec_run(gc_host_exec *x, const graphc_tensor_t *in, graphc_tensor_t
     host_task t = {hk->fn, hk->slots};
     gc_threadpool_run(x->pool, run_range, &t, p->kernels[ki].n, hk->chunks);
   }
+  for (int i = 0; i < p->n_outputs; i++) {
+    if (x->out_scratch[i] && rc == 0) memcpy(out[i].data, x->out_scratch[i], p->outputs[i].nbytes);
+    free(x->out_scratch[i]);
+    x->out_scratch[i] = NULL;
+  }
+  for (int i = 0; i < p->n_inputs; i++) {
+    free(x->in_scratch[i]);
+    x->in_scratch[i] = NULL;
+  }
+  pthread_mutex_unlock(&x->run_mu);
+  return rc;
+}
+
+int gc_host_exec_time_launches(gc_host_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out,
+                               int runs, float *ms, gc_diags *d) {
+  const gc_launch_plan *p = x->lp;
+  pthread_mutex_lock(&x->run_mu);
+  int rc = bind_io(x, in, out, d);
+  for (int r = 0; r < runs && rc == 0; r++)
+    for (int i = 0; i < p->n_launches; i++) {
+      int ki = p->launches[i];
+      const host_kernel *hk = &x->kernels[ki];
+      host_task t = {hk->fn, hk->slots};
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      gc_threadpool_run(x->pool, run_range, &t, p->kernels[ki].n, hk->chunks);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      ms[(size_t)r * (size_t)p->n_launches + (size_t)i] =
+          (float)((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
+    }
   for (int i = 0; i < p->n_outputs; i++) {
     if (x->out_scratch[i] && rc == 0) memcpy(out[i].data, x->out_scratch[i], p->outputs[i].nbytes);
     free(x->out_scratch[i]);

@@ -50,6 +50,11 @@ gc_host_exec *gc_host_exec_load(const gc_launch_plan *lp, const gc_host_code *co
  * scratch copy). */
 int gc_host_exec_run(gc_host_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out,
                      gc_diags *d);
+/* For benchmarks: `runs` times, every launch in plan order (the prologue's too),
+ * each timed alone (wall clock, from the pool's start to its end):
+ * ms[r * lp->n_launches + i]. 0, or -1 reported to d. */
+int gc_host_exec_time_launches(gc_host_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out,
+                               int runs, float *ms, gc_diags *d);
 /* Point const c at new data (same size; borrowed). 0, or -1 reported. */
 int gc_host_exec_set_const(gc_host_exec *x, int c, const void *data, gc_diags *d);
 /* "2 threads, arena 1024 bytes, 0 of 4 consts copied". */

@@ -115,4 +115,12 @@ int retype(rg_graph *g);
 /* Tolerance scale of a dtype (the brief's per-dtype tolerance). */
 double dtype_tol(gc_dtype t);
 
+/* Fill argument v's data (numel_of(&v->t) elements) by its kind, deterministic from
+ * the graph's seed and v's id. */
+void rg_fill_input(const rg_graph *g, const rg_val *v, void *data);
+/* Whether `got` matches `ref` (exact for non-floats and `exact` values, else within
+ * tol, at least the dtype's, scaled by the largest |ref|); why gets the first mismatch. */
+int rg_close(const graphc_tensor_t *ref, const graphc_tensor_t *got, int exact, double tol,
+             char *why, size_t n);
+
 #endif /* GC_RANDOM_GRAPH_GEN_H */

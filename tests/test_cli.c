@@ -72,7 +72,7 @@ START_TEST(check_and_print) {
     /* bench on the cpu backend: whole runs, the tables or one JSON object */
     snprintf(targs, sizeof targs, "bench examples/mlp.graph --bind B=2 --backend cpu --runs 3 --warmup 1 --weights %s",
              tw);
-    EXPECT(targs, 0, "whole graph (3 runs after 1 warm-up");
+    EXPECT(targs, 0, "3 runs after 1 warm-up");
     snprintf(targs, sizeof targs,
              "bench examples/mlp.graph --bind B=2 --backend cpu --runs 3 --warmup 1 --json --weights %s", tw);
     EXPECT(targs, 0, "{\"backend\": \"cpu\", \"runs\": 3, \"warmup\": 1, \"median_ms\": ");
@@ -131,6 +131,28 @@ START_TEST(weights_and_run_every_example) {
   EXPECT("run examples/mlp.graph --backend quantum", 1, "unknown backend 'quantum'");
   EXPECT("compile examples/mlp.graph --bind B=2", 1, "needs --emit");
   EXPECT("compile examples/mlp.graph --bind B=2 --emit cubin", 1, "give -o FILE");
+}
+END_TEST
+
+/* graphc bench --backend cpu: the GPU bench's report for the host, without a GPU. */
+START_TEST(bench_cpu_backend) {
+  char *out = NULL;
+  int rc = gc("bench examples/mlp.graph --bind B=64 --backend cpu --runs 5 --warmup 1", &out);
+  ck_assert_msg(rc == 0, "exit %d\n%s", rc, out ? out : "");
+  const char *needles[] = {"host copy bandwidth", "GFLOP/s (graphc's f32 matmul", "whole graph",
+                           "median", "% of copy", "per kernel", "sum of kernels", "%gemm"};
+  for (size_t i = 0; i < sizeof needles / sizeof *needles; i++)
+    ck_assert_msg(strstr(out, needles[i]), "no '%s' in:\n%s", needles[i], out);
+  /* the measured baselines and the whole-graph median are positive numbers */
+  double copy = 0, gemm = 0, med = 0;
+  const char *c = strstr(out, "  copy "), *g = strstr(out, "  gemm "), *m = strstr(out, "median ");
+  ck_assert(c && sscanf(c, " copy %lf", &copy) == 1 && copy > 0);
+  ck_assert(g && sscanf(g, " gemm %lf", &gemm) == 1 && gemm > 0);
+  ck_assert(m && sscanf(m, "median %lf", &med) == 1 && med > 0);
+  /* one row per launch: the mlp's kernels by name */
+  ck_assert_msg(strstr(out, "matmul") || strstr(out, "fusion"), "%s", out);
+  free(out);
+  EXPECT("bench examples/mlp.graph --bind B=2 --backend interp", 1, "only the cuda and cpu backends");
 }
 END_TEST
 
@@ -307,6 +329,7 @@ int main(void) {
   tcase_add_test(tc, version_and_help);
   tcase_add_test(tc, check_and_print);
   tcase_add_test(tc, errors_point_at_source);
+  tcase_add_test(tc, bench_cpu_backend);
   tcase_add_test(tc, weights_and_run_every_example);
   tcase_add_test(tc, run_with_inputs_file);
   tcase_add_test(tc, host_program);

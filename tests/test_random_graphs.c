@@ -76,29 +76,6 @@ static void outputs_free(rg_outputs *o) {
   o->n = 0;
 }
 
-/* Deterministic input data for argument v (depends on its id and the graph seed). */
-static void fill_input(const rg_graph *g, const rg_val *v, void *data) {
-  rng r = {rmix(g->seed, (uint64_t)v->id + 1000)};
-  int64_t n = numel_of(&v->t);
-  for (int64_t i = 0; i < n; i++) {
-    double x;
-    if (v->kind == 'i') {
-      x = (double)rint_in(&r, -v->range, v->range - 1);
-    } else if (v->t.dtype == GRAPHC_DTYPE_BOOL) {
-      x = (double)(rnext(&r) & 1);
-    } else if (gc_dtype_is_float(v->t.dtype)) {
-      x = v->kind == 'p' ? 0.25 + 1.75 * runit(&r) : 4 * runit(&r) - 2;
-      if (rchance(&r, 10)) x = (double)rint_in(&r, -8, 8) / 4; /* exact ties and integers */
-    } else if (v->t.dtype == GRAPHC_DTYPE_U8) {
-      x = rchance(&r, 10) ? (double)rint_in(&r, 0, 255) : (double)rint_in(&r, 0, 12);
-    } else if (v->t.dtype == GRAPHC_DTYPE_I8) {
-      x = rchance(&r, 10) ? (double)rint_in(&r, -128, 127) : (double)rint_in(&r, -12, 12);
-    } else {
-      x = (double)rint_in(&r, -12, 12);
-    }
-    gc_store_f64(data, v->t.dtype, i, x);
-  }
-}
 
 typedef enum rg_cfg { CFG_ORACLE, CFG_INTERP_O1, CFG_CPU, CFG_CUDA_PLAN, CFG_CUDA, CFG_COUNT_ } rg_cfg;
 static const char *const k_cfg_names[CFG_COUNT_] = {"interp -O0", "interp -O1", "cpu", "cuda plan", "cuda"};
@@ -195,7 +172,7 @@ static graphc_status_t run_plan(const rg_graph *g, const char *text, int64_t sym
         const rg_val *v = &g->vals[i];
         if (!v->is_arg || v->dead || !used[i]) continue;
         ins[n_in] = malloc((size_t)numel_of(&v->t) * graphc_dtype_size(v->t.dtype) + 1);
-        fill_input(g, v, ins[n_in++]);
+        rg_fill_input(g, v, ins[n_in++]);
       }
       out->n = gr->n_outputs;
       for (int i = 0; i < out->n; i++) {
@@ -275,7 +252,7 @@ static graphc_status_t run_cfg(const rg_graph *g, const char *text, int64_t sym,
       memcpy(t->dims, v->t.dims, sizeof t->dims);
       t->nbytes = (size_t)numel_of(&v->t) * graphc_dtype_size(v->t.dtype);
       t->data = malloc(t->nbytes ? t->nbytes : 1);
-      fill_input(g, v, t->data);
+      rg_fill_input(g, v, t->data);
     }
     out->n = (int)graphc_executable_num_outputs(exe);
     for (int i = 0; i < out->n; i++) {
@@ -316,51 +293,6 @@ static graphc_status_t run_cfg(const rg_graph *g, const char *text, int64_t sym,
   return st;
 }
 
-/* Values flagged exact (only exact operations on inputs: integer math, data
- * movement, max/min, comparisons, casts, ...) must be equal (NaN equals NaN).
- * Others: |got - ref| <= atol*scale + rtol*|ref| with the brief's per-dtype
- * tolerances (f32: the chain tolerance 2e-4; the loosest dtype on the way to
- * the value counts, see op_result) and scale = max(1, max |ref| of
- * the tensor), since rounding noise in a sum scales with its terms. NaN
- * matches NaN; infinities must match exactly. */
-static int rg_close(const graphc_tensor_t *ref, const graphc_tensor_t *got, int exact,
-                    double tol, char *why, size_t n) {
-  if (ref->nbytes != got->nbytes || ref->dtype != got->dtype) {
-    snprintf(why, n, "different dtype or size");
-    return 0;
-  }
-  gc_dtype dt = ref->dtype;
-  int64_t count = (int64_t)(ref->nbytes / graphc_dtype_size(dt));
-  if (!gc_dtype_is_float(dt) || exact) {
-    for (int64_t i = 0; i < count; i++) {
-      double a = gc_load_f64(ref->data, dt, i), b = gc_load_f64(got->data, dt, i);
-      if (a != b && !(isnan(a) && isnan(b))) {
-        snprintf(why, n, "element %lld: expected %.17g, got %.17g", (long long)i, a, b);
-        return 0;
-      }
-    }
-    return 1;
-  }
-  if (tol < dtype_tol(dt)) tol = dtype_tol(dt);
-  double scale = 1;
-  for (int64_t i = 0; i < count; i++) {
-    double a = fabs(gc_load_f64(ref->data, dt, i));
-    if (isfinite(a) && a > scale) scale = a;
-  }
-  for (int64_t i = 0; i < count; i++) {
-    double a = gc_load_f64(ref->data, dt, i), b = gc_load_f64(got->data, dt, i);
-    if (isnan(a) && isnan(b)) continue;
-    if (isinf(a) || isinf(b) || isnan(a) || isnan(b)) {
-      if (a == b) continue;
-    } else if (fabs(a - b) <= tol * scale + tol * fabs(a)) {
-      continue;
-    }
-    snprintf(why, n, "element %lld: expected %.9g, got %.9g (tolerance %.3g)", (long long)i, a, b,
-             tol * scale + tol * fabs(a));
-    return 0;
-  }
-  return 1;
-}
 
 typedef enum rg_verdict { RG_SKIP, RG_OK, RG_FAIL } rg_verdict;
 
@@ -566,7 +498,7 @@ static void report(rg_graph *g, rg_cfg cfg, const char *why) {
     if (!v->is_arg || v->dead || !used[i]) continue;
     int64_t n = numel_of(&v->t);
     void *data = malloc((size_t)(n ? n : 1) * 8);
-    fill_input(g, v, data);
+    rg_fill_input(g, v, data);
     fprintf(stderr, "# input %%v%d =", v->id);
     for (int64_t k = 0; k < n && k < 64; k++) fprintf(stderr, " %.9g", gc_load_f64(data, v->t.dtype, k));
     fprintf(stderr, "%s\n", n > 64 ? " ..." : "");

@@ -11,12 +11,10 @@
  * launches bracketed by events). Achieved bandwidth and FLOP rate come from
  * the plan's modeled bytes and flops (kir_kernel.bytes_moved / flops); the
  * bandwidth is also shown as a percentage of the measured copy bandwidth.
- * Without a GPU it says so and exits 1.
- *
- * --backend cpu times whole runs of the cpu backend instead (wall clock around
- * graphc_executable_run, inputs and outputs in host memory). --json prints only
- * the whole-graph times, as one JSON object on stdout, for scripts
- * (benchmarks/models/run.py); it skips the copy bandwidth and per-kernel tables.
+ * Without a GPU it says so and exits 1. --backend cpu: the same report for the
+ * host (tools/bench_cpu.c). --json prints only the whole-graph times, as one JSON
+ * object on stdout, for scripts (benchmarks/models/run.py); it skips the copy
+ * bandwidth and per-kernel tables.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -34,10 +32,11 @@
 
 static const char *const usage_bench =
     "usage: graphc bench FILE [options]\n"
-    "Time FILE's entry graph on the GPU: whole-graph time (median, min, p90), per-kernel\n"
+    "Time FILE's entry graph on the GPU (--backend cpu: on the host, against a measured memcpy\n"
+    "bandwidth and GEMM rate): whole-graph time (median, min, p90), per-kernel\n"
     "times, achieved GB/s and TFLOP/s from the plan's modeled bytes and flops, and the\n"
     "fraction of the device's measured copy bandwidth.\n\noptions:\n"
-    "  --backend B       cuda (default) | cpu: whole runs on the cpu backend, wall clock\n"
+    "  --backend B       cuda (default) | cpu: the cpu backend, wall clock\n"
     "  --json            print only the whole-graph times as one JSON object\n"
     "                    (median_ms, min_ms, p90_ms, queued_ms on cuda, runs, warmup, threads)\n"
     "  --bind S=N        bind symbolic dim S of the entry graph to N (repeatable)\n"
@@ -211,8 +210,8 @@ out:
   return rc;
 }
 
-/* --backend cpu: whole runs with host tensors after o->warmup untimed ones; median, min,
- * p90. Returns 0 on success. */
+/* --backend cpu --json: whole runs with host tensors after o->warmup untimed ones; median,
+ * min, p90 as JSON (the full report: tools/bench_cpu.c). Returns 0 on success. */
 static int bench_host(graphc_executable_t *exe, const cli_opts *o, const graphc_tensor_t *in,
                       size_t n_in, graphc_tensor_t *out, size_t n_out) {
   int runs = o->runs > 0 ? o->runs : 100;
@@ -237,13 +236,7 @@ static int bench_host(graphc_executable_t *exe, const cli_opts *o, const graphc_
   gc_settings_read(&set);
   int threads = gc_host_threads(&set.rt, NULL);
   double med = median(ms, runs);  /* sorts ms */
-  if (o->json) {
-    print_json(o, "cpu", runs, ms, med, -1, threads);
-  } else {
-    printf("graphc bench: %s\n  cpu backend, %d threads\n", o->file, threads);
-    printf("\nwhole graph (%d runs after %d warm-up, host inputs and outputs):\n", runs, o->warmup);
-    printf("  median %.4f ms   min %.4f ms   p90 %.4f ms\n", med, ms[0], quantile(ms, runs, 0.9));
-  }
+  print_json(o, "cpu", runs, ms, med, -1, threads);
   free(ms);
   return 0;
 }
@@ -291,8 +284,13 @@ int gc_cli_bench(int argc, char **argv) {
   int rc = cli_report(ctx, st, &err);
   if (st == GRAPHC_STATUS_OK) {
     if (o.stats) printf("# stats\n%s\n", graphc_executable_stats(exe));
-    rc = (host ? bench_host(exe, &o, in, n_in, out, n_out) : bench_exec(exe, &o)) == 0 ? 0 : 1;
-    if (rc == 0 && o.pipeline > 0)
+    if (host && o.json)
+      rc = bench_host(exe, &o, in, n_in, out, n_out) == 0 ? 0 : 1;
+    else if (host)
+      rc = cli_bench_cpu(ctx, exe, &o, in, n_in, out, n_out) == 0 ? 0 : 1;
+    else
+      rc = bench_exec(exe, &o) == 0 ? 0 : 1;
+    if (rc == 0 && o.pipeline > 0 && !host)
       rc = cli_bench_pipeline(exe, in, n_in, out, n_out, o.pipeline, o.runs > 0 ? o.runs : 100,
                               o.warmup > 0 ? o.warmup : 10) == 0 ? 0 : 1;
   }

@@ -65,6 +65,10 @@ int cli_cmd_run_onnx_test(int argc, char **argv, const char *usage_common, const
 int cli_cmd_dot(int argc, char **argv, const char *usage_common);
 /* tools/bench.c */
 int gc_cli_bench(int argc, char **argv);
+/* tools/bench_cpu.c: graphc bench --backend cpu, given a compiled, once-run cpu
+ * executable and host tensors; 0 on success. */
+int cli_bench_cpu(graphc_context_t *ctx, graphc_executable_t *exe, const cli_opts *o,
+                  const graphc_tensor_t *in, size_t n_in, graphc_tensor_t *out, size_t n_out);
 /* tools/tune.c */
 int gc_cli_tune(int argc, char **argv);
 
