@@ -325,7 +325,7 @@ static int scaled_by_inv_sqrt(const rz *z, const gc_value *v, gc_value **y, gc_v
   return 0;
 }
 
-/* Is p = y^2 (pow(y, 2) or y * y)? `extra`: uses of y the pattern has elsewhere. */
+/* Is p = y^2 (pow(y, 2) or y * y), read only by the pattern? */
 static int square_of(const rz *z, const gc_value *p, const gc_value *y) {
   gc_op *pw = inner(z, p, GC_OP_POW);
   if (pw) return pw->operands[0] == y && splat_is(pw->operands[1], 2.0);

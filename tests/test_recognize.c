@@ -30,18 +30,18 @@ typedef struct rcase {
 } rcase;
 
 static const rcase cases[] = {
-    {"49_recognize_gelu_erf.graph", "recognize: gelu 2\n"},
-    {"50_recognize_gelu_tanh.graph", "recognize: gelu 2\n"},
-    {"51_recognize_gelu_negative.graph", NULL},
-    {"52_recognize_silu.graph", "recognize: silu 2\n"},
-    {"53_recognize_layernorm.graph", "recognize: layernorm 3\n"},
-    {"54_recognize_layernorm_negative.graph", "recognize: layernorm 1, rmsnorm 1\n"},
-    {"55_recognize_rmsnorm.graph", "recognize: rmsnorm 2\n"},
-    {"56_recognize_softmax.graph", "recognize: softmax 1\n"},
-    {"57_recognize_attention_scale.graph", "recognize: attention-scale 2, attention-k 1\n"},
-    {"58_recognize_attention_negative.graph", "recognize: attention-scale 1, attention-k 2\n"},
-    {"59_recognize_attention_k.graph", "recognize: attention-scale 1, attention-k 1\n"},
-    {"60_recognize_attention_div.graph", "recognize: attention-scale 1, attention-k 1\n"},
+    {"50_recognize_gelu_erf.graph", "recognize: gelu 2\n"},
+    {"51_recognize_gelu_tanh.graph", "recognize: gelu 2\n"},
+    {"52_recognize_gelu_negative.graph", NULL},
+    {"53_recognize_silu.graph", "recognize: silu 2\n"},
+    {"54_recognize_layernorm.graph", "recognize: layernorm 3\n"},
+    {"55_recognize_layernorm_negative.graph", "recognize: layernorm 1, rmsnorm 1\n"},
+    {"56_recognize_rmsnorm.graph", "recognize: rmsnorm 2\n"},
+    {"57_recognize_softmax.graph", "recognize: softmax 1\n"},
+    {"58_recognize_attention_scale.graph", "recognize: attention-scale 2, attention-k 1\n"},
+    {"59_recognize_attention_negative.graph", "recognize: attention-scale 1, attention-k 2\n"},
+    {"60_recognize_attention_k.graph", "recognize: attention-scale 1, attention-k 1\n"},
+    {"61_recognize_attention_div.graph", "recognize: attention-scale 1, attention-k 1\n"},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
@@ -175,11 +175,11 @@ END_TEST
 START_TEST(disabled) {
   char *out = NULL;
   ck_assert_int_eq(tu_sh(&out, "%s run %s --backend interp --disable-pass=recognize --stats --print-after=dce 2>&1",
-                         GRAPHC_CLI, tu_src("tests/passes/49_recognize_gelu_erf.graph")), 0);
+                         GRAPHC_CLI, tu_src("tests/passes/50_recognize_gelu_erf.graph")), 0);
   ck_assert_msg(strstr(out, "erf(") && !strstr(out, "gelu(") && !strstr(out, "recognize:"), "%s", out);
   free(out);
   ck_assert_int_eq(tu_sh(&out, "%s run %s --backend interp --stats --print-after=recognize 2>&1", GRAPHC_CLI,
-                         tu_src("tests/passes/49_recognize_gelu_erf.graph")), 0);
+                         tu_src("tests/passes/50_recognize_gelu_erf.graph")), 0);
   ck_assert_msg(strstr(out, "# ----- IR after recognize (round 1) -----") && strstr(out, "gelu(%x)") &&
                     strstr(out, "recognize: gelu 2\n"),
                 "%s", out);
