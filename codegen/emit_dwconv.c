@@ -9,8 +9,9 @@
  * channels, in f32 (f64 for f64):
  *
  *   NHWC (layout="nhwc": the layout pass's form on CUDA): items (n, oh, ow / P, o / V), the
- *       channel block fastest, so adjacent threads read adjacent channels; V = 4 (8 for f16 and
- *       bf16 on the host: SIMD lanes), P = 4. A depthwise conv with multiplier 1 reads the
+ *       channel block fastest, so adjacent threads read adjacent channels; V = 4 on CUDA, the
+ *       f32 SIMD lanes on the host (at most 8), halved until V divides O; P = 4. A depthwise
+ *       conv with multiplier 1 reads the
  *       V channels of an input pixel with one vector load; lanes of one group share one load.
  *   NCHW (the cpu backend keeps it): items (n, o, oh, ow / P), V = 1, P along the contiguous
  *       W (host: one SIMD register of f32 lanes, which LLVM's SLP vectorizer turns into vector
@@ -113,8 +114,9 @@ static void dw_plan_of(const gc_lowerer *c, const gc_op *op, dw_plan *p) {
   p->one_x = p->V == 1 || p->Og % p->V == 0;
 }
 
-/* Does this emitter take conv2d `op`: groups > 1 or layout="nhwc", concrete shapes, a
- * window of at most DW_MAX_KW columns (NHWC: always; emit_linalg.c has no NHWC loops). */
+/* Does this emitter take conv2d `op`: groups > 1 with a window of at most DW_MAX_KW
+ * columns, or layout="nhwc" (always: emit_linalg.c has no NHWC loops; gc_emit_dwconv
+ * refuses wider windows, which the layout pass keeps NCHW). */
 int gc_dwconv_ok(const gc_lowerer *c, const gc_op *op) {
   (void)c;
   const gc_type *wt = &op->operands[1]->type;
@@ -320,7 +322,7 @@ int gc_emit_dwconv(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_value *xv = op->operands[0], *wv = op->operands[1], *ov = op->results[0];
   dw_plan p;
   dw_plan_of(c, op, &p);
-  if (p.KW > DW_MAX_KW || dw_span(&p, 1) > DW_MAX_J)
+  if (p.KW > DW_MAX_KW)
     return gc_ec_unsupported(c, op, "an NHWC conv2d window wider than 16 taps");
   dw_em e = {.c = c, .p = &p, .at = gc_ec_compute_type(ov->type.dtype), .xdt = xv->type.dtype, .ci = -1};
   int64_t items = p.N * p.OH * ((p.OW + p.P - 1) / p.P) * (p.O / p.V);
@@ -345,7 +347,11 @@ int gc_emit_dwconv(gc_lowerer *c, const gc_fusion_group *grp) {
     e.chan[v] = (p.one_x || p.vec_x) && v > 0 ? e.chan[0]
                                              : gc_ec_let(c, k, cb, "chan", ec_add(c, dw_v(&e, e.cin[v]), dw_ci(&e)));
   int kh = gc_ec_var(c, k, "kh", GRAPHC_DTYPE_I64);
-  kir_block *hb = kir_emit_for_nounroll(c->km, cb, kh, dw_i(&e, 0), dw_i(&e, p.KH), dw_i(&e, 1));
+  /* the window rows: ptxas may unroll them on CUDA (independent rows to overlap loads with);
+   * on the host a row is already a block of vector FMAs, and unrolling only costs compile time */
+  kir_block *hb = c->t->kind == KIR_TARGET_CUDA
+                      ? kir_emit_for(c->km, cb, kh, dw_i(&e, 0), dw_i(&e, p.KH), dw_i(&e, 1))
+                      : kir_emit_for_nounroll(c->km, cb, kh, dw_i(&e, 0), dw_i(&e, p.KH), dw_i(&e, 1));
   dw_row(&e, hb, kh, interior);
   for (int q = 0; q < p.P; q++) dw_store_pixel(&e, &G, b, grp, q);
   k->bytes_moved = gc_gen_bytes(&G, -1);

@@ -695,7 +695,8 @@ END_TEST
 /* codegen/emit_dwconv.c on the host: depthwise 3x3 / 5x5 / 7x7 over widths of several
  * SIMD tiles (interior items, edge items, ragged last tiles), stride 2, dilation,
  * padding forms, channel multiplier 2, groups of several channels, an NHWC conv, odd
- * channel counts, f32 / f16 / bf16, each with a bias + relu epilogue. */
+ * channel counts, a widely dilated window, f32 / f16 / bf16, each with a bias + relu
+ * epilogue. */
 START_TEST(dwconv_cpu_vs_interp) {
   static const struct { const char *x, *w, *attrs, *bias; } cs[] = {
       {"2, 12, 11, 40", "12, 1, 3, 3", ", padding=[1, 1], groups=12", "12, 1, 1"},
@@ -704,6 +705,8 @@ START_TEST(dwconv_cpu_vs_interp) {
       {"1, 8, 9, 30", "12, 2, 3, 3", ", stride=[1, 2], padding=[1, 0, 2, 1], groups=4", "12, 1, 1"},
       {"2, 7, 16, 17", "7, 1, 3, 3", ", stride=[2, 2], padding=[1, 1], groups=7", "7, 1, 1"},
       {"1, 9, 20, 12", "12, 1, 3, 3", ", padding=[1, 1], groups=12, layout=\"nhwc\"", "12"},
+      /* a dilated window spanning 81 columns: one pixel per item */
+      {"1, 3, 4, 90", "3, 1, 1, 5", ", dilation=[1, 20], groups=3", "3, 1, 1"},
   };
   static const gc_dtype ts[] = {GRAPHC_DTYPE_F32, GRAPHC_DTYPE_F16, GRAPHC_DTYPE_BF16};
   gc_sbuf fails = {0};
