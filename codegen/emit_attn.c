@@ -236,7 +236,10 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
   int co[2], bco[GC_MAX_RANK];
   gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
   gc_mm_batch_coords(c, k, b, &s, co[0], bco);
-  int q0 = gc_ec_let(c, k, b, "q0", ec_mul(c, vx(c, k, co[1]), cx(c, BQ)));
+  /* causal: a head's last query tiles (the most key blocks) first, so that the light ones
+   * fill the end of the grid */
+  kir_expr *qt = causal ? ec_bin(c, KIR_SUB, cx(c, nqt - 1), vx(c, k, co[1])) : vx(c, k, co[1]);
+  int q0 = gc_ec_let(c, k, b, "q0", ec_mul(c, qt, cx(c, BQ)));
   for (int i = 0; i < 3; i++)
     if (ops[i]->direct) ops[i]->base = gc_ec_let(c, k, b, "base", gc_tc_batch_off(c, k, ops[i]->x, &ops[i]->o, &s, bco));
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
