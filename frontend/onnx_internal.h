@@ -135,6 +135,12 @@ gc_value *ox_cast(ox *x, gc_value *a, gc_dtype t);
 gc_value *ox_broadcast(ox *x, gc_value *a, int rank, const int64_t *dims);
 gc_value *ox_reduce(ox *x, gc_opcode opc, gc_value *a, const int64_t *axes, int n, int keepdims);
 gc_value *ox_iota(ox *x, int rank, const int64_t *dims, int axis, gc_dtype t);
+gc_value *ox_round_even(ox *x, gc_value *a);  /* onnx_ops.c: np.rint on a float value */
+/* onnx_nn.c: Conv of values a, w (float) with the node's conv attributes and an optional
+ * per-channel bias; NULL after an error. */
+gc_value *ox_conv_values(ox *x, gc_value *a, gc_value *w, gc_value *bias);
+/* onnx_nn.c: MatMul of values with numpy's rules for 1-D operands; NULL after an error. */
+gc_value *ox_matmul_values(ox *x, gc_value *a, gc_value *b);
 /* Constant data as a graphc value: a const op when small or uniform, else a
  * param (always a param when `param`). `hint` names it (NULL: a temporary). */
 gc_value *ox_materialize(ox *x, ox_const *k, const char *hint);
