@@ -287,7 +287,7 @@ static gc_scalar eval_scalar(const gc_op *op, const gc_dtype *in, gc_dtype to,
   int flt = gc_dtype_is_float(in[0]);
   switch (opc) {
     case GC_OP_CAST:
-      if (gc_dtype_is_f8(to)) {
+      if (gc_dtype_is_f8(to) && in[0] != to) {  /* to its own dtype: the identity */
         double v = flt ? x[0].f : (double)x[0].i;
         int sat = gc_op_attr_bool(op, "saturate", 1);
         gc_scalar s;
@@ -726,9 +726,6 @@ static int foldable(const gc_op *op) {
     case GC_OP_RESHAPE:
     case GC_OP_TRANSPOSE:
     case GC_OP_BROADCAST: return 1;
-    case GC_OP_CAST:  /* an inf from a non-saturating fp8 cast has no const spelling: consts saturate */
-      if (gc_dtype_is_f8(op->results[0]->type.dtype) && !gc_op_attr_bool(op, "saturate", 1)) return 0;
-      return 1;
     default: return gc_op_infos[op->opcode].kind == GC_KIND_ELEMENTWISE && op->n_operands <= 3;
   }
 }

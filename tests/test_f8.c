@@ -251,6 +251,55 @@ START_TEST(t_cast_cpu_vs_interp) {
 }
 END_TEST
 
+/* Casts of constants, which the fold pass evaluates at compile time: a non-saturating
+ * cast's inf must survive (it has no const spelling, so it is not folded). */
+START_TEST(t_const_casts) {
+  static const char *text =
+      "version 1;\n"
+      "graph @g() -> (f32[4], f32[4], f32[4], f32[4]) {\n"
+      "  %c = const(value=[inf, 1000000.0, 300.0, -inf], dtype=f32);\n"
+      "  %a = cast(%c, to=f8e5m2, saturate=false);\n"
+      "  %b = cast(%c, to=f8e5m2);\n"
+      "  %d = cast(%c, to=f8e4m3, saturate=false);\n"
+      "  %e = cast(%c, to=f8e4m3);\n"
+      "  %ra = cast(%a, to=f32);\n"
+      "  %rb = cast(%b, to=f32);\n"
+      "  %rd = cast(%d, to=f32);\n"
+      "  %re = cast(%e, to=f32);\n"
+      "  return %ra, %rb, %rd, %re;\n"
+      "}\n";
+  const float want[4][4] = {{INFINITY, INFINITY, 320, -INFINITY},
+                            {57344, 57344, 320, -57344},
+                            {NAN, NAN, 288, NAN},
+                            {448, 448, 288, -448}};
+  for (int be = 0; be < 2; be++)
+    for (int opt = 0; opt < 2; opt++) {
+      graphc_context_t *ctx = NULL;
+      graphc_model_t *m = NULL;
+      graphc_executable_t *exe = NULL;
+      graphc_error_t err;
+      ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+      ck_assert_int_eq(graphc_model_load_string(ctx, "c.graph", text, strlen(text), &m, &err), GRAPHC_STATUS_OK);
+      graphc_compile_options_t o;
+      graphc_compile_options_init(&o);
+      o.backend = be ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP;
+      o.optimize = opt;
+      ck_assert_msg(graphc_compile(m, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+      float y[4][4];
+      graphc_tensor_t out[4];
+      for (int i = 0; i < 4; i++) out[i] = (graphc_tensor_t){GRAPHC_DTYPE_F32, 1, {4}, y[i], sizeof y[i]};
+      ck_assert_msg(graphc_executable_run(exe, NULL, 0, out, 4, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+          ck_assert_msg(isnan(want[i][j]) ? isnan(y[i][j]) : y[i][j] == want[i][j],
+                        "backend %d -O%d output %d[%d]: %g, expected %g", be, opt, i, j, y[i][j], want[i][j]);
+      graphc_executable_destroy(exe);
+      graphc_model_destroy(m);
+      graphc_context_destroy(ctx);
+    }
+}
+END_TEST
+
 /* Arithmetic on fp8 is refused with a clear message (cast to f32 first). */
 START_TEST(t_storage_only) {
   const char *text = "version 1;\ngraph @g(%x: f8e4m3[4]) -> (f8e4m3[4]) {\n  %y = add(%x, %x);\n  return %y;\n}\n";
@@ -273,6 +322,7 @@ int main(void) {
   tcase_add_test(tc, t_edges);
   tcase_add_test(tc, t_sweep);
   tcase_add_test(tc, t_cast_cpu_vs_interp);
+  tcase_add_test(tc, t_const_casts);
   tcase_add_test(tc, t_storage_only);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
