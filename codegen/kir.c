@@ -293,10 +293,8 @@ kir_expr *kir_const_i(kir_module *m, gc_dtype t, int64_t v) {
 /* Float literal of a float dtype (printers round it to the dtype). */
 kir_expr *kir_const_f(kir_module *m, gc_dtype t, double v) {
   GC_ASSERT(gc_dtype_is_float(t));
-  if (t == GRAPHC_DTYPE_F8E4M3)  /* fp8 literals are their bits (rounded like a store) */
-    return kir_bitcast(m, t, kir_const_i(m, GRAPHC_DTYPE_U8, gc_f64_to_f8e4m3(v, !isinf(v))));
-  if (t == GRAPHC_DTYPE_F8E5M2)
-    return kir_bitcast(m, t, kir_const_i(m, GRAPHC_DTYPE_U8, gc_f64_to_f8e5m2(v, !isinf(v))));
+  if (gc_dtype_is_f8(t))  /* fp8 literals are their bits (rounded like a store) */
+    return kir_bitcast(m, t, kir_const_i(m, GRAPHC_DTYPE_U8, gc_f64_to_f8(t, v, !isinf(v))));
   kir_expr *e = new_expr(m, KIR_E_CONST, t);
   if (e) e->u.f = v;
   return e;

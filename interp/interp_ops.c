@@ -170,8 +170,9 @@ graphc_status_t interp_unary(interp_ctx *cx, const gc_op *op, const itensor *in,
     int sat = gc_op_attr_bool(op, "saturate", 1);
     for (int64_t i = 0; i < in[0].numel; i++) {
       if (gc_dtype_is_f8(to) && ti != to) {  /* a cast to its own dtype is the identity */
-        double v = gc_dtype_is_float(ti) ? gc_load_f64(in[0].data, ti, i) : (double)gc_load_i64(in[0].data, ti, i);
-        ((uint8_t *)out[0].data)[i] = to == GRAPHC_DTYPE_F8E4M3 ? gc_f64_to_f8e4m3(v, sat) : gc_f64_to_f8e5m2(v, sat);
+        double v = gc_dtype_is_float(ti) ? gc_load_f64(in[0].data, ti, i)
+                                         : (double)gc_load_i64(in[0].data, ti, i);
+        ((uint8_t *)out[0].data)[i] = gc_f64_to_f8(to, v, sat);
       } else if (gc_dtype_is_float(ti))
         gc_store_f64(out[0].data, to, i, gc_load_f64(in[0].data, ti, i));
       else

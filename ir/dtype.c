@@ -154,6 +154,16 @@ static double f8_to_f64(uint8_t b, const f8_format *f) {
 double gc_f8e4m3_to_f64(uint8_t b) { return f8_to_f64(b, &k_e4m3); }
 double gc_f8e5m2_to_f64(uint8_t b) { return f8_to_f64(b, &k_e5m2); }
 
+uint8_t gc_f64_to_f8(gc_dtype t, double x, int saturate) {
+  GC_ASSERT(gc_dtype_is_f8(t));
+  return f64_to_f8(x, t == GRAPHC_DTYPE_F8E4M3 ? &k_e4m3 : &k_e5m2, saturate);
+}
+
+double gc_f8_to_f64(gc_dtype t, uint8_t b) {
+  GC_ASSERT(gc_dtype_is_f8(t));
+  return f8_to_f64(b, t == GRAPHC_DTYPE_F8E4M3 ? &k_e4m3 : &k_e5m2);
+}
+
 /* Smallest and largest value of an int (or bool) dtype. */
 void gc_int_range(gc_dtype t, int64_t *lo, int64_t *hi) {
   switch (t) {
@@ -188,8 +198,8 @@ double gc_load_f64(const void *base, gc_dtype t, int64_t i) {
     case GRAPHC_DTYPE_I8: return (int8_t)p[i];
     case GRAPHC_DTYPE_U8: return p[i];
     case GRAPHC_DTYPE_BOOL: return p[i] != 0;
-    case GRAPHC_DTYPE_F8E4M3: return gc_f8e4m3_to_f64(p[i]);
-    case GRAPHC_DTYPE_F8E5M2: return gc_f8e5m2_to_f64(p[i]);
+    case GRAPHC_DTYPE_F8E4M3:
+    case GRAPHC_DTYPE_F8E5M2: return gc_f8_to_f64(t, p[i]);
     default: GC_ASSERT(!"bad dtype"); return 0;
   }
 }
@@ -203,8 +213,8 @@ void gc_store_f64(void *base, gc_dtype t, int64_t i, double v) {
     case GRAPHC_DTYPE_F16: { uint16_t h = gc_f64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BF16: { uint16_t h = gc_f64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;  /* NaN != 0: true */
-    case GRAPHC_DTYPE_F8E4M3: p[i] = gc_f64_to_f8e4m3(v, isinf(v) ? 0 : 1); return;
-    case GRAPHC_DTYPE_F8E5M2: p[i] = gc_f64_to_f8e5m2(v, isinf(v) ? 0 : 1); return;
+    case GRAPHC_DTYPE_F8E4M3:  /* a store keeps infinities (inf, or NaN for e4m3) */
+    case GRAPHC_DTYPE_F8E5M2: p[i] = gc_f64_to_f8(t, v, !isinf(v)); return;
     default: {
       int64_t lo, hi;
       gc_int_range(t, &lo, &hi);

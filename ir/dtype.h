@@ -44,6 +44,9 @@ uint8_t gc_f64_to_f8e4m3(double x, int saturate);
 uint8_t gc_f64_to_f8e5m2(double x, int saturate);
 double gc_f8e4m3_to_f64(uint8_t b);
 double gc_f8e5m2_to_f64(uint8_t b);
+/* The same for fp8 dtype t (f8e4m3 or f8e5m2). */
+uint8_t gc_f64_to_f8(gc_dtype t, double x, int saturate);
+double gc_f8_to_f64(gc_dtype t, uint8_t b);
 
 /* Element i of a buffer of dtype t as a double (i64 beyond 2^53 rounds), and a
  * double stored into one (floats round once to nearest even, fp8 as said above, ints truncate

@@ -56,8 +56,8 @@ static double float_round(gc_dtype t, double x) {
     case GRAPHC_DTYPE_F32: return (double)(float)x;
     case GRAPHC_DTYPE_F16: return isnan(x) ? x : gc_f16_to_f64(gc_f64_to_f16(x));
     case GRAPHC_DTYPE_BF16: return isnan(x) ? x : gc_bf16_to_f64(gc_f64_to_bf16(x));
-    case GRAPHC_DTYPE_F8E4M3: return isnan(x) ? x : gc_f8e4m3_to_f64(gc_f64_to_f8e4m3(x, !isinf(x)));
-    case GRAPHC_DTYPE_F8E5M2: return isnan(x) ? x : gc_f8e5m2_to_f64(gc_f64_to_f8e5m2(x, !isinf(x)));
+    case GRAPHC_DTYPE_F8E4M3:  /* like a store: infinities stay (NaN for e4m3) */
+    case GRAPHC_DTYPE_F8E5M2: return isnan(x) ? x : gc_f8_to_f64(t, gc_f64_to_f8(t, x, !isinf(x)));
     default: return x;
   }
 }
@@ -291,8 +291,7 @@ static gc_scalar eval_scalar(const gc_op *op, const gc_dtype *in, gc_dtype to,
         double v = flt ? x[0].f : (double)x[0].i;
         int sat = gc_op_attr_bool(op, "saturate", 1);
         gc_scalar s;
-        s.f = to == GRAPHC_DTYPE_F8E4M3 ? gc_f8e4m3_to_f64(gc_f64_to_f8e4m3(v, sat))
-                                        : gc_f8e5m2_to_f64(gc_f64_to_f8e5m2(v, sat));
+        s.f = gc_f8_to_f64(to, gc_f64_to_f8(to, v, sat));
         return s;
       }
       return flt ? from_f64(to, x[0].f) : from_i64(to, x[0].i);
