@@ -115,6 +115,8 @@ static const char *reg_type(gc_dtype t) {
     case GRAPHC_DTYPE_I8: return "signed char";
     case GRAPHC_DTYPE_U8: return "unsigned char";
     case GRAPHC_DTYPE_BOOL: return "bool";
+    case GRAPHC_DTYPE_F8E4M3:
+    case GRAPHC_DTYPE_F8E5M2: return "unsigned char";  /* the bits; see KIR_E_BITCAST */
     default: break;
   }
   GC_ASSERT(!"bad dtype");
@@ -335,6 +337,18 @@ static void print_cast(cprint *c, gc_dtype to, const kir_expr *a) {
   GC_ASSERT(!"bad cast target");
 }
 
+/* a's bits as `to` (same size): f32/f64 <-> i32/i64 by the intrinsics, fp8 <-> u8 are
+ * both unsigned char already. */
+static void print_bitcast(cprint *c, gc_dtype to, const kir_expr *a) {
+  switch (to) {
+    case GRAPHC_DTYPE_F32: wrap(c, "__int_as_float(", a, ")"); return;
+    case GRAPHC_DTYPE_I32: wrap(c, "__float_as_int(", a, ")"); return;
+    case GRAPHC_DTYPE_F64: wrap(c, "__longlong_as_double(", a, ")"); return;
+    case GRAPHC_DTYPE_I64: wrap(c, "__double_as_longlong(", a, ")"); return;
+    default: wrap(c, "((unsigned char)(", a, "))"); return;
+  }
+}
+
 /* Print an expression, fully parenthesized. */
 static void print_expr(cprint *c, const kir_expr *e) {
   gc_sbuf *b = c->b;
@@ -362,6 +376,7 @@ static void print_expr(cprint *c, const kir_expr *e) {
       gc_sbuf_putc(b, ')');
       break;
     case KIR_E_CAST: print_cast(c, e->type, e->u.op.a); break;
+    case KIR_E_BITCAST: print_bitcast(c, e->type, e->u.op.a); break;
     case KIR_E_LOAD:
       if (e->type == GRAPHC_DTYPE_BOOL) gc_sbuf_putc(b, '(');
       if (e->u.mem.space == KIR_GLOBAL)
@@ -751,7 +766,7 @@ static void expr_types(const kir_expr *e, unsigned *mask) {
   if (!e) return;
   *mask |= 1u << e->type;
   switch (e->kind) {
-    case KIR_E_UNARY: case KIR_E_BINARY: case KIR_E_SELECT: case KIR_E_CAST:
+    case KIR_E_UNARY: case KIR_E_BINARY: case KIR_E_SELECT: case KIR_E_CAST: case KIR_E_BITCAST:
       expr_types(e->u.op.a, mask);
       if (e->kind == KIR_E_BINARY || e->kind == KIR_E_SELECT) expr_types(e->u.op.b, mask);
       if (e->kind == KIR_E_SELECT) expr_types(e->u.op.c, mask);

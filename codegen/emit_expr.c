@@ -165,7 +165,11 @@ kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc
     case GC_OP_SILU: return ec_bin(c, KIR_MUL, ec_v(c, k, a[0]), sigmoid(c, k, op, a[0]));
     case GC_OP_GELU: return gelu(c, k, b, op, a[0]);
     case GC_OP_CLAMP: return clamp(c, k, b, op, a[0]);
-    case GC_OP_CAST: return ec_cast(c, op->results[0]->type.dtype, ec_v(c, k, a[0]));
+    case GC_OP_CAST:
+      if (gc_dtype_is_f8(op->results[0]->type.dtype))  /* saturate as the attribute says */
+        return kir_cast_sat(c->km, op->results[0]->type.dtype, ec_v(c, k, a[0]),
+                            gc_op_attr_bool(op, "saturate", 1));
+      return ec_cast(c, op->results[0]->type.dtype, ec_v(c, k, a[0]));
     case GC_OP_MAXIMUM: return gc_ec_maxmin(c, k, 1, a[0], a[1]);
     case GC_OP_MINIMUM: return gc_ec_maxmin(c, k, 0, a[0], a[1]);
     case GC_OP_SELECT: return kir_select(c->km, ec_v(c, k, a[0]), ec_v(c, k, a[1]), ec_v(c, k, a[2]));

@@ -64,6 +64,8 @@ static void put_scalar(void *dst, gc_dtype t, const gc_attr *a) {
       *(uint8_t *)dst = from_float ? (uint8_t)sat_trunc(fv, 0, 255, 0, 255) : (uint8_t)(uint64_t)iv;
       break;
     case GRAPHC_DTYPE_BOOL: *(uint8_t *)dst = from_float ? fv != 0.0 : iv != 0; break;
+    case GRAPHC_DTYPE_F8E4M3:
+    case GRAPHC_DTYPE_F8E5M2: gc_store_f64(dst, t, 0, is_int ? (double)iv : fv); break;
     default: GC_ASSERT(!"bad dtype");
   }
 }
@@ -81,6 +83,8 @@ static kir_expr *elem_const(gc_lowerer *c, const void *src, gc_dtype t) {
     case GRAPHC_DTYPE_I8: return kir_const_i(c->km, ct, *(const int8_t *)src);
     case GRAPHC_DTYPE_U8: return kir_const_i(c->km, ct, *(const uint8_t *)src);
     case GRAPHC_DTYPE_BOOL: return kir_const_i(c->km, ct, *(const uint8_t *)src != 0);
+    case GRAPHC_DTYPE_F8E4M3:
+    case GRAPHC_DTYPE_F8E5M2: return kir_const_f(c->km, ct, gc_load_f64(src, t, 0));
     default: GC_ASSERT(!"bad dtype"); return NULL;
   }
 }

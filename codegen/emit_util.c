@@ -14,7 +14,9 @@
 gc_dtype gc_ec_compute_type(gc_dtype t) {
   switch (t) {
     case GRAPHC_DTYPE_F16:
-    case GRAPHC_DTYPE_BF16: return GRAPHC_DTYPE_F32;
+    case GRAPHC_DTYPE_BF16:
+    case GRAPHC_DTYPE_F8E4M3:
+    case GRAPHC_DTYPE_F8E5M2: return GRAPHC_DTYPE_F32;
     case GRAPHC_DTYPE_I8:
     case GRAPHC_DTYPE_U8: return GRAPHC_DTYPE_I32;
     default: return t;

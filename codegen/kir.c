@@ -21,6 +21,7 @@
  * report GRAPHC_STATUS_OUT_OF_MEMORY before verifying or printing.
  */
 #include "codegen/kir.h"
+#include "ir/dtype.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -292,6 +293,8 @@ kir_expr *kir_const_i(kir_module *m, gc_dtype t, int64_t v) {
 /* Float literal of a float dtype (printers round it to the dtype). */
 kir_expr *kir_const_f(kir_module *m, gc_dtype t, double v) {
   GC_ASSERT(gc_dtype_is_float(t));
+  if (gc_dtype_is_f8(t))  /* fp8 literals are their bits (rounded like a store) */
+    return kir_bitcast(m, t, kir_const_i(m, GRAPHC_DTYPE_U8, gc_f64_to_f8(t, v, !isinf(v))));
   kir_expr *e = new_expr(m, KIR_E_CONST, t);
   if (e) e->u.f = v;
   return e;
@@ -364,11 +367,26 @@ kir_expr *kir_select(kir_module *m, kir_expr *c, kir_expr *a, kir_expr *b) {
 
 /* Conversion to `t` (semantics in kir.h / the op table's cast). A cast to
  * the operand's own type returns the operand. */
-kir_expr *kir_cast(kir_module *m, gc_dtype t, kir_expr *a) {
+kir_expr *kir_cast(kir_module *m, gc_dtype t, kir_expr *a) { return kir_cast_sat(m, t, a, -1); }
+
+/* A cast; one to or from fp8 expands into exact integer and float steps (kir_f8.c). */
+kir_expr *kir_cast_sat(kir_module *m, gc_dtype t, kir_expr *a, int saturate) {
   GC_ASSERT(is_valid_dtype(t));
   if (!a) return NULL;
   if (a->type == t) return a;
+  if (gc_dtype_is_f8(t) || gc_dtype_is_f8(a->type)) return kir_f8_cast(m, t, a, saturate);
   kir_expr *e = new_expr(m, KIR_E_CAST, t);
+  if (e) e->u.op.a = a;
+  return e;
+}
+
+/* a's bits as dtype t of the same size. */
+kir_expr *kir_bitcast(kir_module *m, gc_dtype t, kir_expr *a) {
+  GC_ASSERT(is_valid_dtype(t));
+  if (!a) return NULL;
+  GC_ASSERT(graphc_dtype_size(t) == graphc_dtype_size(a->type) && t != GRAPHC_DTYPE_BOOL);
+  if (a->type == t) return a;
+  kir_expr *e = new_expr(m, KIR_E_BITCAST, t);
   if (e) e->u.op.a = a;
   return e;
 }
@@ -840,6 +858,11 @@ static void verify_expr(verify_ctx *c, const kir_expr *e) {
       GC_ASSERT(e->u.op.b->type == e->type && e->u.op.c->type == e->type);
       break;
     case KIR_E_CAST:
+      GC_ASSERT(!gc_dtype_is_f8(e->type) && !gc_dtype_is_f8(e->u.op.a->type));
+      verify_expr(c, e->u.op.a);
+      break;
+    case KIR_E_BITCAST:
+      GC_ASSERT(graphc_dtype_size(e->type) == graphc_dtype_size(e->u.op.a->type));
       verify_expr(c, e->u.op.a);
       break;
     case KIR_E_LOAD:
@@ -1148,7 +1171,8 @@ static void print_expr(gc_sbuf *b, const kir_kernel *k, const kir_expr *e) {
       gc_sbuf_putc(b, ')');
       break;
     case KIR_E_CAST:
-      gc_sbuf_printf(b, "%s(", graphc_dtype_name(e->type));
+    case KIR_E_BITCAST:
+      gc_sbuf_printf(b, e->kind == KIR_E_BITCAST ? "bits.%s(" : "%s(", graphc_dtype_name(e->type));
       print_expr(b, k, e->u.op.a);
       gc_sbuf_putc(b, ')');
       break;

@@ -106,6 +106,9 @@ typedef enum kir_expr_kind {
   KIR_E_CAST,             /* a converted to `type` (float->int truncates, ->bool is != 0) */
   KIR_E_LOAD,             /* element u.mem.index of buffer/shared u.mem.buf */
   KIR_E_SHFL_XOR,         /* warp shuffle: a from lane (lane ^ u.shfl_mask) */
+  KIR_E_BITCAST,          /* a's bits reinterpreted as `type` of the same size (f32<->i32,
+                             f64<->i64, f8e4m3/f8e5m2<->u8); fp8 values exist only as loads,
+                             stores and bitcasts: kir_cast expands fp8 conversions (kir_f8.c) */
   KIR_E_PACK2             /* i32: u.pack.lo (f32) rounded to u.pack.dtype (f16 or bf16, nearest
                              even, like a cast) in bits 0..15, u.pack.hi likewise in bits 16..31:
                              one mma.sync A/B fragment register (see kir_mma_kind) */
@@ -357,6 +360,12 @@ kir_expr *kir_unary(kir_module *m, kir_op op, kir_expr *a);
 kir_expr *kir_binary(kir_module *m, kir_op op, kir_expr *a, kir_expr *b);
 kir_expr *kir_select(kir_module *m, kir_expr *c, kir_expr *a, kir_expr *b);
 kir_expr *kir_cast(kir_module *m, gc_dtype t, kir_expr *a);
+/* A cast to or from fp8: saturate 1 / 0 as the graph cast's attribute, -1 as a store
+ * (ir/dtype.h: finite overflow saturates, infinities stay); kir_cast is -1. */
+kir_expr *kir_cast_sat(kir_module *m, gc_dtype t, kir_expr *a, int saturate);
+kir_expr *kir_bitcast(kir_module *m, gc_dtype t, kir_expr *a);
+/* kir_f8.c: the fp8 conversions kir_cast_sat expands to. */
+kir_expr *kir_f8_cast(kir_module *m, gc_dtype to, kir_expr *a, int saturate);
 kir_expr *kir_load(kir_module *m, const kir_kernel *k, kir_space sp, int buf, kir_expr *index);
 kir_expr *kir_shfl_xor(kir_module *m, kir_expr *a, int mask);
 /* Two f32 values rounded to t (F16 or BF16) and packed into an i32, lo in the low half:

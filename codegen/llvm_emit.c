@@ -51,6 +51,7 @@ static LLVMTypeRef reg_ty(const em *e, gc_dtype t) {
   case DT(I64): return e->t_i64;
   case DT(I32): return e->t_i32;
   case DT(I8): case DT(U8): return e->t_i8;
+  case DT(F8E4M3): case DT(F8E5M2): return e->t_i8;  /* the bits; see KIR_E_BITCAST */
   case DT(BOOL): return e->t_i1;
   default: GC_ASSERT(!"bad dtype"); return NULL;
   }
@@ -625,6 +626,11 @@ static LLVMValueRef ex(em *e, const kir_expr *x) {
   }
   case KIR_E_CAST:
     return cvt(e, ex(e, x->u.op.a), x->u.op.a->type, x->type);
+  case KIR_E_BITCAST: {  /* fp8 <-> u8 are both i8 already */
+    LLVMValueRef a = ex(e, x->u.op.a);
+    LLVMTypeRef ty = reg_ty(e, x->type);
+    return LLVMTypeOf(a) == ty ? a : LLVMBuildBitCast(e->b, a, ty, "");
+  }
   case KIR_E_LOAD:
     return emit_load(e, x);
   case KIR_E_SHFL_XOR:

@@ -140,6 +140,12 @@ gc_value *ox_iota(ox *x, int rank, const int64_t *dims, int axis, gc_dtype t);
 gc_value *ox_dim_value(ox *x, int64_t dim);
 /* a * b as a dim (a derived symbol when symbolic); -1 out of memory or overflow. */
 int64_t ox_dim_mul(ox *x, int64_t a, int64_t b);
+gc_value *ox_round_even(ox *x, gc_value *a);  /* onnx_ops.c: np.rint on a float value */
+/* onnx_nn.c: Conv of values a, w (float) with the node's conv attributes and an optional
+ * per-channel bias; NULL after an error. */
+gc_value *ox_conv_values(ox *x, gc_value *a, gc_value *w, gc_value *bias);
+/* onnx_nn.c: MatMul of values with numpy's rules for 1-D operands; NULL after an error. */
+gc_value *ox_matmul_values(ox *x, gc_value *a, gc_value *b);
 /* Constant data as a graphc value: a const op when small or uniform, else a
  * param (always a param when `param`). `hint` names it (NULL: a temporary). */
 gc_value *ox_materialize(ox *x, ox_const *k, const char *hint);

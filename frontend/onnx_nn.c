@@ -74,12 +74,21 @@ int ox_gemm(ox *x, int arg) {
 int ox_matmul(ox *x, int arg) {
   gc_value *a = ox_in(x, 0), *b = ox_in(x, 1);
   if (!a || !b) return -1;
+  return out1(x, ox_matmul_values(x, a, b));
+}
+
+/* matmul of values with numpy's rules for 1-D operands (see onnx_internal.h). */
+gc_value *ox_matmul_values(ox *x, gc_value *a, gc_value *b) {
+  if (!a || !b) return NULL;
   int ra = a->type.rank, rb = b->type.rank;
-  if (ra == 0 || rb == 0) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "scalar operand");
+  if (ra == 0 || rb == 0) {
+    ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "scalar operand");
+    return NULL;
+  }
   if (ra == 1) a = ox_reshape(x, a, 2, (int64_t[]){1, a->type.dims[0]});
   if (rb == 1) b = ox_reshape(x, b, 2, (int64_t[]){b->type.dims[0], 1});
   gc_value *y = ox_bin(x, GC_OP_MATMUL, a, b);
-  if (!y || (ra > 1 && rb > 1)) return out1(x, y);
+  if (!y || (ra > 1 && rb > 1)) return y;
   gc_type t = y->type;
   int64_t d[GC_MAX_RANK];
   int n = 0;
@@ -88,7 +97,7 @@ int ox_matmul(ox *x, int arg) {
     if (rb == 1 && i == t.rank - 1) continue;
     d[n++] = t.dims[i];
   }
-  return out1(x, ox_reshape(x, y, n, d));
+  return ox_reshape(x, y, n, d);
 }
 
 /* ---- convolution and pooling ------------------------------------------------------------------------- */
@@ -162,16 +171,30 @@ static void two_d(const spat *p, int64_t *k, int64_t *st, int64_t *dil, int64_t 
 int ox_conv(ox *x, int arg) {
   gc_value *a = in_float(x, 0), *w = ox_in(x, 1);
   if (!a || !w) return -1;
+  return out1(x, ox_conv_values(x, a, w, ox_has_in(x, 2) ? ox_in(x, 2) : NULL));
+}
+
+/* Conv of values (see onnx_internal.h). */
+gc_value *ox_conv_values(ox *x, gc_value *a, gc_value *w, gc_value *bias) {
   int r = a->type.rank;
-  if (r != 3 && r != 4) return ox_unsup(x, "%d-D convolution (graphc has 1-D and 2-D)", r - 2);
-  if (w->type.rank != r) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "weight rank differs");
+  if (r != 3 && r != 4) {
+    ox_unsup(x, "%d-D convolution (graphc has 1-D and 2-D)", r - 2);
+    return NULL;
+  }
+  if (w->type.rank != r) {
+    ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "weight rank differs");
+    return NULL;
+  }
   spat p = {.s = r - 2};
   for (int i = 0; i < p.s; i++) p.k[i] = w->type.dims[2 + i];
   int64_t ks[8];
   int nk = ox_attr_ints(x, "kernel_shape", ks, 8);
   for (int i = 0; i < nk && i < p.s; i++)
-    if (ks[i] != p.k[i]) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "kernel_shape disagrees with W");
-  if (spatial(x, &a->type, &p) != 0) return -1;
+    if (ks[i] != p.k[i]) {
+      ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "kernel_shape disagrees with W");
+      return NULL;
+    }
+  if (spatial(x, &a->type, &p) != 0) return NULL;
   int64_t k[2], st[2], dil[2], pad[4];
   two_d(&p, k, st, dil, pad);
   if (p.s == 1) a = lift(x, a), w = lift(x, w);
@@ -182,8 +205,8 @@ int ox_conv(ox *x, int arg) {
   at_int(x, &at, "groups", ox_attr_int(x, "group", 1));
   gc_value *in[2] = {a, w};
   gc_value *y = ox_op(x, GC_OP_CONV2D, 2, in, &at);
-  if (ox_has_in(x, 2) && y) y = ox_bin(x, GC_OP_ADD, y, per_channel(x, ox_in(x, 2), 4, y->type.dtype));
-  return out1(x, p.s == 1 ? lower(x, y) : y);
+  if (bias && y) y = ox_bin(x, GC_OP_ADD, y, per_channel(x, bias, 4, y->type.dtype));
+  return p.s == 1 ? lower(x, y) : y;
 }
 
 /* One 2-D pooling over the last two dims of a rank-4 value: explicit zero

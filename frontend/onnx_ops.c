@@ -65,6 +65,13 @@ int ox_reverse_sequence(ox *x, int arg);
 int ox_lrn(ox *x, int arg);
 int ox_scatter_elements(ox *x, int arg);
 int ox_scatter_nd(ox *x, int arg);
+int ox_quantize_linear(ox *x, int arg);
+int ox_dequantize_linear(ox *x, int arg);
+int ox_dynamic_quantize_linear(ox *x, int arg);
+int ox_matmul_integer(ox *x, int arg);
+int ox_conv_integer(ox *x, int arg);
+int ox_qlinear_matmul(ox *x, int arg);
+int ox_qlinear_conv(ox *x, int arg);
 
 /* Set output 0; -1 when v is NULL (its error was reported). */
 static int out1(ox *x, gc_value *v) {
@@ -160,6 +167,11 @@ static int op_isinf(ox *x, int arg) {
 static int op_round(ox *x, int arg) {
   gc_value *a = in_float(x, 0);
   if (!a) return -1;
+  return out1(x, ox_round_even(x, a));
+}
+
+/* a (float) rounded to the nearest integer, ties to even (np.rint). */
+gc_value *ox_round_even(ox *x, gc_value *a) {
   gc_value *f = ox_un(x, GC_OP_FLOOR, a);
   gc_value *d = ox_bin(x, GC_OP_SUB, a, f);
   gc_value *f1 = ox_binc(x, GC_OP_ADD, f, 1);
@@ -167,7 +179,7 @@ static int op_round(ox *x, int arg) {
   gc_value *odd = ox_bin(x, GC_OP_SUB, f, ox_binc(x, GC_OP_MUL, ox_un(x, GC_OP_FLOOR, ox_binc(x, GC_OP_MUL, f, 0.5)), 2));
   gc_value *half = ox_bin(x, GC_OP_ADD, f, odd);
   gc_value *r = ox_sel(x, ox_binc(x, GC_OP_GT, d, 0.5), f1, f);
-  return out1(x, ox_sel(x, ox_binc(x, GC_OP_EQ, d, 0.5), half, r));
+  return ox_sel(x, ox_binc(x, GC_OP_EQ, d, 0.5), half, r);
 }
 
 /* Mod: fmod=1 is C's fmod (sign of the dividend); fmod=0 is Python's (sign of the divisor). */
@@ -230,6 +242,16 @@ static int op_clip(ox *x, int arg) {
   return out1(x, r);
 }
 
+/* A cast with the node's `saturate` (opset 19+; it only changes casts to fp8). */
+static gc_value *cast_sat(ox *x, gc_value *a, gc_dtype t) {
+  if (!a || !gc_dtype_is_f8(t) || ox_attr_int(x, "saturate", 1) || a->type.dtype == t)
+    return ox_cast(x, a, t);
+  ox_attrs at = {0};
+  at_dtype(x, &at, "to", t);
+  at_bool(x, &at, "saturate", 0);
+  return ox_op(x, GC_OP_CAST, 1, &a, &at);
+}
+
 /* Cast(to=...). */
 static int op_cast(ox *x, int arg) {
   gc_dtype t;
@@ -241,14 +263,14 @@ static int op_cast(ox *x, int arg) {
     x->out_k[0] = ox_const_new(x, t, k->rank, k->dims);
     return x->out_k[0] ? 0 : -1;
   }
-  return out1(x, ox_cast(x, ox_in(x, 0), t));
+  return out1(x, cast_sat(x, ox_in(x, 0), t));
 }
 
 /* CastLike(x, like): cast to like's dtype. */
 static int op_castlike(ox *x, int arg) {
   int t = in_dtype(x, 1);
   if (t < 0) return -1;
-  return out1(x, ox_cast(x, ox_in(x, 0), (gc_dtype)t));
+  return out1(x, cast_sat(x, ox_in(x, 0), (gc_dtype)t));
 }
 
 /* Identity (and inference-time Dropout output 0): the input itself. */
@@ -602,12 +624,15 @@ static const ox_opdef defs[] = {
     {"ConstantOfShape", ox_constant_of_shape, 0, 9, 28},
     {"Conv", ox_conv, 0, 1, 28},
     {"ConvTranspose", ox_conv_transpose, 0, 1, 28},
+    {"ConvInteger", ox_conv_integer, 0, 10, 28},
     U("Cos", COS),
     ACT("Cosh", A_COSH, 9),
     {"CumSum", ox_cumsum, 0, 11, 28},
     {"DepthToSpace", ox_depth_to_space, 0, 11, 28},
+    {"DequantizeLinear", ox_dequantize_linear, 0, 10, 28},
     B("Div", DIV),
     {"Dropout", op_dropout, 0, 7, 28},
+    {"DynamicQuantizeLinear", ox_dynamic_quantize_linear, 0, 11, 28},
     {"Einsum", ox_einsum, 0, 12, 28},
     ACT("Elu", A_ELU, 6),
     B("Equal", EQ),
@@ -646,6 +671,7 @@ static const ox_opdef defs[] = {
     {"LpNormalization", ox_lpnorm, 0, 1, 28},
     {"LpPool", ox_pool, 2, 2, 28},
     {"MatMul", ox_matmul, 0, 1, 28},
+    {"MatMulInteger", ox_matmul_integer, 0, 10, 28},
     {"Max", op_variadic, 'M', 8, 28},
     {"MaxPool", ox_pool, 0, 8, 28},
     {"Mean", op_variadic, 'a', 8, 28},
@@ -662,6 +688,9 @@ static const ox_opdef defs[] = {
     ACT("PRelu", A_PRELU, 7),
     {"Pad", ox_pad, 0, 2, 28},
     {"Pow", op_pow, 0, 7, 28},
+    {"QLinearConv", ox_qlinear_conv, 0, 10, 28},
+    {"QLinearMatMul", ox_qlinear_matmul, 0, 10, 28},
+    {"QuantizeLinear", ox_quantize_linear, 0, 10, 28},
     {"RMSNormalization", ox_rmsnorm, 0, 23, 28},
     {"Range", ox_range, 0, 11, 28},
     {"Reciprocal", op_reciprocal, 0, 1, 28},

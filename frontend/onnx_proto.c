@@ -107,6 +107,8 @@ int gc_onnx_dtype(int t) {
     case GC_ONNX_INT8: return GRAPHC_DTYPE_I8;
     case GC_ONNX_UINT8: return GRAPHC_DTYPE_U8;
     case GC_ONNX_BOOL: return GRAPHC_DTYPE_BOOL;
+    case GC_ONNX_FLOAT8E4M3FN: return GRAPHC_DTYPE_F8E4M3;
+    case GC_ONNX_FLOAT8E5M2: return GRAPHC_DTYPE_F8E5M2;
     default: return -1;
   }
 }

@@ -167,8 +167,13 @@ graphc_status_t interp_unary(interp_ctx *cx, const gc_op *op, const itensor *in,
   if (op->opcode == GC_OP_CAST) {
     /* Floats go through double (store truncates/saturates/rounds once); ints
      * and bools stay exact integers (store wraps, tests != 0, or rounds once). */
+    int sat = gc_op_attr_bool(op, "saturate", 1);
     for (int64_t i = 0; i < in[0].numel; i++) {
-      if (gc_dtype_is_float(ti))
+      if (gc_dtype_is_f8(to) && ti != to) {  /* a cast to its own dtype is the identity */
+        double v = gc_dtype_is_float(ti) ? gc_load_f64(in[0].data, ti, i)
+                                         : (double)gc_load_i64(in[0].data, ti, i);
+        ((uint8_t *)out[0].data)[i] = gc_f64_to_f8(to, v, sat);
+      } else if (gc_dtype_is_float(ti))
         gc_store_f64(out[0].data, to, i, gc_load_f64(in[0].data, ti, i));
       else
         gc_store_i64(out[0].data, to, i, gc_load_i64(in[0].data, ti, i));

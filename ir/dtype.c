@@ -115,6 +115,55 @@ double gc_bf16_to_f64(uint16_t h) {
   return f;
 }
 
+/* ---- fp8 -------------------------------------------------------------------------- */
+
+/* The two fp8 formats: fraction bits, exponent range of normals, and the first
+ * magnitude pattern past the largest finite value (e4m3: S.1111.111 is NaN, no inf;
+ * e5m2: S.11111.00 is inf). */
+typedef struct f8_format { int mant, emin, emax; uint8_t max_bits, over_bits; } f8_format;
+static const f8_format k_e4m3 = {3, -6, 8, 0x7e, 0x7f};
+static const f8_format k_e5m2 = {2, -14, 15, 0x7b, 0x7c};
+
+/* double -> fp8 bits (see dtype.h). */
+static uint8_t f64_to_f8(double x, const f8_format *f, int saturate) {
+  uint8_t sign = signbit(x) ? 0x80 : 0;
+  if (isnan(x)) return (uint8_t)(sign | (f == &k_e4m3 ? 0x7f : 0x7e));
+  if (isinf(x)) return (uint8_t)(sign | (saturate ? f->max_bits : f->over_bits));
+  int neg, e2;
+  uint64_t m;
+  f64_parts(x, &neg, &m, &e2);
+  uint32_t bits = round_magnitude(m, e2, f->mant, f->emin, f->emax);
+  if (bits > f->max_bits) bits = saturate ? f->max_bits : f->over_bits;
+  return (uint8_t)(sign | bits);
+}
+
+uint8_t gc_f64_to_f8e4m3(double x, int saturate) { return f64_to_f8(x, &k_e4m3, saturate); }
+uint8_t gc_f64_to_f8e5m2(double x, int saturate) { return f64_to_f8(x, &k_e5m2, saturate); }
+
+/* fp8 bits -> double (exact). */
+static double f8_to_f64(uint8_t b, const f8_format *f) {
+  int sign = b >> 7, ex = (b & 0x7f) >> f->mant, frac = b & ((1 << f->mant) - 1);
+  if ((b & 0x7f) > f->over_bits || (f == &k_e4m3 && (b & 0x7f) == f->over_bits))
+    return sign ? -NAN : NAN;
+  if ((b & 0x7f) == f->over_bits) return sign ? -INFINITY : INFINITY;
+  double v = ex == 0 ? ldexp(frac, f->emin - f->mant)
+                     : ldexp((1 << f->mant) + frac, ex - 1 + f->emin - f->mant);
+  return sign ? -v : v;
+}
+
+double gc_f8e4m3_to_f64(uint8_t b) { return f8_to_f64(b, &k_e4m3); }
+double gc_f8e5m2_to_f64(uint8_t b) { return f8_to_f64(b, &k_e5m2); }
+
+uint8_t gc_f64_to_f8(gc_dtype t, double x, int saturate) {
+  GC_ASSERT(gc_dtype_is_f8(t));
+  return f64_to_f8(x, t == GRAPHC_DTYPE_F8E4M3 ? &k_e4m3 : &k_e5m2, saturate);
+}
+
+double gc_f8_to_f64(gc_dtype t, uint8_t b) {
+  GC_ASSERT(gc_dtype_is_f8(t));
+  return f8_to_f64(b, t == GRAPHC_DTYPE_F8E4M3 ? &k_e4m3 : &k_e5m2);
+}
+
 /* Smallest and largest value of an int (or bool) dtype. */
 void gc_int_range(gc_dtype t, int64_t *lo, int64_t *hi) {
   switch (t) {
@@ -149,6 +198,8 @@ double gc_load_f64(const void *base, gc_dtype t, int64_t i) {
     case GRAPHC_DTYPE_I8: return (int8_t)p[i];
     case GRAPHC_DTYPE_U8: return p[i];
     case GRAPHC_DTYPE_BOOL: return p[i] != 0;
+    case GRAPHC_DTYPE_F8E4M3:
+    case GRAPHC_DTYPE_F8E5M2: return gc_f8_to_f64(t, p[i]);
     default: GC_ASSERT(!"bad dtype"); return 0;
   }
 }
@@ -162,6 +213,8 @@ void gc_store_f64(void *base, gc_dtype t, int64_t i, double v) {
     case GRAPHC_DTYPE_F16: { uint16_t h = gc_f64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BF16: { uint16_t h = gc_f64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;  /* NaN != 0: true */
+    case GRAPHC_DTYPE_F8E4M3:  /* a store keeps infinities (inf, or NaN for e4m3) */
+    case GRAPHC_DTYPE_F8E5M2: p[i] = gc_f64_to_f8(t, v, !isinf(v)); return;
     default: {
       int64_t lo, hi;
       gc_int_range(t, &lo, &hi);
@@ -197,6 +250,8 @@ void gc_store_i64(void *base, gc_dtype t, int64_t i, int64_t v) {
     case GRAPHC_DTYPE_F32: { float f = (float)v; memcpy(p + 4 * i, &f, 4); return; }
     case GRAPHC_DTYPE_F16: { uint16_t h = gc_i64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BF16: { uint16_t h = gc_i64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
+    case GRAPHC_DTYPE_F8E4M3:  /* far past the largest finite value beyond 2^53: exact */
+    case GRAPHC_DTYPE_F8E5M2: gc_store_f64(base, t, i, (double)v); return;
     default: GC_ASSERT(!"bad dtype"); return;
   }
 }

@@ -32,9 +32,25 @@ uint16_t gc_i64_to_bf16(int64_t v);
 double gc_f16_to_f64(uint16_t h);
 double gc_bf16_to_f64(uint16_t h);
 
+/* fp8 (f8e4m3 = ONNX FLOAT8E4M3FN, f8e5m2 = FLOAT8E5M2): a double is rounded once to
+ * nearest even (subnormals kept). A magnitude that rounds past the largest finite value
+ * (448, 57344) or an infinity becomes that largest value when `saturate` (ONNX Cast's
+ * default, and the rule of `cast`), else NaN for e4m3 (it has no inf) and inf for e5m2.
+ * NaN keeps its sign: S.1111.111 (e4m3), S.11111.10 (e5m2). Widening is exact.
+ * Storing a result of any other op (gc_store_f64, consts, the backends' stores) saturates
+ * finite magnitudes but keeps an infinity infinite (e5m2) or makes it NaN (e4m3): only
+ * cast decides to saturate infinities. */
+uint8_t gc_f64_to_f8e4m3(double x, int saturate);
+uint8_t gc_f64_to_f8e5m2(double x, int saturate);
+double gc_f8e4m3_to_f64(uint8_t b);
+double gc_f8e5m2_to_f64(uint8_t b);
+/* The same for fp8 dtype t (f8e4m3 or f8e5m2). */
+uint8_t gc_f64_to_f8(gc_dtype t, double x, int saturate);
+double gc_f8_to_f64(gc_dtype t, uint8_t b);
+
 /* Element i of a buffer of dtype t as a double (i64 beyond 2^53 rounds), and a
- * double stored into one (floats round once to nearest even, ints truncate and
- * saturate, bool is v != 0). */
+ * double stored into one (floats round once to nearest even, fp8 as said above, ints truncate
+ * and saturate, bool is v != 0). */
 double gc_load_f64(const void *base, gc_dtype t, int64_t i);
 void gc_store_f64(void *base, gc_dtype t, int64_t i, double v);
 /* Element i as an exact int64 (floats convert like cast: truncate, saturate, NaN -> 0),

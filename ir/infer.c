@@ -266,16 +266,19 @@ static int dim_fits(ictx *c, __int128 v, int axis) {
 }
 
 /* ---- dtype classes ------------------------------------------------------------------ */
-enum { DT_NUM, DT_FLOAT, DT_BOOL, DT_INDEX };
+/* fp8 (f8e4m3, f8e5m2) is a storage dtype: params, consts, casts and data movement
+ * take it; arithmetic and comparisons do not (cast to f32 first). */
+enum { DT_NUM, DT_FLOAT, DT_BOOL, DT_INDEX, DT_VALUE };
 static const char *const dt_expect[] = {
-    "a numeric dtype (any but bool)", "a float dtype (f64, f32, f16, bf16)", "bool",
-    "an index dtype (i32 or i64)"};
+    "a numeric dtype (any but bool and fp8)", "a float dtype (f64, f32, f16, bf16)", "bool",
+    "an index dtype (i32 or i64)", "a dtype other than fp8 (cast f8e4m3/f8e5m2 to f32 first)"};
 
 /* Does dtype t belong to class cls? */
 static int dt_in(gc_dtype t, int cls) {
   switch (cls) {
-    case DT_NUM: return gc_dtype_is_float(t) || gc_dtype_is_int(t);
-    case DT_FLOAT: return gc_dtype_is_float(t);
+    case DT_NUM: return (gc_dtype_is_float(t) && !gc_dtype_is_f8(t)) || gc_dtype_is_int(t);
+    case DT_FLOAT: return gc_dtype_is_float(t) && !gc_dtype_is_f8(t);
+    case DT_VALUE: return !gc_dtype_is_f8(t);
     case DT_BOOL: return t == GRAPHC_DTYPE_BOOL;
     case DT_INDEX: return t == GRAPHC_DTYPE_I32 || t == GRAPHC_DTYPE_I64;
   }
@@ -571,13 +574,13 @@ static int gc_infer_binary_bool(const gc_graph *g, const gc_op *op, gc_type *out
 /* eq ne lt le gt ge: any dtype, bool result. */
 static int gc_infer_compare(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
-  return binary(c, -1, GRAPHC_DTYPE_BOOL, out);
+  return binary(c, DT_VALUE, GRAPHC_DTYPE_BOOL, out);
 }
 
 /* select(cond, a, b): cond bool, a and b one dtype, all three broadcast. */
 static int gc_infer_select(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
-  if (!want_dt(c, 0, DT_BOOL)) return 0;
+  if (!want_dt(c, 0, DT_BOOL) || !want_dt(c, 1, DT_VALUE)) return 0;
   if (in(c, 1)->dtype != in(c, 2)->dtype)
     return fail(c, op->loc, "dtypes differ: %s and %s", dtn(in(c, 1)->dtype),
                 dtn(in(c, 2)->dtype));

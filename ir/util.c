@@ -384,9 +384,9 @@ const char *graphc_status_string(graphc_status_t s) {
   return names[s];
 }
 
-static const char *const dtype_names[GRAPHC_DTYPE_COUNT_] = {"f64", "f32", "f16", "bf16", "i64",
-                                                             "i32", "i8",  "u8",  "bool"};
-static const size_t dtype_sizes[GRAPHC_DTYPE_COUNT_] = {8, 4, 2, 2, 8, 4, 1, 1, 1};
+static const char *const dtype_names[GRAPHC_DTYPE_COUNT_] = {
+    "f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8", "bool", "f8e4m3", "f8e5m2"};
+static const size_t dtype_sizes[GRAPHC_DTYPE_COUNT_] = {8, 4, 2, 2, 8, 4, 1, 1, 1, 1, 1};
 
 const char *graphc_dtype_name(graphc_dtype_t t) {
   return (unsigned)t < GRAPHC_DTYPE_COUNT_ ? dtype_names[t] : NULL;
@@ -404,8 +404,10 @@ int gc_dtype_from_name(const char *s, size_t n) {
 
 int gc_dtype_is_float(gc_dtype t) {
   return t == GRAPHC_DTYPE_F64 || t == GRAPHC_DTYPE_F32 || t == GRAPHC_DTYPE_F16 ||
-         t == GRAPHC_DTYPE_BF16;
+         t == GRAPHC_DTYPE_BF16 || gc_dtype_is_f8(t);
 }
+
+int gc_dtype_is_f8(gc_dtype t) { return t == GRAPHC_DTYPE_F8E4M3 || t == GRAPHC_DTYPE_F8E5M2; }
 
 int gc_dtype_is_int(gc_dtype t) {
   return t == GRAPHC_DTYPE_I64 || t == GRAPHC_DTYPE_I32 || t == GRAPHC_DTYPE_I8 ||

@@ -56,6 +56,8 @@ static double float_round(gc_dtype t, double x) {
     case GRAPHC_DTYPE_F32: return (double)(float)x;
     case GRAPHC_DTYPE_F16: return isnan(x) ? x : gc_f16_to_f64(gc_f64_to_f16(x));
     case GRAPHC_DTYPE_BF16: return isnan(x) ? x : gc_bf16_to_f64(gc_f64_to_bf16(x));
+    case GRAPHC_DTYPE_F8E4M3:  /* like a store: infinities stay (NaN for e4m3) */
+    case GRAPHC_DTYPE_F8E5M2: return isnan(x) ? x : gc_f8_to_f64(t, gc_f64_to_f8(t, x, !isinf(x)));
     default: return x;
   }
 }
@@ -66,6 +68,8 @@ static double int_to_float(gc_dtype t, int64_t v) {
     case GRAPHC_DTYPE_F32: return (double)(float)v;
     case GRAPHC_DTYPE_F16: return gc_f16_to_f64(gc_i64_to_f16(v));
     case GRAPHC_DTYPE_BF16: return gc_bf16_to_f64(gc_i64_to_bf16(v));
+    case GRAPHC_DTYPE_F8E4M3:
+    case GRAPHC_DTYPE_F8E5M2: return float_round(t, (double)v);  /* saturates long before 2^53 */
     default: return (double)v;
   }
 }
@@ -282,7 +286,15 @@ static gc_scalar eval_scalar(const gc_op *op, const gc_dtype *in, gc_dtype to,
   gc_opcode opc = op->opcode;
   int flt = gc_dtype_is_float(in[0]);
   switch (opc) {
-    case GC_OP_CAST: return flt ? from_f64(to, x[0].f) : from_i64(to, x[0].i);
+    case GC_OP_CAST:
+      if (gc_dtype_is_f8(to) && in[0] != to) {  /* to its own dtype: the identity */
+        double v = flt ? x[0].f : (double)x[0].i;
+        int sat = gc_op_attr_bool(op, "saturate", 1);
+        gc_scalar s;
+        s.f = gc_f8_to_f64(to, gc_f64_to_f8(to, v, sat));
+        return s;
+      }
+      return flt ? from_f64(to, x[0].f) : from_i64(to, x[0].i);
     case GC_OP_SELECT: return x[0].i != 0 ? x[1] : x[2];
     case GC_OP_CLAMP: {
       const gc_attr *lo = gc_op_attr(op, "min"), *hi = gc_op_attr(op, "max");

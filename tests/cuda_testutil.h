@@ -70,9 +70,10 @@ static inline void tu_store_int(void *base, graphc_dtype_t t, int64_t i, int64_t
   }
 }
 
+/* Compared as floats (NaN matches any NaN); fp8 with tolerance 0: the same value. */
 static inline int tu_is_float(graphc_dtype_t t) {
   return t == GRAPHC_DTYPE_F64 || t == GRAPHC_DTYPE_F32 || t == GRAPHC_DTYPE_F16 ||
-         t == GRAPHC_DTYPE_BF16;
+         t == GRAPHC_DTYPE_BF16 || t == GRAPHC_DTYPE_F8E4M3 || t == GRAPHC_DTYPE_F8E5M2;
 }
 
 /* An integer of kind 'x' for dtype t: mostly moderate, 5% extremes. */
@@ -101,6 +102,10 @@ static inline void tu_fill(void *data, graphc_dtype_t t, int64_t n, char kind, i
   for (int64_t i = 0; i < n; i++) {
     if (t == GRAPHC_DTYPE_BOOL) {
       tu_store_int(data, t, i, (int64_t)(tu_next(s) & 1));
+      continue;
+    }
+    if (t == GRAPHC_DTYPE_F8E4M3 || t == GRAPHC_DTYPE_F8E5M2) {  /* any bit pattern: NaN, inf too */
+      ((unsigned char *)data)[i] = (unsigned char)(tu_next(s) >> 56);
       continue;
     }
     if (tu_is_float(t)) {

@@ -1,6 +1,7 @@
 /* dtype_masks.h - dtype classes as bit masks, for the tests that pick dtypes per
  * op family (test_backend_ops.c, test_cpu_backend.c, random_graph_gen.c):
- * M(t) one dtype, MF floats, MI integers, MN numbers, MB bool, MA all. */
+ * M(t) one dtype, MF floats, MI integers, MN numbers, MB bool, MA all but fp8 (M8),
+ * MS all. */
 #ifndef GC_TEST_DTYPE_MASKS_H
 #define GC_TEST_DTYPE_MASKS_H
 
@@ -12,5 +13,7 @@
 #define MN (MF | MI)
 #define MB M(GRAPHC_DTYPE_BOOL)
 #define MA (MN | MB)
+#define M8 (M(GRAPHC_DTYPE_F8E4M3) | M(GRAPHC_DTYPE_F8E5M2))
+#define MS (MA | M8) /* storage: every dtype (params, consts, casts, data movement) */
 
 #endif /* GC_TEST_DTYPE_MASKS_H */

@@ -102,7 +102,8 @@ static int expr_gpu_only(const kir_expr *e) {
     case KIR_E_SPECIAL:
     case KIR_E_SHFL_XOR: return 1;
     case KIR_E_UNARY:
-    case KIR_E_CAST: return expr_gpu_only(e->u.op.a);
+    case KIR_E_CAST:
+    case KIR_E_BITCAST: return expr_gpu_only(e->u.op.a);
     case KIR_E_BINARY: return expr_gpu_only(e->u.op.a) || expr_gpu_only(e->u.op.b);
     case KIR_E_SELECT: return expr_gpu_only(e->u.op.a) || expr_gpu_only(e->u.op.b) || expr_gpu_only(e->u.op.c);
     case KIR_E_LOAD: return e->u.mem.space == KIR_SHARED || expr_gpu_only(e->u.mem.index);

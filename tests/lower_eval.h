@@ -99,7 +99,9 @@ static ev_val ev_read(const ev_mem *m, int64_t i) {
     case GRAPHC_DTYPE_I64: memcpy(&v.i, p + 8 * i, 8); break;
     case GRAPHC_DTYPE_I32: { int32_t x; memcpy(&x, p + 4 * i, 4); v.i = x; break; }
     case GRAPHC_DTYPE_I8: v.i = (int8_t)p[i]; break;
-    case GRAPHC_DTYPE_U8: v.i = p[i]; break;
+    case GRAPHC_DTYPE_U8:
+    case GRAPHC_DTYPE_F8E4M3:  /* fp8 values are their bits (KIR_E_BITCAST) */
+    case GRAPHC_DTYPE_F8E5M2: v.i = p[i]; break;
     case GRAPHC_DTYPE_BOOL: v.i = p[i] != 0; break;
     default: v.f = gc_load_f64(p, m->t, i); break;
   }
@@ -114,6 +116,8 @@ static void ev_write(ev_mem *m, int64_t i, ev_val v) {
     case GRAPHC_DTYPE_I32: { int32_t x = (int32_t)v.i; memcpy(p + 4 * i, &x, 4); break; }
     case GRAPHC_DTYPE_I8:
     case GRAPHC_DTYPE_U8:
+    case GRAPHC_DTYPE_F8E4M3:
+    case GRAPHC_DTYPE_F8E5M2:
     case GRAPHC_DTYPE_BOOL: p[i] = (unsigned char)v.i; break;
     default: gc_store_f64(p, m->t, i, v.f); break;
   }
@@ -146,6 +150,17 @@ static ev_val ev_convert(ev_val v, gc_dtype from, gc_dtype to) {
 }
 
 static ev_val ev_expr(ev_kernel_ctx *c, int th, const kir_expr *e);
+
+/* v's bits as `to` (f32/f64 <-> i32/i64; fp8 <-> u8 are bits in .i on both sides). */
+static ev_val ev_bitcast(ev_val v, gc_dtype from, gc_dtype to) {
+  ev_val r = {0, 0};
+  if (from == GRAPHC_DTYPE_F32) { float f = (float)v.f; int32_t x; memcpy(&x, &f, 4); r.i = x; }
+  else if (to == GRAPHC_DTYPE_F32) { int32_t x = (int32_t)v.i; float f; memcpy(&f, &x, 4); r.f = f; }
+  else if (from == GRAPHC_DTYPE_F64) memcpy(&r.i, &v.f, 8);
+  else if (to == GRAPHC_DTYPE_F64) memcpy(&r.f, &v.i, 8);
+  else r.i = v.i & 0xff;
+  return r;
+}
 
 /* Unary op on a value of type t. */
 static ev_val ev_unary(kir_op op, gc_dtype t, ev_val a) {
@@ -274,6 +289,7 @@ static ev_val ev_expr(ev_kernel_ctx *c, int th, const kir_expr *e) {
     case KIR_E_SELECT:
       return ev_expr(c, th, e->u.op.a).i ? ev_expr(c, th, e->u.op.b) : ev_expr(c, th, e->u.op.c);
     case KIR_E_CAST: return ev_convert(ev_expr(c, th, e->u.op.a), e->u.op.a->type, e->type);
+    case KIR_E_BITCAST: return ev_bitcast(ev_expr(c, th, e->u.op.a), e->u.op.a->type, e->type);
     case KIR_E_LOAD: {
       int64_t idx = ev_expr(c, th, e->u.mem.index).i;
       ev_mem *m = ev_target(c, e->u.mem.space, e->u.mem.buf, idx, 1);
@@ -307,6 +323,7 @@ static int ev_expr_sync(const kir_expr *e) {
   switch (e->kind) {
     case KIR_E_SHFL_XOR: return 1;
     case KIR_E_UNARY:
+    case KIR_E_BITCAST:
     case KIR_E_CAST: return ev_expr_sync(e->u.op.a);
     case KIR_E_BINARY: return ev_expr_sync(e->u.op.a) || ev_expr_sync(e->u.op.b);
     case KIR_E_SELECT: return ev_expr_sync(e->u.op.a) || ev_expr_sync(e->u.op.b) || ev_expr_sync(e->u.op.c);

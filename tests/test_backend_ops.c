@@ -185,17 +185,20 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
   switch (op) {
     case GC_OP_PARAM:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gc_sbuf_printf(&b->body, "  param %%w0: %s[17, 3] = \"w0\";\n", dt_name(t));
       gc_sbuf_printf(&b->body, "  param %%w1: %s[] = \"w1\";\n", dt_name(t));
       gc_sbuf_printf(&b->body, "  param %%w2: %s[4097] = \"w2\";\n", dt_name(t));
       gc_sbuf_printf(&b->rets, "%%w0, %%w1");
       b->n_rets = 2;
-      gb_ret(b, "eq(%%w2, %s)", gb_arg(b, 'x', 0, t, "4097"));
+      if (gc_dtype_is_f8(t))  /* fp8 is storage only: no comparisons */
+        gb_ret(b, "concat(%%w2, %s, axis=0)", gb_arg(b, 'x', 0, t, "4097"));
+      else
+        gb_ret(b, "eq(%%w2, %s)", gb_arg(b, 'x', 0, t, "4097"));
       return 1;
     case GC_OP_CONST:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "const(value=%s, shape=[17, 3], dtype=%s)", lit(t, 0), dt_name(t));
       gb_ret(b, "const(value=%s, dtype=%s)", lit(t, 1), dt_name(t));
       gb_ret(b, "const(value=%s, shape=[4097], dtype=%s)", lit(t, 2), dt_name(t));
@@ -254,7 +257,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     case GC_OP_CAST: {
       if (variant >= GRAPHC_DTYPE_COUNT_) return 0;
-      *mask = MA;
+      *mask = MS;
       gc_dtype to = (gc_dtype)variant;
       snprintf(label, label_len, "cast->%s", dt_name(to));
       char k = gc_dtype_is_float(t) ? 'c' : 'x';
@@ -425,7 +428,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
     }
     case GC_OP_IM2COL:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "im2col(%s, kernel=[3, 3], padding=[1, 1])", gb_arg(b, 'x', 0, t, "2, 3, 7, 7"));
       gb_ret(b, "im2col(%s, kernel=[3, 2], stride=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2])",
              gb_arg(b, 'x', 0, t, "1, 2, 9, 8"));
@@ -453,7 +456,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     case GC_OP_RESHAPE:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "reshape(%s, shape=[33, 17])", gb_arg(b, 'x', 0, t, "17, 33"));
       gb_ret(b, "reshape(%s, shape=[1, 4097, 1])", gb_arg(b, 'x', 0, t, "4097"));
       gb_ret(b, "reshape(%s, shape=[-1, 4])", gb_arg(b, 'x', 0, t, "2, 3, 4"));
@@ -462,7 +465,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     case GC_OP_TRANSPOSE:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "transpose(%s, perm=[1, 0])", gb_arg(b, 'x', 0, t, "17, 33"));
       gb_ret(b, "transpose(%s, perm=[3, 1, 0, 2])", gb_arg(b, 'x', 0, t, "2, 3, 5, 7"));
       gb_ret(b, "transpose(%s, perm=[1, 0])", gb_arg(b, 'x', 0, t, "1023, 3"));
@@ -472,7 +475,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     case GC_OP_BROADCAST:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "broadcast(%s, shape=[3, 17])", gb_arg(b, 'x', 0, t, "17"));
       gb_ret(b, "broadcast(%s, shape=[4097])", gb_arg(b, 'x', 0, t, "1"));
       gb_ret(b, "broadcast(%s, shape=[2, 3, 33])", gb_arg(b, 'x', 0, t, "3, 1"));
@@ -480,7 +483,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     case GC_OP_CONCAT:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "3, 17"));
       snprintf(y, sizeof y, "%s", gb_arg(b, 'x', 0, t, "3, 5"));
       gb_ret(b, "concat(%s, %s, axis=1)", x, y);
@@ -497,7 +500,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     case GC_OP_SLICE:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "slice(%s, start=[1, -20], end=[16, 33], step=[2, 3])", gb_arg(b, 'x', 0, t, "17, 33"));
       gb_ret(b, "slice(%s, start=[0], end=[4097], step=[4])", gb_arg(b, 'x', 0, t, "4097"));
       gb_ret(b, "slice(%s, start=[-5], end=[1023])", gb_arg(b, 'x', 0, t, "1023"));
@@ -506,7 +509,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     case GC_OP_PAD:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "pad(%s, pads=[3, 5])", gb_arg(b, 'x', 0, t, "17"));
       gb_ret(b, "pad(%s, pads=[1, 0, 2, 3], value=%s)", gb_arg(b, 'x', 0, t, "3, 17"), lit(t, 0));
       gb_ret(b, "pad(%s, pads=[0, 4096], value=%s)", gb_arg(b, 'x', 0, t, "1"), lit(t, 1));
@@ -514,7 +517,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     case GC_OP_GATHER: {
       if (variant > 1) return 0;
-      *mask = MA;
+      *mask = MS;
       gc_dtype it = variant ? GRAPHC_DTYPE_I64 : GRAPHC_DTYPE_I32;
       snprintf(label, label_len, "gather[%s]", dt_name(it));
       static const struct { const char *x, *idx, *attr; int range; } g[] = {
@@ -532,7 +535,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
     }
     case GC_OP_SPLIT:
       if (variant > 0) return 0;
-      *mask = MA;
+      *mask = MS;
       gb_rets(b, 3, "split(%s, axis=1, sizes=[1, 15, 17])", gb_arg(b, 'x', 0, t, "17, 33"));
       gb_rets(b, 2, "split(%s, axis=0, sizes=[4096, 1])", gb_arg(b, 'x', 0, t, "4097"));
       gb_rets(b, 2, "split(%s, axis=-2, sizes=[2, 4])", gb_arg(b, 'x', 0, t, "6, 4"));

@@ -303,22 +303,28 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
   char x[16], y[16];
   switch (op) {
     case GC_OP_PARAM:
-      *mask = MA;
+      *mask = MS;
       gc_sbuf_printf(&b->body, "  param %%w0: %s[17, 3] = \"w0\";\n", dtn(t));
       gc_sbuf_printf(&b->body, "  param %%w1: %s[4097] = \"w1\";\n", dtn(t));
       gc_sbuf_printf(&b->rets, "%%w0");
       b->n_rets = 1;
-      gb_ret(b, "eq(%%w1, %s)", gb_arg(b, 'x', 0, t, "4097"));
+      if (gc_dtype_is_f8(t))  /* fp8 is storage only: no comparisons */
+        gb_ret(b, "concat(%%w1, %s, axis=0)", gb_arg(b, 'x', 0, t, "4097"));
+      else
+        gb_ret(b, "eq(%%w1, %s)", gb_arg(b, 'x', 0, t, "4097"));
       return 0;
     case GC_OP_CONST:
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "const(value=%s, shape=[17, 3], dtype=%s)", lit(t, 0), dtn(t));
       gb_ret(b, "const(value=%s, dtype=%s)", lit(t, 1), dtn(t));
       gb_ret(b, "const(value=[%s, %s, %s, %s, %s, %s], shape=[2, 3], dtype=%s)", lit(t, 3),
              lit(t, 2), lit(t, 1), lit(t, 0), lit(t, 1), lit(t, 2), dtn(t));
       gc_sbuf_printf(&b->body, "  %%c0 = const(value=%s, shape=[4097], dtype=%s);\n", lit(t, 3),
                      dtn(t));
-      gb_ret(b, "eq(%s, %%c0)", gb_arg(b, 's', 0, t, "4097"));
+      if (gc_dtype_is_f8(t))
+        gb_ret(b, "concat(%s, %%c0, axis=0)", gb_arg(b, 's', 0, t, "4097"));
+      else
+        gb_ret(b, "eq(%s, %%c0)", gb_arg(b, 's', 0, t, "4097"));
       return 0;
     case GC_OP_IOTA: {
       *mask = MN;
@@ -360,7 +366,7 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       }
       return 0;
     case GC_OP_CAST:
-      *mask = MA;
+      *mask = MS;
       for (int to = 0; to < GRAPHC_DTYPE_COUNT_; to++) {
         char k = gc_dtype_is_float(t) ? 'c' : 'x';
         gb_ret(b, "cast(%s, to=%s)", gb_arg(b, k, 0, t, "1023"), dtn((gc_dtype)to));
@@ -494,7 +500,7 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       return 0;
     }
     case GC_OP_IM2COL:
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "im2col(%s, kernel=[3, 3], padding=[1, 1])", gb_arg(b, 'x', 0, t, "2, 3, 7, 7"));
       gb_ret(b, "im2col(%s, kernel=[3, 2], stride=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2])",
              gb_arg(b, 'x', 0, t, "1, 2, 9, 8"));
@@ -519,14 +525,14 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       gb_ret(b, "%s(%s, kernel=[2, 2], layout=\"nhwc\")", name, gb_arg(b, 'x', 0, t, "3, 8, 8, 16"));
       return 0;
     case GC_OP_RESHAPE:
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "reshape(%s, shape=[33, 17])", gb_arg(b, 'x', 0, t, "17, 33"));
       gb_ret(b, "reshape(%s, shape=[-1, 5])", gb_arg(b, 'x', 0, t, "3, 4, 5"));
       gb_ret(b, "reshape(%s, shape=[1, 4097, 1])", gb_arg(b, 'x', 0, t, "4097"));
       gb_ret(b, "reshape(%s, shape=[])", gb_arg(b, 'x', 0, t, "1"));
       return 0;
     case GC_OP_TRANSPOSE:
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "transpose(%s, perm=[2, 0, 1])", gb_arg(b, 'x', 0, t, "3, 4, 5"));
       gb_ret(b, "transpose(%s, perm=[1, 0])", gb_arg(b, 'x', 0, t, "17, 33"));
       gb_ret(b, "transpose(%s, perm=[0, 2, 1, 3])", gb_arg(b, 'x', 0, t, "2, 3, 4, 5"));
@@ -534,14 +540,14 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       gb_ret(b, "transpose(%s, perm=[0])", gb_arg(b, 'x', 0, t, "4097"));
       return 0;
     case GC_OP_BROADCAST:
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "broadcast(%s, shape=[17, 33])", gb_arg(b, 'x', 0, t, "33"));
       gb_ret(b, "broadcast(%s, shape=[2, 3, 5])", gb_arg(b, 'x', 0, t, "3, 1"));
       gb_ret(b, "broadcast(%s, shape=[4097])", gb_arg(b, 'x', 0, t, ""));
       gb_ret(b, "broadcast(%s, shape=[1023])", gb_arg(b, 'x', 0, t, "1"));
       return 0;
     case GC_OP_CONCAT:
-      *mask = MA;
+      *mask = MS;
       snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "17, 3"));
       gb_ret(b, "concat(%s, %s, axis=1)", x, gb_arg(b, 'x', 0, t, "17, 5"));
       snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "3"));
@@ -554,7 +560,7 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       gb_ret(b, "concat(%s, axis=0)", gb_arg(b, 'x', 0, t, "4097"));
       return 0;
     case GC_OP_SLICE:
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "slice(%s, start=[1, 2], end=[16, -1], step=[2, 3])", gb_arg(b, 'x', 0, t, "17, 33"));
       gb_ret(b, "slice(%s, start=[-100], end=[4097])", gb_arg(b, 'x', 0, t, "4097"));
       gb_ret(b, "slice(%s, start=[0, 1, 0], end=[3, 3, 5])", gb_arg(b, 'x', 0, t, "3, 4, 5"));
@@ -562,14 +568,14 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       gb_ret(b, "slice(%s, start=[0], end=[1023], step=[7])", gb_arg(b, 'x', 0, t, "1023"));
       return 0;
     case GC_OP_PAD:
-      *mask = MA;
+      *mask = MS;
       gb_ret(b, "pad(%s, pads=[1, 2, 3, 4], value=%s)", gb_arg(b, 'x', 0, t, "17, 33"), lit(t, 0));
       gb_ret(b, "pad(%s, pads=[0, 5])", gb_arg(b, 'x', 0, t, "3"));
       gb_ret(b, "pad(%s, pads=[1, 1], value=%s)", gb_arg(b, 'x', 0, t, "4097"), lit(t, 1));
       gb_ret(b, "pad(%s, pads=[0, 1, 2, 1, 0, 3])", gb_arg(b, 'x', 0, t, "2, 3, 4"));
       return 0;
     case GC_OP_GATHER: {
-      *mask = MA;
+      *mask = MS;
       static const struct { const char *x, *idx, *attr; int range; gc_dtype it; } g[] = {
           {"17, 33", "5", "", 17, GRAPHC_DTYPE_I64},
           {"17, 33", "2, 3", ", axis=1", 33, GRAPHC_DTYPE_I32},
@@ -582,7 +588,7 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       return 0;
     }
     case GC_OP_SPLIT:
-      *mask = MA;
+      *mask = MS;
       gb_ret_n(b, 2, "split(%s, axis=1, sizes=[10, 23])", gb_arg(b, 'x', 0, t, "17, 33"));
       gb_ret_n(b, 3, "split(%s, axis=0, sizes=[1, 4000, 96])", gb_arg(b, 'x', 0, t, "4097"));
       gb_ret_n(b, 2, "split(%s, axis=-1, sizes=[2, 3])", gb_arg(b, 'x', 0, t, "3, 4, 5"));

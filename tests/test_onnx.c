@@ -973,7 +973,171 @@ static const char *const node_tests[] = {
     "test_resize_upsample_scales_linear", "test_attention_4d", "test_einsum_batch_matmul", "test_top_k",
     "test_convtranspose", "test_nllloss_NCd1_weight", "test_sce_mean", "test_scatternd",
     "test_maxpool_3d_default", "test_mod_mixed_sign_float32",
+    /* quantization (#34) and fp8 */
+    "test_quantizelinear_axis", "test_quantizelinear_blocked_asymmetric", "test_quantizelinear_e4m3fn",
+    "test_dequantizelinear_blocked", "test_dequantizelinear_e5m2", "test_dynamicquantizelinear",
+    "test_matmulinteger", "test_convinteger_with_padding", "test_qlinearmatmul_3D_uint8_float16",
+    "test_qlinearconv", "test_cast_no_saturate_FLOAT_to_FLOAT8E5M2", "test_cast_FLOAT8E4M3FN_to_FLOAT16",
 };
+
+/* TensorProto with raw_data of any element type. */
+static pb tensor_raw(const char *name, int elem, int rank, const int64_t *dims, const void *data, size_t n) {
+  pb t = {0};
+  for (int i = 0; i < rank; i++) pb_int(&t, 1, dims[i]);
+  pb_int(&t, 2, elem);
+  pb_str(&t, 8, name);
+  pb_bytes(&t, 9, data, n);
+  return t;
+}
+
+/* Bad quantization parameters are errors that name the node and say what is wrong. */
+START_TEST(quant_errors) {
+  static const struct {
+    const char *op;
+    int xelem, selem, zelem;         /* ONNX element types; zelem 0: no zero point */
+    int srank; int64_t sdims[2]; float sv[6];
+    int64_t axis, block;
+    uint8_t zp;
+    const char *msg;
+  } c[] = {
+      {"QuantizeLinear", 1, 1, 0, 1, {4}, {1, 1, 1, 1}, 1, 0, 0,
+       "y_scale has 1 dims and 4 elements; per-axis quantization along axis 1 needs a 1-D tensor of 3"},
+      {"QuantizeLinear", 1, 1, 0, 1, {3}, {0.5f, 0, 1}, 1, 0, 0,
+       "y_scale element 1 is 0; a quantization scale must be finite and non-zero"},
+      {"QuantizeLinear", 1, 1, 0, 0, {0}, {INFINITY}, 1, 0, 0, "y_scale element 0 is inf"},
+      {"QuantizeLinear", 1, 1, 0, 2, {2, 3}, {1, 1, 1, 1, 1, 1}, 1, 2, 0,
+       "y_scale of blocked quantization must have x's shape with ceil(3 / block_size 2) = 2 along axis 1"},
+      {"QuantizeLinear", 1, 1, 0, 1, {3}, {1, 1, 1}, 5, 0, 0, "axis"},
+      {"QuantizeLinear", 1, 1, 17, 0, {0}, {1}, 1, 0, 0x38,
+       "the zero point of an fp8 quantization must be 0 (element 0 is 1)"},
+      {"DequantizeLinear", 2, 1, 3, 0, {0}, {1}, 1, 0, 0, "x_zero_point has dtype i8, x has u8"},
+      {"DequantizeLinear", 2, 1, 0, 1, {2}, {1, 1}, 1, 0, 0,
+       "x_scale has 1 dims and 2 elements; per-axis quantization along axis 1 needs a 1-D tensor of 3"},
+  };
+  int64_t xd[2] = {2, 3};
+  for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+    pb g = {0}, a[2];
+    int na = 0;
+    a[na++] = attr_int("axis", c[i].axis);
+    if (c[i].block) a[na++] = attr_int("block_size", c[i].block);
+    pb n = node(c[i].op, "q", c[i].zelem ? "x,s,z" : "x,s", "y", a, na, NULL);
+    pb_msg(&g, 1, &n);
+    int64_t sn = 1;
+    for (int k = 0; k < c[i].srank; k++) sn *= c[i].sdims[k];
+    pb t = tensor_f32("s", c[i].srank, c[i].sdims, c[i].sv, 1);
+    pb_msg(&g, 5, &t);
+    if (c[i].zelem) {
+      t = tensor_raw("z", c[i].zelem, 0, NULL, &c[i].zp, 1);
+      pb_msg(&g, 5, &t);
+    }
+    pb vi = value_info("x", c[i].xelem, 2, xd);
+    pb_msg(&g, 11, &vi);
+    vi = value_info("y", c[i].xelem == 1 ? 2 : 1, 2, xd);
+    pb_msg(&g, 12, &vi);
+    pb m = model(&g, 21);
+    gc_onnx_result r;
+    gc_diags d;
+    ck_assert_int_eq(import_mem(&m, &r, &d, NULL), -1);
+    ck_assert_msg(d.status == GRAPHC_STATUS_INVALID_ARGUMENT, "case %zu: status %d: %s", i, d.status,
+                  first_error(&d));
+    ck_assert_msg(strstr(first_error(&d), c[i].msg) && strstr(first_error(&d), "'q'"),
+                  "case %zu: expected '%s' in '%s'", i, c[i].msg, first_error(&d));
+    gc_diags_free(&d);
+    free(m.p);
+    (void)sn;
+  }
+}
+END_TEST
+
+/* Run graph text on a backend: inputs in, outputs out (sizes from the caller). */
+static void run_text(const char *text, graphc_backend_t be, graphc_tensor_t *in, int ni,
+                     graphc_tensor_t *out, int no) {
+  graphc_context_t *ctx;
+  graphc_model_t *gm;
+  graphc_executable_t *exe;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  ck_assert_msg(graphc_model_load_string(ctx, "q.graph", text, strlen(text), &gm, &err) == GRAPHC_STATUS_OK,
+                "%s\n%s", err.message, text);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = be;
+  ck_assert_msg(graphc_compile(gm, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+  ck_assert_msg(graphc_executable_run(exe, in, (size_t)ni, out, (size_t)no, &err) == GRAPHC_STATUS_OK, "%s",
+                err.message);
+  graphc_executable_destroy(exe);
+  graphc_model_destroy(gm);
+  graphc_context_destroy(ctx);
+}
+
+/* QuantizeLinear -> DequantizeLinear per axis (u8 and i8 with zero points) on random data
+ * with exact ties, on the interpreter and the cpu backend, against rint/clip computed here. */
+START_TEST(quant_random) {
+  uint64_t seed = fresh_seed(), rs = seed;
+  enum { R = 64, C = 5 };
+  for (int signed_q = 0; signed_q < 2; signed_q++) {
+    int qe = signed_q ? 3 : 2;  /* INT8, UINT8 */
+    pb g = {0}, a[1];
+    a[0] = attr_int("axis", 1);
+    pb n = node("QuantizeLinear", "q", "x,s,z", "y", a, 1, NULL);
+    pb_msg(&g, 1, &n);
+    a[0] = attr_int("axis", 1);
+    n = node("DequantizeLinear", "dq", "y,s,z", "w", a, 1, NULL);
+    pb_msg(&g, 1, &n);
+    int64_t xd[2] = {R, C}, cd[1] = {C};
+    pb vi = value_info("x", 1, 2, xd);
+    pb_msg(&g, 11, &vi);
+    vi = value_info("s", 1, 1, cd);
+    pb_msg(&g, 11, &vi);
+    vi = value_info("z", qe, 1, cd);
+    pb_msg(&g, 11, &vi);
+    vi = value_info("y", qe, 2, xd);
+    pb_msg(&g, 12, &vi);
+    vi = value_info("w", 1, 2, xd);
+    pb_msg(&g, 12, &vi);
+    pb m = model(&g, 21);
+    gc_onnx_result r;
+    gc_diags d;
+    ck_assert_msg(import_mem(&m, &r, &d, NULL) == 0, "%s", first_error(&d));
+    gc_diags_free(&d);
+    float x[R * C], sc[C], w[2][R * C];
+    uint8_t z[C], y[2][R * C];
+    for (int j = 0; j < C; j++) {
+      sc[j] = (float)ldexp(1.0, (int)(rnd(&rs) * 4)) * (j == 2 ? 0.1f : 1.0f);  /* powers of two: exact ties */
+      z[j] = (uint8_t)(signed_q ? (int8_t)(rnd(&rs) * 20) : (uint8_t)(100 + rnd(&rs) * 50));
+    }
+    for (int i = 0; i < R * C; i++) {
+      float k = (float)(int)(rnd(&rs) * 300);
+      x[i] = (i % 3 == 0 ? k + 0.5f : rnd(&rs) * 300) * sc[i % C];
+    }
+    for (int be = 0; be < 2; be++) {
+      graphc_tensor_t in[3] = {{GRAPHC_DTYPE_F32, 2, {R, C}, x, sizeof x},
+                               {GRAPHC_DTYPE_F32, 1, {C}, sc, sizeof sc},
+                               {signed_q ? GRAPHC_DTYPE_I8 : GRAPHC_DTYPE_U8, 1, {C}, z, sizeof z}};
+      graphc_tensor_t out[2] = {{signed_q ? GRAPHC_DTYPE_I8 : GRAPHC_DTYPE_U8, 2, {R, C}, y[be], sizeof y[be]},
+                                {GRAPHC_DTYPE_F32, 2, {R, C}, w[be], sizeof w[be]}};
+      run_text(r.text, be ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP, in, 3, out, 2);
+    }
+    for (int i = 0; i < R * C; i++) {
+      int j = i % C;
+      double zj = signed_q ? (int8_t)z[j] : z[j];
+      double q = nearbyint((double)(x[i] / sc[j])) + zj;  /* f32 division, ties to even */
+      double lo = signed_q ? -128 : 0, hi = signed_q ? 127 : 255;
+      q = q < lo ? lo : q > hi ? hi : q;
+      for (int be = 0; be < 2; be++) {
+        double got = signed_q ? (int8_t)y[be][i] : y[be][i];
+        ck_assert_msg(got == q, "seed %llu backend %d: q[%d] = %g, expected %g (x %a scale %a zp %g)",
+                      (unsigned long long)seed, be, i, got, q, (double)x[i], (double)sc[j], zj);
+        float want = (float)((float)(q - zj) * sc[j]);
+        ck_assert_msg(w[be][i] == want, "seed %llu backend %d: dq[%d] = %a, expected %a",
+                      (unsigned long long)seed, be, i, (double)w[be][i], (double)want);
+      }
+    }
+    gc_onnx_result_free(&r);
+    free(m.p);
+  }
+}
+END_TEST
 
 START_TEST(onnx_node_tests) {
   char *out = NULL;
@@ -1036,6 +1200,8 @@ int main(void) {
   tcase_add_test(tc, folding_and_mappings);
   tcase_add_test(tc, external_data);
   tcase_add_test(tc, tensor_pb);
+  tcase_add_test(tc, quant_errors);
+  tcase_add_test(tc, quant_random);
   suite_add_tcase(s, tc);
   tc = tcase_create("node_tests");
   tcase_set_timeout(tc, 900);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "frontend/parser.h"
+#include "ir/dtype.h"
 #include "weights/safetensors.h"
 #include "testutil.h"
 
@@ -345,15 +346,15 @@ START_TEST(malformed_entries) {
                       "w.safetensors: tensor 't': missing data_offsets");
   expect_header_error("{\"t\":{\"dtype\":32,\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
                       "w.safetensors: tensor 't': dtype must be a string");
-  expect_header_error("{\"t\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2,
-                      "w.safetensors: tensor 't': unsupported dtype 'F8_E4M3' "
-                      "(supported: F64 F32 F16 BF16 I64 I32 I8 U8 BOOL)");
+  expect_header_error("{\"t\":{\"dtype\":\"F8_E8M0\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2,
+                      "w.safetensors: tensor 't': unsupported dtype 'F8_E8M0' "
+                      "(supported: F64 F32 F16 BF16 I64 I32 I8 U8 BOOL F8_E4M3 F8_E5M2)");
   expect_header_error("{\"t\":{\"dtype\":\"I16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
                       "w.safetensors: tensor 't': unsupported dtype 'I16' "
-                      "(supported: F64 F32 F16 BF16 I64 I32 I8 U8 BOOL)");
+                      "(supported: F64 F32 F16 BF16 I64 I32 I8 U8 BOOL F8_E4M3 F8_E5M2)");
   expect_header_error("{\"t\":{\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
                       "w.safetensors: tensor 't': unsupported dtype 'f32' "
-                      "(supported: F64 F32 F16 BF16 I64 I32 I8 U8 BOOL)");
+                      "(supported: F64 F32 F16 BF16 I64 I32 I8 U8 BOOL F8_E4M3 F8_E5M2)");
   expect_header_error("{\"t\":{\"dtype\":\"F32\",\"shape\":[-1,2],\"data_offsets\":[0,8]}}", 8,
                       "w.safetensors: tensor 't': shape entry -1 is not a non-negative integer");
   expect_header_error("{\"t\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,8]}}", 8,
@@ -698,6 +699,8 @@ START_TEST(random_fill_properties) {
         case GRAPHC_DTYPE_I64: { int64_t x; memcpy(&x, a + 8 * i, 8); v = (double)x; break; }
         case GRAPHC_DTYPE_I32: { int32_t x; memcpy(&x, a + 4 * i, 4); v = x; break; }
         case GRAPHC_DTYPE_I8: v = (int8_t)a[i]; break;
+        case GRAPHC_DTYPE_F8E4M3: v = gc_f8e4m3_to_f64(a[i]); break;
+        case GRAPHC_DTYPE_F8E5M2: v = gc_f8e5m2_to_f64(a[i]); break;
         default: v = a[i]; break;
       }
       if (v != 0) nonzero++;
@@ -711,7 +714,8 @@ START_TEST(random_fill_properties) {
     }
     ck_assert_int_gt(nonzero, N / 3);
     if (gc_dtype_is_float(t.dtype)) {
-      double tol = t.dtype == GRAPHC_DTYPE_BF16 ? s / 128 : t.dtype == GRAPHC_DTYPE_F16 ? s / 1024 : 0;
+      double tol = t.dtype == GRAPHC_DTYPE_BF16 ? s / 128 : t.dtype == GRAPHC_DTYPE_F16 ? s / 1024
+                   : t.dtype == GRAPHC_DTYPE_F8E4M3 ? s / 16 : t.dtype == GRAPHC_DTYPE_F8E5M2 ? s / 8 : 0;
       ck_assert_msg(lo >= -s - tol && hi <= s + tol, "%s: range [%g, %g] outside +-%g (seed %llu)",
                     graphc_dtype_name(t.dtype), lo, hi, s, (unsigned long long)seed);
       ck_assert_msg(lo < -0.8 * s && hi > 0.8 * s, "%s: range [%g, %g] does not cover +-%g",

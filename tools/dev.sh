@@ -90,7 +90,7 @@ case "${1:-}" in
     failed=$(sed -n 's/.*failed: \([0-9]*\).*/\1/p' "$log")
     rm -f "$log"
     echo "onnx conformance: ${passed:-?} passed, ${failed:-?} failed"
-    [ -n "$passed" ] && [ "$passed" -ge 1213 ] && [ "${failed:-99}" -le 11 ]
+    [ -n "$passed" ] && [ "$passed" -ge 1255 ] && [ "${failed:-99}" -le 11 ]
     ;;
   build)
     install_deps

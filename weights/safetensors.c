@@ -34,7 +34,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 /* safetensors dtype names, indexed by graphc_dtype_t. */
 static const char *const st_dtype_names[GRAPHC_DTYPE_COUNT_] = {
-    "F64", "F32", "F16", "BF16", "I64", "I32", "I8", "U8", "BOOL"};
+    "F64", "F32", "F16", "BF16", "I64", "I32", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"};
 
 /* graphc dtype for a safetensors dtype name, or -1 when unsupported. */
 static int st_dtype_from_name(const char *s) {
@@ -192,7 +192,8 @@ static int check_entry(const char *path, const cJSON *j, uint64_t data_len, st_e
   }
   int dt = st_dtype_from_name(jd->valuestring);
   if (dt < 0) {
-    ST_ERR(d, path, "tensor '%s': unsupported dtype '%s' (supported: F64 F32 F16 BF16 I64 I32 I8 U8 BOOL)",
+    ST_ERR(d, path, "tensor '%s': unsupported dtype '%s' (supported: F64 F32 F16 BF16 I64 I32 I8 U8 BOOL F8_E4M3 "
+           "F8_E5M2)",
            name, jd->valuestring);
     return 0;
   }

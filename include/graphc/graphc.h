@@ -77,6 +77,8 @@ typedef enum graphc_dtype {
   GRAPHC_DTYPE_I8,
   GRAPHC_DTYPE_U8,
   GRAPHC_DTYPE_BOOL,
+  GRAPHC_DTYPE_F8E4M3,   /* fp8 1-4-3, finite (ONNX FLOAT8E4M3FN): max 448, no inf, NaN S.1111.111 */
+  GRAPHC_DTYPE_F8E5M2,   /* fp8 1-5-2, IEEE-like (ONNX FLOAT8E5M2): max 57344, inf and NaN */
   GRAPHC_DTYPE_COUNT_
 } graphc_dtype_t;
 
