@@ -2,7 +2,7 @@
  * attention, FlashAttention-2's schedule on mma.sync tensor cores, sm_80 and later).
  *
  *   fusion.c (step 0) groups matmul -> [mul / div by a scalar const] -> [add a mask] ->
- *   softmax(last axis) -> matmul in f16 / bf16 with head dims D, Dv of 16, 32, 64 or 128; the scores and
+ *   softmax(last axis) -> [select(ne(p, p), 0, p): torch SDPA's NaN guard] -> matmul in f16 / bf16 with head dims D, Dv of 16, 32, 64 or 128; the scores and
  *   probabilities never reach memory.
  *
  * Schedule: one BLOCKS group of AT_WARPS warps per 16 * MT query rows per warp (MT = 2 for
@@ -192,6 +192,7 @@ static const gc_value *at_view_out(const gc_fusion_group *grp, int64_t *st) {
 
 int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *M2 = grp->roots[0], *P = M2->operands[0]->def, *S = NULL;
+  if (grp->nan_guard) P = P->operands[2]->def;  /* select(ne(p, p), 0, p): fusion.c */
   const gc_value *mask;
   double scale = at_chain(c, grp, P, &S, &mask);
   /* a causal mask (fusion.c, attn_mask.c): key j visible to row i when j <= i + coff; no
@@ -480,7 +481,11 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
       int sum = l[mt][h];
       for (int sh = 1; sh <= 2; sh *= 2)
         sum = gc_ec_let(c, k, b, "l", ec_add(c, vx(c, k, sum), kir_shfl_xor(c->km, vx(c, k, sum), sh)));
-      int inv = gc_ec_let(c, k, b, "inv", ec_bin(c, KIR_DIV, f32c(c, 1.0), vx(c, k, sum)));
+      kir_expr *rcp = ec_bin(c, KIR_DIV, f32c(c, 1.0), vx(c, k, sum));
+      /* the guard's 0 for a row with every key masked: l = 0 there, and O = 0 */
+      if (grp->nan_guard)
+        rcp = kir_select(c->km, ec_bin(c, KIR_EQ, vx(c, k, sum), f32c(c, 0.0)), f32c(c, 0.0), rcp);
+      int inv = gc_ec_let(c, k, b, "inv", rcp);
       int r = 2 * mt + h;
       rows[r] = gc_ec_let(c, k, b, "gm", ec_add(c, vx(c, k, grow), cx(c, 16 * mt + 8 * h)));
       for (int j = 0; j < nv; j++)

@@ -38,6 +38,7 @@ typedef struct fz_grp {
   int *ops;                /* op ids, in insertion order */
   int causal;              /* attention: causal mask (gc_fusion_group.causal) */
   int64_t causal_off;
+  int nan_guard;           /* attention: gc_fusion_group.nan_guard */
 } fz_grp;
 
 typedef struct fz_use {
@@ -411,13 +412,39 @@ static int scalar_const(const gc_value *v) {
   return a && (a->kind == GC_ATTR_FLOAT || a->kind == GC_ATTR_INT);
 }
 
+/* The guard exporters put between the softmax and the second matmul (torch's SDPA:
+ * where(isnan(p), 0, p), which zeroes the rows a mask hides entirely): a select of a
+ * zero splat for ne(p, p), read only by M2; NULL when `g` is none. Fills the ne op. */
+static const gc_op *nan_guard(const fz *f, const gc_op *g, const gc_op *M2, const gc_op **ne) {
+  if (!g || g->opcode != GC_OP_SELECT || only_user(f, g->results[0]) != M2) return NULL;
+  const gc_op *c = g->operands[0]->def, *z = g->operands[1]->def, *p = g->operands[2]->def;
+  if (!c || c->opcode != GC_OP_NE || !p || c->operands[0] != p->results[0] || c->operands[1] != p->results[0] ||
+      only_user(f, c->results[0]) != g || !scalar_const(g->operands[1]))
+    return NULL;
+  const gc_attr *a = gc_op_attr(z, "value");
+  if (!((a->kind == GC_ATTR_FLOAT && a->u.f == 0.0) || (a->kind == GC_ATTR_INT && a->u.i == 0))) return NULL;
+  /* p's uses: the ne (both operands) and the select, nothing else */
+  int n = 0;
+  for (int x = f->use_head[p->results[0]->id]; x >= 0; x = f->uses[x].next) {
+    const gc_op *u = f->op[f->uses[x].op];
+    if (u != c && u != g) return NULL;
+    n++;
+  }
+  if (n != 3 || f->is_out[p->results[0]->id]) return NULL;
+  *ne = c;
+  return g;
+}
+
 /* Is M2 the second matmul of an attention chain (see fusion.h, step 0)? Fills the
- * scores matmul S, the scale op X and the mask add A (NULL: none) and the softmax P. */
+ * scores matmul S, the scale op X and the mask add A (NULL: none), the softmax P and
+ * the NaN guard G and its ne op (NULL: none). */
 static int attention_chain(const fz *f, const gc_op *M2, const gc_op **S, const gc_op **X, const gc_op **A,
-                           const gc_op **P, const gc_value **mask) {
+                           const gc_op **P, const gc_value **mask, const gc_op **G, const gc_op **Gne) {
   if (M2->opcode != GC_OP_MATMUL || gc_op_attr_bool(M2, "transpose_a", 0)) return 0;
   const gc_op *p = M2->operands[0]->def;
-  if (!p || p->opcode != GC_OP_SOFTMAX || only_user(f, p->results[0]) != M2) return 0;
+  *G = nan_guard(f, p, M2, Gne);
+  if (*G) p = (*G)->operands[2]->def;
+  if (!p || p->opcode != GC_OP_SOFTMAX || (!*G && only_user(f, p->results[0]) != M2)) return 0;
   int r = p->results[0]->type.rank;
   int64_t ax = gc_op_attr_int(p, "axis", -1);
   if (r < 2 || (ax < 0 ? ax + r : ax) != r - 1) return 0;
@@ -505,9 +532,9 @@ static void plan_attention(fz *f) {
   int seen_causal = 0;
   int64_t seen_off = 0;
   for (const gc_op *op = f->g->first; op && !f->oom; op = op->next) {
-    const gc_op *S, *X, *A, *P;
+    const gc_op *S, *X, *A, *P, *G, *Gne = NULL;
     const gc_value *mask;
-    if (f->memb_head[op->id] >= 0 || !attention_chain(f, op, &S, &X, &A, &P, &mask)) continue;
+    if (f->memb_head[op->id] >= 0 || !attention_chain(f, op, &S, &X, &A, &P, &mask, &G, &Gne)) continue;
     int gi = fz_new_group(f, GC_FUSION_ATTENTION);
     if (gi < 0) return;
     /* a causal mask (attn_mask.c): the kernel computes it from indices and skips the key
@@ -526,6 +553,12 @@ static void plan_attention(fz *f) {
     /* the mask is computed per score element: its producers join as elementwise ops */
     if (A) fz_add(f, gi, A->id, GC_FROLE_ELEM);
     fz_add(f, gi, P->id, GC_FROLE_ELEM);
+    /* the guard: rows whose keys are all hidden (l = 0) give 0, not 0 / 0 */
+    if (G) {
+      fz_add(f, gi, Gne->id, GC_FROLE_ELEM);
+      fz_add(f, gi, G->id, GC_FROLE_ELEM);
+      f->grps[gi].nan_guard = 1;
+    }
     fz_add(f, gi, op->id, GC_FROLE_ROOT | GC_FROLE_WRITE);
     const gc_op *chain[GC_MAX_VIEW_CHAIN], *u, *last = op;
     int n = 0;
@@ -942,6 +975,7 @@ static gc_fusion *fz_result(fz *f) {
     dst->kind = src->kind;
     dst->causal = src->causal;
     dst->causal_off = src->causal_off;
+    dst->nan_guard = src->nan_guard;
     dst->n_ops = src->n_ops;
     dst->ops = gc_arena_alloc(&r->arena, (size_t)src->n_ops * sizeof *dst->ops);
     dst->roles = gc_arena_alloc(&r->arena, (size_t)src->n_ops * sizeof *dst->roles);

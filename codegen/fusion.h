@@ -87,6 +87,8 @@ typedef struct gc_fusion_group {
                               ("fusion_causal_<root id>": a causal attention group) */
   int causal;              /* attention: the mask is causal (gc_attn_causal_mask), not read */
   int64_t causal_off;      /* causal: key j is visible to query row i when j <= i + causal_off */
+  int nan_guard;           /* attention: softmax -> select(ne(p, p), 0, p) -> matmul (torch SDPA's
+                              guard): rows whose every key is masked give 0 */
 } gc_fusion_group;
 
 typedef struct gc_fusion {

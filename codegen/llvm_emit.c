@@ -193,7 +193,7 @@ static LLVMValueRef t_shfl_xor(em *e, LLVMValueRef v, gc_dtype t, int mask) {
     bits = LLVMBuildTrunc(b, shfl32(e, bits, mask), e->t_i16, "");
     return LLVMBuildBitCast(b, bits, reg_ty(e, t), "");
   }
-  case DT(I8): case DT(U8): case DT(BOOL):
+  case DT(I8): case DT(U8): case DT(BOOL): case DT(F8E4M3): case DT(F8E5M2):  /* fp8: the bits */
     return LLVMBuildTrunc(b, shfl32(e, LLVMBuildZExt(b, v, e->t_i32, ""), mask), reg_ty(e, t), "");
   default:
     GC_ASSERT(!"bad shuffle dtype");
