@@ -10,8 +10,10 @@ set -u
 . "$(dirname "$0")/device_env.sh"
 R=$OUT/wave2.txt
 G=$B/graphc
-DW=/tmp/dw.safetensors CN=/tmp/cn.safetensors
-$G weights benchmarks/dwconv.graph --random --seed 1 -o $DW >/dev/null
+CN=/tmp/cn.safetensors
+for e in dw3 dw3s2 dw5 dw7 dwx2 grp3 block; do
+  $G weights benchmarks/dwconv.graph --entry @$e --random --seed 1 -o /tmp/dw_$e.safetensors >/dev/null
+done
 $G weights benchmarks/convnext_mlp_f16.graph --random --seed 1 -o $CN >/dev/null
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$R"
 echo "==== 1. --check against the interpreter" | tee -a "$R"
@@ -23,7 +25,7 @@ for cg in llvm nvrtc; do
   done
   for e in dw3 dw3s2 dw5 dw7 dwx2 grp3 block; do
     for p in f32 f16; do
-      echo "-- dwconv @$e $p $cg: $(timeout 60 $G run benchmarks/dwconv.graph --weights $DW --entry @$e --bind N=2 --precision $p --backend cuda --codegen $cg --check 2>&1 | grep -iE 'rel_l2|error' | head -2 | tr '\n' ' ')" | tee -a "$R"
+      echo "-- dwconv @$e $p $cg: $(timeout 60 $G run benchmarks/dwconv.graph --weights /tmp/dw_$e.safetensors --entry @$e --bind N=2 --precision $p --backend cuda --codegen $cg --check 2>&1 | grep -iE 'rel_l2|error' | head -2 | tr '\n' ' ')" | tee -a "$R"
     done
   done
 done
@@ -61,6 +63,6 @@ done
 echo "==== 4. depthwise / grouped conv layers, N=8, llvm path" | tee -a "$R"
 for e in dw3 dw3s2 dw5 dw7 dwx2 grp3 block; do
   for p in f32 f16; do
-    echo "-- dwconv @$e $p: $(timeout 60 $G bench benchmarks/dwconv.graph --weights $DW --entry @$e --bind N=8 --precision $p --runs 50 --warmup 5 2>&1 | grep -E '^  median' | head -1)" | tee -a "$R"
+    echo "-- dwconv @$e $p: $(timeout 60 $G bench benchmarks/dwconv.graph --weights /tmp/dw_$e.safetensors --entry @$e --bind N=8 --precision $p --runs 50 --warmup 5 2>&1 | grep -E '^  median' | head -1)" | tee -a "$R"
   done
 done

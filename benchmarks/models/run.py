@@ -159,6 +159,11 @@ def graphc_part(args, row, b, m, ins, ref, base, budget_left):
     in_path, out_path = base + ".in.safetensors", base + ".out.safetensors"
     save_st(in_path, arrays)
     binds = graph_binds(gargs, {k: v.shape for k, v in arrays.items()})
+    # torch's exporter leaves parts of a half model in f32 (an SDPA whose mask is f32 promotes
+    # the scores, and every layer after it keeps f32 weights in the ONNX file): graphc compiles
+    # f16 rows with --precision f16, as TensorRT's users build with its fp16 flag
+    if row["dtype"] == "f16":
+        binds = binds + ["--precision", "f16"]
     env = dict(os.environ, GRAPHC_CACHE="off")
     run_cmd = [args.graphc, "run", graph_path, "--inputs", in_path, "--output", out_path, "--backend",
                args.backend, "--stats"] + binds
