@@ -23,6 +23,8 @@
  *              through a transpose that moves its last dim (perm [0,2,3,1] of
  *              [B,S,H,D]) or through reshape -> batch transpose -> reshape becomes
  *              the matmul's transpose_b flag over a plain view of K.
+ *              In f16/bf16 the q/k scales fold only for the CUDA backend (its
+ *              attention group keeps the scores in f32); elsewhere they stay.
  *
  * Every rewrite is exact up to the rounding of the fused op (the constants must be
  * the exporter's constants rounded to the dtype; eps is taken from the graph):
@@ -48,6 +50,7 @@ typedef struct rz {
   int n_vals;       /* values that existed when the pass started */
   int *uses;        /* uses[id]: operand slots of live ops (and outputs) reading value id */
   gc_op **user;     /* user[id]: the live op reading it when uses[id] == 1 */
+  int fold_narrow;  /* fold q/k scales of f16/bf16 scores too (see match_attention) */
   int count[RZ_N];
 } rz;
 
@@ -564,7 +567,15 @@ static int match_attention(rz *z, gc_op *op) {
   if (!gc_dtype_is_float(rt->dtype) || rt->rank < 3 || !reaches_softmax(z, op->results[0]) ||
       gc_op_attr_bool(mm, "transpose_a", 0))
     return 0;
-  gc_value *a = unscaled(z, mm->operands[0], &f), *b = unscaled(z, mm->operands[1], &f);
+  /* In f16/bf16 the exporter's d^-1/4 scales keep q.k in range and round q and k
+   * first; moved after the matmul they would round differently and the unscaled
+   * scores could overflow. Only the CUDA attention group, which keeps the scores in
+   * f32, gains from the fold, so narrow floats fold only there. */
+  double f0 = f;
+  int narrow = rt->dtype != GRAPHC_DTYPE_F32 && rt->dtype != GRAPHC_DTYPE_F64;
+  gc_value *a = mm->operands[0], *b = mm->operands[1];
+  if (!narrow || z->fold_narrow) a = unscaled(z, a, &f), b = unscaled(z, b, &f);
+  if (a == mm->operands[0] && b == mm->operands[1]) f = f0;
   int scaled = a != mm->operands[0] || b != mm->operands[1], tb = gc_op_attr_bool(mm, "transpose_b", 0);
   gc_value *kb = b;
   int kt = k_transposed(z, op, b, &kb);
@@ -613,8 +624,8 @@ static void recognize_op(rz *z, gc_op *op) {
 
 /* One walk in program order (see rewrite.h); a stats line when anything was recognized. */
 int gc_pass_recognize(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats, gc_diags *d) {
-  (void)opts;
   rz z = {0};
+  z.fold_narrow = opts && opts->backend == GRAPHC_BACKEND_CUDA;
   if (gc_rw_init(&z.rw, g, d) != 0) return -1;
   if (count_uses(&z, g) != 0) z.rw.oom = 1;
   for (gc_op *op = g->first, *next; op && !z.rw.oom; op = next) {
