@@ -461,7 +461,11 @@ static int map_reshape(gc_gen *G, kir_block *b, int pt, const gc_type *in) {
     }
     co[first] = rem;
   }
-  return gc_gen_pt(G, in, -1, co);
+  /* the linear index too (the same on both sides, affine in pt's coordinates): a load
+   * of the operand then indexes with it, not with the coordinates split above put back
+   * together ((p / W) * W + p % W, which LLVM leaves as divisions and defeats its
+   * vectorizers); unused, it is dead code */
+  return gc_gen_pt(G, in, lin_var(G, b, pt), co);
 }
 
 /* Point of a transpose's operand: in coordinate perm[i] is out coordinate i. */
@@ -797,7 +801,8 @@ void gc_gen_store_outs_vec(gc_gen *G, kir_block *b, const gc_fusion_group *grp, 
     const gc_value *o = grp->outs[i];
     for (int e = 0; e < w; e++) {
       int pt = pts[e];
-      opt[i * w + e] = pt_has_dims(G, pt, &o->type) ? pt : gc_gen_pt(G, &o->type, lin_var(G, b, pt), NULL);
+      /* another shape: a reshape of the points' dims (coordinates kept where dims match) */
+      opt[i * w + e] = pt_has_dims(G, pt, &o->type) ? pt : map_reshape(G, b, pt, &o->type);
       vals[i * w + e] = gc_gen_val(G, b, o, opt[i * w + e]);
     }
   }

@@ -494,43 +494,10 @@ static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
     }
 }
 
-/* A partial tile at the right or bottom edge: loops over its rows and columns with
- * bounds tests, a dot product over K per output. */
-static void mm_host_edge(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s,
-                         gc_dtype at, const int *bco, int m0, int n0, int mr, int nr) {
-  gc_lowerer *c = G->c;
-  kir_kernel *k = G->k;
-  const gc_op *op = grp->roots[0];
-  int i = gc_ec_var(c, k, "i", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
-  kir_block *ib = kir_emit_for(c->km, b, i, ec_i64(c, 0), ec_i64(c, mr), ec_i64(c, 1));
-  kir_block *jb = kir_emit_for(c->km, ib, j, ec_i64(c, 0), ec_i64(c, nr), ec_i64(c, 1));
-  int m = gc_ec_let(c, k, jb, "m", ec_add(c, ec_v(c, k, m0), ec_v(c, k, i)));
-  int n = gc_ec_let(c, k, jb, "n", ec_add(c, ec_v(c, k, n0), ec_v(c, k, j)));
-  kir_block *tb;
-  kir_emit_if(c->km, jb, ec_bin(c, KIR_AND, in_range(c, k, m, s->M, 0), in_range(c, k, n, s->N, 0)), &tb,
-              NULL);
-  if (s->M == 1) m = GC_PT_ZERO;
-  if (s->N == 1) n = GC_PT_ZERO;
-  int acc = gc_ec_let(c, k, tb, "acc", gc_ec_num(c, at, 0.0));
-  int kk = gc_ec_var(c, k, "kk", GRAPHC_DTYPE_I64);
-  kir_block *lb = kir_emit_for(c->km, tb, kk, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, 1));
-  int kz = s->K == 1 ? GC_PT_ZERO : kk;
-  gc_gen_push(G);
-  int x = s->ta ? mm_operand(G, lb, op->operands[0], s, bco, kz, m) : mm_operand(G, lb, op->operands[0], s, bco, m, kz);
-  int y = s->tb ? mm_operand(G, lb, op->operands[1], s, bco, n, kz) : mm_operand(G, lb, op->operands[1], s, bco, kz, n);
-  kir_expr *prod = ec_bin(c, KIR_MUL, ec_cast(c, at, ec_v(c, k, x)), ec_cast(c, at, ec_v(c, k, y)));
-  kir_emit_assign(c->km, lb, acc, ec_bin(c, KIR_ADD, ec_v(c, k, acc), prod));
-  gc_gen_pop(G);
-  gc_gen_push(G);
-  int pt = gc_mm_out_point(G, op->results[0], s, bco, m, n, -1);
-  gc_mm_epilogue(G, tb, grp, pt, ec_v(c, k, acc));
-  gc_gen_pop(G);
-}
-
 /* The host kernel: ITEMS over (batch, column block, row block) with the row block
  * fastest, so that the items of one thread's contiguous chunk reuse one column panel
- * of B from cache; each item a register-blocked tile (mm_host_tile), or a bounds-
- * checked one at the edges (mm_host_edge). Tiles shrink to M or N when smaller. */
+ * of B from cache; each item a register-blocked tile (mm_host_tile), smaller ones
+ * at the edges. Tiles shrink to M or N when smaller. */
 static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
                             gc_gen *G) {
   int mr = s->M < MM_MR ? (int)s->M : MM_MR, nr = s->N < mm_nr(c) ? (int)s->N : mm_nr(c);
@@ -550,12 +517,26 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
     mm_host_tile(G, b, grp, s, at, bco, m0, n0, mr, nr);
     return k;
   }
-  kir_expr *full = ec_bin(c, KIR_AND, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, m0), ec_i64(c, mr)), ec_i64(c, s->M)),
-                          ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N)));
+  /* The partial tiles at the right and bottom edges are register tiles too, of the
+   * remainders' static sizes (rm x nr, mr x rn, rm x rn): a scalar dot product per output
+   * there (mm_host_edge) cost more than all the whole tiles of a matmul with N = 49 (a
+   * 1x1 convolution over 7 x 7 pixels: 17 of 49 columns). */
+  int rm = (int)(s->M % mr), rn = (int)(s->N % nr);
+  kir_expr *mfull = ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, m0), ec_i64(c, mr)), ec_i64(c, s->M));
+  kir_expr *nfull = ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N));
   kir_block *tb, *eb;
-  kir_emit_if(c->km, b, full, &tb, &eb);
+  kir_emit_if(c->km, b, ec_bin(c, KIR_AND, mfull, nfull), &tb, &eb);
   mm_host_tile(G, tb, grp, s, at, bco, m0, n0, mr, nr);
-  mm_host_edge(G, eb, grp, s, at, bco, m0, n0, mr, nr);
+  if (!rm || !rn) {   /* one kind of edge */
+    mm_host_tile(G, eb, grp, s, at, bco, m0, n0, rm ? rm : mr, rn ? rn : nr);
+    return k;
+  }
+  kir_block *rb, *cb, *nb, *xb;   /* the right edge (rows whole), else the bottom row of tiles */
+  kir_emit_if(c->km, eb, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, m0), ec_i64(c, mr)), ec_i64(c, s->M)), &rb, &cb);
+  mm_host_tile(G, rb, grp, s, at, bco, m0, n0, mr, rn);
+  kir_emit_if(c->km, cb, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N)), &nb, &xb);
+  mm_host_tile(G, nb, grp, s, at, bco, m0, n0, rm, nr);
+  mm_host_tile(G, xb, grp, s, at, bco, m0, n0, rm, rn);
   return k;
 }
 
