@@ -28,7 +28,9 @@
  * (the blocks above the diagonal are never loaded), and only a block past the last key of
  * the warp's first row (the diagonal, or the tail past Sk; a warp-uniform branch) sets the
  * scores past each row's last key to -inf. Every row sees key 0 (off >= 0), so the running
- * max is finite after the first block and needs no guard.
+ * max is finite after the first block and needs no guard -- unless the group keeps a
+ * residual mask beside the causal one (attn_mask.c: key padding, select(R, t, f) or an
+ * additive R), which the kernel reads at the visible keys as any mask (the guard then too).
  * K and V tiles use the swizzle of emit_mma.c (16-byte chunk c of row r at c ^ key(r)), so
  * cp.async stores and ldmatrix reads are free of bank conflicts. Operands that are no
  * 16-byte aligned window with a contiguous head dim are staged through the element
@@ -199,7 +201,8 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
    * mask reads, the key blocks above the diagonal are skipped */
   const int causal = grp->causal;
   const int64_t coff = grp->causal_off;
-  if (causal) mask = NULL;
+  const gc_attn_resid *resid = &grp->resid;
+  if (causal) mask = resid->v;  /* a residual mask (key padding) is still read */
   gc_mm_shape s, s1;
   gc_mm_shape_of(M2, &s);
   gc_mm_shape_of(S, &s1);
@@ -388,8 +391,9 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
                                      : bco[jd];
           }
           int mv = gc_gen_val(&G, lb, mask, gc_gen_pt(&G, mt_, -1, co));
-          e = ec_mul(c, ec_add(c, ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, scale)), ec_cast(c, GRAPHC_DTYPE_F32, vx(c, k, mv))),
-                     f32c(c, AT_LOG2E));
+          kir_expr *me = ec_cast(c, GRAPHC_DTYPE_F32, vx(c, k, mv));
+          if (causal && resid->sel) me = kir_select(c->km, vx(c, k, mv), f32c(c, resid->t), f32c(c, resid->f));
+          e = ec_mul(c, ec_add(c, ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, scale)), me), f32c(c, AT_LOG2E));
         } else {
           e = ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, c2));
         }
