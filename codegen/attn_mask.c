@@ -14,6 +14,15 @@
  * padding mask) is no causal mask: the group keeps its mask from memory. Every element
  * the scores see is checked (at most MAX_EVALS evaluations), so a wrong entry anywhere
  * keeps the memory mask.
+ *
+ * A mask may also be causal AND a residual mask (gc_attn_causal_resid): select(and(C, R),
+ * a, b) with C a causal condition, a finite and b <= -1e4 (or select(or(F, R), b, a), F
+ * true above the diagonal), or add(C, R) with C causal and additive -- the key-padding
+ * masks of decoders. The group is causal (the kernel skips the blocks above the
+ * diagonal) and still reads the residual select(R, a, b) (or R) where keys are visible.
+ * Only a row the residual hides entirely can differ from the graph's mask with a finite
+ * b: the graph's softmax then spreads over every key, the kernel's over the row's
+ * causal keys (with b = -inf both give NaN, or 0 behind the NaN guard).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -223,9 +232,13 @@ static double mk_eval(const mk *m, int ni, const int64_t *co) {
   }
 }
 
+/* How a mask's values read: an additive mask (0 visible, <= -1e4 masked), a condition that
+ * is true where a key is visible, or one that is true where it is masked. */
+typedef enum mk_mode { MK_ADDITIVE, MK_VISIBLE, MK_HIDDEN } mk_mode;
+
 /* The mask's class at (batch entry bi of its own batch dims, row i, key j): 0 visible,
  * 1 masked, -1 neither. */
-static int mk_class(const mk *m, int64_t bi, int64_t i, int64_t j) {
+static int mk_class(const mk *m, mk_mode mode, int64_t bi, int64_t i, int64_t j) {
   const mk_node *t = &m->nodes[0];
   int64_t co[GC_MAX_RANK];
   int r = t->rank;
@@ -236,10 +249,12 @@ static int mk_class(const mk *m, int64_t bi, int64_t i, int64_t j) {
   if (r >= 2) co[r - 2] = t->dims[r - 2] == 1 ? 0 : i;
   if (r >= 1) co[r - 1] = t->dims[r - 1] == 1 ? 0 : j;
   double x = mk_eval(m, 0, co);
+  if (mode != MK_ADDITIVE) return (x != 0.0) == (mode == MK_HIDDEN);
   return x == 0.0 ? 0 : x <= MASKED_MAX ? 1 : -1;
 }
 
-int gc_attn_causal_mask(const gc_value *mask, const gc_type *st, int64_t *off) {
+/* Is `mask` (read as `mode`) causal over scores of type st? Sets *off. */
+static int causal_of(const gc_value *mask, const gc_type *st, mk_mode mode, int64_t *off) {
   int rs = st->rank;
   const gc_type *t = &mask->type;
   if (rs < 2 || t->rank > rs) return 0;
@@ -254,7 +269,7 @@ int gc_attn_causal_mask(const gc_value *mask, const gc_type *st, int64_t *off) {
   if (ok) {
     /* the offset: the last visible key of row 0, less one */
     for (int64_t j = 0; j < Sk; j++) {
-      int c = mk_class(m, 0, 0, j);
+      int c = mk_class(m, mode, 0, 0, j);
       if (c != 0) {
         ok = c == 1 && j > 0;
         o = j - 1;
@@ -264,9 +279,58 @@ int gc_attn_causal_mask(const gc_value *mask, const gc_type *st, int64_t *off) {
   }
   for (int64_t bi = 0; ok && bi < nb; bi++)
     for (int64_t i = 0; ok && i < Sq; i++)
-      for (int64_t j = 0; ok && j < Sk; j++) ok = mk_class(m, bi, i, j) == (j > i + o);
+      for (int64_t j = 0; ok && j < Sk; j++) ok = mk_class(m, mode, bi, i, j) == (j > i + o);
   for (int i = 0; i < m->n; i++) free(m->nodes[i].list);
   free(m);
   if (ok) *off = o;
   return ok;
+}
+
+int gc_attn_causal_mask(const gc_value *mask, const gc_type *st, int64_t *off) {
+  return causal_of(mask, st, MK_ADDITIVE, off);
+}
+
+/* The value of a splat const (any shape) as dtype t holds it; NAN when v is none. */
+static double splat_value(const gc_value *v, gc_dtype t) {
+  const gc_op *d = v->def;
+  const gc_attr *a = d && d->opcode == GC_OP_CONST ? gc_op_attr(d, "value") : NULL;
+  if (!a || a->kind == GC_ATTR_LIST) return NAN;
+  return as_dtype(leaf_value(a), t);
+}
+
+/* Which operand of the two-operand op d (of `opc`) is causal read as `mode`; -1 none. */
+static int causal_operand(const gc_op *d, gc_opcode opc, const gc_type *st, mk_mode mode, int64_t *off) {
+  if (!d || d->opcode != opc) return -1;
+  for (int i = 0; i < 2; i++)
+    if (causal_of(d->operands[i], st, mode, off)) return i;
+  return -1;
+}
+
+int gc_attn_causal_resid(const gc_value *mask, const gc_type *st, int64_t *off, gc_attn_resid *r) {
+  const gc_op *d = mask->def;
+  memset(r, 0, sizeof *r);
+  if (!d) return 0;
+  gc_dtype t = mask->type.dtype;
+  int ci;
+  /* additive: add(causal, residual) */
+  if ((ci = causal_operand(d, GC_OP_ADD, st, MK_ADDITIVE, off)) >= 0) {
+    r->v = d->operands[1 - ci];
+    return 1;
+  }
+  if (d->opcode != GC_OP_SELECT) return 0;
+  /* select(c, a, b), one of a and b finite (visible) and the other masked */
+  double a = splat_value(d->operands[1], t), b = splat_value(d->operands[2], t);
+  const gc_op *c = d->operands[0]->def;
+  if (isfinite(a) && b <= MASKED_MAX)
+    ci = causal_operand(c, GC_OP_AND, st, MK_VISIBLE, off);  /* and(causal, residual) */
+  else if (isfinite(b) && a <= MASKED_MAX)
+    ci = causal_operand(c, GC_OP_OR, st, MK_HIDDEN, off);    /* or(future, residual) */
+  else
+    return 0;
+  if (ci < 0) return 0;
+  r->v = c->operands[1 - ci];
+  r->sel = 1;
+  r->t = a;
+  r->f = b;
+  return 1;
 }

@@ -28,7 +28,10 @@
  * (the blocks above the diagonal are never loaded), and only a block past the last key of
  * the warp's first row (the diagonal, or the tail past Sk; a warp-uniform branch) sets the
  * scores past each row's last key to -inf. Every row sees key 0 (off >= 0), so the running
- * max is finite after the first block and needs no guard.
+ * max is finite after the first block and needs no guard -- unless the group keeps a
+ * residual mask beside the causal one (attn_mask.c: key padding, select(R, t, f) or an
+ * additive R), which the kernel reads at the visible keys as any mask (the guard then too;
+ * the whole mask instead when the residual is neither computed in the group nor stored).
  * K and V tiles use the swizzle of emit_mma.c (16-byte chunk c of row r at c ^ key(r)), so
  * cp.async stores and ldmatrix reads are free of bank conflicts. Operands that are no
  * 16-byte aligned window with a contiguous head dim are staged through the element
@@ -190,6 +193,11 @@ static const gc_value *at_view_out(const gc_fusion_group *grp, int64_t *st) {
   return chain[n - 1]->results[0];
 }
 
+/* Can the element generator read v here: computed in the group, or in a buffer? */
+static int at_readable(const gc_lowerer *c, const gc_value *v) {
+  return (v->def && c->inl[v->def->id]) || c->val_buf[v->id] >= 0;
+}
+
 int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *M2 = grp->roots[0], *P = M2->operands[0]->def, *S = NULL;
   if (grp->nan_guard) P = P->operands[2]->def;  /* select(ne(p, p), 0, p): fusion.c */
@@ -199,7 +207,16 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
    * mask reads, the key blocks above the diagonal are skipped */
   const int causal = grp->causal;
   const int64_t coff = grp->causal_off;
-  if (causal) mask = NULL;
+  /* a residual mask (key padding) is still read: the residual itself when the group
+   * computes it or it has a buffer, else the whole mask (equal to it at the visible keys) */
+  const gc_attn_resid *resid = &grp->resid;
+  int rsel = 0;
+  if (causal && resid->v && at_readable(c, resid->v)) {
+    mask = resid->v;
+    rsel = resid->sel;
+  } else if (causal && !resid->v) {
+    mask = NULL;
+  }
   gc_mm_shape s, s1;
   gc_mm_shape_of(M2, &s);
   gc_mm_shape_of(S, &s1);
@@ -388,8 +405,9 @@ int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp) {
                                      : bco[jd];
           }
           int mv = gc_gen_val(&G, lb, mask, gc_gen_pt(&G, mt_, -1, co));
-          e = ec_mul(c, ec_add(c, ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, scale)), ec_cast(c, GRAPHC_DTYPE_F32, vx(c, k, mv))),
-                     f32c(c, AT_LOG2E));
+          kir_expr *me = ec_cast(c, GRAPHC_DTYPE_F32, vx(c, k, mv));
+          if (rsel) me = kir_select(c->km, vx(c, k, mv), f32c(c, resid->t), f32c(c, resid->f));
+          e = ec_mul(c, ec_add(c, ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, scale)), me), f32c(c, AT_LOG2E));
         } else {
           e = ec_mul(c, vx(c, k, sacc[mt][j][r]), f32c(c, c2));
         }

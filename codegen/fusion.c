@@ -38,6 +38,7 @@ typedef struct fz_grp {
   int *ops;                /* op ids, in insertion order */
   int causal;              /* attention: causal mask (gc_fusion_group.causal) */
   int64_t causal_off;
+  gc_attn_resid resid;     /* attention: gc_fusion_group.resid */
   int nan_guard;           /* attention: gc_fusion_group.nan_guard */
 } fz_grp;
 
@@ -531,6 +532,7 @@ static void plan_attention(fz *f) {
   gc_type seen_st;
   int seen_causal = 0;
   int64_t seen_off = 0;
+  gc_attn_resid seen_resid = {0};
   for (const gc_op *op = f->g->first; op && !f->oom; op = op->next) {
     const gc_op *S, *X, *A, *P, *G, *Gne = NULL;
     const gc_value *mask;
@@ -538,15 +540,19 @@ static void plan_attention(fz *f) {
     int gi = fz_new_group(f, GC_FUSION_ATTENTION);
     if (gi < 0) return;
     /* a causal mask (attn_mask.c): the kernel computes it from indices and skips the key
-     * blocks above the diagonal; its producers still join (the kernel reads none of them) */
+     * blocks above the diagonal; its producers still join (the kernel reads none of them
+     * but a residual mask's) */
     if (mask && !(mask == seen && gc_type_same_dims(&seen_st, &S->results[0]->type))) {
       seen = mask;
       seen_st = S->results[0]->type;
       seen_causal = gc_attn_causal_mask(mask, &seen_st, &seen_off);
+      memset(&seen_resid, 0, sizeof seen_resid);
+      if (!seen_causal) seen_causal = gc_attn_causal_resid(mask, &seen_st, &seen_off, &seen_resid);
     }
     if (mask) {
       f->grps[gi].causal = seen_causal;
       f->grps[gi].causal_off = seen_off;
+      f->grps[gi].resid = seen_resid;
     }
     fz_add(f, gi, S->id, GC_FROLE_ELEM | GC_FROLE_MMA);
     if (X) fz_add(f, gi, X->id, GC_FROLE_ELEM);
@@ -975,6 +981,7 @@ static gc_fusion *fz_result(fz *f) {
     dst->kind = src->kind;
     dst->causal = src->causal;
     dst->causal_off = src->causal_off;
+    dst->resid = src->resid;
     dst->nan_guard = src->nan_guard;
     dst->n_ops = src->n_ops;
     dst->ops = gc_arena_alloc(&r->arena, (size_t)src->n_ops * sizeof *dst->ops);
@@ -1114,7 +1121,12 @@ void gc_fusion_print(gc_sbuf *b, const gc_graph *g, const gc_fusion *f) {
   for (int k = 0; k < f->n_groups; k++) {
     const gc_fusion_group *gr = &f->groups[k];
     gc_sbuf_printf(b, "%3d %-6s %s:", k, gc_fusion_kind_name(gr->kind), gr->name);
-    if (gr->causal) gc_sbuf_printf(b, " [causal, offset %lld]", (long long)gr->causal_off);
+    if (gr->causal && !gr->resid.v) gc_sbuf_printf(b, " [causal, offset %lld]", (long long)gr->causal_off);
+    if (gr->causal && gr->resid.v && gr->resid.sel)
+      gc_sbuf_printf(b, " [causal, offset %lld, residual select(%%%s, %g, %g)]", (long long)gr->causal_off,
+                     gr->resid.v->name, gr->resid.t, gr->resid.f);
+    if (gr->causal && gr->resid.v && !gr->resid.sel)
+      gc_sbuf_printf(b, " [causal, offset %lld, residual %%%s]", (long long)gr->causal_off, gr->resid.v->name);
     for (int i = 0; i < gr->n_ops; i++) {
       const gc_op *op = gr->ops[i];
       gc_sbuf_printf(b, "%s %s %%%s", i ? "," : "", gc_op_infos[op->opcode].name, op->results[0]->name);

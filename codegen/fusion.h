@@ -37,6 +37,9 @@
  *                (codegen/attn_mask.c: a const or iota / compare / select form that is
  *                0 on and below the diagonal j <= i + off, -inf or <= -1e4 above) marks
  *                the group causal: no mask reads, key blocks above the diagonal skipped.
+ *                A causal mask combined with another (and / or of conditions, a sum of
+ *                additive masks: key padding) marks it causal too, and the kernel reads
+ *                only the other one (gc_fusion_group.resid).
  * No merge may create a cycle between groups (checked on the group graph).
  * Softmax, log_softmax, layernorm and rmsnorm stay whole row kernels (input and
  * output fusion around them, never decomposed into reductions + elementwise
@@ -74,6 +77,14 @@ enum {
   GC_FROLE_MMA = 32      /* attention's scores matmul: its operands are index maps too */
 };
 
+/* An attention mask beside its causal part (codegen/attn_mask.c, gc_attn_causal_resid): the
+ * kernel still reads it where keys are visible. */
+typedef struct gc_attn_resid {
+  const gc_value *v;       /* NULL: none; else the additive residual mask, or (sel) its condition */
+  int sel;                 /* the residual is select(v, t, f) */
+  double t, f;             /* sel: its values, in the mask's dtype (f may be -inf) */
+} gc_attn_resid;
+
 typedef struct gc_fusion_group {
   gc_fusion_kind kind;
   int n_roots;
@@ -87,6 +98,7 @@ typedef struct gc_fusion_group {
                               ("fusion_causal_<root id>": a causal attention group) */
   int causal;              /* attention: the mask is causal (gc_attn_causal_mask), not read */
   int64_t causal_off;      /* causal: key j is visible to query row i when j <= i + causal_off */
+  gc_attn_resid resid;     /* causal: a residual mask (key padding) the kernel still reads */
   int nan_guard;           /* attention: softmax -> select(ne(p, p), 0, p) -> matmul (torch SDPA's
                               guard): rows whose every key is masked give 0 */
 } gc_fusion_group;
@@ -137,6 +149,10 @@ int gc_fusion_view_strides(const gc_op *const *chain, int n, int64_t *st);
  * batch entry 0 at (i, j) for j <= i + off and <= -1e4 (-inf, finfo.min) above, off >= 0?
  * Sets *off (codegen/attn_mask.c). */
 int gc_attn_causal_mask(const gc_value *mask, const gc_type *st, int64_t *off);
+
+/* Is `mask` a causal mask combined with another one (select(and(C, R), a, b), select(or(F, R),
+ * b, a), add(C, R))? Sets *off and the residual *r (codegen/attn_mask.c). */
+int gc_attn_causal_resid(const gc_value *mask, const gc_type *st, int64_t *off, gc_attn_resid *r);
 
 /* Name of a group kind ("loop", "reduce", ...). */
 const char *gc_fusion_kind_name(gc_fusion_kind k);

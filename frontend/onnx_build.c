@@ -6,8 +6,10 @@
  * type at once (ir/infer.c), so mappings always know shapes. When every
  * operand carries constant data, the op is evaluated with the folding pass's
  * evaluator (gc_fold_eval, passes/fold.h; never the interpreter) and replaced
- * by its result: a `const` op (uniform or at most 16 elements) or a `param`
- * that goes to the weights file. An op that evaluator does not evaluate
+ * by its result: a `const` op (uniform or at most 16 elements), the iota /
+ * compare / select expression of a triangular pattern over the last two dims
+ * (causal masks: their structure stays visible to codegen/attn_mask.c), or a
+ * `param` that goes to the weights file. An op that evaluator does not evaluate
  * (contractions, convolutions, pools, normalizations) stays in the graph.
  */
 #include <errno.h>
@@ -367,6 +369,67 @@ static gc_value *materialize_sym(ox *x, ox_const *k) {
   return v;
 }
 
+/* ---- triangular constants ----------------------------------------------------------------- */
+
+/* Is k, over its last two dims (i, j), e(i, j) = A for j <= i + off and B elsewhere, the
+ * same matrix for every leading index, with A != B (tril / triu of a splat, causal masks)?
+ * Fills the element indices of an A and a B and the offset. */
+static int tri_pattern(const ox_const *k, int64_t *ia, int64_t *ib, int64_t *off) {
+  int r = k->rank;
+  if (r < 2 || k->numel <= SMALL_CONST) return 0;
+  int64_t R = k->dims[r - 2], C = k->dims[r - 1];
+  size_t es = graphc_dtype_size(k->dtype);
+  const char *d = k->data;
+  *ia = (R - 1) * C;  /* bottom left: A whenever the lower region is not empty */
+  *ib = -1;
+#define TRI_EQ(p, q) (memcmp(d + (p) * (int64_t)es, d + (q) * (int64_t)es, es) == 0)
+  /* the offset from a row with both values: A on keys 0 .. n - 1, B past them */
+  for (int64_t i = 0; i < R && *ib < 0; i++) {
+    int64_t n = 0;
+    while (n < C && TRI_EQ(i * C + n, *ia)) n++;
+    if (n > 0 && n < C) {
+      *ib = i * C + n;
+      *off = n - 1 - i;
+    }
+  }
+  if (*ib < 0) return 0;
+  for (int64_t e = 0; e < k->numel; e++) {
+    int64_t i = e / C % R, j = e % C;
+    if (!TRI_EQ(e, j <= i + *off ? *ia : *ib)) return 0;
+  }
+#undef TRI_EQ
+  return 1;
+}
+
+/* Element e of k as a scalar constant (its bytes: exact in every dtype). */
+static gc_value *elem_scalar(ox *x, const ox_const *k, int64_t e) {
+  ox_const *s = ox_const_new(x, k->dtype, 0, NULL);
+  if (!s) return NULL;
+  size_t es = graphc_dtype_size(k->dtype);
+  memcpy(s->data, (const char *)k->data + e * (int64_t)es, es);
+  return ox_materialize(x, s, NULL);
+}
+
+/* A triangular constant (tri_pattern) as the expression that computes it from indices,
+ * select(ge(add(iota rows, off), iota cols), A, B) (bool: the comparison itself), so
+ * that passes and codegen see its structure (attention's causal masks,
+ * codegen/attn_mask.c). NULL when it is no such constant or on error. */
+static gc_value *materialize_tri(ox *x, ox_const *k) {
+  int64_t ia, ib, off;
+  if (!tri_pattern(k, &ia, &ib, &off)) return NULL;
+  int r = k->rank;
+  gc_value *rows = ox_iota(x, r, k->dims, r - 2, GRAPHC_DTYPE_I64);
+  gc_value *cols = ox_iota(x, r, k->dims, r - 1, GRAPHC_DTYPE_I64);
+  if (off) rows = ox_binc(x, GC_OP_ADD, rows, (double)off);
+  gc_value *vis = ox_bin(x, GC_OP_GE, rows, cols);
+  if (!vis) return NULL;
+  if (k->dtype == GRAPHC_DTYPE_BOOL) {
+    if (((const uint8_t *)k->data)[ia]) return vis;
+    return ox_bin(x, GC_OP_LT, rows, cols);
+  }
+  return ox_sel(x, vis, elem_scalar(x, k, ia), elem_scalar(x, k, ib));
+}
+
 gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param) {
   if (!k) return NULL;
   if (ox_const_has_sym(x, k)) return materialize_sym(x, k);
@@ -376,7 +439,7 @@ gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param) {
   }
 
   size_t es = graphc_dtype_size(k->dtype);
-  int uniform = 1, printable = 1;
+  int uniform = 1, printable = 1, errors = x->errors;
   for (int64_t i = 1; i < k->numel && uniform; i++)
     uniform = memcmp((char *)k->data + i * (int64_t)es, k->data, es) == 0;
   gc_attr probe;
@@ -412,7 +475,10 @@ gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param) {
     v->type.dtype = k->dtype;
     v->type.rank = k->rank;
     memcpy(v->type.dims, k->dims, sizeof k->dims);
+  } else if (!param && (v = materialize_tri(x, k))) {
+    v->name = vname;
   } else {
+    if (x->errors > errors) return NULL;
     const char *wname = ox_weight_name(x, hint);
     if (!wname) return NULL;
     v = emit_param(x, k, vname, wname);

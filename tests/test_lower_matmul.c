@@ -542,6 +542,90 @@ START_TEST(test_matmul_attention_causal) {
 }
 END_TEST
 
+/* Causal attention with a key-padding mask beside the causal one (attn_mask.c,
+ * gc_attn_causal_resid): the group is causal (blocks above the diagonal skipped) and the
+ * kernel still reads the residual. HF GPT-2's select(and(causal, padding), 0, -inf) with
+ * torch SDPA's NaN guard, over Sq = Sk = 130 (a partial last key block), the padding a
+ * random bool input whose batch entry 1 is padded entirely (`keep`: every row of it gives
+ * 0; in batch 0 the rows before the first kept key do too); the masked_fill form
+ * select(or(future, not padding), -inf, 0) with a bottom-right offset (Sq 40, Sk 100, D 128);
+ * a sum of additive masks (causal + a loaded bias). Each: the group's offset and residual,
+ * the kernel's name and flops (the visible pairs only), sm_80 through both paths and
+ * ptxas, and the evaluator against the interpreter (run_case_w). */
+START_TEST(test_matmul_attention_causal_padding) {
+  const char *T = _i ? "bf16" : "f16";
+  const struct { const char *text; int64_t off; int sel; } cases[] = {
+      {"(%q: T[2, 2, 130, 64], %k: T[2, 2, 130, 64], %v: T[2, 2, 130, 64], %am: bool[2, 1, 1, 130]) -> (T[2, 2, 130, 64]) {\n"
+       "  %s = matmul(%q, %k, transpose_b=true);\n  %c = const(value=0.125, dtype=T);\n  %x = mul(%s, %c);\n"
+       "  %keep = const(value=[true, false], shape=[2, 1, 1, 1], dtype=bool);\n  %pad = and(%am, %keep);\n"
+       "  %qi = iota(shape=[1, 1, 130, 130], axis=2, dtype=i64);\n  %ki = iota(shape=[1, 1, 130, 130], axis=3, dtype=i64);\n"
+       "  %vis = ge(%qi, %ki);\n  %mb = and(%vis, %pad);\n  %zero = const(value=0.0, shape=[1], dtype=T);\n"
+       "  %ninf = const(value=-inf, shape=[1], dtype=T);\n  %m = select(%mb, %zero, %ninf);\n  %xm = add(%x, %m);\n"
+       "  %p = softmax(%xm, axis=-1);\n  %nan = ne(%p, %p);\n  %g = select(%nan, %zero, %p);\n"
+       "  %o = matmul(%g, %v);\n  return %o;\n}\n", 0, 1},
+      {"(%q: T[2, 40, 128], %k: T[2, 100, 128], %v: T[2, 100, 128], %am: bool[2, 1, 100]) -> (T[2, 40, 128]) {\n"
+       "  %s = matmul(%q, %k, transpose_b=true);\n  %c = const(value=0.125, dtype=T);\n  %x = mul(%s, %c);\n"
+       "  %keep = const(value=[true, false], shape=[2, 1, 1], dtype=bool);\n  %pad = and(%am, %keep);\n"
+       "  %qi = iota(shape=[40, 100], axis=0, dtype=i32);\n  %ki = iota(shape=[40, 100], axis=1, dtype=i32);\n"
+       "  %d = const(value=60, dtype=i32);\n  %qd = add(%qi, %d);\n  %fut = gt(%ki, %qd);\n  %npad = not(%pad);\n"
+       "  %h = or(%fut, %npad);\n  %ninf = const(value=-inf, dtype=T);\n  %zero = const(value=0.0, dtype=T);\n"
+       "  %m = select(%h, %ninf, %zero);\n  %xm = add(%x, %m);\n  %p = softmax(%xm, axis=-1);\n"
+       "  %nan = ne(%p, %p);\n  %g = select(%nan, %zero, %p);\n  %o = matmul(%g, %v);\n  return %o;\n}\n", 60, 1},
+      {"(%q: T[2, 2, 70, 64], %k: T[2, 2, 70, 64], %v: T[2, 2, 70, 64], %bias: T[2, 1, 1, 70]) -> (T[2, 2, 70, 64]) {\n"
+       "  %s = matmul(%q, %k, transpose_b=true);\n"
+       "  %qi = iota(shape=[70, 70], axis=0, dtype=i32);\n  %ki = iota(shape=[70, 70], axis=1, dtype=i32);\n"
+       "  %fut = gt(%ki, %qi);\n  %neg = const(value=-10000.0, dtype=T);\n  %zero = const(value=0.0, dtype=T);\n"
+       "  %cm = select(%fut, %neg, %zero);\n  %m = add(%bias, %cm);\n  %xm = add(%s, %m);\n"
+       "  %p = softmax(%xm, axis=-1);\n  %o = matmul(%p, %v);\n  return %o;\n}\n", 0, 0},
+  };
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    char *text = graph_of_type(cases[ci].text, T);
+    gc_module *m = parse_ok(text);
+    gc_graph *g = m->graphs[0];
+    kir_target t;
+    kir_target_cuda(&t, 90);
+    gc_fusion *f = gc_fusion_plan(g, &t, 1);
+    ck_assert_ptr_nonnull(f);
+    int att = -1;
+    for (int i = 0; i < f->n_groups; i++)
+      if (f->groups[i].kind == GC_FUSION_ATTENTION) att = i;
+    ck_assert_msg(att >= 0, "case %d (%s): no attention group\n%s", ci, T, text);
+    const gc_fusion_group *grp = &f->groups[att];
+    ck_assert_msg(grp->causal && grp->causal_off == cases[ci].off && grp->resid.v && grp->resid.sel == cases[ci].sel,
+                  "case %d (%s): causal %d offset %lld residual %p sel %d\n%s", ci, T, grp->causal,
+                  (long long)grp->causal_off, (const void *)grp->resid.v, grp->resid.sel, text);
+    ck_assert_msg(!strncmp(grp->name, "fusion_causal_", 14), "case %d: %s", ci, grp->name);
+    gc_fusion_free(f);
+    gc_plan *p = lower_ok(g, NULL, KIR_TARGET_CUDA);
+    int found = -1;
+    for (int i = 0; i < p->kir->n_kernels; i++)
+      if (!strncmp(p->kir->kernels[i]->name, "fusion_causal_", 14)) found = i;
+    ck_assert_msg(found >= 0, "case %d (%s): no causal kernel\n%s", ci, T, text);
+    const kir_kernel *k0 = p->kir->kernels[found];
+    gc_mm_shape s;
+    gc_mm_shape_of(g->outputs[0]->def, &s);
+    double pairs = 0;
+    for (int64_t i = 0; i < s.M; i++) pairs += (double)(i + cases[ci].off + 1 < s.K ? i + cases[ci].off + 1 : s.K);
+    double want = 2.0 * (double)s.batch * pairs * (double)(2 * s.N);
+    ck_assert_msg(fabs(k0->flops - want) < 0.5, "case %d: flops %g, want %g", ci, k0->flops, want);
+    gc_plan_free(p);
+    kir_target_cuda(&t, 80);
+    gc_settings_apply_target(tu_settings(), &t);
+    gc_diags d;
+    gc_diags_init(&d, "case.graph", NULL, 0);
+    p = gc_lower_opts(g, &t, 1, &d);
+    ck_assert_msg(p && !gc_plan_bind_weights(p, NULL, &d), "case %d: sm_80 lowering failed", ci);
+    gc_diags_free(&d);
+    pc_compile_plan_sm(p, "sm_80 causal attention with padding", 80);
+    gc_plan_free(p);
+    gc_module_free(m);
+    gb kinds = {0};
+    for (int i = 0; i < 8; i++) kinds.kinds[i] = i == 2 ? 'x' : 'i';
+    run_case_w(text, 4, 2, NULL, &kinds);  /* takes its text */
+  }
+}
+END_TEST
+
 /* Chains the attention fusion must leave alone (unfused kernels, still correct): a head dim
  * that is no power of two, f32, a softmax over another axis, a scale that is no constant,
  * scores that are returned too, a mask the scores broadcast into; and GRAPHC_FLASH=0. */
@@ -755,6 +839,7 @@ static Suite *lower_matmul_suite(void) {
   if (only("attention")) tcase_add_loop_test(tc, test_matmul_attention, 0, 2);
   if (only("attention_declined")) tcase_add_test(tc, test_matmul_attention_declined);
   if (only("attention_causal")) tcase_add_loop_test(tc, test_matmul_attention_causal, 0, 2);
+  if (only("attention_causal_padding")) tcase_add_loop_test(tc, test_matmul_attention_causal_padding, 0, 2);
   if (only("simt")) tcase_add_loop_test(tc, test_matmul_simt, 0, 1);
   if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 3);
   if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);

@@ -1139,6 +1139,67 @@ START_TEST(quant_random) {
 }
 END_TEST
 
+/* Triangular constants (a causal mask, bool; its complement in f32 with -inf) are imported as
+ * iota / compare / select expressions, not params, and run equal to the values computed
+ * here; one wrong element keeps the param. */
+START_TEST(triangular_constants) {
+  uint64_t seed = fresh_seed(), rs = seed;
+  enum { B = 2, R = 16, C = 20 };
+  for (int broken = 0; broken < 2; broken++) {
+    uint8_t tri[R * C];
+    float up[R * C];
+    for (int i = 0; i < R; i++)
+      for (int j = 0; j < C; j++) {
+        tri[i * C + j] = j <= i + 2;
+        up[i * C + j] = j <= i - 4 ? -INFINITY : 0.5f;
+      }
+    if (broken) up[3 * C + 17] = 0.25f;
+    int64_t td[2] = {R, C}, ud[3] = {1, R, C}, xd[3] = {B, R, C};
+    pb g = {0}, a[1];
+    pb t = tensor_raw("", 9, 2, td, tri, sizeof tri);
+    a[0] = attr_tensor("value", &t);
+    pb n = node("Constant", NULL, "", "tri", a, 1, NULL);
+    pb_msg(&g, 1, &n);
+    t = tensor_raw("", 1, 3, ud, up, sizeof up);
+    a[0] = attr_tensor("value", &t);
+    n = node("Constant", NULL, "", "up", a, 1, NULL);
+    pb_msg(&g, 1, &n);
+    n = node("Where", NULL, "tri,x,up", "y", NULL, 0, NULL);
+    pb_msg(&g, 1, &n);
+    pb vi = value_info("x", 1, 3, xd);
+    pb_msg(&g, 11, &vi);
+    vi = value_info("y", 1, 3, xd);
+    pb_msg(&g, 12, &vi);
+    pb m = model(&g, 17);
+    gc_onnx_result r;
+    gc_diags d;
+    ck_assert_msg(import_mem(&m, &r, &d, NULL) == 0, "%s", first_error(&d));
+    gc_diags_free(&d);
+    ck_assert_int_eq(r.n_tensors, broken);
+    ck_assert_msg(!strstr(r.text, "param") == !broken, "%s", r.text);
+    ck_assert_msg(strstr(r.text, "iota("), "%s", r.text);
+    if (!broken) {
+      float x[B * R * C], y[2][B * R * C];
+      for (int i = 0; i < B * R * C; i++) x[i] = rnd(&rs);
+      for (int be = 0; be < 2; be++) {
+        graphc_tensor_t in = {GRAPHC_DTYPE_F32, 3, {B, R, C}, x, sizeof x};
+        graphc_tensor_t out = {GRAPHC_DTYPE_F32, 3, {B, R, C}, y[be], sizeof y[be]};
+        run_text(r.text, be ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP, &in, 1, &out, 1);
+      }
+      for (int e = 0; e < B * R * C; e++) {
+        int i = e / C % R, j = e % C;
+        float want = tri[i * C + j] ? x[e] : up[i * C + j];
+        for (int be = 0; be < 2; be++)
+          ck_assert_msg(y[be][e] == want, "seed %llu backend %d: y[%d] = %g, expected %g\n%s",
+                        (unsigned long long)seed, be, e, (double)y[be][e], (double)want, r.text);
+      }
+    }
+    gc_onnx_result_free(&r);
+    free(m.p);
+  }
+}
+END_TEST
+
 START_TEST(onnx_node_tests) {
   char *out = NULL;
   if (tu_run_cmd("python3 -c 'import onnx'", &out) != 0) {
@@ -1202,6 +1263,7 @@ int main(void) {
   tcase_add_test(tc, tensor_pb);
   tcase_add_test(tc, quant_errors);
   tcase_add_test(tc, quant_random);
+  tcase_add_test(tc, triangular_constants);
   suite_add_tcase(s, tc);
   tc = tcase_create("node_tests");
   tcase_set_timeout(tc, 900);
