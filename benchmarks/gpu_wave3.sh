@@ -12,7 +12,7 @@ R=$OUT/wave3.txt
 G=$B/graphc
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$R"
 echo "==== 1. ctest" | tee -a "$R"
-(cd "$B" && timeout 240 ctest -R "test_lower_matmul|test_fusion|test_examples_gpu|test_cuda_runtime" 2>&1 | tail -12) | tee -a "$R"
+(cd "$B" && timeout "${CTEST_S:-240}" ctest -R "${CTEST_R:-test_lower_matmul|test_fusion|test_examples_gpu|test_cuda_runtime}" 2>&1 | tail -12) | tee -a "$R"
 echo "==== 2. --check" | tee -a "$R"
 for cg in llvm nvrtc; do
   for s in "1 2 200 64" "2 4 130 128"; do
