@@ -10,6 +10,7 @@
  * rest is shared. See llvm_emit.h for the mapping table and the host ABI.
  */
 #include "codegen/llvm_emit.h"
+#include "codegen/llvm_hostmath.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
@@ -394,6 +395,10 @@ static LLVMValueRef ex(em *e, const kir_expr *x);
 
 /* Unary op on f32/f64. */
 static LLVMValueRef float_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
+  if (e->t->arch == GC_LLVM_HOST && t == DT(F32)) {  /* inline, so that loops vectorize */
+    LLVMValueRef r = gc_llvm_host_math_f32(e->b, e->mod, op, a);
+    if (r) return r;
+  }
   switch (op) {
   case KIR_NEG: return LLVMBuildFNeg(e->b, a, "");
   case KIR_ABS: return intr1(e, "llvm.fabs", a);

@@ -14,7 +14,8 @@
  *   scratch arrays     allocas (local memory)                allocas, 64-byte aligned (stack)
  *   barrier            llvm.nvvm.barrier0                    nothing
  *   shfl_xor           llvm.nvvm.shfl.sync.bfly.{i32,f32}    the value itself (warp of 1)
- *   exp log tanh ...   libdevice __nv_* (linked by caller)   libm (expf, log, ...)
+ *   exp log tanh ...   libdevice __nv_* (linked by caller)   libm (expf, log, ...); f32 exp, exp2,
+ *                                                            tanh, erf inline (llvm_hostmath.c)
  *   buffers            ptr addrspace(1) noalias [readonly]   ptr noalias [readonly]
  *   ->bf16             fptrunc (cvt.rn.bf16.*)               bit arithmetic (no __truncsfbf2
  *                                                              needed: libgcc < 13 lacks it)

@@ -1223,6 +1223,77 @@ START_TEST(prologue_runs_once) {
 }
 END_TEST
 
+/* Distance of got from the f64 value ref in f32 ulps at ref (0 when both are the same
+ * infinity or both NaN). */
+static double ulps_f32(float got, double ref) {
+  if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got) ? 0 : INFINITY;
+  float r = (float)ref;
+  if (isinf(r) || isinf(got)) return r == got ? 0 : INFINITY;
+  double u = fabs((double)nextafterf(fabsf(r), INFINITY) - fabs((double)r));
+  return fabs((double)got - ref) / u;
+}
+
+/* The host's inline f32 exp, tanh and erf (codegen/llvm_hostmath.c; sigmoid and silu use
+ * exp) against libm in f64 on a sweep, random points and the special values: within 3 ulps,
+ * NaN and the infinities exact, overflow to inf and underflow to 0 or subnormals. */
+START_TEST(host_math_ulps) {
+  enum { N = 8192 };
+  static const char *const text =
+      "version 1;\n"
+      "graph @t(%x: f32[8192]) -> (f32[8192], f32[8192], f32[8192], f32[8192]) {\n"
+      "  %e = exp(%x);\n"
+      "  %t = tanh(%x);\n"
+      "  %f = erf(%x);\n"
+      "  %s = sigmoid(%x);\n"
+      "  return %e, %t, %f, %s;\n"
+      "}\n";
+  static const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-7f, -3e-5f, 0.624999f, 0.625f, 1.0f,
+                                  -1.0f, 3.9999f, 4.0f, 9.0f, 88.72f, 88.73f, 89.5f, 1000.0f,
+                                  -87.3f, -100.0f, -103.9f, -104.5f, -1000.0f, INFINITY, -INFINITY, NAN};
+  const int ns = (int)(sizeof special / sizeof special[0]);
+  float *x = malloc(N * sizeof *x), *y[4];
+  ck_assert_ptr_nonnull(x);
+  uint64_t s = g_seed;
+  for (int i = 0; i < N; i++) {
+    if (i < ns) x[i] = special[i];
+    else if (i < 4096) x[i] = -110.0f + 200.0f * (float)(i - ns) / (float)(4096 - ns);  /* sweep */
+    else if (i < 6144) x[i] = (float)(tu_unit(&s) * 12.0 - 6.0);
+    else x[i] = ldexpf((i & 1) ? -1.0f : 1.0f, -(i % 40)) * (1.0f + (float)(i % 97) / 97.0f);  /* small |x| */
+  }
+  graphc_context_t *ctx;
+  graphc_model_t *m = load(&ctx, text);
+  graphc_executable_t *cpu = compile_or_die(ctx, m, GRAPHC_BACKEND_CPU, "host math");
+  graphc_tensor_t in = {GRAPHC_DTYPE_F32, 1, {N}, x, N * sizeof(float)}, out[4];
+  for (int o = 0; o < 4; o++) {
+    y[o] = malloc(N * sizeof(float));
+    ck_assert_ptr_nonnull(y[o]);
+    out[o] = (graphc_tensor_t){GRAPHC_DTYPE_F32, 1, {N}, y[o], N * sizeof(float)};
+  }
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_executable_run(cpu, &in, 1, out, 4, &err), GRAPHC_STATUS_OK);
+  static const char *const names[] = {"exp", "tanh", "erf", "sigmoid"};
+  for (int i = 0; i < N; i++) {
+    double v = x[i], ref[4] = {exp(v), tanh(v), erf(v), 1.0 / (1.0 + exp(-v))};
+    for (int o = 0; o < 4; o++) {
+      /* sigmoid: 1 / (1 + e^-x) adds the rounding of the sum and the division */
+      double tol = o == 3 ? 4.0 : 3.0;
+      if (o == 3 && ref[3] < 1e-30) continue;  /* e^-x overflows first: 1/inf = 0 against a tiny value */
+      ck_assert_msg(ulps_f32(y[o][i], ref[o]) <= tol, "%s(%.9g) = %.9g, libm %.9g (%.2f ulps)", names[o], v,
+                    y[o][i], ref[o], ulps_f32(y[o][i], ref[o]));
+    }
+  }
+  ck_assert(y[0][ns - 3] == INFINITY && y[0][ns - 2] == 0.0f && isnan(y[0][ns - 1]));
+  ck_assert(y[1][ns - 3] == 1.0f && y[1][ns - 2] == -1.0f && isnan(y[1][ns - 1]));
+  ck_assert(y[2][ns - 3] == 1.0f && y[2][ns - 2] == -1.0f && isnan(y[2][ns - 1]));
+  ck_assert(signbit(y[1][1]) && signbit(y[2][1]));  /* tanh(-0) = erf(-0) = -0 */
+  for (int o = 0; o < 4; o++) free(y[o]);
+  free(x);
+  graphc_executable_destroy(cpu);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   g_seed = tu_seed();
   printf("test_cpu_backend: seed %llu (GRAPHC_TEST_SEED=%llu reproduces)\n",
@@ -1251,6 +1322,7 @@ int main(void) {
   tcase_add_loop_test(to, op_cpu_vs_interp, 0, GC_OP_COUNT_);
   tcase_add_test(to, matmul_packed_cpu_vs_interp);
   tcase_add_test(to, dwconv_cpu_vs_interp);
+  tcase_add_test(to, host_math_ulps);
   tcase_set_timeout(to, 1200);
   suite_add_tcase(s, to);
   return tu_run_suite(s);
