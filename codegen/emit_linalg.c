@@ -96,7 +96,14 @@ static int64_t view_index(const gc_lowerer *c, const gc_value *v, const int64_t 
       for (int r = 0; r < v->def_index; r++) ic[axis] += op->results[r]->type.dims[axis];
       break;
     }
-    default: return -1;
+    default: {
+      /* a cheap elementwise op in a host operand (fusion.c, GC_FROLE_CHEAP): follow its
+       * operand of the same shape, the one read element by element */
+      if (gc_op_infos[op->opcode].kind != GC_KIND_ELEMENTWISE) return -1;
+      for (int i = 0; i < op->n_operands; i++)
+        if (gc_type_same_dims(&op->operands[i]->type, t)) return view_index(c, op->operands[i], co);
+      return -1;
+    }
   }
   return view_index(c, x, ic);
 }
@@ -453,11 +460,16 @@ static int mm_coord(gc_lowerer *c, kir_kernel *k, kir_block *b, int64_t dim, int
   return gc_ec_let(c, k, b, name, ec_add(c, ec_v(c, k, base), ec_i64(c, off)));
 }
 
+/* min(cap, total - start): the extent of a block starting at var `start`. */
+static kir_expr *pk_extent(gc_lowerer *c, kir_kernel *k, int64_t cap, int64_t total, int start) {
+  return ec_bin(c, KIR_MIN, ec_i64(c, cap), ec_bin(c, KIR_SUB, ec_i64(c, total), ec_v(c, k, start)));
+}
+
 /* A whole mr x nr tile at (m0, n0): one pass over K, acc[i][j] += A[m0+i, k] * B[k, n0+j]
  * as straight-line code (mr loads of A, nr contiguous loads of B per k when B's n is
  * contiguous), which LLVM's SLP vectorizer turns into vector FMAs; then the epilogues. */
 static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s,
-                         gc_dtype at, const int *bco, int m0, int n0, int mr, int nr) {
+                         gc_dtype at, const int *bco, int m0, int n0, int mr, int nr, int cs) {
   gc_lowerer *c = G->c;
   kir_kernel *k = G->k;
   const gc_op *op = grp->roots[0];
@@ -487,11 +499,37 @@ static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
   gc_gen_pop(G);
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++) {
+      if (cs >= 0) {  /* row stride MM_NR: every tile shape shares the caller's epilogue loop */
+        kir_emit_store(c->km, b, KIR_SCRATCH, cs, ec_i64(c, i * MM_NR + j), ec_v(c, k, acc[i * nr + j]));
+        continue;
+      }
       gc_gen_push(G);
       int pt = gc_mm_out_point(G, op->results[0], s, bco, mi[i], nj[j], -1);
       gc_mm_epilogue(G, b, grp, pt, ec_v(c, k, acc[i * nr + j]));
       gc_gen_pop(G);
     }
+}
+
+/* The epilogue of the tile at (m0, n0) whose accumulators mm_host_tile left in scratch cs:
+ * one loop nest over its mv x nv valid outputs (vars, or constants when every tile is
+ * whole), which LLVM vectorizes along n. Written once per kernel instead of once per
+ * output of each tile shape, it cut the IR of a 1x1 convolution with a silu epilogue
+ * eightfold and its optimization time with it. */
+static void mm_host_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s,
+                             const int *bco, int m0, int n0, kir_expr *mv, kir_expr *nv, int cs) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const gc_op *op = grp->roots[0];
+  int i = gc_ec_var(c, k, "i", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
+  kir_block *ib = kir_emit_for_nounroll(c->km, b, i, ec_i64(c, 0), mv, ec_i64(c, 1));
+  kir_block *jb = kir_emit_for(c->km, ib, j, ec_i64(c, 0), nv, ec_i64(c, 1));
+  int m = s->M == 1 ? GC_PT_ZERO : gc_ec_let(c, k, jb, "m", ec_add(c, ec_v(c, k, m0), ec_v(c, k, i)));
+  int n = s->N == 1 ? GC_PT_ZERO : gc_ec_let(c, k, jb, "n", ec_add(c, ec_v(c, k, n0), ec_v(c, k, j)));
+  kir_expr *ci = ec_add(c, ec_mul(c, ec_v(c, k, i), ec_i64(c, MM_NR)), ec_v(c, k, j));
+  gc_gen_push(G);
+  int pt = gc_mm_out_point(G, op->results[0], s, bco, m, n, -1);
+  gc_mm_epilogue(G, jb, grp, pt, kir_load(c->km, k, KIR_SCRATCH, cs, ci));
+  gc_gen_pop(G);
 }
 
 /* The host kernel: ITEMS over (batch, column block, row block) with the row block
@@ -513,8 +551,11 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   gc_mm_batch_coords(c, k, b, s, co[0], bco);
   int m0 = gc_ec_let(c, k, b, "m0", ec_mul(c, ec_v(c, k, co[2]), ec_i64(c, mr)));
   int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, nr)));
+  /* the epilogue as a loop over scratch (mm_host_epilogue) unless the tile is a few outputs */
+  int cs = mr * nr > 16 ? kir_add_scratch(c->km, k, at, MM_MR * MM_NR) : -1;
   if (s->M % mr == 0 && s->N % nr == 0) {
-    mm_host_tile(G, b, grp, s, at, bco, m0, n0, mr, nr);
+    mm_host_tile(G, b, grp, s, at, bco, m0, n0, mr, nr, cs);
+    if (cs >= 0) mm_host_epilogue(G, b, grp, s, bco, m0, n0, ec_i64(c, mr), ec_i64(c, nr), cs);
     return k;
   }
   /* The partial tiles at the right and bottom edges are register tiles too, of the
@@ -526,17 +567,20 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   kir_expr *nfull = ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N));
   kir_block *tb, *eb;
   kir_emit_if(c->km, b, ec_bin(c, KIR_AND, mfull, nfull), &tb, &eb);
-  mm_host_tile(G, tb, grp, s, at, bco, m0, n0, mr, nr);
+  mm_host_tile(G, tb, grp, s, at, bco, m0, n0, mr, nr, cs);
   if (!rm || !rn) {   /* one kind of edge */
-    mm_host_tile(G, eb, grp, s, at, bco, m0, n0, rm ? rm : mr, rn ? rn : nr);
-    return k;
+    mm_host_tile(G, eb, grp, s, at, bco, m0, n0, rm ? rm : mr, rn ? rn : nr, cs);
+  } else {
+    kir_block *rb, *cb, *nb, *xb;   /* the right edge (rows whole), else the bottom row of tiles */
+    kir_emit_if(c->km, eb, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, m0), ec_i64(c, mr)), ec_i64(c, s->M)), &rb, &cb);
+    mm_host_tile(G, rb, grp, s, at, bco, m0, n0, mr, rn, cs);
+    kir_emit_if(c->km, cb, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N)), &nb, &xb);
+    mm_host_tile(G, nb, grp, s, at, bco, m0, n0, rm, nr, cs);
+    mm_host_tile(G, xb, grp, s, at, bco, m0, n0, rm, rn, cs);
   }
-  kir_block *rb, *cb, *nb, *xb;   /* the right edge (rows whole), else the bottom row of tiles */
-  kir_emit_if(c->km, eb, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, m0), ec_i64(c, mr)), ec_i64(c, s->M)), &rb, &cb);
-  mm_host_tile(G, rb, grp, s, at, bco, m0, n0, mr, rn);
-  kir_emit_if(c->km, cb, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N)), &nb, &xb);
-  mm_host_tile(G, nb, grp, s, at, bco, m0, n0, rm, nr);
-  mm_host_tile(G, xb, grp, s, at, bco, m0, n0, rm, rn);
+  if (cs >= 0)
+    mm_host_epilogue(G, b, grp, s, bco, m0, n0, s->M % mr ? pk_extent(c, k, mr, s->M, m0) : ec_i64(c, mr),
+                     s->N % nr ? pk_extent(c, k, nr, s->N, n0) : ec_i64(c, nr), cs);
   return k;
 }
 
@@ -641,11 +685,6 @@ static void pk_pack(gc_gen *G, kir_block *b, const pk_operand *o, const mm_shape
   kir_emit_if(c->km, pb, whole, &tb, &eb);
   pk_panel(G, tb, o, s, bco, r0, p0, k0, kc, 0, at);
   pk_panel(G, eb, o, s, bco, r0, p0, k0, kc, 1, at);
-}
-
-/* min(cap, total - start): the extent of a block starting at var `start`. */
-static kir_expr *pk_extent(gc_lowerer *c, kir_kernel *k, int64_t cap, int64_t total, int start) {
-  return ec_bin(c, KIR_MIN, ec_i64(c, cap), ec_bin(c, KIR_SUB, ec_i64(c, total), ec_v(c, k, start)));
 }
 
 /* k is x's contiguous dim (a probe on its index map; default: A row-major, B row-major). */

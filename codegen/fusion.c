@@ -49,6 +49,7 @@ typedef struct fz_use {
 typedef struct fz {
   const gc_graph *g;
   int fuse;
+  int host;                /* the host target: matmul operands take cheap elementwise producers */
   int n_op_ids, n_val_ids;
   const gc_op **op;        /* op id -> op (NULL: no such op) */
   const gc_value **val;    /* value id -> value (NULL: no such value) */
@@ -580,17 +581,22 @@ static void plan_attention(fz *f) {
 
 /* ---- phase 2: producers --------------------------------------------------------------------------- */
 
-/* The role a group of kind k asks of operand producers of a member with role rw. */
-static int operand_role(gc_fusion_kind k, int rw) {
+/* The role a group of kind k asks of operand producers of a member with role rw. On the
+ * host a matmul's operands also compute cheap elementwise producers inline (CHEAP): the
+ * register tiles read each operand element M/8 or N/32 times, a multiply or an add more
+ * per load against a pass over memory to write and read the product back (the
+ * squeeze-and-excitation scale before a 1x1 projection of every EfficientNet block). The
+ * GPU's operand loads are copies into shared memory (cp.async, TMA): index maps only. */
+static int operand_role(const fz *f, gc_fusion_kind k, int rw) {
   /* attention: both matmuls read index maps; the mask (and the scale) computes inline */
   if (k == GC_FUSION_ATTENTION) return rw & (GC_FROLE_ROOT | GC_FROLE_MMA | GC_FROLE_VIEW) ? GC_FROLE_VIEW : GC_FROLE_ELEM;
   if (rw & GC_FROLE_ROOT) {
-    if (k == GC_FUSION_MATMUL) return GC_FROLE_VIEW;
+    if (k == GC_FUSION_MATMUL) return GC_FROLE_VIEW | (f->host ? GC_FROLE_CHEAP : 0);
     if (k == GC_FUSION_CONV) return 0;
     return GC_FROLE_ELEM;
   }
   if (rw & GC_FROLE_EPILOGUE) return GC_FROLE_ELEM;
-  return rw & (GC_FROLE_ELEM | GC_FROLE_VIEW);
+  return rw & (GC_FROLE_ELEM | GC_FROLE_VIEW | GC_FROLE_CHEAP);
 }
 
 /* A param (through reshapes and casts) read through a transpose that is more than a swap of
@@ -612,15 +618,28 @@ static int permuted_weight(const gc_op *P) {
   return d && d->opcode == GC_OP_PARAM;
 }
 
+/* Does P compute from params and constants alone (through loop ops, within a few steps)?
+ * Such an op is better a kernel of its own: prologue.c runs it once per weights. */
+static int weights_only(const gc_op *P, int depth) {
+  if (gc_fusion_is_const_source(P) || P->opcode == GC_OP_CONST || P->opcode == GC_OP_IOTA) return 1;
+  if (depth > 8 || !is_loop_op(P)) return 0;
+  for (int i = 0; i < P->n_operands; i++)
+    if (!P->operands[i]->def || !weights_only(P->operands[i]->def, depth + 1)) return 0;
+  return 1;
+}
+
 /* Does a site with role bits `role` accept producer P inline? Matmul operands
  * (VIEW) take index maps and splat / iota sources (no arithmetic per load), but
- * not a permuted weight. */
+ * not a permuted weight; a host matmul's (CHEAP) also elementwise ops of cost 1 that do
+ * not compute from the weights alone (a weight's cast runs once, in the prologue). */
 static int site_accepts(const gc_op *P, int role) {
   if (!role) return 0;
   if ((role & GC_FROLE_VIEW) && permuted_weight(P)) return 0;
   /* im2col is an index map with a bounds test: a conv2d's windows read in place */
   if ((role & GC_FROLE_VIEW) && !is_view_op(P) && P->opcode != GC_OP_CONST && P->opcode != GC_OP_IOTA &&
-      P->opcode != GC_OP_IM2COL)
+      P->opcode != GC_OP_IM2COL &&
+      !((role & GC_FROLE_CHEAP) && gc_op_infos[P->opcode].kind == GC_KIND_ELEMENTWISE && op_cost(P) <= 1 &&
+        !weights_only(P, 0)))
     return 0;
   return is_loop_op(P);
 }
@@ -713,7 +732,7 @@ static void decide(fz *f, const gc_op *P) {
       if (f->memb_head[w] < 0) ok = 0;
       for (int m = f->memb_head[w]; m >= 0; m = f->memb[m].next) {
         int gi = f->memb[m].group;
-        int role = operand_role(f->grps[gi].kind, f->memb[m].role);
+        int role = operand_role(f, f->grps[gi].kind, f->memb[m].role);
         int j = 0;
         while (j < ns && sites[j].group != gi) j++;
         if (j == ns) {
@@ -1056,6 +1075,7 @@ gc_fusion *gc_fusion_plan(const gc_graph *g, const kir_target *t, int fuse) {
   memset(&f, 0, sizeof f);
   f.g = g;
   f.fuse = fuse != 0;
+  f.host = t && t->kind == KIR_TARGET_HOST;
   gc_fusion *r = NULL;
   if (fz_index(&f) == 0) {
     if (f.fuse && t && t->kind == KIR_TARGET_CUDA && t->attention) plan_attention(&f);

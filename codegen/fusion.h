@@ -74,7 +74,8 @@ enum {
   GC_FROLE_WRITE = 4,    /* its result is written by this group (when materialized) */
   GC_FROLE_ELEM = 8,     /* producer computed inline per element */
   GC_FROLE_VIEW = 16,    /* producer absorbed as an index map (matmul operands) */
-  GC_FROLE_MMA = 32      /* attention's scores matmul: its operands are index maps too */
+  GC_FROLE_MMA = 32,     /* attention's scores matmul: its operands are index maps too */
+  GC_FROLE_CHEAP = 64    /* host matmul operand: cheap elementwise producers inline too */
 };
 
 /* An attention mask beside its causal part (codegen/attn_mask.c, gc_attn_causal_resid): the

@@ -134,9 +134,12 @@ static gc_plan *plan_for(const fcase *fc, kir_target_kind tk, int fuse) {
 }
 
 /* Fusion decisions as text (sm_90), with a kernel count line first. */
-static char *decisions(const fcase *fc) {
+static char *decisions_for(const fcase *fc, kir_target_kind tk) {
   kir_target t;
-  kir_target_cuda(&t, 90);
+  if (tk == KIR_TARGET_CUDA)
+    kir_target_cuda(&t, 90);
+  else
+    kir_target_host(&t, 4);
   gc_fusion *f = gc_fusion_plan(fc->g, &t, 1);
   ck_assert_ptr_nonnull(f);
   int n = 0;
@@ -147,6 +150,9 @@ static char *decisions(const fcase *fc) {
   gc_fusion_free(f);
   return gc_sbuf_take(&b);
 }
+
+/* The fusion decisions for sm_90 (what the golden files pin). */
+static char *decisions(const fcase *fc) { return decisions_for(fc, KIR_TARGET_CUDA); }
 
 /* ---- running ---------------------------------------------------------------------------------------- */
 
@@ -430,6 +436,24 @@ START_TEST(test_transformer_pinned) {
 }
 END_TEST
 
+/* The host's matmuls compute cheap elementwise operand producers inline (fusion.c,
+ * GC_FROLE_CHEAP); a transcendental stays a kernel. The values: test_golden. */
+START_TEST(test_host_operand_producers) {
+  static const char *const want =
+      "kernels: 4\n"
+      "  0 matmul fusion_1: mul %xs^, matmul %y -> %y\n"
+      "  1 matmul fusion_3: add %xa^, matmul %y2 -> %y2\n"
+      "  2 loop   sigmoid_4: sigmoid %g -> %g\n"
+      "  3 matmul matmul_5: matmul %y3 -> %y3\n";
+  fcase fc;
+  fcase_load(&fc, tu_src("tests/fusion/23_host_operand_producers.graph"), g_seed);
+  char *got = decisions_for(&fc, KIR_TARGET_HOST);
+  ck_assert_msg(strcmp(got, want) == 0, "host decisions changed:\n--- expected\n%s--- got\n%s", want, got);
+  free(got);
+  fcase_free(&fc);
+}
+END_TEST
+
 /* Fusion off: one kernel per op that needs code (reshapes of buffers are views). */
 START_TEST(test_fusion_off) {
   fcase fc;
@@ -485,6 +509,7 @@ static Suite *fusion_suite(void) {
   tcase_add_loop_test(te, test_example, 0, (int)g_examples.gl_pathc);
   tcase_add_test(te, test_transformer_pinned);
   tcase_add_test(te, test_fusion_off);
+  tcase_add_test(te, test_host_operand_producers);
   suite_add_tcase(s, te);
   if (g_extra.gl_pathc) {
     TCase *tx = tcase_create("extra");
