@@ -21,6 +21,18 @@
 
 #include "codegen/emit.h"
 
+/* Partial accumulators of a host reduction over a contiguous row (reduce_lanes,
+ * row_accumulate_lanes): the most f32 lanes of a SIMD register. */
+enum { ROW_HOST_LANES = 16 };
+
+/* Host: the partial accumulators for a contiguous row of R elements, 0 for one. */
+static int host_lanes(const gc_lowerer *c, int64_t R) {
+  if (c->t->kind != KIR_TARGET_HOST) return 0;
+  int lanes = c->t->simd_bytes >= 16 ? c->t->simd_bytes / 4 : 4;
+  if (lanes > ROW_HOST_LANES) lanes = ROW_HOST_LANES;
+  return R >= 2 * lanes ? lanes : 0;
+}
+
 /* ---- reductions ----------------------------------------------------------------------------- */
 
 /* Input dims grouped into kept and reduced runs with their element strides. */
@@ -341,6 +353,48 @@ static int lower_reduce_groups(gc_lowerer *c, const gc_fusion_group *grp, const 
 }
 
 /* reduce_sum/max/min/mean roots sharing one input space and reduced axes. */
+/* The host kernel of a row reduction (one item per output, the row contiguous): `lanes`
+ * partial accumulators per root, one per position of each chunk of the row (straight-line
+ * code the SLP vectorizer turns into vector operations, where one accumulator is a serial
+ * chain that also keeps a fused exp scalar), a tail into the first, a pairwise combine. */
+static void reduce_lanes(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const gc_ec_comb *comb,
+                         const gc_dtype *at, int *acc, int *x, int64_t R, int lanes) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const gc_value *in = grp->roots[0]->operands[0];
+  int nr = grp->n_roots;
+  int la[ROW_HOST_LANES][MAX_SIBLINGS], lx[ROW_HOST_LANES][MAX_SIBLINGS];
+  for (int l = 0; l < lanes; l++)
+    for (int r = 0; r < nr; r++) {
+      la[l][r] = l ? gc_ec_let(c, k, b, "acc", gc_ec_identity(c, comb[r], at[r])) : acc[r];
+      lx[l][r] = l ? gc_ec_var(c, k, "x", at[r]) : x[r];
+    }
+  int base = gc_ec_let(c, k, b, "base", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, R)));
+  int64_t full = R / lanes * lanes;
+  int r0 = gc_ec_var(c, k, "r0", GRAPHC_DTYPE_I64);
+  kir_block *body = kir_emit_for(c->km, b, r0, ec_i64(c, 0), ec_i64(c, full), ec_i64(c, lanes));
+  gc_gen_push(G);
+  int l0 = gc_ec_let(c, k, body, "l", ec_add(c, ec_v(c, k, base), ec_v(c, k, r0)));
+  for (int l = 0; l < lanes; l++) {
+    int lin = l ? gc_ec_let(c, k, body, "l", ec_add(c, ec_v(c, k, l0), ec_i64(c, l))) : l0;
+    accumulate(G, body, grp, comb, la[l], lx[l], gc_gen_pt(G, &in->type, lin, NULL));
+  }
+  gc_gen_pop(G);
+  if (full < R) {
+    int rv = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
+    kir_block *tb = kir_emit_for(c->km, b, rv, ec_i64(c, full), ec_i64(c, R), ec_i64(c, 1));
+    gc_gen_push(G);
+    int lin = gc_ec_let(c, k, tb, "l", ec_add(c, ec_v(c, k, base), ec_v(c, k, rv)));
+    accumulate(G, tb, grp, comb, acc, x, gc_gen_pt(G, &in->type, lin, NULL));
+    gc_gen_pop(G);
+  }
+  for (int w = lanes / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; l++)
+      for (int r = 0; r < nr; r++)
+        kir_emit_assign(c->km, b, la[l][r], gc_ec_combine(c, k, comb[r], la[l][r], la[l + w][r]));
+  store_reduced(G, b, grp, acc, R, k->item_var);
+}
+
 static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *op = grp->roots[0];
   const gc_value *in = op->operands[0];
@@ -405,6 +459,8 @@ static int lower_reduce(gc_lowerer *c, const gc_fusion_group *grp) {
     kir_block *tb;
     kir_emit_if(c->km, b, ec_bin(c, KIR_EQ, kir_special_ref(c->km, KIR_SP_THREAD), ec_i32(c, 0)), &tb, NULL);
     store_reduced(&G, tb, grp, acc, R, k->item_var);
+  } else if (g.row && host_lanes(c, R)) {
+    reduce_lanes(&G, b, grp, comb, at, acc, x, R, host_lanes(c, R));
   } else {
     /* V adjacent outputs per item (V > 1: their inputs read V at a time) */
     int o0 = V > 1 ? gc_ec_let(c, k, b, "o", ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, V))) : k->item_var;
@@ -879,6 +935,51 @@ static void row_reduce_n(gc_lowerer *c, row_kernel *rk, gc_ec_comb op, const int
 
 static void row_reduce(gc_lowerer *c, row_kernel *rk, gc_ec_comb op, int v) { row_reduce_n(c, rk, op, &v, 1); }
 
+/* f(x) of row_accumulate at row position var r, combined into var acc. */
+static void row_acc_at(gc_lowerer *c, row_kernel *rk, kir_block *body, const gc_value *in, gc_ec_comb op,
+                       int acc, int r, int sub, int sq, int ex) {
+  kir_kernel *k = rk->k;
+  int xin = gc_gen_val(&rk->G, body, in, row_point(c, rk, body, &in->type, r));
+  kir_expr *x = ec_v(c, k, xin);
+  if (sub >= 0) x = ec_bin(c, KIR_SUB, x, ec_v(c, k, sub));
+  if (ex) x = kir_unary(c->km, KIR_EXP, x);
+  int xv = gc_ec_let(c, k, body, "x", x);
+  if (sq) xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_MUL, ec_v(c, k, xv), ec_v(c, k, xv)));
+  kir_emit_assign(c->km, body, acc, gc_ec_combine(c, k, op, acc, xv));
+}
+
+/* row_accumulate on the host over a contiguous row: `lanes` partial accumulators, one per
+ * position of each chunk of `lanes` elements (straight-line code LLVM's SLP vectorizer turns
+ * into vector operations; one accumulator is a serial chain of adds that also keeps the
+ * exp of a softmax's sum scalar), a tail into the first, then a pairwise combine. The sum's
+ * order differs from the sequential one as the GPU's block reductions do. */
+static int row_accumulate_lanes(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_ec_comb op, gc_dtype t,
+                                int acc0, int sub, int sq, int ex, int lanes) {
+  kir_kernel *k = rk->k;
+  int acc[ROW_HOST_LANES];
+  acc[0] = acc0;
+  for (int l = 1; l < lanes; l++) acc[l] = gc_ec_let(c, k, &k->body, "acc", gc_ec_identity(c, op, t));
+  int64_t full = rk->R / lanes * lanes;
+  int r0 = gc_ec_var(c, k, "r0", GRAPHC_DTYPE_I64);
+  gc_gen_push(&rk->G);
+  kir_block *body = kir_emit_for(c->km, &k->body, r0, ec_i64(c, 0), ec_i64(c, full), ec_i64(c, lanes));
+  for (int l = 0; l < lanes; l++) {
+    int r = gc_ec_let(c, k, body, "r", ec_add(c, ec_v(c, k, r0), ec_i64(c, l)));
+    row_acc_at(c, rk, body, in, op, acc[l], r, sub, sq, ex);
+  }
+  gc_gen_pop(&rk->G);
+  if (full < rk->R) {
+    int r = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
+    gc_gen_push(&rk->G);
+    kir_block *tb = kir_emit_for(c->km, &k->body, r, ec_i64(c, full), ec_i64(c, rk->R), ec_i64(c, 1));
+    row_acc_at(c, rk, tb, in, op, acc[0], r, sub, sq, ex);
+    gc_gen_pop(&rk->G);
+  }
+  for (int w = lanes / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; l++) kir_emit_assign(c->km, &k->body, acc[l], gc_ec_combine(c, k, op, acc[l], acc[l + w]));
+  return acc0;
+}
+
 /* A new var holding the reduction (op) over the row of f(x), where f subtracts
  * var `sub` (when >= 0), then exponentiates (ex) or squares (sq). */
 static int row_accumulate(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_ec_comb op, gc_dtype t,
@@ -899,6 +1000,8 @@ static int row_accumulate(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_
     row_reduce(c, rk, op, acc);
     return acc;
   }
+  int lanes = !rk->blocks && rk->inner == 1 ? host_lanes(c, rk->R) : 0;
+  if (lanes) return row_accumulate_lanes(c, rk, in, op, t, acc, sub, sq, ex, lanes);
   int r;
   kir_block *body = row_loop(c, rk, &r);
   int xin = gc_gen_val(&rk->G, body, in, row_point(c, rk, body, &in->type, r));

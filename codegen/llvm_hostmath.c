@@ -8,7 +8,8 @@
  *   exp(x)   n = roundeven(x log2 e), r = x - n ln2 (two-part ln2, exact products),
  *            e^r = 1 + r + r^2 P(r) on |r| <= ln2/2, times 2^n applied as 2^(n>>1)
  *            and 2^(n - (n>>1)) so that subnormal results round once; x clamped to
- *            [-104, 89] first (beyond: 0 and inf), NaN passed through.
+ *            [-104, 89] first (beyond: inf, and 0 below -103.97 by a factor 0 instead
+ *            of an underflowing product: scaled_exp), NaN passed through.
  *   exp2(x)  the same with n = roundeven(x), r = (x - n) ln2.
  *   tanh(x)  |x| < 0.625: x + x^3 Q(x^2); else sign(x) (1 - 2 / (e^(2|x|) + 1)).
  *   erf(x)   |x| < 1: x A(x^2); |x| < 4: sign(x) (1 - e^(-x^2) G((|x| - 2.5) / 1.5)),
@@ -81,13 +82,17 @@ static LLVMValueRef pow2i(hm *h, LLVMValueRef k) {
   return LLVMBuildBitCast(h->b, LLVMBuildShl(h->b, e, LLVMConstInt(h->i, 23, 0), ""), h->f, "");
 }
 
-/* e^r (|r| <= ln2/2 or so) times 2^n, n an integral float in [-150, 129]. */
-static LLVMValueRef scaled_exp(hm *h, LLVMValueRef n, LLVMValueRef r) {
+/* e^r (|r| <= ln2/2 or so) times 2^n, n an integral float in [-151, 129]; 0 where `zero`
+ * (an i1: the result rounds to 0), multiplying by 0 rather than by 2^n2: a product that
+ * underflows to 0 takes a microcode assist on x86 (~150 cycles), and a softmax's masked
+ * scores (exp(-inf - max)) made a 128 x 128 causal softmax 10x slower with it. */
+static LLVMValueRef scaled_exp(hm *h, LLVMValueRef n, LLVMValueRef r, LLVMValueRef zero) {
   LLVMValueRef p = madd(h, fmul(h, r, r), horner(h, EXP_P, 6, r), fadd(h, r, num(h, 1.0)));
   LLVMValueRef ni = LLVMBuildFPToSI(h->b, n, h->i, "");
   LLVMValueRef n1 = LLVMBuildAShr(h->b, ni, LLVMConstInt(h->i, 1, 0), "");
   LLVMValueRef n2 = LLVMBuildSub(h->b, ni, n1, "");
-  return fmul(h, fmul(h, p, pow2i(h, n1)), pow2i(h, n2));
+  LLVMValueRef s2 = LLVMBuildSelect(h->b, zero, num(h, 0.0), pow2i(h, n2), "");
+  return fmul(h, fmul(h, p, pow2i(h, n1)), s2);
 }
 
 /* x itself where x is NaN, else v. */
@@ -106,14 +111,17 @@ static LLVMValueRef h_exp(hm *h, LLVMValueRef x) {
   /* ln2 = 0.693145752 (16 bits: n * it is exact) + 1.42860677e-06 */
   LLVMValueRef r = madd(h, n, num(h, -0.693145752f), c);
   r = madd(h, n, num(h, -1.42860677e-06f), r);
-  return keep_nan(h, x, scaled_exp(h, n, r));
+  /* below ln(2^-150) = -103.972084 the result rounds to 0 */
+  LLVMValueRef zero = LLVMBuildFCmp(h->b, LLVMRealOLT, x, num(h, -103.972084f), "");
+  return keep_nan(h, x, scaled_exp(h, n, r, zero));
 }
 
 static LLVMValueRef h_exp2(hm *h, LLVMValueRef x) {
   LLVMValueRef c = clampf(h, x, -151.0, 129.0);
   LLVMValueRef n = call1(h, "llvm.roundeven", c);
   LLVMValueRef r = fmul(h, fsub(h, c, n), num(h, 0.693147182f));
-  return keep_nan(h, x, scaled_exp(h, n, r));
+  LLVMValueRef zero = LLVMBuildFCmp(h->b, LLVMRealOLE, x, num(h, -150.0), "");  /* 2^-150: a tie, to 0 */
+  return keep_nan(h, x, scaled_exp(h, n, r, zero));
 }
 
 static LLVMValueRef h_tanh(hm *h, LLVMValueRef x) {
