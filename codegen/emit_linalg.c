@@ -512,11 +512,11 @@ static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
 
 /* The epilogue of the tile at (m0, n0) whose accumulators mm_host_tile left in scratch cs:
  * one loop nest over its mv x nv valid outputs (vars, or constants when every tile is
- * whole), which LLVM vectorizes along n. Written once per kernel instead of once per
+ * whole; row stride ld in scratch; the packed kernel's block too), which LLVM vectorizes along n. Written once per kernel instead of once per
  * output of each tile shape, it cut the IR of a 1x1 convolution with a silu epilogue
  * eightfold and its optimization time with it. */
 static void mm_host_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s,
-                             const int *bco, int m0, int n0, kir_expr *mv, kir_expr *nv, int cs) {
+                             const int *bco, int m0, int n0, kir_expr *mv, kir_expr *nv, int cs, int64_t ld) {
   gc_lowerer *c = G->c;
   kir_kernel *k = G->k;
   const gc_op *op = grp->roots[0];
@@ -525,7 +525,7 @@ static void mm_host_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp
   kir_block *jb = kir_emit_for(c->km, ib, j, ec_i64(c, 0), nv, ec_i64(c, 1));
   int m = s->M == 1 ? GC_PT_ZERO : gc_ec_let(c, k, jb, "m", ec_add(c, ec_v(c, k, m0), ec_v(c, k, i)));
   int n = s->N == 1 ? GC_PT_ZERO : gc_ec_let(c, k, jb, "n", ec_add(c, ec_v(c, k, n0), ec_v(c, k, j)));
-  kir_expr *ci = ec_add(c, ec_mul(c, ec_v(c, k, i), ec_i64(c, MM_NR)), ec_v(c, k, j));
+  kir_expr *ci = ec_add(c, ec_mul(c, ec_v(c, k, i), ec_i64(c, ld)), ec_v(c, k, j));
   gc_gen_push(G);
   int pt = gc_mm_out_point(G, op->results[0], s, bco, m, n, -1);
   gc_mm_epilogue(G, jb, grp, pt, kir_load(c->km, k, KIR_SCRATCH, cs, ci));
@@ -555,7 +555,7 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   int cs = mr * nr > 16 ? kir_add_scratch(c->km, k, at, MM_MR * MM_NR) : -1;
   if (s->M % mr == 0 && s->N % nr == 0) {
     mm_host_tile(G, b, grp, s, at, bco, m0, n0, mr, nr, cs);
-    if (cs >= 0) mm_host_epilogue(G, b, grp, s, bco, m0, n0, ec_i64(c, mr), ec_i64(c, nr), cs);
+    if (cs >= 0) mm_host_epilogue(G, b, grp, s, bco, m0, n0, ec_i64(c, mr), ec_i64(c, nr), cs, MM_NR);
     return k;
   }
   /* The partial tiles at the right and bottom edges are register tiles too, of the
@@ -580,7 +580,7 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   }
   if (cs >= 0)
     mm_host_epilogue(G, b, grp, s, bco, m0, n0, s->M % mr ? pk_extent(c, k, mr, s->M, m0) : ec_i64(c, mr),
-                     s->N % nr ? pk_extent(c, k, nr, s->N, n0) : ec_i64(c, nr), cs);
+                     s->N % nr ? pk_extent(c, k, nr, s->N, n0) : ec_i64(c, nr), cs, MM_NR);
   return k;
 }
 
@@ -785,16 +785,7 @@ static kir_kernel *mm_packed(gc_lowerer *c, const gc_fusion_group *grp, const mm
   kir_block *ib = kir_emit_for(c->km, jb, ir, ec_i64(c, 0), ec_v(c, k, mv), ec_i64(c, PK_MR));
   pk_micro(G, ib, ap, bp, cs, KC, NC, ir, jr, k0, kc, at);
 
-  int i = gc_ec_var(c, k, "i", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
-  kir_block *eb = kir_emit_for(c->km, b, i, ec_i64(c, 0), ec_v(c, k, mv), ec_i64(c, 1));
-  kir_block *fb = kir_emit_for(c->km, eb, j, ec_i64(c, 0), ec_v(c, k, nv), ec_i64(c, 1));
-  int m = s->M == 1 ? GC_PT_ZERO : gc_ec_let(c, k, fb, "m", ec_add(c, ec_v(c, k, m0), ec_v(c, k, i)));
-  int n = s->N == 1 ? GC_PT_ZERO : gc_ec_let(c, k, fb, "n", ec_add(c, ec_v(c, k, n0), ec_v(c, k, j)));
-  kir_expr *ci = ec_add(c, ec_mul(c, ec_v(c, k, i), ec_i64(c, NC)), ec_v(c, k, j));
-  gc_gen_push(G);
-  int pt = gc_mm_out_point(G, op->results[0], s, bco, m, n, -1);
-  gc_mm_epilogue(G, fb, grp, pt, kir_load(c->km, k, KIR_SCRATCH, cs, ci));
-  gc_gen_pop(G);
+  mm_host_epilogue(G, b, grp, s, bco, m0, n0, ec_v(c, k, mv), ec_v(c, k, nv), cs, NC);
   return k;
 }
 

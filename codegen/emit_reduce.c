@@ -1004,13 +1004,7 @@ static int row_accumulate(gc_lowerer *c, row_kernel *rk, const gc_value *in, gc_
   if (lanes) return row_accumulate_lanes(c, rk, in, op, t, acc, sub, sq, ex, lanes);
   int r;
   kir_block *body = row_loop(c, rk, &r);
-  int xin = gc_gen_val(&rk->G, body, in, row_point(c, rk, body, &in->type, r));
-  kir_expr *x = ec_v(c, k, xin);
-  if (sub >= 0) x = ec_bin(c, KIR_SUB, x, ec_v(c, k, sub));
-  if (ex) x = kir_unary(c->km, KIR_EXP, x);
-  int xv = gc_ec_let(c, k, body, "x", x);
-  if (sq) xv = gc_ec_let(c, k, body, "x", ec_bin(c, KIR_MUL, ec_v(c, k, xv), ec_v(c, k, xv)));
-  kir_emit_assign(c->km, body, acc, gc_ec_combine(c, k, op, acc, xv));
+  row_acc_at(c, rk, body, in, op, acc, r, sub, sq, ex);
   row_end(rk);
   row_reduce(c, rk, op, acc);
   return acc;
