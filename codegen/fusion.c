@@ -328,8 +328,26 @@ static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
   return 1;
 }
 
+/* Can use U of a chain value join the epilogue once E has: an elementwise op of E's
+ * dims whose every operand is in the group, E's result, independent of the group (a
+ * constant, an input), or (depth-bounded) an elementwise op of the same kind in turn. HardSwish as exporters
+ * write it, y * clamp(y / 6 + 0.5, 0, 1), reads y twice: the second read (the final
+ * mul) joins after the clamp, so y is not "written anyway" because of it. */
+static int joins_after(fz *f, int gi, const gc_op *E, const gc_op *U, int depth) {
+  if (U == E) return 1;
+  if (depth > 6 || U->n_results != 1 || gc_op_infos[U->opcode].kind != GC_KIND_ELEMENTWISE ||
+      f->memb_head[U->id] >= 0 || !gc_type_same_dims(&U->results[0]->type, &E->results[0]->type))
+    return 0;
+  for (int i = 0; i < U->n_operands; i++) {
+    const gc_op *d = U->operands[i]->def;
+    if (!d || gc_fusion_is_const_source(d) || fz_role(f, gi, d->id) || !fz_reaches(f, gi, -1, d->id)) continue;
+    if (!joins_after(f, gi, E, d, depth + 1)) return 0;
+  }
+  return 1;
+}
+
 /* Is E better left to its users? Its chain operand is written anyway (read
- * outside the chain) or E widens it (a cast to f32 before a split reduction),
+ * outside the chain and not by an op that joins after E) or E widens it (a cast to f32 before a split reduction),
  * E is not returned, and its users can all compute it inline (elementwise,
  * movement, reductions, norms, pools; not matmul or conv operands), within the
  * duplication budget. Then the epilogue would only add a store. */
@@ -341,7 +359,8 @@ static int leave_out(fz *f, int gi, const gc_op *E) {
     const gc_value *x = E->operands[i];
     if (!x->def || !fz_role(f, gi, x->def->id)) continue;
     for (int u = f->use_head[x->id]; u >= 0; u = f->uses[u].next)
-      if (f->uses[u].op != E->id && !fz_role(f, gi, f->uses[u].op)) shared = 1;
+      if (f->uses[u].op != E->id && !fz_role(f, gi, f->uses[u].op) && !joins_after(f, gi, E, f->op[f->uses[u].op], 0))
+        shared = 1;
   }
   if (!shared && !widens(E)) return 0;
   int n = 0;
