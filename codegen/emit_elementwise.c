@@ -166,6 +166,45 @@ static int loop_vecs(const gc_lowerer *c, int64_t nvec, double flops_per_byte) {
   return u;
 }
 
+/* Host, a group that reads an input other than at identity (a bias broadcast along
+ * channels, a transposed operand): items over the roots' outer dims, a loop inside over
+ * the trailing ones (at least GC_LOOP_HOST_ROW elements, or the whole shape), the outer
+ * coordinates unravelled once per item. A per-element item unravelled its linear index
+ * with divisions for the broadcast read and kept the item loop scalar: x + b[1, C, 1, 1]
+ * then silu over [8, 144, 56, 56] took 13.9 ms, against 0.87 ms for the silu alone. Now
+ * the broadcast element is invariant in the inner loop (or contiguous along it, a bias
+ * on the last dim) and the loop vectorizes. */
+enum { GC_LOOP_HOST_ROW = 64 };
+
+static int host_rows(gc_lowerer *c, const gc_fusion_group *grp, const loop_in *in, int n_in) {
+  const gc_type *rt = &grp->roots[0]->results[0]->type;
+  if (c->t->kind != KIR_TARGET_HOST || n_in < 0 || rt->rank < 2 || gc_type_numel(rt) == 0) return 0;
+  int any = 0;
+  for (int i = 0; i < n_in; i++) any |= !in[i].identity;
+  return any;
+}
+
+static kir_kernel *host_rows_kernel(gc_lowerer *c, const gc_fusion_group *grp, gc_gen *G) {
+  const gc_type *rt = &grp->roots[0]->results[0]->type;
+  int d = rt->rank - 1;
+  int64_t R = rt->dims[d];
+  while (d > 0 && R < GC_LOOP_HOST_ROW) R *= rt->dims[--d];
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, gc_type_numel(rt) / (R > 0 ? R : 1), 64);
+  gc_gen_init(G, c, k);
+  kir_block *b = &k->body;
+  int co[GC_MAX_RANK];
+  for (int i = 0; i < rt->rank; i++) co[i] = -1;
+  if (d > 0) gc_ec_unravel(c, k, b, k->item_var, d, rt->dims, co);
+  int r = gc_ec_var(c, k, "r", GRAPHC_DTYPE_I64);
+  kir_block *lb = kir_emit_for(c->km, b, r, ec_i64(c, 0), ec_i64(c, R), ec_i64(c, 1));
+  int lin = gc_ec_let(c, k, lb, "lin", ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, R)), ec_v(c, k, r)));
+  if (d == rt->rank - 1) co[d] = r;
+  gc_gen_push(G);
+  gc_gen_store_outs(G, lb, grp, gc_gen_pt(G, rt, lin, co));
+  gc_gen_pop(G);
+  return k;
+}
+
 /* One ITEMS kernel for a loop group (see the file comment). */
 int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_type *rt = &grp->roots[0]->results[0]->type;
@@ -207,12 +246,17 @@ int gc_emit_loop(gc_lowerer *c, const gc_fusion_group *grp) {
   double elem_bytes = 0;  /* an element's bytes through the vector accesses */
   for (int i = 0; i < nd; i++) elem_bytes += graphc_dtype_size(dts[i]);
   int u = w > 1 ? loop_vecs(c, numel / w, flops / ((double)numel * elem_bytes)) : 1;
-  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w / u, 256);
   gc_gen G;
-  gc_gen_init(&G, c, k);
-  if (w > 1) {
+  kir_kernel *k;
+  if (host_rows(c, grp, in, n_in)) {
+    k = host_rows_kernel(c, grp, &G);
+  } else if (w > 1) {
+    k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w / u, 256);
+    gc_gen_init(&G, c, k);
     vector_body(&G, grp, in, n_in, w, u, numel / w / u);
   } else {
+    k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, numel / w / u, 256);
+    gc_gen_init(&G, c, k);
     int pt = gc_gen_pt(&G, rt, k->item_var, NULL);
     gc_gen_store_outs(&G, &k->body, grp, pt);
   }

@@ -469,7 +469,7 @@ static kir_expr *pk_extent(gc_lowerer *c, kir_kernel *k, int64_t cap, int64_t to
  * as straight-line code (mr loads of A, nr contiguous loads of B per k when B's n is
  * contiguous), which LLVM's SLP vectorizer turns into vector FMAs; then the epilogues. */
 static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s,
-                         gc_dtype at, const int *bco, int m0, int n0, int mr, int nr, int cs) {
+                         gc_dtype at, const int *bco, int m0, int n0, int mr, int nr, int cs, int bs) {
   gc_lowerer *c = G->c;
   kir_kernel *k = G->k;
   const gc_op *op = grp->roots[0];
@@ -487,6 +487,11 @@ static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
     av[i] = gc_ec_let(c, k, lb, "a", ec_cast(c, at, ec_v(c, k, x)));
   }
   for (int j = 0; j < nr; j++) {
+    if (bs >= 0) {  /* the item's packed panel of B (mm_items_bpack): row kk, nr wide */
+      kir_expr *bi = ec_add(c, ec_mul(c, ec_v(c, k, kk), ec_i64(c, nr)), ec_i64(c, j));
+      bv[j] = gc_ec_let(c, k, lb, "b", kir_load(c->km, k, KIR_SCRATCH, bs, bi));
+      continue;
+    }
     int y = s->tb ? mm_operand(G, lb, op->operands[1], s, bco, nj[j], kz)
                   : mm_operand(G, lb, op->operands[1], s, bco, kz, nj[j]);
     bv[j] = gc_ec_let(c, k, lb, "b", ec_cast(c, at, ec_v(c, k, y)));
@@ -532,6 +537,70 @@ static void mm_host_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp
   gc_gen_pop(G);
 }
 
+/* B is worth packing per item: computed by the group rather than read through an index
+ * map (an im2col: each element a window test and index arithmetic), which the tiles
+ * of mm_items would compute again for each block of rows; its panel of K x nr f32 fits
+ * 128 KiB of scratch. */
+enum { BP_MAX_ELEMS = 32768 };
+static int mm_bpack_ok(const gc_lowerer *c, const mm_shape *s, const gc_value *B, gc_dtype at) {
+  return c->t->kind == KIR_TARGET_HOST && at == GRAPHC_DTYPE_F32 && s->N >= mm_nr(c) && s->M > 1 &&
+         s->K * mm_nr(c) <= BP_MAX_ELEMS && mm_contig_last(c, B) < 0;
+}
+
+/* mm_items with B packed: ITEMS over (batch, column block); each item writes its K x nr
+ * panel of B to scratch once (zeros past N), then walks the row blocks over it: the
+ * panel's rows are contiguous vector loads in the tiles, and the edge columns compute on
+ * the zeros (the epilogue stores only the valid ones). A first convolution of a CNN (3
+ * input channels through im2col, M 16, N 12544 per image) computed each B element twice
+ * in mm_items, with its window test and index arithmetic inside the FMA loop. */
+static kir_kernel *mm_items_bpack(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
+                                  gc_gen *G) {
+  const gc_value *B = grp->roots[0]->operands[1];
+  int mr = s->M < MM_MR ? (int)s->M : MM_MR, nr = mm_nr(c);
+  int64_t TN = (s->N + nr - 1) / nr, TM = s->M / mr, rm = s->M % mr;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, s->batch * TN, 64);
+  gc_gen_init(G, c, k);
+  kir_block *b = &k->body;
+  int64_t dims2[2] = {s->batch, TN};
+  int co[2], bco[GC_MAX_RANK];
+  gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
+  gc_mm_batch_coords(c, k, b, s, co[0], bco);
+  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, nr)));
+  int bs = kir_add_scratch(c->km, k, at, s->K * nr);
+  int cs = kir_add_scratch(c->km, k, at, MM_MR * MM_NR);
+  /* the panel, column by column: what depends on n alone (an im2col's output pixel and
+   * its window origin) is computed once per column, the k loop inside walks the taps */
+  int kk = gc_ec_var(c, k, "bk", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "bj", GRAPHC_DTYPE_I64);
+  kir_block *kb = kir_emit_for_nounroll(c->km, b, j, ec_i64(c, 0), ec_i64(c, nr), ec_i64(c, 1));
+  int n = gc_ec_let(c, k, kb, "bn", ec_add(c, ec_v(c, k, n0), ec_v(c, k, j)));
+  kir_block *jb = kir_emit_for(c->km, kb, kk, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, 1));
+  kir_expr *bi = ec_add(c, ec_mul(c, ec_v(c, k, kk), ec_i64(c, nr)), ec_v(c, k, j));
+  int iv = gc_ec_let(c, k, jb, "bi", bi);
+  kir_block *tb = jb, *eb = NULL;
+  if (s->N % nr) kir_emit_if(c->km, jb, in_range(c, k, n, s->N, 0), &tb, &eb);
+  gc_gen_push(G);
+  int kz = s->K == 1 ? GC_PT_ZERO : kk;
+  int v = s->tb ? mm_operand(G, tb, B, s, bco, n, kz) : mm_operand(G, tb, B, s, bco, kz, n);
+  kir_emit_store(c->km, tb, KIR_SCRATCH, bs, ec_v(c, k, iv), ec_cast(c, at, ec_v(c, k, v)));
+  gc_gen_pop(G);
+  if (eb) kir_emit_store(c->km, eb, KIR_SCRATCH, bs, ec_v(c, k, iv), gc_ec_num(c, at, 0.0));
+  kir_expr *nv = s->N % nr ? pk_extent(c, k, nr, s->N, n0) : ec_i64(c, nr);
+  /* the row blocks over the panel; then a last block of rm rows */
+  if (TM > 0) {
+    int mt = gc_ec_var(c, k, "mt", GRAPHC_DTYPE_I64);
+    kir_block *mb = kir_emit_for_nounroll(c->km, b, mt, ec_i64(c, 0), ec_i64(c, TM), ec_i64(c, 1));
+    int m0 = gc_ec_let(c, k, mb, "m0", ec_mul(c, ec_v(c, k, mt), ec_i64(c, mr)));
+    mm_host_tile(G, mb, grp, s, at, bco, m0, n0, mr, nr, cs, bs);
+    mm_host_epilogue(G, mb, grp, s, bco, m0, n0, ec_i64(c, mr), nv, cs, MM_NR);
+  }
+  if (rm) {
+    int m0 = gc_ec_let(c, k, b, "m0", ec_i64(c, TM * mr));
+    mm_host_tile(G, b, grp, s, at, bco, m0, n0, (int)rm, nr, cs, bs);
+    mm_host_epilogue(G, b, grp, s, bco, m0, n0, ec_i64(c, rm), nv, cs, MM_NR);
+  }
+  return k;
+}
+
 /* The host kernel: ITEMS over (batch, column block, row block) with the row block
  * fastest, so that the items of one thread's contiguous chunk reuse one column panel
  * of B from cache; each item a register-blocked tile (mm_host_tile), smaller ones
@@ -554,7 +623,7 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   /* the epilogue as a loop over scratch (mm_host_epilogue) unless the tile is a few outputs */
   int cs = mr * nr > 16 ? kir_add_scratch(c->km, k, at, MM_MR * MM_NR) : -1;
   if (s->M % mr == 0 && s->N % nr == 0) {
-    mm_host_tile(G, b, grp, s, at, bco, m0, n0, mr, nr, cs);
+    mm_host_tile(G, b, grp, s, at, bco, m0, n0, mr, nr, cs, -1);
     if (cs >= 0) mm_host_epilogue(G, b, grp, s, bco, m0, n0, ec_i64(c, mr), ec_i64(c, nr), cs, MM_NR);
     return k;
   }
@@ -567,16 +636,16 @@ static kir_kernel *mm_items(gc_lowerer *c, const gc_fusion_group *grp, const mm_
   kir_expr *nfull = ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N));
   kir_block *tb, *eb;
   kir_emit_if(c->km, b, ec_bin(c, KIR_AND, mfull, nfull), &tb, &eb);
-  mm_host_tile(G, tb, grp, s, at, bco, m0, n0, mr, nr, cs);
+  mm_host_tile(G, tb, grp, s, at, bco, m0, n0, mr, nr, cs, -1);
   if (!rm || !rn) {   /* one kind of edge */
-    mm_host_tile(G, eb, grp, s, at, bco, m0, n0, rm ? rm : mr, rn ? rn : nr, cs);
+    mm_host_tile(G, eb, grp, s, at, bco, m0, n0, rm ? rm : mr, rn ? rn : nr, cs, -1);
   } else {
     kir_block *rb, *cb, *nb, *xb;   /* the right edge (rows whole), else the bottom row of tiles */
     kir_emit_if(c->km, eb, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, m0), ec_i64(c, mr)), ec_i64(c, s->M)), &rb, &cb);
-    mm_host_tile(G, rb, grp, s, at, bco, m0, n0, mr, rn, cs);
+    mm_host_tile(G, rb, grp, s, at, bco, m0, n0, mr, rn, cs, -1);
     kir_emit_if(c->km, cb, ec_bin(c, KIR_LE, ec_add(c, ec_v(c, k, n0), ec_i64(c, nr)), ec_i64(c, s->N)), &nb, &xb);
-    mm_host_tile(G, nb, grp, s, at, bco, m0, n0, rm, nr, cs);
-    mm_host_tile(G, xb, grp, s, at, bco, m0, n0, rm, rn, cs);
+    mm_host_tile(G, nb, grp, s, at, bco, m0, n0, rm, nr, cs, -1);
+    mm_host_tile(G, xb, grp, s, at, bco, m0, n0, rm, rn, cs, -1);
   }
   if (cs >= 0)
     mm_host_epilogue(G, b, grp, s, bco, m0, n0, s->M % mr ? pk_extent(c, k, mr, s->M, m0) : ec_i64(c, mr),
@@ -820,6 +889,7 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_gen G;
   kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? tensor_core(c, grp, &s, &G) : NULL;
   if (!k && mm_use_packed(c, &s, at)) k = mm_packed(c, grp, &s, at, &G);
+  if (!k && mm_bpack_ok(c, &s, op->operands[1], at)) k = mm_items_bpack(c, grp, &s, at, &G);
   if (!k && mm_simt_ok(c, &s, at)) k = mm_simt(c, grp, &s, at, &G);
   if (!k) k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, grp, &s, at, &G) : mm_items(c, grp, &s, at, &G);
   k->bytes_moved = gc_gen_bytes(&G, -1);

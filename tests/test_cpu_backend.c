@@ -713,6 +713,13 @@ START_TEST(dwconv_cpu_vs_interp) {
       {"1, 9, 20, 12", "12, 1, 3, 3", ", padding=[1, 1], groups=12, layout=\"nhwc\"", "12"},
       /* a dilated window spanning 81 columns: one pixel per item */
       {"1, 3, 4, 90", "3, 1, 1, 5", ", dilation=[1, 20], groups=3", "3, 1, 1"},
+      /* rows of 32 or more at stride 2 (dw_host_rows): multiplier 2 with asymmetric padding,
+       * and groups of 2 channels */
+      {"1, 4, 9, 70", "8, 1, 3, 3", ", stride=[2, 2], padding=[1, 0, 1, 2], groups=4", "8, 1, 1"},
+      {"1, 8, 7, 80", "8, 2, 3, 3", ", stride=[2, 2], padding=[1, 1], groups=4", "8, 1, 1"},
+      /* planes (dw_host_plane): groups of 2 channels with multiplier 3; stride 3 with dilation */
+      {"2, 6, 10, 12", "9, 2, 3, 3", ", padding=[1, 1], groups=3", "9, 1, 1"},
+      {"1, 4, 16, 17", "4, 1, 3, 3", ", stride=[3, 3], padding=[2, 2], dilation=[2, 2], groups=4", "4, 1, 1"},
   };
   static const gc_dtype ts[] = {GRAPHC_DTYPE_F32, GRAPHC_DTYPE_F16, GRAPHC_DTYPE_BF16};
   gc_sbuf fails = {0};
@@ -739,6 +746,68 @@ START_TEST(dwconv_cpu_vs_interp) {
   snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
   gc_sbuf_free(&fails);
   ck_assert_msg(n_fail == 0, "%d grouped convs differ (GRAPHC_TEST_SEED=%llu reproduces):\n%s", n_fail,
+                (unsigned long long)g_seed, first);
+}
+END_TEST
+
+/* ---- host kernel forms -------------------------------------------------------------------------- */
+/* The host forms of emit_linalg.c and emit_elementwise.c, against the interpreter:
+ *   - convs through im2col whose B panel an item packs once (mm_items_bpack): a CNN's first
+ *     conv with a HardSwish written as exporters do (one epilogue with it, fusion.c), row
+ *     and column edges of the register tiles, dilation, K of several hundred;
+ *   - loop groups with a broadcast or transposed input (host_rows_kernel): a channel bias
+ *     and silu, a bias along the last dim, a transposed operand over small trailing dims,
+ *     a broadcast of both operands.
+ * Arguments are %a0, %a1, ... in order. */
+START_TEST(host_forms_cpu_vs_interp) {
+  static const struct { const char *args[3], *body; } cs[] = {
+      {{"2, 3, 17, 23", "13, 3, 3, 3", "1, 13, 1, 1"},
+       "  %cv = conv2d(%a0, %a1, stride=[2, 2], padding=[1, 1, 1, 1]);\n  %y = add(%cv, %a2);\n"
+       "  %c6 = const(value=0.1666666716337204, dtype=DT);\n  %t6 = mul(%y, %c6);\n"
+       "  %c5 = const(value=0.5, dtype=DT);\n  %t8 = add(%t6, %c5);\n  %t9 = clamp(%t8, min=0.0, max=1.0);\n"
+       "  %r0 = mul(%y, %t9);\n"},
+      {{"1, 5, 9, 40", "16, 5, 3, 3", "1, 16, 1, 1"},
+       "  %cv = conv2d(%a0, %a1, padding=[1, 1, 1, 1]);\n  %y = add(%cv, %a2);\n  %r0 = silu(%y);\n"},
+      {{"1, 2, 6, 7", "7, 2, 5, 5", "1, 7, 1, 1"},
+       "  %cv = conv2d(%a0, %a1, padding=[4, 4, 4, 4], dilation=[2, 2]);\n  %r0 = add(%cv, %a2);\n"},
+      {{"1, 40, 12, 12", "9, 40, 3, 3", "1, 9, 1, 1"},
+       "  %cv = conv2d(%a0, %a1, stride=[1, 2], padding=[0, 1, 2, 0]);\n  %r0 = add(%cv, %a2);\n"},
+      {{"2, 5, 7, 9", "1, 5, 1, 1", NULL}, "  %y = add(%a0, %a1);\n  %r0 = silu(%y);\n"},
+      {{"3, 70", "70", NULL}, "  %y = mul(%a0, %a1);\n  %r0 = tanh(%y);\n"},
+      {{"2, 3, 4, 6, 5", "2, 3, 4, 5, 6", NULL},
+       "  %t = transpose(%a1, perm=[0, 1, 2, 4, 3]);\n  %r0 = sub(%a0, %t);\n"},
+      {{"5, 1, 1, 1", "1, 1, 1, 200", NULL}, "  %r0 = mul(%a0, %a1);\n"},
+  };
+  static const gc_dtype ts[] = {GRAPHC_DTYPE_F32, GRAPHC_DTYPE_F16};
+  gc_sbuf fails = {0};
+  int n_fail = 0;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+    for (size_t d = 0; d < sizeof ts / sizeof ts[0]; d++) {
+      gb b;
+      memset(&b, 0, sizeof b);
+      for (int a = 0; a < 3 && cs[i].args[a]; a++) gb_arg(&b, 'k', 0, ts[d], cs[i].args[a]);
+      /* the body with DT as the case's dtype */
+      const char *dt = dtn(ts[d]);
+      for (const char *q = cs[i].body; *q;) {
+        const char *hit = strstr(q, "DT");
+        size_t n = hit ? (size_t)(hit - q) : strlen(q);
+        gc_sbuf_printf(&b.body, "%.*s%s", (int)n, q, hit ? dt : "");
+        q += n + (hit ? 2 : 0);
+      }
+      gc_sbuf_printf(&b.rets, "%%r0");
+      b.n_rets = 1;
+      char label[160];
+      snprintf(label, sizeof label, "host form %zu: %s [%s]", i, dt, cs[i].args[0]);
+      char *text = gb_text(&b, label);
+      n_fail += cpu_vs_interp(label, text, b.kinds, b.ranges, 1, g_seed ^ (uint64_t)(i * 7919u + d * 31u + 9u), &fails);
+      free(text);
+      gb_free(&b);
+    }
+  if (n_fail) fprintf(stderr, "%s", fails.data);
+  char first[1500];
+  snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
+  gc_sbuf_free(&fails);
+  ck_assert_msg(n_fail == 0, "%d host forms differ (GRAPHC_TEST_SEED=%llu reproduces):\n%s", n_fail,
                 (unsigned long long)g_seed, first);
 }
 END_TEST
@@ -1322,6 +1391,7 @@ int main(void) {
   tcase_add_loop_test(to, op_cpu_vs_interp, 0, GC_OP_COUNT_);
   tcase_add_test(to, matmul_packed_cpu_vs_interp);
   tcase_add_test(to, dwconv_cpu_vs_interp);
+  tcase_add_test(to, host_forms_cpu_vs_interp);
   tcase_add_test(to, host_math_ulps);
   tcase_set_timeout(to, 1200);
   suite_add_tcase(s, to);
