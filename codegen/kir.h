@@ -79,8 +79,10 @@ typedef enum kir_op {
   KIR_ERF, KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL,
   KIR_TANH_APPROX,  /* f32 tanh with relative error below 2^-10.9 (PTX tanh.approx.f32, sm_75+);
                        CUDA targets only, where the result is rounded to f16 / bf16 at once */
-  KIR_RCP_APPROX,   /* f32 1/x within 1 ulp, subnormals flushed (PTX rcp.approx.ftz.f32); CUDA
-                       targets only, where the result is rounded to f16 / bf16 */
+  KIR_RCP_APPROX,   /* f32 1/x within 1 ulp, subnormals flushed (PTX rcp.approx.ftz.f32) on CUDA,
+                       where the result is rounded to f16 / bf16; on the host a division LLVM may
+                       turn into an estimate with one Newton step when it vectorizes (~1 ulp), so
+                       x must be finite there (or NaN) */
   /* binary */
   KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX, KIR_POW,
   KIR_AND, KIR_OR, KIR_XOR,  /* bool or integer */

@@ -1354,6 +1354,9 @@ START_TEST(host_math_ulps) {
   ck_assert(y[0][ns - 3] == INFINITY && y[0][ns - 2] == 0.0f && isnan(y[0][ns - 1]));
   ck_assert(y[1][ns - 3] == 1.0f && y[1][ns - 2] == -1.0f && isnan(y[1][ns - 1]));
   ck_assert(y[2][ns - 3] == 1.0f && y[2][ns - 2] == -1.0f && isnan(y[2][ns - 1]));
+  /* sigmoid's reciprocal estimate (codegen/emit_expr.c) keeps the ends and NaN */
+  ck_assert(y[3][ns - 3] == 1.0f && y[3][ns - 2] == 0.0f && isnan(y[3][ns - 1]));
+  for (int i = 0; i < N; i++) ck_assert(isnan(x[i]) || (y[3][i] >= 0.0f && y[3][i] <= 1.0f));
   ck_assert(signbit(y[1][1]) && signbit(y[2][1]));  /* tanh(-0) = erf(-0) = -0 */
   for (int o = 0; o < 4; o++) free(y[o]);
   free(x);
