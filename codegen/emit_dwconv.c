@@ -472,7 +472,10 @@ static void dw_plane_row(const dw_plane_pass *pp, kir_block *b, kir_expr *kh, in
   for (int64_t kw = 0; kw < p->KW; kw++)
     wt[kw] = gc_ec_let(c, k, b, "wt", ec_cast(c, pp->at, gc_ec_load(c, k, pp->pw, ec_add(c, ec_v(c, k, wrow), ec_i64(c, kw)))));
   int off = gc_ec_let(c, k, b, "off", ec_mul(c, kh, ec_i64(c, p->w.dh * pp->q->Wp)));
-  kir_block *fb = kir_emit_for(c->km, b, pp->u, ec_i64(c, 0), ec_i64(c, pp->q->U), ec_i64(c, 1));
+  /* unit stride: the vector tail masked (a 7 x 7 map's 77 positions left 13 scalar ones);
+   * a stride's masked tail would gather */
+  kir_block *fb = p->w.sw == 1 ? kir_emit_for_masked_tail(c->km, b, pp->u, ec_i64(c, 0), ec_i64(c, pp->q->U), ec_i64(c, 1))
+                               : kir_emit_for(c->km, b, pp->u, ec_i64(c, 0), ec_i64(c, pp->q->U), ec_i64(c, 1));
   int base = gc_ec_let(c, k, fb, "xj", ec_add(c, ec_mul(c, ec_v(c, k, pp->u), ec_i64(c, p->w.sw)), ec_v(c, k, off)));
   kir_expr *sum = NULL;
   if (!first) sum = kir_load(c->km, k, KIR_SCRATCH, pp->as, ec_v(c, k, pp->u));
@@ -534,7 +537,7 @@ static int dw_host_plane(gc_lowerer *c, const gc_fusion_group *grp, const dw_pla
   int src = gc_ec_let(c, k, hb, "src", ec_add(c, ec_v(c, k, plane), ec_mul(c, ec_v(c, k, ih), ec_i64(c, p->W))));
   int dst = gc_ec_let(c, k, hb, "dst", ec_add(c, ec_mul(c, ec_add(c, ec_v(c, k, ih), ec_i64(c, top)), ec_i64(c, Wp)),
                                               ec_i64(c, left)));
-  kir_block *xb = kir_emit_for(c->km, hb, j, ec_i64(c, 0), ec_i64(c, p->W), ec_i64(c, 1));
+  kir_block *xb = kir_emit_for_masked_tail(c->km, hb, j, ec_i64(c, 0), ec_i64(c, p->W), ec_i64(c, 1));
   kir_emit_store(c->km, xb, KIR_SCRATCH, xs, ec_add(c, ec_v(c, k, dst), ec_v(c, k, j)),
                  ec_cast(c, at, gc_ec_load(c, k, px, ec_add(c, ec_v(c, k, src), ec_v(c, k, j)))));
   /* the window rows: the first writes the accumulator when there is one channel */
@@ -556,7 +559,7 @@ static int dw_host_plane(gc_lowerer *c, const gc_fusion_group *grp, const dw_pla
     kir_expr *to = ec_add(c, ec_mul(c, ec_v(c, k, oh), ec_i64(c, p->OW)), ec_v(c, k, ow));
     kir_emit_store(c->km, eb, KIR_SCRATCH, as, to, kir_load(c->km, k, KIR_SCRATCH, as, from));
   }
-  kir_block *eb = kir_emit_for(c->km, b, u, ec_i64(c, 0), ec_i64(c, p->OH * p->OW), ec_i64(c, 1));
+  kir_block *eb = kir_emit_for_masked_tail(c->km, b, u, ec_i64(c, 0), ec_i64(c, p->OH * p->OW), ec_i64(c, 1));
   kir_expr *lin = ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, p->OH * p->OW)), ec_v(c, k, u));
   int li = gc_ec_let(c, k, eb, "lin", lin);
   int oc[4] = {n, o, -1, -1};

@@ -540,6 +540,13 @@ kir_block *kir_emit_for_nounroll(kir_module *m, kir_block *b, int var, kir_expr 
   return body;
 }
 
+kir_block *kir_emit_for_masked_tail(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
+                                    kir_expr *step) {
+  kir_block *body = kir_emit_for(m, b, var, lo, hi, step);
+  if (b->tail && b->tail->kind == KIR_S_FOR && &b->tail->u.loop.body == body) b->tail->u.loop.masked_tail = 1;
+  return body;
+}
+
 /* if (cond) *then_b else *else_b (else_b NULL: no else branch). */
 void kir_emit_if(kir_module *m, kir_block *b, kir_expr *cond, kir_block **then_b,
                  kir_block **else_b) {
@@ -1253,7 +1260,7 @@ static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, i
         print_expr(b, k, s->u.loop.hi);
         gc_sbuf_puts(b, " step ");
         print_expr(b, k, s->u.loop.step);
-        gc_sbuf_puts(b, s->u.loop.nounroll ? " nounroll {\n" : " {\n");
+        gc_sbuf_puts(b, s->u.loop.nounroll ? " nounroll {\n" : s->u.loop.masked_tail ? " masked_tail {\n" : " {\n");
         print_block(b, k, &s->u.loop.body, depth + 1);
         for (int i = 0; i < depth; i++) gc_sbuf_puts(b, "  ");
         gc_sbuf_puts(b, "}\n");

@@ -234,7 +234,7 @@ struct kir_stmt {
       int vars[KIR_MAX_VEC];        /* LOAD_VEC */
       kir_expr *values[KIR_MAX_VEC];/* STORE_VEC */
     } vec;
-    struct { int var; kir_expr *lo, *hi, *step; struct kir_block body; int nounroll; } loop;
+    struct { int var; kir_expr *lo, *hi, *step; struct kir_block body; int nounroll, masked_tail; } loop;
     struct { kir_expr *cond; struct kir_block then, els; } cond;  /* els.head NULL: no else */
     struct {                        /* CP_ASYNC: indices in elements of each array */
       int sbuf; kir_expr *sindex;   /* shared destination (16-byte aligned) */
@@ -390,6 +390,12 @@ kir_block *kir_emit_for(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_
  * nothing at run time and costs compile time. */
 kir_block *kir_emit_for_nounroll(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
                                  kir_expr *step);
+/* A loop whose vectorized form on the host runs its last partial vector masked instead of
+ * as a scalar remainder (LLVM: llvm.loop.vectorize.predicate.enable; CUDA: a plain loop).
+ * For short unit-stride loops: 77 iterations of 16 lanes left 13 scalar ones. Strided
+ * accesses become masked gathers, slower than the scalar tail: not for those. */
+kir_block *kir_emit_for_masked_tail(kir_module *m, kir_block *b, int var, kir_expr *lo, kir_expr *hi,
+                                    kir_expr *step);
 /* Sets *then_b and *else_b (else_b may be NULL: no else) to blocks inside the new statement. */
 void kir_emit_if(kir_module *m, kir_block *b, kir_expr *cond, kir_block **then_b,
                  kir_block **else_b);

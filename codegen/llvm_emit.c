@@ -701,12 +701,14 @@ static void emit_store_vec(em *e, const kir_stmt *s) {
   LLVMSetAlignment(st, vec_align(dt, w));
 }
 
-/* Mark the loop whose back edge is br as not to be unrolled: !llvm.loop !{self,
- * !{"llvm.loop.unroll.disable"}} (the loop ID refers to itself, made with a temporary node). */
-static void no_unroll(em *e, LLVMValueRef br) {
-  static const char key[] = "llvm.loop.unroll.disable";
-  LLVMMetadataRef str = LLVMMDStringInContext2(e->ctx, key, sizeof key - 1);
-  LLVMMetadataRef prop = LLVMMDNodeInContext2(e->ctx, &str, 1);
+/* Mark the loop whose back edge is br with loop property `key` (with a true operand, or
+ * none): !llvm.loop !{self, !{key[, i1 true]}}, the loop ID referring to itself through a
+ * temporary node. "llvm.loop.unroll.disable" keeps a loop rolled (NVPTX prints it as
+ * .pragma "nounroll"); "llvm.loop.vectorize.predicate.enable" masks the vector tail. */
+static void loop_prop(em *e, LLVMValueRef br, const char *key, int with_true) {
+  LLVMMetadataRef pops[2] = {LLVMMDStringInContext2(e->ctx, key, strlen(key)),
+                             LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0))};
+  LLVMMetadataRef prop = LLVMMDNodeInContext2(e->ctx, pops, with_true ? 2 : 1);
   LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->ctx, NULL, 0);
   LLVMMetadataRef ops[2] = {tmp, prop};
   LLVMMetadataRef id = LLVMMDNodeInContext2(e->ctx, ops, 2);
@@ -736,7 +738,9 @@ static void emit_for(em *e, const kir_stmt *s) {
   v = LLVMBuildLoad2(e->b, ty, e->vars[var], "");
   LLVMBuildStore(e->b, emit_binary(e, KIR_ADD, vt, v, ex(e, s->u.loop.step)), e->vars[var]);
   LLVMValueRef back = LLVMBuildBr(e->b, hdr);
-  if (s->u.loop.nounroll) no_unroll(e, back);
+  if (s->u.loop.nounroll) loop_prop(e, back, "llvm.loop.unroll.disable", 0);
+  else if (s->u.loop.masked_tail && e->t->arch == GC_LLVM_HOST)
+    loop_prop(e, back, "llvm.loop.vectorize.predicate.enable", 1);
   enter(e, exit);
 }
 
