@@ -330,6 +330,22 @@ static void dw_prologue(dw_em *e, kir_block *b) {
  * [8, 144, 56, 56] took 8.4 ms. */
 enum { DW_ROW_MIN = 32, DW_ROW_MAX = 8192 };
 
+/* The end of a host kernel: the epilogue at output (linear index var lin, coordinates oc)
+ * on the accumulated value acc inside loop block eb, the cost model, the launch. */
+static int dw_host_finish(gc_lowerer *c, gc_gen *G, const gc_fusion_group *grp, const dw_plan *p, kir_block *eb,
+                          int lin, const int *oc, kir_expr *acc) {
+  kir_kernel *k = G->k;
+  const gc_value *ov = grp->roots[0]->results[0];
+  gc_gen_push(G);
+  gc_mm_epilogue(G, eb, grp, gc_gen_pt(G, &ov->type, lin, oc), acc);
+  gc_gen_pop(G);
+  k->bytes_moved = gc_gen_bytes(G, -1);
+  k->flops = 2.0 * (double)gc_type_numel(&ov->type) * (double)(p->Cg * p->KH * p->KW);
+  gc_gen_free(G);
+  gc_ec_launch(c, k);
+  return 0;
+}
+
 static int dw_host_rows_ok(const gc_lowerer *c, const dw_plan *p) {
   return c->t->kind == KIR_TARGET_HOST && !p->nhwc && p->OW >= DW_ROW_MIN && dw_span(p, (int)p->OW) + p->w.left <= DW_ROW_MAX;
 }
@@ -403,14 +419,7 @@ static int dw_host_rows(gc_lowerer *c, const gc_fusion_group *grp, const dw_plan
   kir_block *eb = kir_emit_for(c->km, b, ow, ec_i64(c, 0), ec_i64(c, p->OW), ec_i64(c, 1));
   int lin = gc_ec_let(c, k, eb, "lin", ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, p->OW)), ec_v(c, k, ow)));
   int oc[4] = {n, o, oh, ow};
-  gc_gen_push(&G);
-  gc_mm_epilogue(&G, eb, grp, gc_gen_pt(&G, &ov->type, lin, oc), kir_load(c->km, k, KIR_SCRATCH, as, ec_v(c, k, ow)));
-  gc_gen_pop(&G);
-  k->bytes_moved = gc_gen_bytes(&G, -1);
-  k->flops = 2.0 * (double)gc_type_numel(&ov->type) * (double)(p->Cg * p->KH * p->KW);
-  gc_gen_free(&G);
-  gc_ec_launch(c, k);
-  return 0;
+  return dw_host_finish(c, &G, grp, p, eb, lin, oc, kir_load(c->km, k, KIR_SCRATCH, as, ec_v(c, k, ow)));
 }
 
 /* ---- host, NCHW, equal strides: a whole plane per item ------------------------------------ */
@@ -563,14 +572,7 @@ static int dw_host_plane(gc_lowerer *c, const gc_fusion_group *grp, const dw_pla
   kir_expr *lin = ec_add(c, ec_mul(c, ec_v(c, k, k->item_var), ec_i64(c, p->OH * p->OW)), ec_v(c, k, u));
   int li = gc_ec_let(c, k, eb, "lin", lin);
   int oc[4] = {n, o, -1, -1};
-  gc_gen_push(&G);
-  gc_mm_epilogue(&G, eb, grp, gc_gen_pt(&G, &ov->type, li, oc), kir_load(c->km, k, KIR_SCRATCH, as, ec_v(c, k, u)));
-  gc_gen_pop(&G);
-  k->bytes_moved = gc_gen_bytes(&G, -1);
-  k->flops = 2.0 * (double)gc_type_numel(&ov->type) * (double)(p->Cg * p->KH * p->KW);
-  gc_gen_free(&G);
-  gc_ec_launch(c, k);
-  return 0;
+  return dw_host_finish(c, &G, grp, p, eb, li, oc, kir_load(c->km, k, KIR_SCRATCH, as, ec_v(c, k, u)));
 }
 
 int gc_emit_dwconv(gc_lowerer *c, const gc_fusion_group *grp) {

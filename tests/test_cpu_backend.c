@@ -637,6 +637,16 @@ START_TEST(op_cpu_vs_interp) {
 }
 END_TEST
 
+/* Fail (after printing every failure) when n_fail cases of `what` differed; frees fails. */
+static void report_fails(int n_fail, const char *what, gc_sbuf *fails) {
+  if (n_fail) fprintf(stderr, "%s", fails->data);
+  char first[1500];
+  snprintf(first, sizeof first, "%.1400s", fails->data ? fails->data : "");
+  gc_sbuf_free(fails);
+  ck_assert_msg(n_fail == 0, "%d %s differ (GRAPHC_TEST_SEED=%llu reproduces):\n%s", n_fail, what,
+                (unsigned long long)g_seed, first);
+}
+
 /* ---- the packed host matmul ------------------------------------------------------------------ */
 /* Matmuls big enough for the packed path of codegen/emit_linalg.c (mm_use_packed): tails in
  * M (below and above one register tile), N and K (K blocks of 256), both transpose flags, a
@@ -688,12 +698,7 @@ START_TEST(matmul_packed_cpu_vs_interp) {
     free(text);
     gb_free(&b);
   }
-  if (n_fail) fprintf(stderr, "%s", fails.data);
-  char first[1500];
-  snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
-  gc_sbuf_free(&fails);
-  ck_assert_msg(n_fail == 0, "%d packed matmuls differ (GRAPHC_TEST_SEED=%llu reproduces):\n%s", n_fail,
-                (unsigned long long)g_seed, first);
+  report_fails(n_fail, "packed matmuls", &fails);
 }
 END_TEST
 
@@ -741,12 +746,7 @@ START_TEST(dwconv_cpu_vs_interp) {
       free(text);
       gb_free(&b);
     }
-  if (n_fail) fprintf(stderr, "%s", fails.data);
-  char first[1500];
-  snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
-  gc_sbuf_free(&fails);
-  ck_assert_msg(n_fail == 0, "%d grouped convs differ (GRAPHC_TEST_SEED=%llu reproduces):\n%s", n_fail,
-                (unsigned long long)g_seed, first);
+  report_fails(n_fail, "grouped convs", &fails);
 }
 END_TEST
 
@@ -803,12 +803,7 @@ START_TEST(host_forms_cpu_vs_interp) {
       free(text);
       gb_free(&b);
     }
-  if (n_fail) fprintf(stderr, "%s", fails.data);
-  char first[1500];
-  snprintf(first, sizeof first, "%.1400s", fails.data ? fails.data : "");
-  gc_sbuf_free(&fails);
-  ck_assert_msg(n_fail == 0, "%d host forms differ (GRAPHC_TEST_SEED=%llu reproduces):\n%s", n_fail,
-                (unsigned long long)g_seed, first);
+  report_fails(n_fail, "host forms", &fails);
 }
 END_TEST
 
