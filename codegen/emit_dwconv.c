@@ -575,6 +575,189 @@ static int dw_host_plane(gc_lowerer *c, const gc_fusion_group *grp, const dw_pla
   return dw_host_finish(c, &G, grp, p, eb, li, oc, kir_load(c->km, k, KIR_SCRATCH, as, ec_v(c, k, u)));
 }
 
+/* ---- host, NCHW, depthwise: every tap of an output in registers ---------------------------- */
+
+/* Items (n, o, band) with one input channel each (Cg 1), a band being R output rows whose
+ * input rows fit L1 (DW_DIRECT_BYTES). The band's input rows go to scratch with their
+ * padding as zeros and its columns split by phase modulo the W stride s: padded position
+ * (r, q) at xs[(r s + q mod s) Wq + q / s], Wq = ceil(Wp / s). Tap (kh, kw) of output
+ * (oh, ow) reads padded row r = oh sh + kh dh, phase (kw dw) mod s, at ow + (kw dw) / s:
+ * for every tap a unit-stride run along ow, whatever the stride. Each output row is then one
+ * loop over ow whose body holds all KH KW taps (the weights in registers), the epilogue and
+ * the store: per vector of outputs one load and one FMA a tap, no accumulator in memory,
+ * no discarded positions. The planes of dw_host_plane keep maps narrower than
+ * DW_DIRECT_MIN, where a row is less than half a vector. */
+enum { DW_DIRECT_MIN = 8, DW_DIRECT_TAPS = 64, DW_DIRECT_REGS = 16, DW_DIRECT_BYTES = 24576, DW_DIRECT_SPLIT = 24 };
+
+typedef struct dw_direct {
+  int64_t s, Wq, R, Hb;  /* W stride, positions of a phase row, output rows a band, padded rows a band */
+  int64_t ja, jb;        /* the phase positions whose columns all lie inside the image */
+} dw_direct;
+
+/* Padded input rows that R output rows read. */
+static int64_t dw_band_rows(const dw_plan *p, int64_t R) { return (R - 1) * p->w.sh + (p->KH - 1) * p->w.dh + 1; }
+
+/* es: bytes of the compute type */
+static int dw_direct_of(const gc_lowerer *c, const dw_plan *p, int64_t es, dw_direct *d) {
+  if (c->t->kind != KIR_TARGET_HOST || p->nhwc || p->Cg != 1 || p->OW < DW_DIRECT_MIN) return 0;
+  if (p->KH * p->KW > DW_DIRECT_TAPS) return 0;
+  int64_t Wp = p->w.left + p->W > dw_span(p, (int)p->OW) ? p->w.left + p->W : dw_span(p, (int)p->OW);
+  int64_t s = p->w.sw, left = p->w.left;
+  d->s = s;
+  d->Wq = (Wp + s - 1) / s;
+  d->ja = (left + s - 1) / s;
+  d->jb = p->W - s + left >= 0 ? (p->W - s + left) / s + 1 : 0;
+  if (d->ja > d->Wq) d->ja = d->Wq;
+  if (d->jb > d->Wq) d->jb = d->Wq;
+  if (d->jb < d->ja) d->jb = d->ja;
+  /* a stride splits the rows into phases with an interleaved group of loads, which LLVM
+   * vectorizes for DW_DIRECT_SPLIT positions or more; below, scalar, it cost more than the
+   * planes' strided taps (5 x 5, stride 2, 28 x 28 -> 14 x 14: 0.29 ms against 0.24) */
+  if (s > 1 && d->jb - d->ja < DW_DIRECT_SPLIT) return 0;
+  /* past DW_DIRECT_REGS taps LLVM keeps the weights on the stack, a load each beside the
+   * input's: at stride 1 over 16 or more columns the planes do better (5 x 5 over 28 x 28 +
+   * silu: 1.49 ms against 1.17; over 14 x 14 1.06 against 1.25, stride 2 1.30 against 1.47).
+   * (A pass per window row with a row of sums in scratch lost more: each pass's masked load
+   * waits for the last pass's masked store, which x86 does not forward.) */
+  if (p->KH * p->KW > DW_DIRECT_REGS && s == 1 && p->OW > 16) return 0;
+  /* bands of R output rows whose input rows fit DW_DIRECT_BYTES (L1), R dividing OH */
+  int64_t RW = d->s * d->Wq;
+  d->R = 1;
+  for (int64_t R = p->OH; R >= 1; R--)
+    if (p->OH % R == 0 && dw_band_rows(p, R) * RW * es <= DW_DIRECT_BYTES) {
+      d->R = R;
+      break;
+    }
+  d->Hb = dw_band_rows(p, d->R);
+  return d->Hb * RW <= DW_PLANE_MAX;
+}
+
+/* Phase ph of padded row (var rb = its first position) for jj in [lo, hi): x's row at src
+ * (var), column s jj + ph - left, 0 outside the image (a select of a load at a clamped index). */
+static void dw_direct_edge(gc_lowerer *c, kir_kernel *k, kir_block *b, const dw_plan *p, const dw_direct *d,
+                           int px, int xs, int rb, int src, int j, int64_t ph, int64_t lo, int64_t hi, gc_dtype at) {
+  if (lo >= hi) return;
+  kir_block *eb = kir_emit_for(c->km, b, j, ec_i64(c, lo), ec_i64(c, hi), ec_i64(c, 1));
+  kir_expr *iw = ec_add(c, ec_mul(c, ec_v(c, k, j), ec_i64(c, d->s)), ec_i64(c, ph - p->w.left));
+  int iv = gc_ec_let(c, k, eb, "iw", iw);
+  kir_expr *in = ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, ec_v(c, k, iv), ec_i64(c, 0)),
+                        ec_bin(c, KIR_LT, ec_v(c, k, iv), ec_i64(c, p->W)));
+  kir_expr *cl = ec_bin(c, KIR_MAX, ec_bin(c, KIR_MIN, ec_v(c, k, iv), ec_i64(c, p->W - 1)), ec_i64(c, 0));
+  kir_expr *x = ec_cast(c, at, gc_ec_load(c, k, px, ec_add(c, ec_v(c, k, src), cl)));
+  kir_expr *at_ = ec_add(c, ec_v(c, k, rb), ec_add(c, ec_i64(c, ph * d->Wq), ec_v(c, k, j)));
+  kir_emit_store(c->km, eb, KIR_SCRATCH, xs, at_, kir_select(c->km, in, x, gc_ec_num(c, at, 0.0)));
+}
+
+/* What the output loops of dw_host_direct need. */
+typedef struct dw_direct_em {
+  gc_lowerer *c;
+  kir_kernel *k;
+  const dw_plan *p;
+  const dw_direct *d;
+  int xs, pos;  /* pos: the output's first tap in scratch (var) */
+} dw_direct_em;
+
+/* The KW taps of window row kh at the current output: one chain of multiply-adds with
+ * weights wt (vars). */
+static kir_expr *dw_direct_row(const dw_direct_em *de, int64_t kh, const int *wt) {
+  gc_lowerer *c = de->c;
+  const dw_plan *p = de->p;
+  int64_t s = de->d->s, Wq = de->d->Wq;
+  kir_expr *sum = NULL;
+  for (int64_t kw = 0; kw < p->KW; kw++) {
+    int64_t q = kw * p->w.dw;
+    kir_expr *at = ec_add(c, ec_v(c, de->k, de->pos), ec_i64(c, (q % s) * Wq + q / s));
+    at = ec_add(c, at, ec_i64(c, kh * p->w.dh * s * Wq));
+    kir_expr *x = kir_load(c->km, de->k, KIR_SCRATCH, de->xs, at);
+    kir_expr *m = ec_bin(c, KIR_MUL, x, ec_v(c, de->k, wt[kw]));
+    sum = sum ? ec_bin(c, KIR_ADD, sum, m) : m;
+  }
+  return sum;
+}
+
+static int dw_host_direct(gc_lowerer *c, const gc_fusion_group *grp, const dw_plan *p, const dw_direct *d) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *xv = op->operands[0], *wv = op->operands[1], *ov = op->results[0];
+  gc_dtype at = gc_ec_compute_type(ov->type.dtype);
+  int64_t bands = p->OH / d->R;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, p->N * p->O * bands, 16);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
+  int px = gc_gen_rparam(&G, c->val_buf[xv->id], xv->type.dtype);
+  int pw = gc_gen_rparam(&G, c->val_buf[wv->id], wv->type.dtype);
+  int64_t s = d->s, Wq = d->Wq, RW = s * Wq;  /* RW: positions of a padded row */
+  int xs = kir_add_scratch(c->km, k, at, d->Hb * RW);
+  kir_block *b = &k->body;
+  int64_t dims[3] = {p->N, p->O, bands};
+  int co[3];
+  gc_ec_unravel(c, k, b, k->item_var, 3, dims, co);
+  int n = co[0], o = co[1], band = co[2];
+  int j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
+  kir_expr *g = p->Og == 1 ? ec_v(c, k, o) : ec_bin(c, KIR_DIV, ec_v(c, k, o), ec_i64(c, p->Og));
+  kir_expr *r = ec_add(c, ec_mul(c, ec_v(c, k, n), ec_i64(c, p->C)), g);
+  int plane = gc_ec_let(c, k, b, "plane", ec_mul(c, r, ec_i64(c, p->H * p->W)));
+  /* the band's padded rows t: input row ih = band R sh + t - top, or zeros outside the image */
+  int ih0 = gc_ec_let(c, k, b, "ih0", ec_bin(c, KIR_SUB, ec_mul(c, ec_v(c, k, band), ec_i64(c, d->R * p->w.sh)),
+                                             ec_i64(c, p->w.top)));
+  int t = gc_ec_var(c, k, "t", GRAPHC_DTYPE_I64);
+  kir_block *tb = kir_emit_for_nounroll(c->km, b, t, ec_i64(c, 0), ec_i64(c, d->Hb), ec_i64(c, 1));
+  int ih = gc_ec_let(c, k, tb, "ih", ec_add(c, ec_v(c, k, ih0), ec_v(c, k, t)));
+  int rb = gc_ec_let(c, k, tb, "rb", ec_mul(c, ec_v(c, k, t), ec_i64(c, RW)));
+  kir_block *hb, *zb;
+  kir_emit_if(c->km, tb, ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, ec_v(c, k, ih), ec_i64(c, 0)),
+                                ec_bin(c, KIR_LT, ec_v(c, k, ih), ec_i64(c, p->H))), &hb, &zb);
+  dw_zero(c, k, zb, xs, j, ec_v(c, k, rb), ec_add(c, ec_v(c, k, rb), ec_i64(c, RW)), at);
+  /* a row of the image, phase by phase: jj in [ja, jb) has every phase's column inside the
+   * image (one loop, s loads of consecutive columns: an interleaved group), the ends and the
+   * padding through dw_direct_edge */
+  int src = gc_ec_let(c, k, hb, "src", ec_add(c, ec_v(c, k, plane), ec_mul(c, ec_v(c, k, ih), ec_i64(c, p->W))));
+  int64_t left = p->w.left, ja = d->ja, jb = d->jb;
+  if (jb > ja) {
+    /* kept a loop: fully unrolled, its strided loads became gathers (a masked tail, too,
+     * keeps the loop vectorizer from the interleaved group) */
+    kir_block *ib = kir_emit_for_nounroll(c->km, hb, j, ec_i64(c, ja), ec_i64(c, jb), ec_i64(c, 1));
+    for (int64_t ph = 0; ph < s; ph++) {
+      kir_expr *xi = ec_add(c, ec_v(c, k, src), ec_add(c, ec_mul(c, ec_v(c, k, j), ec_i64(c, s)), ec_i64(c, ph - left)));
+      kir_expr *to = ec_add(c, ec_v(c, k, rb), ec_add(c, ec_i64(c, ph * Wq), ec_v(c, k, j)));
+      kir_emit_store(c->km, ib, KIR_SCRATCH, xs, to, ec_cast(c, at, gc_ec_load(c, k, px, xi)));
+    }
+  }
+  for (int64_t ph = 0; ph < s; ph++) {
+    dw_direct_edge(c, k, hb, p, d, px, xs, rb, src, j, ph, 0, ja, at);
+    dw_direct_edge(c, k, hb, p, d, px, xs, rb, src, j, ph, jb, Wq, at);
+  }
+  /* the band's output rows: loops along ow */
+  int ntap = (int)(p->KH * p->KW);
+  int wbase = gc_ec_let(c, k, b, "wbase", ec_mul(c, ec_v(c, k, o), ec_i64(c, ntap)));
+  int wt[DW_DIRECT_TAPS];
+  for (int q = 0; q < ntap; q++)
+    wt[q] = gc_ec_let(c, k, b, "wt", ec_cast(c, at, gc_ec_load(c, k, pw, ec_add(c, ec_v(c, k, wbase), ec_i64(c, q)))));
+  dw_direct_em de = {c, k, p, d, xs, -1};
+  int u = gc_ec_var(c, k, "u", GRAPHC_DTYPE_I64), ow = gc_ec_var(c, k, "ow", GRAPHC_DTYPE_I64);
+  kir_block *ob = kir_emit_for_nounroll(c->km, b, u, ec_i64(c, 0), ec_i64(c, d->R), ec_i64(c, 1));
+  int oh = gc_ec_let(c, k, ob, "oh", ec_add(c, ec_mul(c, ec_v(c, k, band), ec_i64(c, d->R)), ec_v(c, k, u)));
+  int orow = gc_ec_let(c, k, ob, "orow", ec_mul(c, ec_v(c, k, u), ec_i64(c, p->w.sh * RW)));
+  /* every tap in one body, the weights in registers (past 16 or so, on the stack); a chain
+   * of multiply-adds per window row, the rows' sums added pairwise (one chain of 25
+   * dependent FMAs, 4 cycles each, cost a third more) */
+  kir_expr *row[DW_DIRECT_TAPS];
+  kir_block *fb = kir_emit_for_masked_tail(c->km, ob, ow, ec_i64(c, 0), ec_i64(c, p->OW), ec_i64(c, 1));
+  de.pos = gc_ec_let(c, k, fb, "pos", ec_add(c, ec_v(c, k, orow), ec_v(c, k, ow)));
+  for (int64_t kh = 0; kh < p->KH; kh++) row[kh] = dw_direct_row(&de, kh, &wt[kh * p->KW]);
+  for (int64_t nr = p->KH; nr > 1; nr = (nr + 1) / 2) {
+    for (int64_t i = 0; i < nr / 2; i++) row[i] = ec_bin(c, KIR_ADD, row[2 * i], row[2 * i + 1]);
+    if (nr % 2) row[nr / 2] = row[nr - 1];
+  }
+  kir_expr *sum = row[0];
+  /* output (n, o, oh, ow) at ((n O + o) OH + oh) OW + ow */
+  kir_expr *no = ec_add(c, ec_mul(c, ec_v(c, k, n), ec_i64(c, p->O)), ec_v(c, k, o));
+  kir_expr *lin = ec_add(c, ec_mul(c, ec_add(c, ec_mul(c, no, ec_i64(c, p->OH)), ec_v(c, k, oh)), ec_i64(c, p->OW)),
+                         ec_v(c, k, ow));
+  int li = gc_ec_let(c, k, fb, "lin", lin);
+  int oc[4] = {n, o, oh, ow};
+  return dw_host_finish(c, &G, grp, p, fb, li, oc, sum);
+}
+
 int gc_emit_dwconv(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *op = grp->roots[0];
   const gc_value *xv = op->operands[0], *wv = op->operands[1], *ov = op->results[0];
@@ -582,11 +765,15 @@ int gc_emit_dwconv(gc_lowerer *c, const gc_fusion_group *grp) {
   dw_plan_of(c, op, &p);
   if (p.KW > DW_MAX_KW)
     return gc_ec_unsupported(c, op, "an NHWC conv2d window wider than 16 taps");
-  /* the host's NCHW kernels: planes at stride 1 or for short rows, rows of 32 or more at
-   * larger strides (where a plane computes a frame of s - 1 discarded positions per output),
-   * register tiles for maps narrower than 4 (a 7 x 7 map, 5 x 5 window, 576 channels + bias
-   * + silu on 2 vCPUs: 0.92 ms in tiles, 0.46 as planes; + relu 0.33 / 0.36) */
+  /* the host's NCHW kernels: depthwise convs every tap in registers where dw_direct_of
+   * takes them (3 x 3 over [8, 88, 28, 28] + relu: 0.24 -> 0.11 ms; stride 2 over
+   * [8, 72, 56, 56]: 0.37 -> 0.23), else planes at stride 1 or for short rows, rows of 32
+   * or more at larger strides (where a plane computes a frame of s - 1 discarded positions
+   * per output), register tiles for maps narrower than 4 (a 7 x 7 map, 5 x 5 window, 576
+   * channels + bias + silu on 2 vCPUs: 0.92 ms in tiles, 0.46 as planes; + relu 0.33 / 0.36) */
   dw_plane q;
+  dw_direct d;
+  if (dw_direct_of(c, &p, ov->type.dtype == GRAPHC_DTYPE_F64 ? 8 : 4, &d)) return dw_host_direct(c, grp, &p, &d);
   if (p.OW >= DW_ROW_MIN && p.w.sw > 1 && dw_host_rows_ok(c, &p)) return dw_host_rows(c, grp, &p);
   if (p.OW >= DW_PLANE_MIN && dw_plane_of(c, &p, &q)) return dw_host_plane(c, grp, &p, &q);
   if (dw_host_rows_ok(c, &p)) return dw_host_rows(c, grp, &p);

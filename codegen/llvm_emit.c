@@ -701,17 +701,26 @@ static void emit_store_vec(em *e, const kir_stmt *s) {
   LLVMSetAlignment(st, vec_align(dt, w));
 }
 
-/* Mark the loop whose back edge is br with loop property `key` (with a true operand, or
- * none): !llvm.loop !{self, !{key[, i1 true]}}, the loop ID referring to itself through a
- * temporary node. "llvm.loop.unroll.disable" keeps a loop rolled (NVPTX prints it as
- * .pragma "nounroll"); "llvm.loop.vectorize.predicate.enable" masks the vector tail. */
-static void loop_prop(em *e, LLVMValueRef br, const char *key, int with_true) {
-  LLVMMetadataRef pops[2] = {LLVMMDStringInContext2(e->ctx, key, strlen(key)),
-                             LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0))};
-  LLVMMetadataRef prop = LLVMMDNodeInContext2(e->ctx, pops, with_true ? 2 : 1);
+/* Mark the loop whose back edge is br with its properties: !llvm.loop !{self, props...},
+ * the loop ID referring to itself through a temporary node. "llvm.loop.unroll.disable"
+ * keeps a loop rolled (NVPTX prints it as .pragma "nounroll");
+ * !{"llvm.loop.vectorize.predicate.enable", i1 true} masks the vector tail. */
+static void loop_props(em *e, LLVMValueRef br, int nounroll, int masked_tail) {
+  LLVMMetadataRef ops[3];
+  int n = 1;
+  LLVMMetadataRef tru = LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0));
+  if (nounroll) {
+    LLVMMetadataRef k = LLVMMDStringInContext2(e->ctx, "llvm.loop.unroll.disable", 24);
+    ops[n++] = LLVMMDNodeInContext2(e->ctx, &k, 1);
+  }
+  if (masked_tail) {
+    LLVMMetadataRef kv[2] = {LLVMMDStringInContext2(e->ctx, "llvm.loop.vectorize.predicate.enable", 36), tru};
+    ops[n++] = LLVMMDNodeInContext2(e->ctx, kv, 2);
+  }
+  if (n == 1) return;
   LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->ctx, NULL, 0);
-  LLVMMetadataRef ops[2] = {tmp, prop};
-  LLVMMetadataRef id = LLVMMDNodeInContext2(e->ctx, ops, 2);
+  ops[0] = tmp;
+  LLVMMetadataRef id = LLVMMDNodeInContext2(e->ctx, ops, (size_t)n);
   LLVMMetadataReplaceAllUsesWith(tmp, id);  /* also disposes tmp */
   LLVMSetMetadata(br, LLVMGetMDKindIDInContext(e->ctx, "llvm.loop", 9), LLVMMetadataAsValue(e->ctx, id));
 }
@@ -738,9 +747,7 @@ static void emit_for(em *e, const kir_stmt *s) {
   v = LLVMBuildLoad2(e->b, ty, e->vars[var], "");
   LLVMBuildStore(e->b, emit_binary(e, KIR_ADD, vt, v, ex(e, s->u.loop.step)), e->vars[var]);
   LLVMValueRef back = LLVMBuildBr(e->b, hdr);
-  if (s->u.loop.nounroll) loop_prop(e, back, "llvm.loop.unroll.disable", 0);
-  else if (s->u.loop.masked_tail && e->t->arch == GC_LLVM_HOST)
-    loop_prop(e, back, "llvm.loop.vectorize.predicate.enable", 1);
+  loop_props(e, back, s->u.loop.nounroll, s->u.loop.masked_tail && e->t->arch == GC_LLVM_HOST);
   enter(e, exit);
 }
 

@@ -718,10 +718,17 @@ START_TEST(dwconv_cpu_vs_interp) {
       {"1, 9, 20, 12", "12, 1, 3, 3", ", padding=[1, 1], groups=12, layout=\"nhwc\"", "12"},
       /* a dilated window spanning 81 columns: one pixel per item */
       {"1, 3, 4, 90", "3, 1, 1, 5", ", dilation=[1, 20], groups=3", "3, 1, 1"},
-      /* rows of 32 or more at stride 2 (dw_host_rows): multiplier 2 with asymmetric padding,
-       * and groups of 2 channels */
+      /* rows of 32 or more at stride 2: multiplier 2 with asymmetric padding (dw_host_direct),
+       * and groups of 2 channels (dw_host_rows) */
       {"1, 4, 9, 70", "8, 1, 3, 3", ", stride=[2, 2], padding=[1, 0, 1, 2], groups=4", "8, 1, 1"},
       {"1, 8, 7, 80", "8, 2, 3, 3", ", stride=[2, 2], padding=[1, 1], groups=4", "8, 1, 1"},
+      /* every tap in registers (dw_host_direct): bands of rows, a map of 8 columns, the
+       * stride's phases (2 with multiplier 2, a 4 x 2 window, dilation, a row stride of 3 and
+       * asymmetric padding; 3) */
+      {"1, 3, 90, 64", "3, 1, 3, 3", ", padding=[1, 1], groups=3", "3, 1, 1"},
+      {"2, 4, 8, 8", "4, 1, 3, 3", ", padding=[1, 1], groups=4", "4, 1, 1"},
+      {"1, 2, 21, 80", "4, 1, 4, 2", ", stride=[3, 2], padding=[0, 1, 2, 3], dilation=[2, 2], groups=2", "4, 1, 1"},
+      {"2, 3, 12, 100", "3, 1, 5, 5", ", stride=[3, 3], padding=[2, 2], groups=3", "3, 1, 1"},
       /* planes (dw_host_plane): groups of 2 channels with multiplier 3; stride 3 with dilation */
       {"2, 6, 10, 12", "9, 2, 3, 3", ", padding=[1, 1], groups=3", "9, 1, 1"},
       {"1, 4, 16, 17", "4, 1, 3, 3", ", stride=[3, 3], padding=[2, 2], dilation=[2, 2], groups=4", "4, 1, 1"},
