@@ -92,6 +92,9 @@ static const char preamble[] =
     "template <typename T, int N> struct __align__(sizeof(T) * N) vec { T v[N]; };\n"
     "/* KIR_TANH_APPROX */\n"
     "GC_D float tanh_approx(float a) { float r; asm(\"tanh.approx.f32 %0, %1;\" : \"=f\"(r) : \"f\"(a)); return r; }\n"
+    "/* KIR_SIGMOID (the cuda backend's sigmoid is exp and a division in Kernel IR; this is for\n"
+    " * kernels written by hand) */\n"
+    "GC_D float sigmoid(float a) { return a < -88.0f ? 0.0f : 1.0f / (1.0f + expf(-a)); }\n"
     "/* KIR_RCP_APPROX */\n"
     "GC_D float rcp_approx(float a) { float r; asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(a)); return r; }\n"
     "#undef GC_D\n"
@@ -230,6 +233,7 @@ static void print_unary(cprint *c, const kir_expr *e) {
     case KIR_TANH: fn = f32 ? "tanhf(" : "tanh("; break;
     case KIR_TANH_APPROX: fn = "gc::tanh_approx("; break;
     case KIR_RCP_APPROX: fn = "gc::rcp_approx("; break;
+    case KIR_SIGMOID: fn = "gc::sigmoid("; break;
     case KIR_ERF: fn = f32 ? "erff(" : "erf("; break;
     case KIR_SIN: fn = f32 ? "sinf(" : "sin("; break;
     case KIR_COS: fn = f32 ? "cosf(" : "cos("; break;

@@ -97,19 +97,11 @@ static int rounded_to_16(const gc_lowerer *c, const kir_kernel *k, const gc_op *
  * with the division (docs/performance.md). exp(-x) = inf gives rcp(inf) = 0, as 1/inf. */
 static kir_expr *sigmoid(gc_lowerer *c, kir_kernel *k, const gc_op *op, int x) {
   gc_dtype t = k->vars[x].type;
+  /* the host's f32: one op (codegen/llvm_hostmath.c), e^-x only where it matters and a
+   * reciprocal estimate with one Newton step. The general exp, the selects that kept the
+   * estimate's operand finite and a division were most of a depthwise conv + silu. */
+  if (c->t->kind == KIR_TARGET_HOST && t == GRAPHC_DTYPE_F32) return kir_unary(c->km, KIR_SIGMOID, ec_v(c, k, x));
   kir_expr *nx = kir_unary(c->km, KIR_NEG, ec_v(c, k, x));
-  if (c->t->kind == KIR_TARGET_HOST && t == GRAPHC_DTYPE_F32) {
-    /* the host's f32: the reciprocal is an estimate and a Newton step where LLVM vectorizes
-     * (KIR_RCP_APPROX), which wants a finite 1 + e^-x: for -x above 88 the sigmoid is 0
-     * (below 6e-39; e^-x overflowed to the same 0 before), the estimate's operand is kept
-     * finite, and a NaN stays NaN (neither select takes it). The division was a fifth of
-     * a depthwise 3x3 + silu over [8, 32, 112, 112] on one thread, about 5% of it now. */
-    kir_expr *big = ec_bin(c, KIR_GT, nx, gc_ec_num(c, t, 88.0));
-    nx = kir_select(c->km, big, gc_ec_num(c, t, 88.0), kir_unary(c->km, KIR_NEG, ec_v(c, k, x)));
-    kir_expr *d = ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), kir_unary(c->km, KIR_EXP, nx));
-    kir_expr *big2 = ec_bin(c, KIR_GT, kir_unary(c->km, KIR_NEG, ec_v(c, k, x)), gc_ec_num(c, t, 88.0));
-    return kir_select(c->km, big2, gc_ec_num(c, t, 0.0), kir_unary(c->km, KIR_RCP_APPROX, d));
-  }
   kir_expr *e = kir_unary(c->km, KIR_EXP, nx);
   kir_expr *d = ec_bin(c, KIR_ADD, gc_ec_num(c, t, 1.0), e);
   if (rounded_to_16(c, k, op, x)) return kir_unary(c->km, KIR_RCP_APPROX, d);

@@ -113,7 +113,7 @@ static int op_accepts(kir_op op, gc_dtype t) {
       return is_arith_float(t);
     case KIR_NOT: case KIR_AND: case KIR_OR: case KIR_XOR:
       return is_logical(t);
-    case KIR_TANH_APPROX: case KIR_RCP_APPROX:
+    case KIR_SIGMOID: case KIR_TANH_APPROX: case KIR_RCP_APPROX:
       return t == GRAPHC_DTYPE_F32;
     case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
       return is_arith(t);
@@ -1120,7 +1120,7 @@ void kir_verify(const kir_kernel *k) {
 
 static const char *const op_names[KIR_OP_COUNT_] = {
     "neg", "abs", "not", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos",
-    "floor", "ceil", "tanh.approx", "rcp.approx", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
+    "floor", "ceil", "sigmoid", "tanh.approx", "rcp.approx", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
     ">", ">="};
 
 static const char *const special_names[] = {"thread", "block_dim", "lane", "warp"};

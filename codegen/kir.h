@@ -77,6 +77,10 @@ typedef enum kir_op {
   /* unary */
   KIR_NEG, KIR_ABS, KIR_NOT, KIR_EXP, KIR_EXP2 /* 2^x */, KIR_LOG, KIR_SQRT, KIR_RSQRT, KIR_TANH,
   KIR_ERF, KIR_SIN, KIR_COS, KIR_FLOOR, KIR_CEIL,
+  KIR_SIGMOID,      /* f32 1 / (1 + e^-x): 0 below -88, NaN kept, within 4 ulps above 1e-30. The
+                       host's (codegen/llvm_hostmath.c) takes e^-x only where the sum is not 1,
+                       with one 2^n scale, and a reciprocal estimate with one Newton step;
+                       CUDA divides */
   KIR_TANH_APPROX,  /* f32 tanh with relative error below 2^-10.9 (PTX tanh.approx.f32, sm_75+);
                        CUDA targets only, where the result is rounded to f16 / bf16 at once */
   KIR_RCP_APPROX,   /* f32 1/x within 1 ulp, subnormals flushed (PTX rcp.approx.ftz.f32) on CUDA,

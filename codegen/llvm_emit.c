@@ -424,6 +424,13 @@ static LLVMValueRef float_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
     return intr(e, "llvm.nvvm.rcp.approx.ftz.f", NULL, 0, &a, 1);
   }
   case KIR_CEIL: return intr1(e, "llvm.ceil", a);
+  case KIR_SIGMOID: {  /* (the host's f32 is inline, above) x < -88 ? 0 : 1 / (1 + e^-x) */
+    LLVMTypeRef ty = reg_ty(e, t);
+    LLVMValueRef ex = math_call(e, KIR_EXP, t, LLVMBuildFNeg(e->b, a, ""), NULL);
+    LLVMValueRef y = LLVMBuildFDiv(e->b, LLVMConstReal(ty, 1.0), LLVMBuildFAdd(e->b, LLVMConstReal(ty, 1.0), ex, ""), "");
+    LLVMValueRef lo = LLVMBuildFCmp(e->b, LLVMRealOLT, a, LLVMConstReal(ty, -88.0), "");
+    return LLVMBuildSelect(e->b, lo, LLVMConstReal(ty, 0.0), y, "");
+  }
   case KIR_EXP: case KIR_EXP2: case KIR_LOG: case KIR_TANH: case KIR_ERF: case KIR_SIN:
   case KIR_COS:
     return math_call(e, op, t, a, NULL);

@@ -7,7 +7,7 @@
 
 #include "codegen/kir.h"
 
-/* op (KIR_EXP, KIR_EXP2, KIR_TANH, KIR_TANH_APPROX, KIR_ERF) of the f32 value a, built at
+/* op (KIR_EXP, KIR_EXP2, KIR_TANH, KIR_TANH_APPROX, KIR_ERF, KIR_SIGMOID) of the f32 value a, built at
  * b's position in mod; NULL for any other op or type (the caller calls libm). */
 LLVMValueRef gc_llvm_host_math_f32(LLVMBuilderRef b, LLVMModuleRef mod, kir_op op, LLVMValueRef a);
 
