@@ -15,7 +15,10 @@
  *       tiles loop with bounds tests. Large f32 matmuls whose B the tiles would
  *       read badly (mm_use_packed) take the packed path instead: per item a block
  *       of C, per K block of 256 both operand blocks packed into per-thread scratch
- *       (KIR_SCRATCH) as contiguous tile panels, then the same register tiles.
+ *       (KIR_SCRATCH) as contiguous tile panels, then the same register tiles. A B
+ *       that the group computes (an im2col) is packed a panel per item (mm_items_bpack);
+ *       batches of a shared A with few, ragged columns (1x1 convs over small maps) share
+ *       panels across batches (mm_items_bcols).
  *   Operands are read through the element generator, so reshape / transpose /
  *   broadcast / slice producers fused into them are strided loads (a transposed
  *   head split costs no kernel); the epilogue (bias, activation, residual,
@@ -601,6 +604,133 @@ static kir_kernel *mm_items_bpack(gc_lowerer *c, const gc_fusion_group *grp, con
   return k;
 }
 
+/* Batched matmuls whose A is one matrix for every batch (a 1x1 convolution through conv-gemm:
+ * W [O, C] times each image's [C, H W]) with ragged columns per batch (7 x 7 = 49: a whole
+ * tile and one of 17, half of it scalar): the columns of all batches in one row, (b, n) at
+ * b N + n, in panels of nr that an item packs (as mm_items_bpack, up to BC_MAX_ELEMS: 256 KiB
+ * of scratch, K 2048) and walks a block of BC_MC rows over; the panel is packed and the
+ * epilogue stored by runs of consecutive columns of one batch (at most BC_RUNS). Batch 8,
+ * 192 -> 1152 channels over 7 x 7 + silu: 0.91 -> 0.82 ms; 1152 -> 320: 1.29 -> 1.16. */
+enum { BC_MC = 384, BC_MIN_N = 16, BC_MAX_N = 256, BC_RUNS = 3, BC_MAX_ELEMS = 65536 };
+static int mm_bcols_ok(const gc_lowerer *c, const mm_shape *s, const gc_value *A, gc_dtype at) {
+  if (c->t->kind != KIR_TARGET_HOST || at != GRAPHC_DTYPE_F32 || s->batch < 2 || s->M < MM_MR) return 0;
+  int nr = mm_nr(c);
+  if (s->N < BC_MIN_N || s->N >= BC_MAX_N || s->N % nr == 0 || s->K * nr > BC_MAX_ELEMS) return 0;
+  int64_t abatch = 1;
+  for (int i = 0; i + 2 < A->type.rank; i++) abatch *= A->type.dims[i];
+  return abatch == 1 && (nr - 1) / s->N + 2 <= BC_RUNS;
+}
+
+/* The runs of panel c0 (nv valid columns): run r covers the panel's columns [js, js + len)
+ * of batch bb from column nst of its matrix (lets in b; len 0 past the valid columns), for
+ * r < (nr - 1) / N + 2. */
+typedef struct bc_run {
+  int js, bb, nst, len;
+} bc_run;
+static void mm_bcols_runs(gc_lowerer *c, kir_kernel *k, kir_block *b, const mm_shape *s, int c0, int nv, bc_run *run,
+                          int nruns) {
+  kir_expr *js = ec_i64(c, 0);
+  for (int r = 0; r < nruns; r++) {
+    run[r].js = gc_ec_let(c, k, b, "js", js);
+    int col = gc_ec_let(c, k, b, "col", ec_add(c, ec_v(c, k, c0), ec_v(c, k, run[r].js)));
+    run[r].bb = gc_ec_let(c, k, b, "bb", ec_bin(c, KIR_DIV, ec_v(c, k, col), ec_i64(c, s->N)));
+    run[r].nst = gc_ec_let(c, k, b, "nst", ec_bin(c, KIR_REM, ec_v(c, k, col), ec_i64(c, s->N)));
+    kir_expr *len = ec_bin(c, KIR_MIN, ec_bin(c, KIR_SUB, ec_v(c, k, nv), ec_v(c, k, run[r].js)),
+                           ec_bin(c, KIR_SUB, ec_i64(c, s->N), ec_v(c, k, run[r].nst)));
+    run[r].len = gc_ec_let(c, k, b, "len", ec_bin(c, KIR_MAX, len, ec_i64(c, 0)));
+    js = ec_add(c, ec_v(c, k, run[r].js), ec_v(c, k, run[r].len));
+  }
+}
+
+/* The epilogue of the mv rows at m0 from scratch cs: per run, a loop nest along it. */
+static void mm_bcols_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s, int m0,
+                              int64_t mv, const bc_run *run, int nruns, int cs) {
+  gc_lowerer *c = G->c;
+  kir_kernel *k = G->k;
+  const gc_op *op = grp->roots[0];
+  int i = gc_ec_var(c, k, "i", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
+  for (int r = 0; r < nruns; r++) {
+    kir_block *rb;
+    kir_emit_if(c->km, b, ec_bin(c, KIR_GT, ec_v(c, k, run[r].len), ec_i64(c, 0)), &rb, NULL);
+    int bco[GC_MAX_RANK];
+    gc_mm_batch_coords(c, k, rb, s, run[r].bb, bco);
+    kir_block *ib = kir_emit_for_nounroll(c->km, rb, i, ec_i64(c, 0), ec_i64(c, mv), ec_i64(c, 1));
+    kir_block *jb = kir_emit_for_masked_tail(c->km, ib, j, ec_i64(c, 0), ec_v(c, k, run[r].len), ec_i64(c, 1));
+    int m = gc_ec_let(c, k, jb, "m", ec_add(c, ec_v(c, k, m0), ec_v(c, k, i)));
+    int n = gc_ec_let(c, k, jb, "n", ec_add(c, ec_v(c, k, run[r].nst), ec_v(c, k, j)));
+    kir_expr *ci = ec_add(c, ec_add(c, ec_mul(c, ec_v(c, k, i), ec_i64(c, MM_NR)), ec_v(c, k, run[r].js)), ec_v(c, k, j));
+    gc_gen_push(G);
+    int pt = gc_mm_out_point(G, op->results[0], s, bco, m, n, -1);
+    gc_mm_epilogue(G, jb, grp, pt, kir_load(c->km, k, KIR_SCRATCH, cs, ci));
+    gc_gen_pop(G);
+  }
+}
+
+static kir_kernel *mm_items_bcols(gc_lowerer *c, const gc_fusion_group *grp, const mm_shape *s, gc_dtype at,
+                                  gc_gen *G) {
+  const gc_value *B = grp->roots[0]->operands[1];
+  int mr = MM_MR, nr = mm_nr(c);
+  int64_t NT = s->batch * s->N, TN = (NT + nr - 1) / nr, MB = (s->M + BC_MC - 1) / BC_MC;
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, TN * MB, 16);
+  gc_gen_init(G, c, k);
+  kir_block *b = &k->body;
+  int64_t dims2[2] = {TN, MB};
+  int co[2], bco0[GC_MAX_RANK];
+  gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
+  int c0 = gc_ec_let(c, k, b, "c0", ec_mul(c, ec_v(c, k, co[0]), ec_i64(c, nr)));
+  int mlo = gc_ec_let(c, k, b, "mlo", ec_mul(c, ec_v(c, k, co[1]), ec_i64(c, BC_MC)));
+  int nv = gc_ec_let(c, k, b, "nv", pk_extent(c, k, nr, NT, c0));
+  int bs = kir_add_scratch(c->km, k, at, s->K * nr);
+  int cs = kir_add_scratch(c->km, k, at, MM_MR * MM_NR);
+  /* the panel by runs of one batch's columns, row by row (contiguous along n: column by
+   * column, with k inner, the loads were gathers), zeros past the valid columns (the last
+   * panel) */
+  int nruns = (nr - 1) / (int)s->N + 2;
+  bc_run run[BC_RUNS];
+  mm_bcols_runs(c, k, b, s, c0, nv, run, nruns);
+  int kk = gc_ec_var(c, k, "bk", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "bj", GRAPHC_DTYPE_I64);
+  for (int r = 0; r < nruns; r++) {
+    kir_block *rb;
+    kir_emit_if(c->km, b, ec_bin(c, KIR_GT, ec_v(c, k, run[r].len), ec_i64(c, 0)), &rb, NULL);
+    int bco[GC_MAX_RANK];
+    gc_mm_batch_coords(c, k, rb, s, run[r].bb, bco);
+    kir_block *kb = kir_emit_for_nounroll(c->km, rb, kk, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, 1));
+    kir_block *jb = kir_emit_for_masked_tail(c->km, kb, j, ec_i64(c, 0), ec_v(c, k, run[r].len), ec_i64(c, 1));
+    int n = gc_ec_let(c, k, jb, "bn", ec_add(c, ec_v(c, k, run[r].nst), ec_v(c, k, j)));
+    gc_gen_push(G);
+    int kz = s->K == 1 ? GC_PT_ZERO : kk;
+    int v = s->tb ? mm_operand(G, jb, B, s, bco, n, kz) : mm_operand(G, jb, B, s, bco, kz, n);
+    kir_expr *bi = ec_add(c, ec_mul(c, ec_v(c, k, kk), ec_i64(c, nr)), ec_add(c, ec_v(c, k, run[r].js), ec_v(c, k, j)));
+    kir_emit_store(c->km, jb, KIR_SCRATCH, bs, bi, ec_cast(c, at, ec_v(c, k, v)));
+    gc_gen_pop(G);
+  }
+  kir_block *zb;
+  kir_emit_if(c->km, b, ec_bin(c, KIR_LT, ec_v(c, k, nv), ec_i64(c, nr)), &zb, NULL);
+  kir_block *zk = kir_emit_for_nounroll(c->km, zb, kk, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, 1));
+  kir_block *zj = kir_emit_for(c->km, zk, j, ec_v(c, k, nv), ec_i64(c, nr), ec_i64(c, 1));
+  kir_emit_store(c->km, zj, KIR_SCRATCH, bs, ec_add(c, ec_mul(c, ec_v(c, k, kk), ec_i64(c, nr)), ec_v(c, k, j)),
+                 gc_ec_num(c, at, 0.0));
+  /* A has no batch dims: any batch coordinates do */
+  int zero = gc_ec_let(c, k, b, "zero", ec_i64(c, 0));
+  gc_mm_batch_coords(c, k, b, s, zero, bco0);
+  /* the block's whole row tiles over the panel; the last block's rows past a multiple of mr */
+  int mt = gc_ec_var(c, k, "mt", GRAPHC_DTYPE_I64);
+  kir_expr *tiles = ec_bin(c, KIR_DIV, pk_extent(c, k, BC_MC, s->M / mr * mr, mlo), ec_i64(c, mr));
+  kir_block *mb = kir_emit_for_nounroll(c->km, b, mt, ec_i64(c, 0), tiles, ec_i64(c, 1));
+  int m0 = gc_ec_let(c, k, mb, "m0", ec_add(c, ec_v(c, k, mlo), ec_mul(c, ec_v(c, k, mt), ec_i64(c, mr))));
+  mm_host_tile(G, mb, grp, s, at, bco0, m0, c0, mr, nr, cs, bs);
+  mm_bcols_epilogue(G, mb, grp, s, m0, mr, run, nruns, cs);
+  int rm = (int)(s->M % mr);
+  if (rm) {
+    kir_block *lb;
+    kir_emit_if(c->km, b, ec_bin(c, KIR_EQ, ec_v(c, k, co[1]), ec_i64(c, MB - 1)), &lb, NULL);
+    int m1 = gc_ec_let(c, k, lb, "m0", ec_i64(c, s->M / mr * mr));
+    mm_host_tile(G, lb, grp, s, at, bco0, m1, c0, rm, nr, cs, bs);
+    mm_bcols_epilogue(G, lb, grp, s, m1, rm, run, nruns, cs);
+  }
+  return k;
+}
+
 /* The host kernel: ITEMS over (batch, column block, row block) with the row block
  * fastest, so that the items of one thread's contiguous chunk reuse one column panel
  * of B from cache; each item a register-blocked tile (mm_host_tile), smaller ones
@@ -890,6 +1020,7 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? tensor_core(c, grp, &s, &G) : NULL;
   if (!k && mm_use_packed(c, &s, at)) k = mm_packed(c, grp, &s, at, &G);
   if (!k && mm_bpack_ok(c, &s, op->operands[1], at)) k = mm_items_bpack(c, grp, &s, at, &G);
+  if (!k && mm_bcols_ok(c, &s, op->operands[0], at)) k = mm_items_bcols(c, grp, &s, at, &G);
   if (!k && mm_simt_ok(c, &s, at)) k = mm_simt(c, grp, &s, at, &G);
   if (!k) k = c->t->kind == KIR_TARGET_CUDA ? mm_tiled(c, grp, &s, at, &G) : mm_items(c, grp, &s, at, &G);
   k->bytes_moved = gc_gen_bytes(&G, -1);

@@ -764,7 +764,8 @@ END_TEST
  *     and column edges of the register tiles, dilation, K of several hundred;
  *   - loop groups with a broadcast or transposed input (host_rows_kernel): a channel bias
  *     and silu, a bias along the last dim, a transposed operand over small trailing dims,
- *     a broadcast of both operands.
+ *     a broadcast of both operands;
+ *   - batched matmuls with one A whose batches' columns share panels (mm_items_bcols).
  * Arguments are %a0, %a1, ... in order. */
 START_TEST(host_forms_cpu_vs_interp) {
   static const struct { const char *args[3], *body; } cs[] = {
@@ -784,6 +785,15 @@ START_TEST(host_forms_cpu_vs_interp) {
       {{"2, 3, 4, 6, 5", "2, 3, 4, 5, 6", NULL},
        "  %t = transpose(%a1, perm=[0, 1, 2, 4, 3]);\n  %r0 = sub(%a0, %t);\n"},
       {{"5, 1, 1, 1", "1, 1, 1, 200", NULL}, "  %r0 = mul(%a0, %a1);\n"},
+      /* batched matmuls with one A and ragged columns, the batches' columns in one row
+       * (mm_items_bcols): 1x1 convs over 7 x 7 (rows past a multiple of 8), 14 x 14 (two
+       * blocks of rows), 5 x 4 (three runs of one batch a panel); a 2-D A times a batched B
+       * with a residual, and with B transposed */
+      {{"3, 24, 7, 7", "20, 24, 1, 1", "1, 20, 1, 1"}, "  %cv = conv2d(%a0, %a1);\n  %y = add(%cv, %a2);\n  %r0 = silu(%y);\n"},
+      {{"2, 16, 14, 14", "400, 16, 1, 1", "1, 400, 1, 1"}, "  %cv = conv2d(%a0, %a1);\n  %y = add(%cv, %a2);\n  %r0 = relu(%y);\n"},
+      {{"4, 8, 5, 4", "9, 8, 1, 1", NULL}, "  %r0 = conv2d(%a0, %a1);\n"},
+      {{"12, 10", "3, 10, 50", "3, 12, 50"}, "  %m = matmul(%a0, %a1);\n  %r0 = add(%m, %a2);\n"},
+      {{"16, 6", "2, 40, 6", NULL}, "  %r0 = matmul(%a0, %a1, transpose_b=true);\n"},
   };
   static const gc_dtype ts[] = {GRAPHC_DTYPE_F32, GRAPHC_DTYPE_F16};
   gc_sbuf fails = {0};
