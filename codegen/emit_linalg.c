@@ -642,6 +642,18 @@ static void mm_bcols_runs(gc_lowerer *c, kir_kernel *k, kir_block *b, const mm_s
   }
 }
 
+/* The loops over run r when it is not empty: var ov over [0, hi) (no unrolling), inside it
+ * var j along the run (a masked vector tail); the run's batch coordinates into bco. Returns
+ * the inner loop's body. */
+static kir_block *mm_bcols_run_loops(gc_lowerer *c, kir_kernel *k, kir_block *b, const mm_shape *s, const bc_run *run,
+                                     int ov, int64_t hi, int j, int *bco) {
+  kir_block *rb;
+  kir_emit_if(c->km, b, ec_bin(c, KIR_GT, ec_v(c, k, run->len), ec_i64(c, 0)), &rb, NULL);
+  gc_mm_batch_coords(c, k, rb, s, run->bb, bco);
+  kir_block *ob = kir_emit_for_nounroll(c->km, rb, ov, ec_i64(c, 0), ec_i64(c, hi), ec_i64(c, 1));
+  return kir_emit_for_masked_tail(c->km, ob, j, ec_i64(c, 0), ec_v(c, k, run->len), ec_i64(c, 1));
+}
+
 /* The epilogue of the mv rows at m0 from scratch cs: per run, a loop nest along it. */
 static void mm_bcols_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const mm_shape *s, int m0,
                               int64_t mv, const bc_run *run, int nruns, int cs) {
@@ -650,12 +662,8 @@ static void mm_bcols_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *gr
   const gc_op *op = grp->roots[0];
   int i = gc_ec_var(c, k, "i", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "j", GRAPHC_DTYPE_I64);
   for (int r = 0; r < nruns; r++) {
-    kir_block *rb;
-    kir_emit_if(c->km, b, ec_bin(c, KIR_GT, ec_v(c, k, run[r].len), ec_i64(c, 0)), &rb, NULL);
     int bco[GC_MAX_RANK];
-    gc_mm_batch_coords(c, k, rb, s, run[r].bb, bco);
-    kir_block *ib = kir_emit_for_nounroll(c->km, rb, i, ec_i64(c, 0), ec_i64(c, mv), ec_i64(c, 1));
-    kir_block *jb = kir_emit_for_masked_tail(c->km, ib, j, ec_i64(c, 0), ec_v(c, k, run[r].len), ec_i64(c, 1));
+    kir_block *jb = mm_bcols_run_loops(c, k, b, s, &run[r], i, mv, j, bco);
     int m = gc_ec_let(c, k, jb, "m", ec_add(c, ec_v(c, k, m0), ec_v(c, k, i)));
     int n = gc_ec_let(c, k, jb, "n", ec_add(c, ec_v(c, k, run[r].nst), ec_v(c, k, j)));
     kir_expr *ci = ec_add(c, ec_add(c, ec_mul(c, ec_v(c, k, i), ec_i64(c, MM_NR)), ec_v(c, k, run[r].js)), ec_v(c, k, j));
@@ -690,12 +698,8 @@ static kir_kernel *mm_items_bcols(gc_lowerer *c, const gc_fusion_group *grp, con
   mm_bcols_runs(c, k, b, s, c0, nv, run, nruns);
   int kk = gc_ec_var(c, k, "bk", GRAPHC_DTYPE_I64), j = gc_ec_var(c, k, "bj", GRAPHC_DTYPE_I64);
   for (int r = 0; r < nruns; r++) {
-    kir_block *rb;
-    kir_emit_if(c->km, b, ec_bin(c, KIR_GT, ec_v(c, k, run[r].len), ec_i64(c, 0)), &rb, NULL);
     int bco[GC_MAX_RANK];
-    gc_mm_batch_coords(c, k, rb, s, run[r].bb, bco);
-    kir_block *kb = kir_emit_for_nounroll(c->km, rb, kk, ec_i64(c, 0), ec_i64(c, s->K), ec_i64(c, 1));
-    kir_block *jb = kir_emit_for_masked_tail(c->km, kb, j, ec_i64(c, 0), ec_v(c, k, run[r].len), ec_i64(c, 1));
+    kir_block *jb = mm_bcols_run_loops(c, k, b, s, &run[r], kk, s->K, j, bco);
     int n = gc_ec_let(c, k, jb, "bn", ec_add(c, ec_v(c, k, run[r].nst), ec_v(c, k, j)));
     gc_gen_push(G);
     int kz = s->K == 1 ? GC_PT_ZERO : kk;
