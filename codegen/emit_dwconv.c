@@ -52,6 +52,13 @@ typedef struct dw_plan {
 /* Input positions along W that P pixels' windows touch (the last one + 1). */
 static int64_t dw_span(const dw_plan *p, int P) { return (P - 1) * p->w.sw + (p->KW - 1) * p->w.dw + 1; }
 
+/* Width of a padded input row: the left padding and the image, or what the row's windows
+ * touch when that is more (padding on the right). */
+static int64_t dw_padded_width(const dw_plan *p) {
+  int64_t img = p->w.left + p->W, span = dw_span(p, (int)p->OW);
+  return img > span ? img : span;
+}
+
 /* Pixels per item on CUDA: the largest count in [3 pmax / 4, pmax] that divides OW (no
  * ragged block), else pmax (14 columns: 4 blocks of 4, rather than 7 of 2 with half the
  * reuse of each loaded input); at most OW, and within DW_MAX_J input positions. */
@@ -442,7 +449,7 @@ typedef struct dw_plane {
 static int dw_plane_of(const gc_lowerer *c, const dw_plan *p, dw_plane *q) {
   if (c->t->kind != KIR_TARGET_HOST || p->nhwc || p->w.sh != p->w.sw) return 0;
   int64_t s = p->w.sw;
-  q->Wp = p->w.left + p->W > dw_span(p, (int)p->OW) ? p->w.left + p->W : dw_span(p, (int)p->OW);
+  q->Wp = dw_padded_width(p);
   q->U = p->OH * q->Wp;
   /* the last tap of the last position: s (U - 1) + (KH - 1) dh Wp + (KW - 1) dw */
   int64_t last = s * (q->U - 1) + (p->KH - 1) * p->w.dh * q->Wp + (p->KW - 1) * p->w.dw;
@@ -601,10 +608,9 @@ static int64_t dw_band_rows(const dw_plan *p, int64_t R) { return (R - 1) * p->w
 static int dw_direct_of(const gc_lowerer *c, const dw_plan *p, int64_t es, dw_direct *d) {
   if (c->t->kind != KIR_TARGET_HOST || p->nhwc || p->Cg != 1 || p->OW < DW_DIRECT_MIN) return 0;
   if (p->KH * p->KW > DW_DIRECT_TAPS) return 0;
-  int64_t Wp = p->w.left + p->W > dw_span(p, (int)p->OW) ? p->w.left + p->W : dw_span(p, (int)p->OW);
   int64_t s = p->w.sw, left = p->w.left;
   d->s = s;
-  d->Wq = (Wp + s - 1) / s;
+  d->Wq = (dw_padded_width(p) + s - 1) / s;
   d->ja = (left + s - 1) / s;
   d->jb = p->W - s + left >= 0 ? (p->W - s + left) / s + 1 : 0;
   if (d->ja > d->Wq) d->ja = d->Wq;

@@ -108,12 +108,16 @@ static LLVMValueRef clampf(hm *h, LLVMValueRef x, double lo, double hi) {
   return call2(h, "llvm.minnum", call2(h, "llvm.maxnum", x, num(h, lo)), num(h, hi));
 }
 
+/* exp's range reduction of c (clamped): *n = roundeven(c log2 e), returns r = c - n ln2 with
+ * ln2 = 0.693145752 (16 bits: n * it is exact) + 1.42860677e-06. */
+static LLVMValueRef exp_reduce(hm *h, LLVMValueRef c, LLVMValueRef *n) {
+  *n = call1(h, "llvm.roundeven", fmul(h, c, num(h, 1.44269502f)));
+  LLVMValueRef r = madd(h, *n, num(h, -0.693145752f), c);
+  return madd(h, *n, num(h, -1.42860677e-06f), r);
+}
+
 static LLVMValueRef h_exp(hm *h, LLVMValueRef x) {
-  LLVMValueRef c = clampf(h, x, -104.0, 89.0);
-  LLVMValueRef n = call1(h, "llvm.roundeven", fmul(h, c, num(h, 1.44269502f)));
-  /* ln2 = 0.693145752 (16 bits: n * it is exact) + 1.42860677e-06 */
-  LLVMValueRef r = madd(h, n, num(h, -0.693145752f), c);
-  r = madd(h, n, num(h, -1.42860677e-06f), r);
+  LLVMValueRef n, r = exp_reduce(h, clampf(h, x, -104.0, 89.0), &n);
   /* below ln(2^-150) = -103.972084 the result rounds to 0 */
   LLVMValueRef zero = LLVMBuildFCmp(h->b, LLVMRealOLT, x, num(h, -103.972084f), "");
   return keep_nan(h, x, scaled_exp(h, n, r, zero));
@@ -134,10 +138,7 @@ static LLVMValueRef h_exp2(hm *h, LLVMValueRef x) {
  * 26 instructions a vector against the 35 of the general exp and the selects around it. */
 static LLVMValueRef h_sigmoid(hm *h, LLVMValueRef x) {
   LLVMValueRef nx = LLVMBuildFNeg(h->b, x, "");
-  LLVMValueRef c = clampf(h, nx, -87.0, 88.0);
-  LLVMValueRef n = call1(h, "llvm.roundeven", fmul(h, c, num(h, 1.44269502f)));
-  LLVMValueRef r = madd(h, n, num(h, -0.693145752f), c);
-  r = madd(h, n, num(h, -1.42860677e-06f), r);
+  LLVMValueRef n, r = exp_reduce(h, clampf(h, nx, -87.0, 88.0), &n);
   LLVMValueRef p = madd(h, fmul(h, r, r), horner(h, EXP_P, 6, r), fadd(h, r, num(h, 1.0)));
   LLVMValueRef e = fmul(h, p, pow2i(h, LLVMBuildFPToSI(h->b, n, h->i, "")));
   LLVMValueRef y = LLVMBuildFDiv(h->b, num(h, 1.0), fadd(h, e, num(h, 1.0)), "");
