@@ -66,6 +66,7 @@ int gc_dwconv_ok(const gc_lowerer *c, const gc_op *op);
 int gc_emit_dwconv(gc_lowerer *c, const gc_fusion_group *grp);
 int gc_emit_pool(gc_lowerer *c, const gc_fusion_group *grp);   /* emit_linalg.c */
 int gc_emit_split(gc_lowerer *c, const gc_fusion_group *grp);  /* emit_move.c */
+int gc_emit_cache_write(gc_lowerer *c, const gc_fusion_group *grp);  /* emit_move.c */
 int gc_emit_attention(gc_lowerer *c, const gc_fusion_group *grp); /* emit_attn.c (CUDA, sm_80+) */
 /* emit_move.c: params and list consts become CONST buffers (no kernel). */
 int gc_emit_const_source(gc_lowerer *c, const gc_op *op);

@@ -4,14 +4,18 @@
  *   const [list]   CONST buffer, data converted to the dtype in the plan arena
  *   scalar consts  literals rounded like a store to the dtype (gc_ec_scalar_const),
  *                  used by the generator for splats and pad values
+ *   state          STATE buffer owned by the executable (no kernel)
  *   split          (when not fused into its users) one kernel over the input: the
  *                  input viewed as [outer, axis, inner], each element stored into
  *                  the piece holding its axis coordinate
+ *   cache_write    one kernel over the update: each element stored into the state's
+ *                  buffer at its coordinates, the axis one moved by its row's position
  * Every other movement op (reshape, transpose, broadcast, slice, pad, concat,
  * gather) and the splat / iota sources are index maps of the element generator
  * (emit_expr.c) inside loop groups.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/emit.h"
@@ -148,9 +152,31 @@ static int lower_const_list(gc_lowerer *c, const gc_op *op, const gc_attr *val) 
   return gc_lower_const_buffer(c, v, name, data, bytes) < 0 ? -1 : 0;
 }
 
-/* params and list consts: CONST buffers. */
+/* state: a STATE buffer, the plan's state `name` (the executable owns its memory). */
+static int lower_state(gc_lowerer *c, const gc_op *op) {
+  const gc_value *v = op->results[0];
+  gc_plan *p = c->p;
+  gc_plan_state *ns = realloc(p->states, ((size_t)p->n_states + 1) * sizeof *ns);
+  if (!ns) {
+    c->oom = 1;
+    return -1;
+  }
+  p->states = ns;
+  gc_plan_state *st = &p->states[p->n_states];
+  memset(st, 0, sizeof *st);
+  st->name = gc_arena_strdup(&p->arena, gc_op_attr_str(op, "name", ""));
+  st->type = v->type;
+  st->bytes = (size_t)gc_type_numel(&v->type) * graphc_dtype_size(v->type.dtype);
+  int bi = gc_lower_new_buffer(c, GC_BUF_STATE, p->n_states++, &v->type);
+  if (bi < 0) return -1;
+  c->val_buf[v->id] = bi;
+  return 0;
+}
+
+/* params and list consts: CONST buffers; states: STATE buffers. */
 int gc_emit_const_source(gc_lowerer *c, const gc_op *op) {
   if (op->opcode == GC_OP_PARAM) return lower_param(c, op);
+  if (op->opcode == GC_OP_STATE) return lower_state(c, op);
   const gc_attr *val = gc_op_attr(op, "value");
   GC_ASSERT(op->opcode == GC_OP_CONST && val && val->kind == GC_ATTR_LIST);
   return lower_const_list(c, op, val);
@@ -193,6 +219,47 @@ int gc_emit_split(gc_lowerer *c, const gc_fusion_group *grp) {
     off += ai;
   }
   k->bytes_moved = gc_gen_bytes(&G, -1);
+  gc_gen_free(&G);
+  gc_ec_launch(c, k);
+  return 0;
+}
+
+/* ---- cache_write ------------------------------------------------------------------------------- */
+
+/* cache_write(state, upd, pos, axis): one item per element of upd; its coordinates
+ * with the axis one moved by pos (of its row, or the scalar) index the state, which is
+ * written in place (the result's buffer is the state's: lower.c). Positions outside
+ * [0, T) are dropped. */
+int gc_emit_cache_write(gc_lowerer *c, const gc_fusion_group *grp) {
+  const gc_op *op = grp->roots[0];
+  const gc_value *st = op->operands[0], *upd = op->operands[1], *pos = op->operands[2];
+  const gc_type *ut = &upd->type, *tt = &st->type;
+  int r = ut->rank, axis = gc_ec_axis(gc_op_attr_int(op, "axis", 0), r);
+  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, gc_type_numel(ut), 256);
+  gc_gen G;
+  gc_gen_init(&G, c, k);
+  kir_block *b = &k->body;
+  int co[GC_MAX_RANK];
+  gc_ec_unravel(c, k, b, k->item_var, r, ut->dims, co);
+  int x = gc_gen_val(&G, b, upd, gc_gen_pt(&G, ut, k->item_var, co));
+  int pco[1] = {co[0]};
+  int pv = pos->type.rank
+               ? gc_gen_val(&G, b, pos, gc_gen_pt(&G, &pos->type, co[0], pco))
+               : gc_gen_val(&G, b, pos, gc_gen_pt(&G, &pos->type, gc_ec_let(c, k, b, "z", ec_i64(c, 0)), NULL));
+  int t = gc_ec_let(c, k, b, "t",
+                    ec_add(c, ec_cast(c, GRAPHC_DTYPE_I64, ec_v(c, k, pv)), ec_v(c, k, co[axis])));
+  kir_expr *in = ec_bin(c, KIR_AND, ec_bin(c, KIR_GE, ec_v(c, k, t), ec_i64(c, 0)),
+                        ec_bin(c, KIR_LT, ec_v(c, k, t), ec_i64(c, tt->dims[axis])));
+  kir_block *tb = NULL, *eb = NULL;
+  kir_emit_if(c->km, b, in, &tb, &eb);
+  kir_expr *idx = NULL;
+  for (int i = 0; i < r; i++) {
+    kir_expr *ci = ec_v(c, k, i == axis ? t : co[i]);
+    idx = idx ? ec_add(c, ec_mul(c, idx, ec_i64(c, tt->dims[i])), ci) : ci;
+  }
+  int p = gc_gen_wparam(&G, c->val_buf[st->id], tt->dtype);
+  gc_ec_store(c, k, tb, p, idx, ec_v(c, k, x));
+  k->bytes_moved = 2.0 * gc_ec_bytes(ut);
   gc_gen_free(&G);
   gc_ec_launch(c, k);
   return 0;

@@ -72,6 +72,12 @@ typedef struct fz {
 
 /* ---- op classes ---------------------------------------------------------------------------- */
 
+/* States live in STATE buffers, params and list consts in CONST buffers: no kernel, never
+ * fused. */
+int gc_fusion_is_buffer_source(const gc_op *op) {
+  return op->opcode == GC_OP_STATE || gc_fusion_is_const_source(op);
+}
+
 /* Params and list consts live in CONST buffers: no kernel, never fused. */
 int gc_fusion_is_const_source(const gc_op *op) {
   if (op->opcode == GC_OP_PARAM) return 1;
@@ -128,6 +134,7 @@ static gc_fusion_kind root_kind(const gc_op *op) {
     case GC_KIND_MATMUL: return GC_FUSION_MATMUL;
     case GC_KIND_CONV: return GC_FUSION_CONV;
     case GC_KIND_POOL: return GC_FUSION_POOL;
+    case GC_KIND_WRITE: return GC_FUSION_STATE_WRITE;
     default: return op->opcode == GC_OP_SPLIT ? GC_FUSION_SPLIT : GC_FUSION_LOOP;
   }
 }
@@ -322,7 +329,7 @@ static int epilogue_ok(fz *f, int gi, const gc_op *E, const gc_type *rt) {
       if (!gc_type_same_dims(&x->type, et)) return 0;  /* the chain is read at its own index */
       continue;
     }
-    if (!d || gc_fusion_is_const_source(d)) continue;
+    if (!d || gc_fusion_is_buffer_source(d)) continue;
     if (fz_reaches(f, gi, -1, d->id)) return 0;  /* x is computed from this group */
   }
   return 1;
@@ -340,7 +347,7 @@ static int joins_after(fz *f, int gi, const gc_op *E, const gc_op *U, int depth)
     return 0;
   for (int i = 0; i < U->n_operands; i++) {
     const gc_op *d = U->operands[i]->def;
-    if (!d || gc_fusion_is_const_source(d) || fz_role(f, gi, d->id) || !fz_reaches(f, gi, -1, d->id)) continue;
+    if (!d || gc_fusion_is_buffer_source(d) || fz_role(f, gi, d->id) || !fz_reaches(f, gi, -1, d->id)) continue;
     if (!joins_after(f, gi, E, d, depth + 1)) return 0;
   }
   return 1;
@@ -611,7 +618,7 @@ static int operand_role(const fz *f, gc_fusion_kind k, int rw) {
   if (k == GC_FUSION_ATTENTION) return rw & (GC_FROLE_ROOT | GC_FROLE_MMA | GC_FROLE_VIEW) ? GC_FROLE_VIEW : GC_FROLE_ELEM;
   if (rw & GC_FROLE_ROOT) {
     if (k == GC_FUSION_MATMUL) return GC_FROLE_VIEW | (f->host ? GC_FROLE_CHEAP : 0);
-    if (k == GC_FUSION_CONV) return 0;
+    if (k == GC_FUSION_CONV || k == GC_FUSION_STATE_WRITE) return 0;
     return GC_FROLE_ELEM;
   }
   if (rw & GC_FROLE_EPILOGUE) return GC_FROLE_ELEM;
@@ -1009,7 +1016,7 @@ static gc_fusion *fz_result(fz *f) {
   for (const gc_op *op = g->first; op; op = op->next)
     for (int i = 0; i < op->n_results; i++)
       r->materialized[op->results[i]->id] =
-          gc_fusion_is_const_source(op) || (f->memb_head[op->id] >= 0 && needs_buffer(f, op->results[i]));
+          gc_fusion_is_buffer_source(op) || (f->memb_head[op->id] >= 0 && needs_buffer(f, op->results[i]));
   r->n_groups = n;
   for (int k = 0; k < n; k++) {
     int gi = order[k];
@@ -1099,14 +1106,14 @@ gc_fusion *gc_fusion_plan(const gc_graph *g, const kir_target *t, int fuse) {
   if (fz_index(&f) == 0) {
     if (f.fuse && t && t->kind == KIR_TARGET_CUDA && t->attention) plan_attention(&f);
     for (const gc_op *op = g->first; op && !f.oom; op = op->next) {
-      if (gc_fusion_is_const_source(op) || is_loop_op(op) || f.memb_head[op->id] >= 0) continue;
+      if (gc_fusion_is_buffer_source(op) || is_loop_op(op) || f.memb_head[op->id] >= 0) continue;
       int gi = fz_new_group(&f, root_kind(op));
       if (gi < 0) break;
       fz_add(&f, gi, op->id, GC_FROLE_ROOT | GC_FROLE_WRITE);
-      if (f.fuse) grow_epilogue(&f, gi, op);
+      if (f.fuse && root_kind(op) != GC_FUSION_STATE_WRITE) grow_epilogue(&f, gi, op);
     }
     for (const gc_op *op = g->last; op && !f.oom; op = op->prev)
-      if (!gc_fusion_is_const_source(op) && f.memb_head[op->id] < 0) decide(&f, op);
+      if (!gc_fusion_is_buffer_source(op) && f.memb_head[op->id] < 0) decide(&f, op);
     if (f.fuse && !f.oom) merge_siblings(&f);
     if (!f.oom) r = fz_result(&f);
   }
@@ -1149,8 +1156,8 @@ int gc_fusion_groups(const gc_graph *g, const kir_target *t, int *group_of_op_id
 
 /* Kind names for listings. */
 const char *gc_fusion_kind_name(gc_fusion_kind k) {
-  static const char *const names[] = {"view",  "loop", "reduce", "norm",     "matmul",
-                                      "conv", "pool", "split",  "attention"};
+  static const char *const names[] = {"view", "loop",  "reduce",    "norm",       "matmul",
+                                      "conv", "pool",  "split",     "attention",  "state_write"};
   return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 

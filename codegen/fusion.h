@@ -64,7 +64,8 @@ typedef enum gc_fusion_kind {
   GC_FUSION_CONV,    /* conv2d with an epilogue */
   GC_FUSION_POOL,    /* max/avg pool with fused input producers and an epilogue */
   GC_FUSION_SPLIT,   /* split writing all its results */
-  GC_FUSION_ATTENTION /* matmul -> [scale] -> [+ mask] -> softmax -> matmul: one flash-attention kernel */
+  GC_FUSION_ATTENTION, /* matmul -> [scale] -> [+ mask] -> softmax -> matmul: one flash-attention kernel */
+  GC_FUSION_STATE_WRITE /* cache_write: its operands from buffers, the state written in place */
 } gc_fusion_kind;
 
 /* Role bits of an op inside a group. */
@@ -124,6 +125,8 @@ void gc_fusion_free(gc_fusion *f);
 /* 1 for the ops that live in CONST buffers, not in kernels (params and consts
  * with a value list): never fused, lowered by gc_emit_const_source. */
 int gc_fusion_is_const_source(const gc_op *op);
+/* A const source or a state: a buffer of its own, no kernel. */
+int gc_fusion_is_buffer_source(const gc_op *op);
 
 /* Role bits of op in group gi (0: not a member). */
 int gc_fusion_role(const gc_fusion *f, int gi, const gc_op *op);

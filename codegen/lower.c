@@ -21,7 +21,7 @@ static const gc_emit_fn emit_table[] = {
     [GC_FUSION_REDUCE] = gc_emit_reduce, [GC_FUSION_NORM] = gc_emit_norm,
     [GC_FUSION_MATMUL] = gc_emit_matmul, [GC_FUSION_CONV] = gc_emit_conv,
     [GC_FUSION_POOL] = gc_emit_pool,   [GC_FUSION_SPLIT] = gc_emit_split,
-    [GC_FUSION_ATTENTION] = gc_emit_attention,
+    [GC_FUSION_ATTENTION] = gc_emit_attention, [GC_FUSION_STATE_WRITE] = gc_emit_cache_write,
 };
 
 /* ---- buffers ----------------------------------------------------------------------------- */
@@ -151,8 +151,13 @@ static int lower_group(gc_lowerer *c, const gc_fusion_group *grp) {
     c->val_buf[op->results[0]->id] = c->val_buf[op->operands[0]->id];
     return emit_pending_copies(c, op->results[0]);
   }
-  for (int i = 0; i < grp->n_outs; i++)
-    if (output_buffer(c, grp->outs[i]) < 0) return -1;
+  if (grp->kind == GC_FUSION_STATE_WRITE) {
+    const gc_op *op = grp->roots[0];  /* in place: the result is the state's buffer */
+    c->val_buf[op->results[0]->id] = c->val_buf[op->operands[0]->id];
+  } else {
+    for (int i = 0; i < grp->n_outs; i++)
+      if (output_buffer(c, grp->outs[i]) < 0) return -1;
+  }
   for (int i = 0; i < grp->n_ops; i++) c->inl[grp->ops[i]->id] = 1;
   c->kname = grp->name;
   int n_before = c->km->n_kernels;
@@ -197,8 +202,8 @@ static int lower_graph(gc_lowerer *c) {
   for (int i = 0; i < g->n_args; i++)
     if (emit_pending_copies(c, g->args[i]) < 0) return -1;
   for (const gc_op *op = g->first; op; op = op->next) {
-    c->p->n_graph_ops += !gc_fusion_is_const_source(op);
-    if (!gc_fusion_is_const_source(op)) continue;
+    c->p->n_graph_ops += !gc_fusion_is_buffer_source(op);
+    if (!gc_fusion_is_buffer_source(op)) continue;
     if (gc_emit_const_source(c, op) < 0 || c->oom) return -1;
     if (emit_pending_copies(c, op->results[0]) < 0) return -1;
   }
@@ -294,6 +299,7 @@ void gc_plan_free(gc_plan *p) {
   if (p->kir) kir_module_free(p->kir);
   free(p->buffers);
   free(p->consts);
+  free(p->states);
   free(p->launches);
   free(p->kernel_ops);
   gc_arena_free(&p->arena);

@@ -20,7 +20,8 @@ typedef enum gc_buf_kind {
   GC_BUF_INPUT,          /* caller's input `index` */
   GC_BUF_OUTPUT,         /* caller's output `index` */
   GC_BUF_CONST,          /* weights and folded constants: consts[index], uploaded once */
-  GC_BUF_TEMP            /* intermediate: arena + offset, placed by buffer assignment */
+  GC_BUF_TEMP,           /* intermediate: arena + offset, placed by buffer assignment */
+  GC_BUF_STATE           /* a state: states[index], the executable's memory, kept between runs */
 } gc_buf_kind;
 
 typedef struct gc_plan_buffer {
@@ -42,6 +43,12 @@ typedef struct gc_plan_const {
   gc_loc loc;
 } gc_plan_const;
 
+typedef struct gc_plan_state {
+  const char *name;      /* the state's name (`state %k: T = "name"`) */
+  gc_type type;
+  size_t bytes;
+} gc_plan_state;
+
 typedef struct gc_plan {
   gc_arena arena;
   kir_module *kir;
@@ -49,6 +56,8 @@ typedef struct gc_plan {
   gc_plan_buffer *buffers;  /* kir_param.binding indexes this */
   int n_consts;
   gc_plan_const *consts;
+  int n_states;
+  gc_plan_state *states;    /* STATE buffers index this; cache_write kernels write them in place */
   int n_launches;
   int *launches;            /* kernel index (into kir->kernels) of each launch, in order */
   int n_prologue;           /* launches [0, n_prologue) read only constants: the CUDA runtime runs

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "driver/exec.h"
+#include "runtime/states.h"
 #include "driver/settings.h"
 #include "frontend/parser.h"
 #include "interp/interp.h"
@@ -611,7 +612,7 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
     goto fail;
   }
   if (exe->backend->prepare(exe, opts_in ? opts_in : &opts, &d) != GRAPHC_STATUS_OK ||
-      d.n_errors)
+      d.n_errors || gc_exec_states_init(exe, &d) != GRAPHC_STATUS_OK || d.n_errors)
     goto fail;
   if (exe->kind == GRAPHC_BACKEND_CUDA) {
     pthread_mutex_lock(&m->ctx->mu);
@@ -632,6 +633,7 @@ void graphc_executable_destroy(graphc_executable_t *exe) {
   if (!exe) return;
   gc_exec_contexts_free(exe);
   if (exe->backend) exe->backend->release(exe);
+  gc_states_unref(exe->states);  /* after the backend: its work on them has finished */
   pthread_mutex_destroy(&exe->contexts_mu);
   gc_module_free(exe->module);
   gc_safetensors_free(exe->weights);
@@ -773,16 +775,12 @@ static graphc_status_t interp_prepare(gc_exec *exe, const graphc_compile_options
   return GRAPHC_STATUS_OK;
 }
 
-static graphc_status_t interp_run(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_t *out,
-                                  gc_diags *d) {
-  return gc_interp_run(exe->graph, exe->weights, in, (int)exe->n_inputs, out,
-                       (int)exe->n_outputs, d);
-}
-
-static void interp_release(gc_exec *exe) {}
-
-const gc_backend gc_backend_interp = {
-    .name = "interp", .prepare = interp_prepare, .run = interp_run, .release = interp_release};
+const gc_backend gc_backend_interp = {.name = "interp",
+                                      .prepare = interp_prepare,
+                                      .run = gc_interp_states_run,
+                                      .states_new = gc_interp_states_new,
+                                      .bind_states = gc_interp_bind_states,
+                                      .release = gc_interp_states_free};
 
 /* ---- model utilities: specialize, random weights, emit ------------------------------ */
 graphc_status_t graphc_model_specialize(graphc_model_t *m, graphc_error_t *err) {

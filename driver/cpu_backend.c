@@ -31,6 +31,7 @@
 #include "driver/cache.h"
 #include "driver/cpu_backend.h"
 #include "driver/exec.h"
+#include "runtime/states.h"
 #include "driver/launch_build.h"
 #include "driver/settings.h"
 #include "runtime/host_exec.h"
@@ -381,10 +382,26 @@ graphc_status_t gc_cpu_time_launches(gc_exec *exe, const graphc_tensor_t *in, gr
   return gc_host_exec_time_launches(s->hx, in, out, runs, ms, d) == 0 ? GRAPHC_STATUS_OK : failed(d);
 }
 
+static gc_states *cpu_states_new(gc_exec *exe, gc_diags *d) {
+  (void)exe;
+  return gc_states_new(NULL, NULL, d);
+}
+
+static graphc_status_t cpu_bind_states(gc_exec *exe, gc_states *st, gc_diags *d) {
+  cpu_state *s = exe->state;
+  if (!s || !s->hx) {
+    gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, noloc, "executable is not prepared");
+    return GRAPHC_STATUS_INVALID_ARGUMENT;
+  }
+  return gc_host_exec_bind_states(s->hx, st, d) ? GRAPHC_STATUS_INVALID_ARGUMENT : GRAPHC_STATUS_OK;
+}
+
 const gc_backend gc_backend_cpu = {
     .name = "cpu",
     .prepare = cpu_prepare,
     .run = cpu_run,
     .run_device = NULL,
+    .states_new = cpu_states_new,
+    .bind_states = cpu_bind_states,
     .release = cpu_release,
 };

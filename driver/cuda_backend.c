@@ -34,6 +34,7 @@
 #include "driver/launch_build.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_exec.h"
+#include "runtime/states.h"
 #include "codegen/codegen.h"
 #include "driver/settings.h"
 
@@ -402,8 +403,24 @@ static void cuda_release(gc_exec *exe) {
   free(s);
 }
 
+static gc_states *cuda_states_new(gc_exec *exe, gc_diags *d) {
+  cu_state *s = exe->state;
+  return s && s->x ? gc_cu_exec_states_new(s->x, d) : NULL;
+}
+
+static graphc_status_t cuda_bind_states(gc_exec *exe, gc_states *st, gc_diags *d) {
+  cu_state *s = exe->state;
+  if (!s || !s->x) {
+    gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0}, "executable is not prepared");
+    return GRAPHC_STATUS_INVALID_ARGUMENT;
+  }
+  return gc_cu_exec_bind_states(s->x, st, d) ? GRAPHC_STATUS_INVALID_ARGUMENT : GRAPHC_STATUS_OK;
+}
+
 const gc_backend gc_backend_cuda = {
     .name = "cuda",
+    .states_new = cuda_states_new,
+    .bind_states = cuda_bind_states,
     .prepare = cuda_prepare,
     .run = cuda_run,
     .run_device = cuda_run_device,

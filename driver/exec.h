@@ -37,6 +37,11 @@ typedef struct gc_backend {
   void (*ctx_free)(gc_exec *exe, void *ctx);
   graphc_status_t (*ctx_run)(gc_exec *exe, void *ctx, int kind, const graphc_tensor_t *inputs,
                              graphc_tensor_t *outputs, void *stream, gc_diags *d);
+  /* Optional (NULL: graphs with states are unsupported). A new, empty store for this
+   * backend's memory (runtime/states.h), and pointing the executable's states at a store's
+   * memory (made zero there when missing); bind again to share another store. */
+  struct gc_states *(*states_new)(gc_exec *exe, gc_diags *d);
+  graphc_status_t (*bind_states)(gc_exec *exe, struct gc_states *s, gc_diags *d);
   /* Required. Free everything `prepare` made; safe after a failed prepare. */
   void (*release)(gc_exec *exe);
 } gc_backend;
@@ -85,8 +90,19 @@ struct graphc_executable {
   graphc_tensor_info_t *inputs, *outputs;
   gc_sbuf stats;                 /* appended to by passes and backends */
   struct graphc_exec_context *contexts; /* alive (driver/exec_context.c), freed with it */
+  struct gc_states *states;      /* the states' memory (NULL: the graph has none); shared by
+                                    graphc_executable_share_states, freed by the last user */
   pthread_mutex_t contexts_mu;
 };
+
+/* driver/states_api.c: the store of a graph with states, made and bound after prepare
+ * (nothing when it has none); the interpreter backend's state hooks and run. */
+graphc_status_t gc_exec_states_init(gc_exec *exe, gc_diags *d);
+struct gc_states *gc_interp_states_new(gc_exec *exe, gc_diags *d);
+graphc_status_t gc_interp_bind_states(gc_exec *exe, struct gc_states *s, gc_diags *d);
+graphc_status_t gc_interp_states_run(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_t *out,
+                                     gc_diags *d);
+void gc_interp_states_free(gc_exec *exe);
 
 /* driver/exec_context.c: free the contexts still alive (graphc_executable_destroy,
  * before the backend's release). */

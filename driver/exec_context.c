@@ -30,6 +30,10 @@ graphc_status_t graphc_exec_context_create(graphc_executable_t *exe, graphc_exec
   if (!exe || !out)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
                         "graphc_exec_context_create: NULL %s", exe ? "out" : "executable");
+  if (exe->states)  /* contexts share the states: runs on two of them would race on them */
+    return gc_set_error(err, GRAPHC_STATUS_UNSUPPORTED,
+                        "graphc_exec_context_create: the executable has states, which its contexts "
+                        "would share; run it directly (one run at a time)");
   graphc_exec_context_t *c = calloc(1, sizeof *c);
   if (!c) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
   c->exe = exe;

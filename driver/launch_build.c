@@ -136,6 +136,7 @@ int gc_launch_plan_build(const gc_plan *p, const graphc_tensor_info_t *in, size_
       case GC_BUF_OUTPUT: q->kind = GC_LP_OUTPUT; break;
       case GC_BUF_CONST: q->kind = GC_LP_CONST; break;
       case GC_BUF_TEMP: q->kind = GC_LP_TEMP; break;
+      case GC_BUF_STATE: q->kind = GC_LP_STATE; break;
     }
     q->index = b->index;
     q->bytes = b->bytes;
@@ -158,6 +159,17 @@ int gc_launch_plan_build(const gc_plan *p, const graphc_tensor_info_t *in, size_
       memcpy(q->dims, b->type.dims, sizeof q->dims);
     else
       q->dims[0] = (int64_t)c->bytes;
+  }
+  lp->n_states = p->n_states;
+  lp->states = gc_arena_alloc(a, (size_t)p->n_states * sizeof *lp->states + 1);
+  for (int i = 0; lp->states && i < p->n_states; i++) {
+    const gc_plan_state *s = &p->states[i];
+    gc_lp_state *q = &lp->states[i];
+    q->name = gc_arena_strdup(a, s->name);
+    q->bytes = s->bytes;
+    q->dtype = s->type.dtype;
+    q->rank = s->type.rank;
+    memcpy(q->dims, s->type.dims, sizeof q->dims);
   }
   lp->arena_bytes = p->arena_bytes;
   lp->n_inputs = (int)n_in;

@@ -144,6 +144,9 @@ static int tok_is(const gc_token *t, const char *s) {
 /* The current token is the keyword kw. */
 static int at_kw(const parser *p, const char *kw) { return tok_is(&p->tok, kw); }
 
+/* The token starts a declaration: `param` or `state`. */
+static int at_decl(const parser *p) { return at_kw(p, "param") || at_kw(p, "state"); }
+
 /* The token is 'graph' at the start of a line: a new graph, used to stop recovery. */
 static int at_graph_start(const parser *p) {
   return at_kw(p, "graph") && (p->prev.loc.line == 0 || p->tok.loc.line > p->prev.loc.line);
@@ -268,7 +271,7 @@ static int expect(parser *p, gc_tok_kind k, const char *context) {
  * statement (or closes the graph), the error is reported and the ';' assumed. */
 static int expect_semi(parser *p, const char *context) {
   if (expect(p, GC_TOK_SEMI, context)) return 1;
-  return at(p, GC_TOK_VALUE) || at_kw(p, "param") || at_kw(p, "return") ||
+  return at(p, GC_TOK_VALUE) || at_decl(p) || at_kw(p, "return") ||
          at(p, GC_TOK_RBRACE) || at(p, GC_TOK_EOF) || at_graph_start(p);
 }
 
@@ -345,7 +348,7 @@ static void sync_stmt(parser *p, int seen_eq) {
       return;
     }
     if (p->tok.loc.line > p->prev.loc.line &&
-        (at(p, GC_TOK_VALUE) || at_kw(p, "param") || at_kw(p, "return")))
+        (at(p, GC_TOK_VALUE) || at_decl(p) || at_kw(p, "return")))
       return;
     if (at(p, GC_TOK_EQ)) seen_eq = 1;
     if (at(p, GC_TOK_VALUE) && !seen_eq && !p->tok.bad) {
@@ -634,8 +637,9 @@ static void parse_op(parser *p) {
     s.bad = 1;
   } else if (at(p, GC_TOK_IDENT)) {
     opc = gc_opcode_from_name(name.text, name.len);
-    if (opc == GC_OP_PARAM) {
-      error_at(p, name.loc, "unknown op 'param' (declare parameters with a param statement)");
+    if (opc == GC_OP_PARAM || opc == GC_OP_STATE) {
+      error_at(p, name.loc, "unknown op '%s' (declare %s with a %s statement)", gc_op_infos[opc].name,
+               opc == GC_OP_PARAM ? "parameters" : "states", gc_op_infos[opc].name);
       s.bad = 1;
     } else if (opc < 0) {
       error_at(p, name.loc, "unknown op '%.*s'", (int)(name.len > 40 ? 40 : name.len), name.text);
@@ -677,14 +681,18 @@ fail:
   define_results(p, &s, NULL);
 }
 
-/* param = "param" VALUE ":" type "=" STRING ";" */
-static void parse_param(parser *p) {
+/* param = "param" VALUE ":" type "=" STRING ";"    (the tensor's name in the weights)
+ * state = "state" VALUE ":" type "=" STRING ";"    (the state's name) */
+static void parse_decl(parser *p, gc_opcode opc) {
+  const char *kwn = gc_op_infos[opc].name;
   stmt s = {0};
   int cap_ok = 0, n_ok = 0;
   gc_loc kw = p->tok.loc;
   advance(p);
   if (!at(p, GC_TOK_VALUE)) {
-    error_expected(p, "a value name (%x) after 'param'");
+    char what[64];
+    snprintf(what, sizeof what, "a value name (%%x) after '%s'", kwn);
+    error_expected(p, what);
     sync_stmt(p, 0);
     return;
   }
@@ -696,20 +704,22 @@ static void parse_param(parser *p) {
   advance(p);
   gc_type ty;
   gc_token str;
-  if (!expect(p, GC_TOK_COLON, "after the param name")) goto fail;
+  const int param = opc == GC_OP_PARAM;
+  if (!expect(p, GC_TOK_COLON, param ? "after the param name" : "after the state name")) goto fail;
   if (!parse_type(p, &ty, &s.bad)) goto fail;
   PUSH(p, s.types, s.n_types, s.cap_types, ty);
-  if (!expect(p, GC_TOK_EQ, "after the param type")) goto fail;
+  if (!expect(p, GC_TOK_EQ, param ? "after the param type" : "after the state type")) goto fail;
   str = p->tok;
-  if (!expect(p, GC_TOK_STRING, "(the tensor name in the weights file)")) goto fail;
+  if (!expect(p, GC_TOK_STRING, param ? "(the tensor name in the weights file)" : "(the state's name)"))
+    goto fail;
   if (str.bad) s.bad = 1;
-  if (!expect_semi(p, "after the param statement")) goto fail;
+  if (!expect_semi(p, param ? "after the param statement" : "after the state statement")) goto fail;
   gc_named_attr na = {.name = "name", .val = {.kind = GC_ATTR_STR, .loc = str.loc}};
   char *sv = palloc(p, str.len + 1);
   if (sv) gc_lex_string(&str, sv);
   na.val.u.s = sv;
   PUSH(p, s.attrs, s.n_attrs, s.cap_attrs, na);
-  define_results(p, &s, s.bad || p->oom ? NULL : build_op(p, &s, GC_OP_PARAM, kw));
+  define_results(p, &s, s.bad || p->oom ? NULL : build_op(p, &s, opc, kw));
   return;
 fail:
   sync_stmt(p, 1);
@@ -754,14 +764,16 @@ static void parse_body(parser *p) {
       after_reported = 1;
     }
     if (at_kw(p, "param")) {
-      parse_param(p);
+      parse_decl(p, GC_OP_PARAM);
+    } else if (at_kw(p, "state")) {
+      parse_decl(p, GC_OP_STATE);
     } else if (at_kw(p, "return")) {
       parse_return(p);
       seen_return = 1;
     } else if (at(p, GC_TOK_VALUE)) {
       parse_op(p);
     } else {
-      error_expected(p, "a statement (an op, param or return)");
+      error_expected(p, "a statement (an op, param, state or return)");
       sync_stmt(p, 1);
     }
   }

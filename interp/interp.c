@@ -142,6 +142,12 @@ static graphc_status_t emit_outputs(interp_ctx *cx, const gc_value *v, const voi
   return GRAPHC_STATUS_OK;
 }
 
+/* Ops whose result borrows memory instead of owning a fresh buffer: a param (the
+ * weights), a state (its memory) and cache_write (the state it updates in place). */
+static int borrows_result(const gc_op *op) {
+  return op->opcode == GC_OP_PARAM || op->opcode == GC_OP_STATE || op->opcode == GC_OP_CACHE_WRITE;
+}
+
 /* Execute one op: allocate its results, run its kernel, publish the results,
  * and release operands whose last use this was. */
 static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
@@ -168,14 +174,14 @@ static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
     }
     out[r].type = &v->type;
     out[r].numel = numel;
-    if (op->opcode != GC_OP_PARAM) {
+    if (!borrows_result(op)) {
       out[r].data = interp_alloc(cx, op, (size_t)nb, 1);
       if (!out[r].data) st = GRAPHC_STATUS_OUT_OF_MEMORY;
     }
   }
   if (st == GRAPHC_STATUS_OK) st = evals[op->opcode](cx, op, in, out);
   if (st != GRAPHC_STATUS_OK) {
-    if (op->opcode != GC_OP_PARAM)
+    if (!borrows_result(op))
       for (int r = 0; r < op->n_results; r++) free(out[r].data);
     free(in);
     return st;
@@ -183,7 +189,7 @@ static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
   for (int r = 0; r < op->n_results; r++) {
     islot *s = &vals[op->results[r]->id];
     s->data = out[r].data;
-    s->owned = op->opcode != GC_OP_PARAM;
+    s->owned = !borrows_result(op);
     if (st == GRAPHC_STATUS_OK) st = emit_outputs(cx, op->results[r], s->data, outputs);
     if (s->uses == 0 && s->owned) {   /* dead or output-only: done with it */
       free(s->data);
@@ -207,7 +213,14 @@ static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
 graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
                               const graphc_tensor_t *inputs, int n_inputs,
                               graphc_tensor_t *outputs, int n_outputs, gc_diags *d) {
-  interp_ctx cx = {g, weights, d};
+  return gc_interp_run_states(g, weights, NULL, 0, inputs, n_inputs, outputs, n_outputs, d);
+}
+
+graphc_status_t gc_interp_run_states(const gc_graph *g, const gc_safetensors *weights,
+                                     const gc_interp_state *states, int n_states,
+                                     const graphc_tensor_t *inputs, int n_inputs,
+                                     graphc_tensor_t *outputs, int n_outputs, gc_diags *d) {
+  interp_ctx cx = {g, weights, d, states, n_states};
   if (n_inputs != g->n_args || n_outputs != g->n_outputs) {
     gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, g->loc,
                 "graph @%s takes %d inputs and returns %d outputs; got %d and %d", g->name,

@@ -22,5 +22,20 @@ graphc_status_t gc_interp_run(const gc_graph *g, const gc_safetensors *weights,
                               const graphc_tensor_t *inputs, int n_inputs,
                               graphc_tensor_t *outputs, int n_outputs, gc_diags *d);
 
+/* The memory of one state (`state %k: T = "name"`): host bytes of its type that the
+ * run reads and cache_write updates in place. */
+typedef struct gc_interp_state {
+  const char *name;
+  void *data;
+  size_t nbytes;
+} gc_interp_state;
+
+/* gc_interp_run for a graph with states: states[0..n_states) by name (a state the
+ * graph declares and the list lacks, or of another size, is an error). */
+graphc_status_t gc_interp_run_states(const gc_graph *g, const gc_safetensors *weights,
+                                     const gc_interp_state *states, int n_states,
+                                     const graphc_tensor_t *inputs, int n_inputs,
+                                     graphc_tensor_t *outputs, int n_outputs, gc_diags *d);
+
 
 #endif

@@ -30,11 +30,14 @@ typedef struct interp_ctx {
   const gc_graph *g;
   const gc_safetensors *weights;
   gc_diags *d;
+  const gc_interp_state *states;
+  int n_states;
 } interp_ctx;
 
 /* A kernel reads `in` (op->n_operands tensors) and fills `out` (op->n_results
  * tensors whose buffers the driver allocated and zeroed; PARAM instead points
- * its result at the weights). Returns OK or the status of the error it reported. */
+ * its result at the weights, STATE at the state's memory and CACHE_WRITE at its first
+ * operand's, which it updates in place). Returns OK or the status of the error it reported. */
 typedef graphc_status_t (*interp_eval_fn)(interp_ctx *cx, const gc_op *op, const itensor *in,
                                           itensor *out);
 

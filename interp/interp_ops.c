@@ -14,6 +14,51 @@ static size_t esize(const itensor *t) { return graphc_dtype_size(t->type->dtype)
 
 /* ---- sources ------------------------------------------------------------------- */
 
+/* state: the result borrows the state's memory (the caller's, by name). */
+graphc_status_t interp_state(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
+  (void)in;
+  const char *name = gc_op_attr_str(op, "name", "");
+  size_t need = (size_t)out[0].numel * esize(&out[0]);
+  for (int i = 0; i < cx->n_states; i++) {
+    if (strcmp(cx->states[i].name, name) != 0) continue;
+    if (cx->states[i].nbytes != need) {
+      gc_error_at(cx->d, GRAPHC_STATUS_INVALID_ARGUMENT, op->loc,
+                  "state \"%s\" has %zu bytes of memory; it needs %zu", name, cx->states[i].nbytes, need);
+      return GRAPHC_STATUS_INVALID_ARGUMENT;
+    }
+    out[0].data = cx->states[i].data;
+    return GRAPHC_STATUS_OK;
+  }
+  gc_error_at(cx->d, GRAPHC_STATUS_INVALID_ARGUMENT, op->loc, "no memory for state \"%s\"", name);
+  return GRAPHC_STATUS_INVALID_ARGUMENT;
+}
+
+/* cache_write: upd[.., s, ..] of row b into the state at position pos[b] + s on the
+ * axis, in place (the result is the state); positions outside [0, T) are dropped. */
+graphc_status_t interp_cache_write(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
+  (void)cx;
+  const gc_type *st = in[0].type, *ut = in[1].type, *pt = in[2].type;
+  int r = st->rank, axis = interp_axis(gc_op_attr_int(op, "axis", 0), r);
+  size_t es = esize(&in[0]);
+  int64_t sst[GC_MAX_RANK], idx[GC_MAX_RANK] = {0};
+  interp_strides(st, sst);
+  out[0].data = in[0].data;
+  for (int64_t e = 0; e < in[1].numel; e++) {
+    int64_t rem = e;
+    for (int i = r - 1; i >= 0; i--) {
+      idx[i] = rem % ut->dims[i];
+      rem /= ut->dims[i];
+    }
+    int64_t p = gc_load_i64(in[2].data, pt->dtype, pt->rank ? idx[0] : 0);
+    int64_t t = p + idx[axis];
+    if (t < 0 || t >= st->dims[axis]) continue;
+    int64_t off = 0;
+    for (int i = 0; i < r; i++) off += (i == axis ? t : idx[i]) * sst[i];
+    memcpy((char *)out[0].data + (size_t)off * es, (const char *)in[1].data + (size_t)e * es, es);
+  }
+  return GRAPHC_STATUS_OK;
+}
+
 /* param: the result borrows the weights tensor named by the `name` attribute. */
 graphc_status_t interp_param(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
   const char *name = gc_op_attr_str(op, "name", NULL);

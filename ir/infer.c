@@ -1227,6 +1227,34 @@ static int gc_infer_gather(const gc_graph *g, const gc_op *op, gc_type *out, gc_
   return 1;
 }
 
+/* cache_write(state, upd, pos, axis): upd of the state's dtype and rank, each dim but
+ * `axis` at most the state's (symbolic dims: equal, or decided once bound); pos an index
+ * dtype, [upd.dims[0]] or a scalar. The result is the state's type. */
+static int gc_infer_cache_write(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
+  CTX;
+  const gc_type *st = in(c, 0), *u = in(c, 1), *pos = in(c, 2);
+  int axis;
+  if (!gc_op_attr(op, "axis")) return fail(c, op->loc, "missing required attribute 'axis'");
+  if (!get_axis(c, "axis", 0, st->rank, &axis) || !want_dt(c, 2, DT_INDEX)) return 0;
+  if (u->dtype != st->dtype || u->rank != st->rank)
+    return fail(c, op->loc, "the update %s must have the state's dtype and rank (%s)", ty(c, u),
+                ty(c, st));
+  if (axis == 0 && pos->rank != 0)
+    return fail(c, op->loc, "with axis 0 the positions must be a scalar, got %s", ty(c, pos));
+  for (int i = 0; i < st->rank; i++) {
+    if (i == axis || u->dims[i] == st->dims[i]) continue;
+    if (GC_DIM_IS_SYM(u->dims[i]) || GC_DIM_IS_SYM(st->dims[i])) continue;
+    if (u->dims[i] > st->dims[i])
+      return fail(c, op->loc, "update dim %d is %lld, larger than the state's %lld", i,
+                  (long long)u->dims[i], (long long)st->dims[i]);
+  }
+  if (pos->rank > 1 || (pos->rank == 1 && pos->dims[0] != u->dims[0]))
+    return fail(c, op->loc, "positions %s must be a scalar or one per update row ([%s])", ty(c, pos),
+                "dim 0 of the update");
+  out[0] = *st;
+  return 1;
+}
+
 /* split: one result per entry of sizes (>= 1, summing to the dim). */
 static int gc_infer_split(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;

@@ -187,7 +187,8 @@ typedef enum gc_opcode {
 
 typedef enum gc_kind {
   GC_KIND_SOURCE, GC_KIND_ELEMENTWISE, GC_KIND_REDUCE, GC_KIND_NORM,
-  GC_KIND_MATMUL, GC_KIND_CONV, GC_KIND_POOL, GC_KIND_MOVE
+  GC_KIND_MATMUL, GC_KIND_CONV, GC_KIND_POOL, GC_KIND_MOVE,
+  GC_KIND_WRITE          /* cache_write: updates a state in place, its own kernel */
 } gc_kind;
 
 typedef struct gc_op_info {

@@ -105,11 +105,11 @@ static void print_value(gc_sbuf *b, const gc_value *v) {
   gc_sbuf_printf(b, "%%%s", v && v->name ? v->name : "?");
 }
 
-/* One statement: a param, or results = op(operands, attrs) : types. */
+/* One statement: a param or state, or results = op(operands, attrs) : types. */
 static void print_op(gc_sbuf *b, const gc_graph *g, const gc_op *op) {
   gc_sbuf_puts(b, "  ");
-  if (op->opcode == GC_OP_PARAM && op->n_results == 1) {
-    gc_sbuf_puts(b, "param ");
+  if ((op->opcode == GC_OP_PARAM || op->opcode == GC_OP_STATE) && op->n_results == 1) {
+    gc_sbuf_printf(b, "%s ", gc_op_infos[op->opcode].name);
     print_value(b, op->results[0]);
     gc_sbuf_puts(b, ": ");
     print_type(b, g, &op->results[0]->type);

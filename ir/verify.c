@@ -433,7 +433,7 @@ static void verify_op(vstate *s, gc_op *op) {
     check_attrs(s->g, op, s->d);
     /* Declared types (and a param's type, which is always declared) must be well formed. */
     for (int i = 0; i < op->n_results && !err; i++)
-      if ((op->typed || op->opcode == GC_OP_PARAM) &&
+      if ((op->typed || op->opcode == GC_OP_PARAM || op->opcode == GC_OP_STATE) &&
           !check_type(s->g, &op->results[i]->type, at_or(op->results[i]->loc, op->loc),
                       "type", s->d))
         err = 1;
@@ -536,6 +536,7 @@ static void warn_unused(vstate *s) {
     for (int i = 0; i < op->n_results; i++) {
       gc_value *v = op->results[i];
       if (!v || v->def != op || !id_ok(s, v) || s->poisoned[v->id] || uses[v->id]) continue;
+      if (gc_op_infos[op->opcode].kind == GC_KIND_WRITE) continue;  /* its effect is the point */
       char msg[256];
       snprintf(msg, sizeof msg, "value %%%s is never used", v->name ? v->name : "?");
       gc_loc loc = at_or(v->loc, op->loc);
@@ -543,6 +544,39 @@ static void warn_unused(vstate *s) {
     }
   free(uses);
   free(idx);
+}
+
+/* States: names unique in the graph; a cache_write writes a state, which has the write
+ * as its only use (the write is in place: nothing may read the state from before it). */
+static void verify_states(vstate *s) {
+  const gc_graph *g = s->g;
+  for (const gc_op *op = g->first; op; op = op->next) {
+    if (op->opcode == GC_OP_STATE && op->n_results == 1) {
+      const char *nm = gc_op_attr_str(op, "name", "");
+      for (const gc_op *o = g->first; o != op; o = o->next)
+        if (o->opcode == GC_OP_STATE && strcmp(gc_op_attr_str(o, "name", ""), nm) == 0)
+          gc_error_at(s->d, GRAPHC_STATUS_VERIFY_ERROR, op->loc,
+                      "state \"%s\" is declared twice in @%s (first at line %d)", nm, g->name,
+                      o->loc.line);
+    }
+    if (op->opcode != GC_OP_CACHE_WRITE || op->n_operands < 1 || !op->operands[0]) continue;
+    const gc_value *st = op->operands[0];
+    if (!st->def || st->def->opcode != GC_OP_STATE) {
+      gc_error_at(s->d, GRAPHC_STATUS_VERIFY_ERROR, op->loc,
+                  "cache_write writes a state in place: its first operand %%%s must be a state",
+                  st->name ? st->name : "?");
+      continue;
+    }
+    int uses = 0;
+    for (const gc_op *o = g->first; o; o = o->next)
+      for (int i = 0; i < o->n_operands; i++) uses += o->operands[i] == st;
+    for (int i = 0; i < g->n_outputs; i++) uses += g->outputs[i] == st;
+    if (uses != 1)
+      gc_error_at(s->d, GRAPHC_STATUS_VERIFY_ERROR, op->loc,
+                  "state %%%s is written here, so this cache_write must be its only use (it has %d): "
+                  "read the state through the write's result",
+                  st->name ? st->name : "?", uses);
+  }
 }
 
 /* Verify arguments, ops in program order, the signature; then warn about unused values. */
@@ -601,6 +635,7 @@ int gc_verify_graph(gc_graph *g, gc_diags *d) {
     if (!check_type(g, &v->type, at_or(v->loc, g->loc), "argument type", d)) s.poisoned[v->id] = 1;
   }
   for (gc_op *op = g->first; op; op = op->next) verify_op(&s, op);
+  verify_states(&s);
   verify_signature(&s);
   warn_unused(&s);
   free(s.defined);

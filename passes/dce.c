@@ -10,7 +10,7 @@ int gc_pass_dce(gc_graph *g, gc_diags *d) {
     prev = op->prev;
     int used = 0;
     for (int i = 0; i < op->n_results; i++) used |= op->results[i]->n_uses > 0;
-    if (used) continue;
+    if (used || gc_op_infos[op->opcode].kind == GC_KIND_WRITE) continue;  /* a state write is its effect */
     for (int i = 0; i < op->n_operands; i++) op->operands[i]->n_uses--;
     gc_op_remove(g, op);
     removed++;

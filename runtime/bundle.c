@@ -182,6 +182,13 @@ int gc_bundle_write(const gc_bundle *b, int embed_weights, void **out, size_t *l
   *out = NULL;
   *len = 0;
   GC_ASSERT(b->n_plans >= 1 && (b->n_images >= 1 || b->host));
+  for (int i = 0; i < b->n_plans; i++)
+    if (b->plans[i].n_states) {
+      gc_error_at(d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0},
+                  "the graph declares states (state \"%s\"): bundles and --emit c do not hold "
+                  "states yet; run it with the JIT API (graphc_compile)", b->plans[i].states[0].name);
+      return -1;
+    }
   wbuf w = {0};
   int rc = -1;
   /* Const data: one blob per distinct content, in first-use order. */

@@ -209,6 +209,7 @@ static CUdeviceptr buffer_addr(const gc_cu_ctx *c, int buf, const CUdeviceptr *i
     case GC_LP_OUTPUT: return out[b->index];
     case GC_LP_CONST: return x->consts + x->const_off[b->index];
     case GC_LP_TEMP: return c->arena + b->offset;
+    case GC_LP_STATE: return x->state_addr ? x->state_addr[b->index] : 0;
   }
   return 0;
 }
@@ -294,7 +295,8 @@ static int bind_io(gc_cu_ctx *c, const CUdeviceptr *in, const CUdeviceptr *out, 
   gc_cu_exec *x = c->x;
   const gc_launch_plan *p = x->plan;
   /* the same pointers as bound now (and every tensor map good for them): nothing to do */
-  if (c->bound) {
+  unsigned sg = __atomic_load_n(&x->states_gen, __ATOMIC_ACQUIRE);
+  if (c->bound && c->bound_states == sg) {
     int same = memcmp(c->bound_in, in, (size_t)p->n_inputs * sizeof *in) == 0 &&
                memcmp(c->bound_out, out, (size_t)p->n_outputs * sizeof *out) == 0;
     for (int i = 0; same && i < p->n_tmaps; i++) same = c->tmap_valid[i];
@@ -316,6 +318,7 @@ static int bind_io(gc_cu_ctx *c, const CUdeviceptr *in, const CUdeviceptr *out, 
   }
   if (bind_tmaps(c, in, out, d)) return -1;
   c->bound = 1;
+  c->bound_states = sg;
   return 0;
 }
 
@@ -442,6 +445,7 @@ static int capture_graph(gc_cu_ctx *c, gc_diags *d) {
   if (rc) c->gexec = NULL;
   cu->GraphDestroy(g);
   if (rc == 0) {
+    c->graph_states = c->bound_states;
     memcpy(c->graph_in, c->bound_in, ni * sizeof *c->graph_in);
     memcpy(c->graph_out, c->bound_out, no * sizeof *c->graph_out);
   }
@@ -462,7 +466,8 @@ static int launch_all(gc_cu_ctx *c, CUstream s, gc_diags *d) {
   if (nl == np) return 0;
   if (x->eager) return launch_range(c, np, nl, s, d);
   size_t ni = (size_t)x->plan->n_inputs, no = (size_t)x->plan->n_outputs;
-  int same = c->gexec && memcmp(c->graph_in, c->bound_in, ni * sizeof *c->graph_in) == 0 &&
+  int same = c->gexec && c->graph_states == c->bound_states &&
+             memcmp(c->graph_in, c->bound_in, ni * sizeof *c->graph_in) == 0 &&
              memcmp(c->graph_out, c->bound_out, no * sizeof *c->graph_out) == 0;
   if (!same && capture_graph(c, d)) return -1;
   return GC_CU(x->cu, d, GraphLaunch, c->gexec, s);

@@ -490,6 +490,7 @@ void gc_cu_exec_free(gc_cu_exec *x) {
   }
   free(x->kernels);
   free(x->const_off);
+  free(x->state_addr);
   gc_launch_deps_free(&x->deps);
   if (x->mu_ok) pthread_mutex_destroy(&x->mu);
   free(x);

@@ -127,6 +127,12 @@ int gc_cu_ctx_enqueue(gc_cu_ctx *c, const graphc_tensor_t *in, graphc_tensor_t *
 
 /* Upload new bytes for const i (same size) after loading. Waits for the work of every
  * context first; must not be called while another thread runs the executor. */
+/* States (runtime/cuda_states.c): a store of device memory for this executor's device,
+ * and pointing the plan's states at a store's memory (made zero there when missing).
+ * Bind before the first run and again (never during a run) to share another store. */
+struct gc_states;
+struct gc_states *gc_cu_exec_states_new(gc_cu_exec *x, gc_diags *d);
+int gc_cu_exec_bind_states(gc_cu_exec *x, struct gc_states *s, gc_diags *d);
 int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, gc_diags *d);
 
 /* Facts about a loaded executor. */

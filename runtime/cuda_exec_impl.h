@@ -40,6 +40,7 @@ struct gc_cu_ctx {
   CUdeviceptr *bound_in, *bound_out; /* what the kernel arguments point at now */
   CUdeviceptr *graph_in, *graph_out; /* what the instantiated graph was captured with */
   int bound;                       /* the arguments and tensor maps are bound to bound_in/out */
+  unsigned bound_states, graph_states; /* the states generation the arguments / graph have */
   uint64_t *args;                  /* one 8-byte slot per kernel param (CUdeviceptr or int64) */
   void **argp;                     /* argp[i] = &args[i], what cuLaunchKernel reads */
   CUdeviceptr tmaps;               /* the tensor map table: n_tmaps x TMAP_BYTES */
@@ -82,6 +83,8 @@ struct gc_cu_exec {
   int branches_on;                 /* GRAPHC_CUDA_BRANCHES */
   gc_launch_deps deps;             /* launches after the prologue; used when deps.branches */
   unsigned weights_gen;            /* bumped by set_const: prologues are due again */
+  CUdeviceptr *state_addr;         /* per plan state: its memory (gc_cu_exec_bind_states) */
+  unsigned states_gen;             /* bumped by each bind: contexts bind and capture again */
   gc_cu_ctx *main;                 /* the executor's own context */
   gc_cu_ctx *contexts;             /* every context (main included) */
   pthread_mutex_t mu;              /* the context list and the weights */

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/states.h"
 #include "runtime/threadpool.h"
 
 #define HOST_ARENA_ALIGN 64
@@ -58,6 +59,7 @@ struct gc_host_exec {
   pthread_mutex_t run_mu;
   int run_mu_ok;
   int prologue_due;          /* the plan's prologue has yet to run on the current consts */
+  int states_bound;          /* the plan's states point at memory (gc_host_exec_bind_states) */
 };
 
 int gc_host_threads(const gc_rt_settings *s, gc_diags *d) {
@@ -200,6 +202,7 @@ static int setup_kernels(gc_host_exec *x, const gc_host_code *code, gc_diags *d)
         case GC_LP_OUTPUT: hk->io[hk->n_io++] = (io_slot){j, b->kind == GC_LP_OUTPUT, b->index}; break;
         case GC_LP_CONST: hk->slots[j] = x->consts[b->index]; break;
         case GC_LP_TEMP: hk->slots[j] = (char *)x->arena + b->offset; break;
+        case GC_LP_STATE: hk->slots[j] = NULL; break;  /* gc_host_exec_bind_states */
       }
     }
   }
@@ -249,6 +252,39 @@ int gc_host_exec_set_const(gc_host_exec *x, int c, const void *data, gc_diags *d
     }
   pthread_mutex_unlock(&x->run_mu);
   return rc;
+}
+
+int gc_host_exec_bind_states(gc_host_exec *x, gc_states *s, gc_diags *d) {
+  const gc_launch_plan *p = x->lp;
+  if (strcmp(gc_states_kind(s), "host") != 0) {
+    gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, noloc,
+                "the states are %s memory; this executable runs on the host", gc_states_kind(s));
+    return -1;
+  }
+  void **ptr = calloc((size_t)p->n_states + 1, sizeof *ptr);
+  if (!ptr) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, noloc, "out of memory");
+    return -1;
+  }
+  for (int i = 0; i < p->n_states; i++) {
+    uint64_t a = 0;
+    if (gc_states_get(s, &p->states[i], &a, d)) {
+      free(ptr);
+      return -1;
+    }
+    ptr[i] = (void *)(uintptr_t)a;
+  }
+  pthread_mutex_lock(&x->run_mu);
+  for (int i = 0; i < p->n_kernels; i++)
+    for (int j = 0; j < p->kernels[i].n_params; j++) {
+      const gc_lp_param *q = &p->kernels[i].params[j];
+      if (q->kind == GC_LP_PARAM_BUFFER && p->buffers[q->value].kind == GC_LP_STATE)
+        x->kernels[i].slots[j] = ptr[p->buffers[q->value].index];
+    }
+  x->states_bound = 1;
+  pthread_mutex_unlock(&x->run_mu);
+  free(ptr);
+  return 0;
 }
 
 /* 1 when [a, a+na) and [b, b+nb) share a byte. */
@@ -308,7 +344,12 @@ int gc_host_exec_run(gc_host_exec *x, const graphc_tensor_t *in, graphc_tensor_t
                      gc_diags *d) {
   const gc_launch_plan *p = x->lp;
   pthread_mutex_lock(&x->run_mu);
-  int rc = bind_io(x, in, out, d);
+  int rc = 0;
+  if (p->n_states && !x->states_bound) {
+    gc_error_at(d, GRAPHC_STATUS_INTERNAL, noloc, "host executor: the plan's states have no memory");
+    rc = -1;
+  }
+  if (rc == 0) rc = bind_io(x, in, out, d);
   /* the prologue (launches reading only consts) once per consts, then the rest */
   int first = x->prologue_due ? 0 : p->n_prologue;
   if (rc == 0) x->prologue_due = 0;
@@ -335,7 +376,9 @@ int gc_host_exec_time_launches(gc_host_exec *x, const graphc_tensor_t *in, graph
                                int runs, float *ms, gc_diags *d) {
   const gc_launch_plan *p = x->lp;
   pthread_mutex_lock(&x->run_mu);
-  int rc = bind_io(x, in, out, d);
+  int rc = p->n_states && !x->states_bound ? -1 : bind_io(x, in, out, d);
+  if (p->n_states && !x->states_bound)
+    gc_error_at(d, GRAPHC_STATUS_INTERNAL, noloc, "host executor: the plan's states have no memory");
   for (int r = 0; r < runs && rc == 0; r++)
     for (int i = 0; i < p->n_launches; i++) {
       int ki = p->launches[i];

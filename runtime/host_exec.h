@@ -56,6 +56,10 @@ int gc_host_exec_run(gc_host_exec *x, const graphc_tensor_t *in, graphc_tensor_t
 int gc_host_exec_time_launches(gc_host_exec *x, const graphc_tensor_t *in, graphc_tensor_t *out,
                                int runs, float *ms, gc_diags *d);
 /* Point const c at new data (same size; borrowed). 0, or -1 reported. */
+/* Point the plan's states at store s's host memory (made zero there when missing);
+ * before the first run of a plan with states, and again (never during a run) to share. */
+struct gc_states;
+int gc_host_exec_bind_states(gc_host_exec *x, struct gc_states *s, gc_diags *d);
 int gc_host_exec_set_const(gc_host_exec *x, int c, const void *data, gc_diags *d);
 /* "2 threads, arena 1024 bytes, 0 of 4 consts copied". */
 void gc_host_exec_describe(const gc_host_exec *x, gc_sbuf *out);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SPACE_IO, SPACE_CONST, SPACE_TEMP };
+enum { SPACE_IO, SPACE_CONST, SPACE_TEMP, SPACE_STATE };
 
 typedef struct region {
   int space;
@@ -30,6 +30,7 @@ static region buffer_region(const gc_launch_plan *p, int b, int write) {
   region r = {SPACE_IO, 0, UINT64_MAX, write};
   if (B->kind == GC_LP_TEMP) r = (region){SPACE_TEMP, B->offset, B->offset + (B->bytes ? B->bytes : 1), write};
   else if (B->kind == GC_LP_CONST) r = (region){SPACE_CONST, (uint64_t)B->index, (uint64_t)B->index + 1, write};
+  else if (B->kind == GC_LP_STATE) r = (region){SPACE_STATE, (uint64_t)B->index, (uint64_t)B->index + 1, write};
   return r;
 }
 

@@ -155,6 +155,12 @@ int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char
     if (!graphc_dtype_name(c->dtype) || tensor_bytes(c->dtype, c->rank, c->dims) != c->bytes)
       return bad_plan(d, st, what, "const %d (%s): shape or size is invalid", i, c->name);
   }
+  for (int i = 0; i < p->n_states; i++) {
+    const gc_lp_state *s = &p->states[i];
+    if (!s->name) return bad_plan(d, st, what, "state %d has no name", i);
+    if (!graphc_dtype_name(s->dtype) || tensor_bytes(s->dtype, s->rank, s->dims) != s->bytes)
+      return bad_plan(d, st, what, "state %d (%s): shape or size is invalid", i, s->name);
+  }
   for (int i = 0; i < p->n_buffers; i++) {
     const gc_lp_buffer *b = &p->buffers[i];
     uint64_t limit = 0;
@@ -170,6 +176,10 @@ int gc_launch_plan_check(const gc_launch_plan *p, graphc_status_t st, const char
       case GC_LP_CONST:
         if (b->index < 0 || b->index >= p->n_consts) goto bad_index;
         limit = p->consts[b->index].bytes;
+        break;
+      case GC_LP_STATE:
+        if (b->index < 0 || b->index >= p->n_states) goto bad_index;
+        limit = p->states[b->index].bytes;
         break;
       case GC_LP_TEMP:
         if (b->offset % LP_ALIGN || b->offset > p->arena_bytes ||

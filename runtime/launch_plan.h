@@ -28,7 +28,8 @@ typedef enum gc_lp_buf_kind {
   GC_LP_INPUT = 0,     /* caller's input `index` */
   GC_LP_OUTPUT = 1,    /* caller's output `index` */
   GC_LP_CONST = 2,     /* consts[index], uploaded once */
-  GC_LP_TEMP = 3       /* arena + offset */
+  GC_LP_TEMP = 3,      /* arena + offset */
+  GC_LP_STATE = 4      /* states[index]: the executable's memory, kept between runs */
 } gc_lp_buf_kind;
 
 typedef struct gc_lp_buffer {
@@ -94,6 +95,17 @@ typedef struct gc_lp_const {
   int64_t dims[GC_MAX_RANK];
 } gc_lp_const;
 
+/* A state (`state %k: T = "name"`): memory the executable owns (zero when made, or
+ * shared with another executable's state of the same name and type), kept between
+ * runs; cache_write kernels update it in place. */
+typedef struct gc_lp_state {
+  const char *name;
+  uint64_t bytes;
+  gc_dtype dtype;
+  int rank;
+  int64_t dims[GC_MAX_RANK];
+} gc_lp_state;
+
 typedef struct gc_launch_plan {
   gc_arena arena;
   int n_kernels;
@@ -109,6 +121,8 @@ typedef struct gc_launch_plan {
   gc_lp_tmap *tmaps;       /* param values of kind TMAP index this */
   int n_consts;
   gc_lp_const *consts;
+  int n_states;
+  gc_lp_state *states;
   uint64_t arena_bytes;    /* bytes of the TEMP arena */
   int n_inputs, n_outputs;
   graphc_tensor_info_t *inputs, *outputs;  /* names in the arena */

@@ -183,6 +183,10 @@ void check_plan(const gc_plan *p, const gc_graph *g, kir_target_kind tk) {
         ck_assert_int_lt(pb->index, p->n_consts);
         ck_assert_uint_eq(p->consts[pb->index].bytes, pb->bytes);
         break;
+      case GC_BUF_STATE:
+        ck_assert_int_lt(pb->index, p->n_states);
+        ck_assert_uint_eq(p->states[pb->index].bytes, pb->bytes);
+        break;
       case GC_BUF_TEMP:
         ck_assert_msg(pb->first_use >= 0, "TEMP buffer %d never used", b);
         ck_assert_msg(kernel_writes(m->kernels[p->launches[pb->first_use]], b),

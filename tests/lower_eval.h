@@ -764,7 +764,7 @@ static void ev_group_block(ev_kernel_ctx *c, const kir_block *b) {
 
 /* Element pointer of plan buffer b: caller's arrays for I/O and consts, the arena for TEMP. */
 static ev_mem ev_buffer(const gc_plan *p, int b, unsigned char **inputs, unsigned char **outputs,
-                        unsigned char *arena) {
+                        unsigned char *arena, unsigned char **states) {
   const gc_plan_buffer *pb = &p->buffers[b];
   ev_mem m = {NULL, (int64_t)(pb->bytes / graphc_dtype_size(pb->type.dtype)), pb->type.dtype};
   switch (pb->kind) {
@@ -772,6 +772,7 @@ static ev_mem ev_buffer(const gc_plan *p, int b, unsigned char **inputs, unsigne
     case GC_BUF_OUTPUT: m.p = outputs[pb->index]; break;
     case GC_BUF_CONST: m.p = (unsigned char *)p->consts[pb->index].data; break;
     case GC_BUF_TEMP: m.p = arena + pb->offset; break;
+    case GC_BUF_STATE: m.p = states[pb->index]; break;
   }
   return m;
 }
@@ -783,6 +784,8 @@ static const char *ev_run_plan(const gc_plan *p, unsigned char **inputs, unsigne
   err[0] = 0;
   unsigned char *arena = malloc(p->arena_bytes + 1);
   memset(arena, 0xA5, p->arena_bytes + 1);  /* poison: unwritten reads show up */
+  unsigned char **states = calloc((size_t)p->n_states + 1, sizeof *states);  /* zero, like a new executable's */
+  for (int i = 0; i < p->n_states; i++) states[i] = calloc(1, p->states[i].bytes + 1);
   for (int li = 0; li < p->n_launches && !err[0]; li++) {
     const kir_kernel *k = p->kir->kernels[p->launches[li]];
     ev_kernel_ctx c;
@@ -791,7 +794,7 @@ static const char *ev_run_plan(const gc_plan *p, unsigned char **inputs, unsigne
     c.params = calloc((size_t)k->n_params + 1, sizeof *c.params);
     for (int i = 0; i < k->n_params; i++) {
       if (k->params[i].kind == KIR_PARAM_I64) continue;  /* buffers and tensor maps' buffers */
-      c.params[i] = ev_buffer(p, k->params[i].binding, inputs, outputs, arena);
+      c.params[i] = ev_buffer(p, k->params[i].binding, inputs, outputs, arena, states);
       c.params[i].t = k->params[i].dtype;
     }
     c.nthreads = k->launch.kind == KIR_LAUNCH_BLOCKS ? k->launch.block : 1;
@@ -837,6 +840,8 @@ static const char *ev_run_plan(const gc_plan *p, unsigned char **inputs, unsigne
     free(c.snap);
   }
   free(arena);
+  for (int i = 0; i < p->n_states; i++) free(states[i]);
+  free(states);
   return err[0] ? err : NULL;
 }
 

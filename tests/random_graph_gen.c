@@ -430,6 +430,36 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       attr(op, "name=\"p%d\"", g->vals[v].id);
       return 0;
     }
+    case GC_OP_STATE: {  /* read only here: zero on every fresh executable */
+      gc_type t = rtype(r, MA, 0, 3);
+      rg_op *op = new_op(g, opc);
+      int v = op_result(g, op, &t, 1, 1.0);
+      attr(op, "name=\"s%d\"", g->vals[v].id);
+      return 0;
+    }
+    case GC_OP_CACHE_WRITE: {  /* a fresh state of its own (hidden: the write is its only use) */
+      want w = {MA, 2, 4, 0, 0, 0};
+      int u = pick(g, r, &w);
+      const gc_type ut = g->vals[u].t;
+      int axis = (int)rint_in(r, 1, ut.rank - 1);
+      gc_type st = ut;
+      st.dims[axis] += rint_in(r, 0, 5);
+      if (rchance(r, 40)) st.dims[0] += rint_in(r, 1, 2);
+      rg_op *sop = new_op(g, GC_OP_STATE);
+      int sv = op_result(g, sop, &st, 1, 1.0);
+      attr(sop, "name=\"s%d\"", g->vals[sv].id);
+      g->vals[sv].hidden = 1;
+      gc_type pt = {.dtype = rchance(r, 50) ? GRAPHC_DTYPE_I32 : GRAPHC_DTYPE_I64};
+      if (rchance(r, 70)) pt.rank = 1, pt.dims[0] = ut.dims[0];
+      int p = new_arg(g, &pt, 'i', st.dims[axis]);  /* some positions fall outside: dropped */
+      rg_op *op = new_op(g, opc);
+      op_in(op, sv);
+      op_in(op, u);
+      op_in(op, p);
+      attr(op, "axis=%d", rchance(r, 30) ? axis - ut.rank : axis);
+      op_result(g, op, &st, g->vals[u].exact, dmax(g->vals[u].mag, 1.0));
+      return 0;
+    }
     case GC_OP_CONST: {
       gc_dtype dt = rdtype(r, MA);
       rg_op *op = new_op(g, opc);
@@ -1075,10 +1105,11 @@ static char *text_of(const rg_graph *g, int typed, int64_t sym) {
   for (int i = 0; i < g->n_ops; i++) {
     const rg_op *op = &g->ops[i];
     if (op->dead) continue;
-    if (op->opc == GC_OP_PARAM) {
-      gc_sbuf_printf(&b, "  param %%v%d: ", g->vals[op->out[0]].id);
+    if (op->opc == GC_OP_PARAM || op->opc == GC_OP_STATE) {
+      int st = op->opc == GC_OP_STATE;
+      gc_sbuf_printf(&b, "  %s %%v%d: ", st ? "state" : "param", g->vals[op->out[0]].id);
       gc_type_print(&b, &g->vals[op->out[0]].t, NULL);
-      gc_sbuf_printf(&b, " = \"p%d\";\n", g->vals[op->out[0]].id);
+      gc_sbuf_printf(&b, " = \"%c%d\";\n", st ? 's' : 'p', g->vals[op->out[0]].id);
       continue;
     }
     gc_sbuf_puts(&b, "  ");
@@ -1167,7 +1198,8 @@ int generate(rg_graph *g, uint64_t seed, int first) {
     int opc = i == 0 && first >= 0 ? first : (int)rint_in(&r, 0, GC_OP_COUNT_ - 1);
     /* sources and params are rarer: they start no chain */
     if (first < 0 || i > 0)
-      while ((opc == GC_OP_PARAM && !rchance(&r, 30)) || (opc == GC_OP_CONST && !rchance(&r, 50)))
+      while (((opc == GC_OP_PARAM || opc == GC_OP_STATE) && !rchance(&r, 30)) ||
+             (opc == GC_OP_CONST && !rchance(&r, 50)))
         opc = (int)rint_in(&r, 0, GC_OP_COUNT_ - 1);
     if (build_op(g, &r, (gc_opcode)opc) < 0) return -1 - opc;
   }

@@ -313,6 +313,18 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       else
         gb_ret(b, "eq(%%w1, %s)", gb_arg(b, 'x', 0, t, "4097"));
       return 0;
+    case GC_OP_STATE:  /* zero on a fresh executable */
+      *mask = MS;
+      gc_sbuf_printf(&b->body, "  state %%s0: %s[17, 3] = \"s0\";\n", dtn(t));
+      gc_sbuf_printf(&b->rets, "%%s0");
+      b->n_rets = 1;
+      return 0;
+    case GC_OP_CACHE_WRITE:  /* positions in [-9, 9): some rows fall outside T = 10 */
+      *mask = MS;
+      gc_sbuf_printf(&b->body, "  state %%s0: %s[3, 10, 5] = \"s0\";\n", dtn(t));
+      snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, "2, 4, 5"));
+      gb_ret(b, "cache_write(%%s0, %s, %s, axis=1)", x, gb_arg(b, 'i', 9, GRAPHC_DTYPE_I32, "2"));
+      return 0;
     case GC_OP_CONST:
       *mask = MS;
       gb_ret(b, "const(value=%s, shape=[17, 3], dtype=%s)", lit(t, 0), dtn(t));

@@ -646,7 +646,7 @@ START_TEST(parse_error_recovery) {
         "  return %h;\n}\n";
   r = parse_fail(src, &n);
   ck_assert_msg(n == 1, "%d errors:\n%s", n, r);
-  ck_assert(strstr(r, "t.graph:3:3: error: expected a statement (an op, param or return), found "
+  ck_assert(strstr(r, "t.graph:3:3: error: expected a statement (an op, param, state or return), found "
                       "'oops'"));
   free(r);
 

@@ -27,10 +27,10 @@ typedef struct tcase {
   const char *at;   /* error location: this text in stmt (NULL: the op) */
 } tcase;
 
-/* Name of the op a statement uses ("param" or the word before '('). */
+/* Name of the op a statement uses ("param", "state" or the word before '('). */
 static void stmt_op(const char *stmt, char *out, size_t n) {
-  if (strncmp(stmt, "param", 5) == 0) {
-    snprintf(out, n, "param");
+  if (strncmp(stmt, "param", 5) == 0 || strncmp(stmt, "state", 5) == 0) {
+    snprintf(out, n, "%.5s", stmt);
     return;
   }
   const char *eq = strchr(stmt, '='), *lp = strchr(stmt, '(');
@@ -44,7 +44,7 @@ static void stmt_op(const char *stmt, char *out, size_t n) {
 static char *run_case(const tcase *tc) {
   char res[64] = "";
   const char *p = tc->stmt;
-  if (strncmp(p, "param", 5) == 0) p += 6;
+  if (strncmp(p, "param", 5) == 0 || strncmp(p, "state", 5) == 0) p += 6;
   size_t k = 0;
   while (p[k] && p[k] != ' ' && p[k] != ',' && p[k] != ':' && k < sizeof res - 1) k++;
   memcpy(res, p, k);
@@ -114,6 +114,7 @@ static void check_cases(const tcase *cs, size_t n) {
 static const tcase source_cases[] = {
     {"", "param %r: f32[B, 3] = \"w\"", "f32[B, 3]", NULL},
     {"", "param %r: bool[] = \"flag\"", "bool[]", NULL},
+    {"", "state %r: f16[B, 4, T] = \"cache.k\"", "f16[B, 4, T]", NULL},
     {"", "%r = const(value=1.5)", "f32[]", NULL},
     {"", "%r = const(value=[1, 2, 3])", "i64[3]", NULL},
     {"", "%r = const(value=[1, 2.5])", "f32[2]", NULL},
@@ -644,6 +645,23 @@ static const tcase gather_split_cases[] = {
      "!axis 2 out of range for rank 2", "axis"},
     {"%a: f32[2, 2, 2, 2, 2], %i: i64[2, 2, 2, 2, 2]", "%r = gather(%a, %i)",
      "!result rank 9", NULL},
+    {"%s: f32[4, 2, 16, 8], %u: f32[2, 2, 3, 8], %p: i32[2]", "%r = cache_write(%s, %u, %p, axis=2)",
+     "f32[4, 2, 16, 8]", NULL},
+    {"%s: f16[4, T, 8], %u: f16[B, 1, 8], %p: i64[B]", "%r = cache_write(%s, %u, %p, axis=-2)", "f16[4, T, 8]",
+     NULL},
+    {"%s: f32[4, 16], %u: f32[4, 3], %p: i64[]", "%r = cache_write(%s, %u, %p, axis=1)", "f32[4, 16]", NULL},
+    {"%s: f32[4, 16, 8], %u: f16[2, 1, 8], %p: i32[2]", "%r = cache_write(%s, %u, %p, axis=1)",
+     "!must have the state's dtype and rank", NULL},
+    {"%s: f32[4, 16, 8], %u: f32[2, 1, 9], %p: i32[2]", "%r = cache_write(%s, %u, %p, axis=1)",
+     "!update dim 2 is 9, larger than the state's 8", NULL},
+    {"%s: f32[4, 16, 8], %u: f32[2, 1, 8], %p: f32[2]", "%r = cache_write(%s, %u, %p, axis=1)",
+     "!expected an index dtype", NULL},
+    {"%s: f32[4, 16, 8], %u: f32[2, 1, 8], %p: i32[3]", "%r = cache_write(%s, %u, %p, axis=1)",
+     "!positions i32[3] must be a scalar or one per update row", NULL},
+    {"%s: f32[4, 16, 8], %u: f32[2, 1, 8], %p: i32[2]", "%r = cache_write(%s, %u, %p, axis=0)",
+     "!with axis 0 the positions must be a scalar", NULL},
+    {"%s: f32[4, 16, 8], %u: f32[2, 1, 8], %p: i32[2]", "%r = cache_write(%s, %u, %p)",
+     "!missing required attribute 'axis'", NULL},
     {"%a: f32[4, 6]", "%r, %s = split(%a, axis=1, sizes=[2, 4])", "f32[4, 2], f32[4, 4]", NULL},
     {"%a: f32[B, 6]", "%r, %s, %t = split(%a, axis=-1, sizes=[1, 2, 3])",
      "f32[B, 1], f32[B, 2], f32[B, 3]", NULL},
@@ -720,6 +738,7 @@ START_TEST(all_ops_covered) {
     ok[opc]++, bad[opc]++;
   }
   bad[GC_OP_PARAM]++; /* param_rejects_bad_name */
+  bad[GC_OP_STATE]++; /* the same rule as param (gc_infer_param) */
   for (int i = 0; i < GC_OP_COUNT_; i++) {
     ck_assert_msg(ok[i] > 0, "op %s has no passing inference case", gc_op_infos[i].name);
     ck_assert_msg(bad[i] > 0, "op %s has no rejected inference case", gc_op_infos[i].name);

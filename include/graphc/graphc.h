@@ -249,6 +249,34 @@ graphc_status_t graphc_executable_input_info(const graphc_executable_t *exe, siz
 graphc_status_t graphc_executable_output_info(const graphc_executable_t *exe, size_t i,
                                               graphc_tensor_info_t *info);
 
+/* ---- states (a KV cache) ----------------------------------------------------------
+ * A graph may declare states, `state %k: f32[B, H, T, D] = "cache.k.0";`: memory the
+ * executable owns (host memory on the interp and cpu backends, device memory on cuda),
+ * zero when compiled, kept between runs and updated in place by cache_write. A state
+ * is known by its name.
+ * - share_states: `dst` uses `src`'s states from now on (its own are dropped): every
+ *   state dst declares must have the same dtype and shape in src's (one missing there is
+ *   added, zero). Both on the same backend. Executables sharing states see each other's
+ *   writes: the prefill and decode executables of one model, or one per batch bucket.
+ *   The memory lives until the last executable sharing it is destroyed.
+ * - read_state / write_state copy one state to / from host memory (tensor of exactly its
+ *   dtype and shape); reset_states zeroes every state exe uses.
+ * - num_states / state_info list them (info.name lives as long as the states).
+ * Runs of executables that share states must not overlap, and none of these calls may
+ * overlap a run of exe (or of one sharing its states); executables with states refuse
+ * execution contexts (graphc_exec_context_create) for the same reason. Bundles do not
+ * hold states yet. */
+graphc_status_t graphc_executable_share_states(graphc_executable_t *dst, graphc_executable_t *src,
+                                               graphc_error_t *err);
+size_t graphc_executable_num_states(const graphc_executable_t *exe);
+graphc_status_t graphc_executable_state_info(const graphc_executable_t *exe, size_t i,
+                                             graphc_tensor_info_t *info);
+graphc_status_t graphc_executable_read_state(graphc_executable_t *exe, const char *name,
+                                             graphc_tensor_t *out, graphc_error_t *err);
+graphc_status_t graphc_executable_write_state(graphc_executable_t *exe, const char *name,
+                                              const graphc_tensor_t *in, graphc_error_t *err);
+graphc_status_t graphc_executable_reset_states(graphc_executable_t *exe, graphc_error_t *err);
+
 /* Run with host tensors. Inputs and outputs are checked for count, dtype, shape
  * and buffer size; outputs are caller-allocated and written in full. */
 graphc_status_t graphc_executable_run(graphc_executable_t *exe,
