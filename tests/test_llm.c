@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "codegen/fusion.h"
+#include "driver/exec.h"
 #include "frontend/parser.h"
 #include "graphc/graphc_llm.h"
 #include "passes/pipeline.h"
@@ -24,6 +26,8 @@
 #include "testutil.h"
 
 #define V_TINY 256  /* make_tiny_llama.py's vocabulary */
+
+static int g_gpu;  /* a CUDA device is there (probed in main, before Check forks) */
 
 /* Is numpy there for the scripts? (Once per test process.) */
 static int have_numpy(void) {
@@ -139,38 +143,40 @@ static void run_exe(graphc_executable_t *exe, const batch *x, float *logits, int
   ck_assert_msg(st == GRAPHC_STATUS_OK, "run: %s", err.message);
 }
 
-/* got vs the reference's step `step`: max |error| <= tol x max |ref|; the greedy token
- * equal wherever the reference's top two logits are further apart than the error allows. */
+/* Row b of got vs row b of the reference's step `step` (rows of B): max |error| <= tol x
+ * max |ref|; the greedy token equal wherever the reference's top two logits are further
+ * apart than the error allows. */
+static void compare_row(const char *label, const float *got, int32_t got_next, const gc_safetensors *ref, int step,
+                        int b, int B, double tol) {
+  const gc_st_tensor *rl = gc_safetensors_find(ref, "logits"), *rn = gc_safetensors_find(ref, "next");
+  ck_assert(rl && rn && rl->dims[1] == B && rl->dims[2] == V_TINY && step < rl->dims[0]);
+  const float *r = (const float *)rl->data + ((size_t)step * B + b) * V_TINY;
+  int32_t rnext = ((const int32_t *)rn->data)[(size_t)step * B + b];
+  double maxref = 0, maxerr = 0, top = -INFINITY, second = -INFINITY;
+  for (int v = 0; v < V_TINY; v++) {
+    maxref = fmax(maxref, fabs(r[v]));
+    maxerr = fmax(maxerr, fabs((double)got[v] - r[v]));
+    if (r[v] > top) second = top, top = r[v];
+    else if (r[v] > second) second = r[v];
+  }
+  ck_assert_msg(maxerr <= tol * maxref, "%s: row %d, step %d: max |error| %.3g > %.3g x max |logit| %.3g", label, b,
+                step, maxerr, tol, maxref);
+  if (top - second > 4 * tol * maxref)
+    ck_assert_msg(got_next == rnext, "%s: row %d, step %d: greedy token %d, the reference's %d", label, b, step,
+                  got_next, rnext);
+}
+
+/* Every row of got ([B, V]) vs the reference's step `step`. */
 static void compare(const char *label, const float *got, const int32_t *got_next, const gc_safetensors *ref, int step,
                     int B, double tol) {
-  const gc_st_tensor *rl = gc_safetensors_find(ref, "logits"), *rn = gc_safetensors_find(ref, "next");
-  ck_assert(rl && rn && rl->dims[1] == B && rl->dims[2] == V_TINY);
-  const float *r = (const float *)rl->data + (size_t)step * B * V_TINY;
-  const int32_t *rnext = (const int32_t *)rn->data + (size_t)step * B;
-  double maxref = 0, maxerr = 0;
-  for (int i = 0; i < B * V_TINY; i++) {
-    maxref = fmax(maxref, fabs(r[i]));
-    maxerr = fmax(maxerr, fabs((double)got[i] - r[i]));
-  }
-  ck_assert_msg(maxerr <= tol * maxref, "%s: max |error| %.3g > %.3g x max |logit| %.3g", label, maxerr, tol,
-                maxref);
-  for (int b = 0; b < B; b++) {
-    const float *row = r + (size_t)b * V_TINY;
-    double top = -INFINITY, second = -INFINITY;
-    for (int v = 0; v < V_TINY; v++) {
-      if (row[v] > top) second = top, top = row[v];
-      else if (row[v] > second) second = row[v];
-    }
-    if (top - second > 4 * tol * maxref)
-      ck_assert_msg(got_next[b] == rnext[b], "%s: row %d: greedy token %d, the reference's %d", label, b, got_next[b],
-                    rnext[b]);
-  }
+  for (int b = 0; b < B; b++) compare_row(label, got + (size_t)b * V_TINY, got_next[b], ref, step, b, B, tol);
 }
 
 /* The stateless graph of `dir` at (B, S) on the interpreter and the cpu backend against
  * the reference, within `tol`; row b's tokens at positions pos0 * (b + 1) + i (RoPE far
  * out; the rows still see only their own tokens). */
-static void check_stateless(const char *dir, int B, int S, double tol, uint32_t seed, int pos0) {
+static void check_stateless_on(const char *dir, int B, int S, double tol, uint32_t seed, int pos0, int n_backends,
+                               const graphc_backend_t *backends) {
   batch x = make_batch(B, S, seed);
   for (int b = 0; b < B; b++) x.pos[b] = pos0 * (b + 1);
   gc_safetensors *ref = run_ref(dir, &x, 0);
@@ -181,8 +187,7 @@ static void check_stateless(const char *dir, int B, int S, double tol, uint32_t 
   lo.stateless = 1;
   lo.max_batch = 4;
   lo.max_context = 32;
-  graphc_backend_t backends[2] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU};
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < n_backends; k++) {
     graphc_model_t *m = load_bound(ctx, dir, &lo, B, S, 0, NULL);
     graphc_executable_t *exe = compile_on(ctx, m, backends[k]);
     float logits[8 * V_TINY];
@@ -196,6 +201,11 @@ static void check_stateless(const char *dir, int B, int S, double tol, uint32_t 
   }
   graphc_context_destroy(ctx);
   gc_safetensors_free(ref);
+}
+
+static void check_stateless(const char *dir, int B, int S, double tol, uint32_t seed, int pos0) {
+  static const graphc_backend_t host[2] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU};
+  check_stateless_on(dir, B, S, tol, seed, pos0, 2, host);
 }
 
 /* ---- matching the reference ------------------------------------------------------------- */
@@ -233,6 +243,128 @@ START_TEST(stateless_half) {
    * last place of the dtype apart */
   check_stateless(make_ckpt("llama_f16", "--dtype f16 --seed 6"), 2, 6, 2e-3, 31, 0);
   check_stateless(make_ckpt("llama_bf16", "--dtype bf16 --seed 7"), 2, 6, 2e-2, 32, 0);
+}
+END_TEST
+
+/* On the GPU: f32 (full precision), and f16 / bf16 through the flash-attention kernel
+ * (f32 scores where the reference rounds them: 4x the host tolerance, as test_fusion). */
+START_TEST(cuda_matches_reference) {
+  NEED_NUMPY("cuda_matches_reference");
+  if (!g_gpu) {
+    printf("SKIPPED cuda_matches_reference: no CUDA device\n");
+    return;
+  }
+  static const graphc_backend_t cuda[1] = {GRAPHC_BACKEND_CUDA};
+  check_stateless_on(make_ckpt("gpu_f32", "--seed 41"), 2, 6, 1e-4, 41, 0, 1, cuda);
+  check_stateless_on(make_ckpt("gpu_f16", "--dtype f16 --seed 42"), 2, 32, 8e-3, 42, 0, 1, cuda);
+  check_stateless_on(make_ckpt("gpu_bf16", "--dtype bf16 --seed 43 --arch qwen2"), 2, 32, 8e-2, 43, 0, 1, cuda);
+}
+END_TEST
+
+/* ---- the KV cache --------------------------------------------------------------------------- */
+
+/* The stateful model of `dir` bound to (B, S, K); NULL (after printing why) while the
+ * language has no `state` statement yet. */
+static graphc_model_t *load_stateful(graphc_context_t *ctx, const char *dir, int Bmax, int T, int B, int S, int K) {
+  graphc_llm_options_t lo;
+  graphc_llm_options_init(&lo);
+  lo.max_batch = Bmax;
+  lo.max_context = T;
+  graphc_error_t err;
+  graphc_model_t *m = NULL;
+  graphc_status_t st = graphc_llm_load(ctx, dir, &lo, &m, NULL, &err);
+  if (st == GRAPHC_STATUS_SYNTAX_ERROR) {
+    printf("SKIPPED: the .graph language has no state statement yet (%s)\n", err.message);
+    return NULL;
+  }
+  ck_assert_msg(st == GRAPHC_STATUS_OK, "%s\n%s", err.message, graphc_context_diagnostics(ctx));
+  ck_assert_int_eq(graphc_model_bind(m, "B", B, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_bind(m, "S", S, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_bind(m, "K", K, &err), GRAPHC_STATUS_OK);
+  return m;
+}
+
+/* One token per call (S = 1) through the cache: two rows, prompts of 5 and 3 tokens, each
+ * row's prompt fed at positions 0, 1, ... and then its own greedy tokens; the logits at
+ * and after each prompt's end against the reference's greedy steps. */
+START_TEST(stateful_token_by_token) {
+  NEED_NUMPY("stateful_token_by_token");
+  const char *dir = make_ckpt("decode", "--seed 8");
+  enum { B = 2, STEPS = 4 };
+  batch x = make_batch(B, 5, 81);  /* last = [4, 2]: prompts of 5 and 3 tokens */
+  gc_safetensors *ref = run_ref(dir, &x, STEPS);
+  static const graphc_backend_t backends[2] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU};
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  for (int k = 0; k < 2; k++) {
+    graphc_model_t *m = load_stateful(ctx, dir, B, 16, B, 1, 16);
+    if (!m) break;
+    graphc_executable_t *exe = compile_on(ctx, m, backends[k]);
+    int32_t gen[B][STEPS + 1];
+    int t_end = 0;
+    for (int b = 0; b < B; b++) t_end = t_end > x.last[b] + STEPS ? t_end : x.last[b] + STEPS;
+    for (int t = 0; t <= t_end; t++) {
+      batch in = {.B = B, .S = 1};
+      for (int b = 0; b < B; b++) {
+        int j = t - x.last[b];  /* the row's step: 0 at its prompt's last token */
+        in.ids[b] = j <= 0 ? x.ids[b * 5 + t] : j - 1 <= STEPS ? gen[b][j - 1] : 0;
+        in.pos[b] = t;
+      }
+      float logits[B * V_TINY];
+      int32_t next[B];
+      run_exe(exe, &in, logits, next);
+      for (int b = 0; b < B; b++) {
+        int j = t - x.last[b];
+        if (j < 0 || j > STEPS) continue;
+        char label[700];
+        snprintf(label, sizeof label, "%s token by token on %s", dir, graphc_backend_name(backends[k]));
+        compare_row(label, logits + b * V_TINY, next[b], ref, j, b, B, 1e-4);
+        gen[b][j] = next[b];
+      }
+    }
+    graphc_executable_destroy(exe);
+    graphc_model_destroy(m);
+  }
+  graphc_context_destroy(ctx);
+  gc_safetensors_free(ref);
+}
+END_TEST
+
+/* A prompt in chunks of 3 (S = 3, K = 8, positions 0 and 3): the second call attends over
+ * the first's keys in the cache; its last token's logits against the whole prompt's. */
+START_TEST(stateful_chunked_prefill) {
+  NEED_NUMPY("stateful_chunked_prefill");
+  const char *dir = make_ckpt("chunks", "--seed 9 --arch qwen2");
+  enum { B = 2, S = 6 };
+  batch x = make_batch(B, S, 91);
+  for (int b = 0; b < B; b++) x.last[b] = S - 1;
+  gc_safetensors *ref = run_ref(dir, &x, 0);
+  static const graphc_backend_t backends[2] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU};
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  for (int k = 0; k < 2; k++) {
+    graphc_model_t *m = load_stateful(ctx, dir, 4, 32, B, 3, 8);
+    if (!m) break;
+    graphc_executable_t *exe = compile_on(ctx, m, backends[k]);
+    float logits[B * V_TINY];
+    int32_t next[B];
+    for (int c = 0; c < 2; c++) {
+      batch in = {.B = B, .S = 3};
+      for (int b = 0; b < B; b++) {
+        memcpy(&in.ids[b * 3], &x.ids[b * S + 3 * c], 3 * sizeof(int32_t));
+        in.pos[b] = 3 * c;
+        in.last[b] = 2;
+      }
+      run_exe(exe, &in, logits, next);
+    }
+    char label[700];
+    snprintf(label, sizeof label, "%s in chunks on %s", dir, graphc_backend_name(backends[k]));
+    compare(label, logits, next, ref, 0, B, 1e-4);
+    graphc_executable_destroy(exe);
+    graphc_model_destroy(m);
+  }
+  graphc_context_destroy(ctx);
+  gc_safetensors_free(ref);
 }
 END_TEST
 
@@ -483,12 +615,26 @@ START_TEST(info_and_cli) {
 }
 END_TEST
 
+/* Device probe in a child: CUDA must not be initialized before Check forks. */
+static int probe_device(void) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 int main(void) {
+  g_gpu = probe_device();
   Suite *s = suite_create("llm");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, stateless_f32_shapes);
   tcase_add_test(tc, stateless_f32_variants);
   tcase_add_test(tc, stateless_half);
+  tcase_add_test(tc, cuda_matches_reference);
+  tcase_add_test(tc, stateful_token_by_token);
+  tcase_add_test(tc, stateful_chunked_prefill);
   tcase_add_test(tc, fusion_forms_attention);
   tcase_add_test(tc, config_errors);
   tcase_add_test(tc, weights_errors);
