@@ -4,9 +4,12 @@
  * tests/llm/make_tiny_llama.py writes tiny random checkpoints in Hugging Face's layout
  * (numpy only: f32 / f16 / bf16, GQA 4 heads over 2 key/value heads, Qwen2's biases,
  * llama3 RoPE scaling, Mistral, 2 shards); tests/llm/ref_llama.py computes their logits
- * with transformers' math written plainly. The generated graph runs on the interpreter
- * and the cpu backend and must match (f32: max |error| <= 1e-4 x max |logit|), and its
- * argmax must be the reference's greedy token wherever the top two logits are apart.
+ * with transformers' math written plainly, and its greedy continuations. The generated
+ * graph runs on the interpreter and the cpu backend (and cuda where there is a GPU) and
+ * must match (f32: max |error| <= 1e-4 x max |logit|), its argmax the reference's greedy
+ * token wherever the top two logits are apart: the stateless graph at several B, S and
+ * positions, and through the KV cache token by token, in chunks, and as prefill + decode
+ * executables sharing their states.
  * The error cases check each message (file and key or tensor named). Tests that need
  * numpy are skipped without it (as test_onnx's node tests are without onnx).
  */
@@ -246,8 +249,12 @@ START_TEST(stateless_half) {
 }
 END_TEST
 
-/* On the GPU: f32 (full precision), and f16 / bf16 through the flash-attention kernel
- * (f32 scores where the reference rounds them: 4x the host tolerance, as test_fusion). */
+static void check_prefill_decode(const char *dir, double tol, uint32_t seed, int n_backends,
+                                 const graphc_backend_t *backends);
+
+/* On the GPU: the stateless graph in f32 (full precision), and f16 / bf16 through the
+ * flash-attention kernel (f32 scores where the reference rounds them: 4x the host
+ * tolerance, as test_fusion); prefill + decode through the cache in f32 and f16. */
 START_TEST(cuda_matches_reference) {
   NEED_NUMPY("cuda_matches_reference");
   if (!g_gpu) {
@@ -258,13 +265,14 @@ START_TEST(cuda_matches_reference) {
   check_stateless_on(make_ckpt("gpu_f32", "--seed 41"), 2, 6, 1e-4, 41, 0, 1, cuda);
   check_stateless_on(make_ckpt("gpu_f16", "--dtype f16 --seed 42"), 2, 32, 8e-3, 42, 0, 1, cuda);
   check_stateless_on(make_ckpt("gpu_bf16", "--dtype bf16 --seed 43 --arch qwen2"), 2, 32, 8e-2, 43, 0, 1, cuda);
+  check_prefill_decode(make_ckpt("gpu_cache", "--seed 44"), 1e-4, 44, 1, cuda);
+  check_prefill_decode(make_ckpt("gpu_cache_f16", "--dtype f16 --seed 45"), 8e-3, 45, 1, cuda);
 }
 END_TEST
 
 /* ---- the KV cache --------------------------------------------------------------------------- */
 
-/* The stateful model of `dir` bound to (B, S, K); NULL (after printing why) while the
- * language has no `state` statement yet. */
+/* The stateful model of `dir` (Bmax rows, T positions) bound to (B, S, K). */
 static graphc_model_t *load_stateful(graphc_context_t *ctx, const char *dir, int Bmax, int T, int B, int S, int K) {
   graphc_llm_options_t lo;
   graphc_llm_options_init(&lo);
@@ -273,10 +281,6 @@ static graphc_model_t *load_stateful(graphc_context_t *ctx, const char *dir, int
   graphc_error_t err;
   graphc_model_t *m = NULL;
   graphc_status_t st = graphc_llm_load(ctx, dir, &lo, &m, NULL, &err);
-  if (st == GRAPHC_STATUS_SYNTAX_ERROR) {
-    printf("SKIPPED: the .graph language has no state statement yet (%s)\n", err.message);
-    return NULL;
-  }
   ck_assert_msg(st == GRAPHC_STATUS_OK, "%s\n%s", err.message, graphc_context_diagnostics(ctx));
   ck_assert_int_eq(graphc_model_bind(m, "B", B, &err), GRAPHC_STATUS_OK);
   ck_assert_int_eq(graphc_model_bind(m, "S", S, &err), GRAPHC_STATUS_OK);
@@ -298,7 +302,6 @@ START_TEST(stateful_token_by_token) {
   ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
   for (int k = 0; k < 2; k++) {
     graphc_model_t *m = load_stateful(ctx, dir, B, 16, B, 1, 16);
-    if (!m) break;
     graphc_executable_t *exe = compile_on(ctx, m, backends[k]);
     int32_t gen[B][STEPS + 1];
     int t_end = 0;
@@ -344,7 +347,6 @@ START_TEST(stateful_chunked_prefill) {
   ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
   for (int k = 0; k < 2; k++) {
     graphc_model_t *m = load_stateful(ctx, dir, 4, 32, B, 3, 8);
-    if (!m) break;
     graphc_executable_t *exe = compile_on(ctx, m, backends[k]);
     float logits[B * V_TINY];
     int32_t next[B];
@@ -365,6 +367,61 @@ START_TEST(stateful_chunked_prefill) {
   }
   graphc_context_destroy(ctx);
   gc_safetensors_free(ref);
+}
+END_TEST
+
+/* Prefill and decode as two executables sharing the cache (graphc_executable_share_states):
+ * prompts of 6 and 3 tokens padded to S = 6 (the padding's keys land in the cache past row
+ * 1's prompt, masked, then overwritten by its decode steps), then S = 1 steps with K = 12
+ * (fewer positions read than the cache holds), each fed the greedy token of the step
+ * before; then reset_states and the same prefill again: the same logits. */
+static void check_prefill_decode(const char *dir, double tol, uint32_t seed, int n_backends,
+                                 const graphc_backend_t *backends) {
+  enum { B = 2, S = 6, STEPS = 5 };
+  batch x = make_batch(B, S, seed);  /* last = [5, 2] */
+  gc_safetensors *ref = run_ref(dir, &x, STEPS);
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  for (int k = 0; k < n_backends; k++) {
+    graphc_model_t *mp = load_stateful(ctx, dir, 4, 24, B, S, S);
+    graphc_model_t *md = load_stateful(ctx, dir, 4, 24, B, 1, 12);
+    graphc_executable_t *pre = compile_on(ctx, mp, backends[k]), *dec = compile_on(ctx, md, backends[k]);
+    graphc_error_t err;
+    ck_assert_int_eq(graphc_executable_share_states(dec, pre, &err), GRAPHC_STATUS_OK);
+    ck_assert_int_eq(graphc_executable_num_states(dec), 4);  /* k and v of 2 layers */
+    char label[700];
+    snprintf(label, sizeof label, "%s prefill + decode on %s", dir, graphc_backend_name(backends[k]));
+    float logits[B * V_TINY], first[B * V_TINY];
+    int32_t next[B];
+    run_exe(pre, &x, logits, next);
+    compare(label, logits, next, ref, 0, B, tol);
+    memcpy(first, logits, sizeof first);
+    for (int j = 1; j <= STEPS; j++) {
+      batch in = {.B = B, .S = 1};
+      for (int b = 0; b < B; b++) {
+        in.ids[b] = next[b];
+        in.pos[b] = x.last[b] + j;
+      }
+      run_exe(dec, &in, logits, next);
+      compare(label, logits, next, ref, j, B, tol);
+    }
+    ck_assert_int_eq(graphc_executable_reset_states(pre, &err), GRAPHC_STATUS_OK);
+    run_exe(pre, &x, logits, next);
+    ck_assert_msg(memcmp(logits, first, sizeof first) == 0, "%s: a prefill after reset_states differs", label);
+    graphc_executable_destroy(pre);
+    graphc_executable_destroy(dec);
+    graphc_model_destroy(mp);
+    graphc_model_destroy(md);
+  }
+  graphc_context_destroy(ctx);
+  gc_safetensors_free(ref);
+}
+
+START_TEST(stateful_prefill_then_decode) {
+  NEED_NUMPY("stateful_prefill_then_decode");
+  static const graphc_backend_t host[2] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU};
+  check_prefill_decode(make_ckpt("prefill", "--seed 10"), 1e-4, 101, 2, host);
+  check_prefill_decode(make_ckpt("prefill_bf16", "--dtype bf16 --arch qwen2 --tie --seed 11"), 2e-2, 102, 2, host);
 }
 END_TEST
 
@@ -412,14 +469,20 @@ static void count_attention(const char *dir, int stateless, int *n_attn, int *n_
 
 START_TEST(fusion_forms_attention) {
   NEED_NUMPY("fusion_forms_attention");
-  /* f16 and bf16, GQA: one flash-attention kernel per layer, causal (the iota mask) */
+  /* f16 and bf16, GQA: one flash-attention kernel per layer, causal in the stateless graph
+   * (the iota mask) */
   const char *args[2] = {"--dtype f16 --layers 3", "--dtype bf16 --layers 2 --arch qwen2"};
   int layers[2] = {3, 2};
   for (int i = 0; i < 2; i++) {
+    const char *dir = make_ckpt("fuse", args[i]);
     int n, causal;
-    count_attention(make_ckpt("fuse", args[i]), 1, &n, &causal);
+    count_attention(dir, 1, &n, &causal);
     ck_assert_int_eq(n, layers[i]);
     ck_assert_int_eq(causal, layers[i]);
+    /* through the cache: keys and values a slice of cache_write's result, the mask
+     * j > pos[b] + i computed inline per score (no constant offset: not marked causal) */
+    count_attention(dir, 0, &n, &causal);
+    ck_assert_int_eq(n, layers[i]);
   }
 }
 END_TEST
@@ -596,12 +659,19 @@ START_TEST(info_and_cli) {
   ck_assert_ptr_nonnull(strstr(text, want));
   graphc_free(text);
 
-  /* graphc generate --emit-graph prints the same text; the stateless one checks as it is */
+  /* graphc generate --emit-graph prints the text, which runs as it is (its weights the folder;
+   * random inputs: ids, pos and last in [0, 4)) */
   char *out = NULL;
   ck_assert_int_eq(tu_sh(&out, "%s generate %s --emit-graph --stateless --max-batch 2 --max-context 8 > %s/gen.graph && "
                                "%s check %s/gen.graph --bind B=2 --bind S=8",
                          tu_cli(), dir, dir, tu_cli(), dir),
                    0);
+  free(out);
+  ck_assert_int_eq(tu_sh(&out, "%s generate %s --emit-graph --max-batch 2 --max-context 8 > %s/gen.graph && "
+                               "%s run %s/gen.graph --bind B=2 --bind S=4 --bind K=8 --backend interp",
+                         tu_cli(), dir, dir, tu_cli(), dir),
+                   0);
+  ck_assert_ptr_nonnull(strstr(out, "%next: i32[2] = ["));
   free(out);
   ck_assert_int_eq(tu_sh(&out, "%s generate %s --emit-graph --max-context 9999", tu_cli(), dir), 1);
   snprintf(want, sizeof want,
@@ -635,6 +705,7 @@ int main(void) {
   tcase_add_test(tc, cuda_matches_reference);
   tcase_add_test(tc, stateful_token_by_token);
   tcase_add_test(tc, stateful_chunked_prefill);
+  tcase_add_test(tc, stateful_prefill_then_decode);
   tcase_add_test(tc, fusion_forms_attention);
   tcase_add_test(tc, config_errors);
   tcase_add_test(tc, weights_errors);

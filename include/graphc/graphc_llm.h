@@ -12,7 +12,10 @@
  * key j visible to query i iff j <= pos[b] + i. Results: the f32 logits of token
  * last[b] of each row, and their argmax (the greedy next token). Bind B (<= max_batch),
  * S and K (<= max_context, K >= max_b pos[b] + S) before compiling: a prefill binds S
- * to the padded prompt length, a decode step S = 1. With `stateless`, @forward<B, S>
+ * to the padded prompt length, a decode step S = 1: compile one executable per binding
+ * and let them share the cache (graphc_executable_share_states; reset_states starts new
+ * sequences). Positions a padded row writes past its prompt are masked for it until its
+ * decode steps overwrite them. With `stateless`, @forward<B, S>
  * keeps no cache: a plain causal pass over the S tokens given (pos 0 for whole
  * sequences).
  *
