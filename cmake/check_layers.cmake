@@ -14,6 +14,7 @@
 #   codegen   Kernel IR, emitters, printers      may include: ir
 #   runtime   libgraphc_rt (bundles, executors)  may include: ir
 #   driver    the JIT API and backends           may include: everything above
+#   llm       Hugging Face checkpoints as models may include: ir weights llm (and the public API)
 # Besides folders, the compilers: LLVM-C headers only in codegen/ and driver/,
 # NVRTC and nvJitLink only in codegen/. runtime/ includes none of them.
 
@@ -27,11 +28,12 @@ set(allow_passes "ir;passes")
 set(allow_codegen "ir;codegen")
 set(allow_runtime "ir;runtime")
 set(allow_driver "ir;weights;interp;frontend;passes;codegen;runtime;driver")
+set(allow_llm "ir;weights;llm")
 set(compilers_codegen "llvm-c;nvrtc.h;nvJitLink.h")
 set(compilers_driver "llvm-c")
 set(all_compilers "llvm-c;nvrtc.h;nvJitLink.h")
 
-set(folders ir weights interp frontend passes codegen runtime driver)
+set(folders ir weights interp frontend passes codegen runtime driver llm)
 set(errors "")
 foreach(folder IN LISTS folders)
   file(GLOB files "${ROOT}/${folder}/*.c" "${ROOT}/${folder}/*.h")

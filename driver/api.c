@@ -19,6 +19,7 @@
 #include "codegen/codegen.h"
 #include "codegen/lower.h"
 #include "codegen/tuning.h"
+#include "weights/weight_set.h"
 
 /* The rendered diagnostics of one thread's last call on a context. */
 typedef struct ctx_diag_slot {
@@ -566,7 +567,7 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
     }
     gc_diags wd;
     gc_diags_init(&wd, wp, NULL, 0);
-    exe->weights = gc_safetensors_load(wp, &wd);
+    exe->weights = gc_weights_open(wp, &wd);  /* a file, a checkpoint folder or an index */
     for (int i = 0; i < wd.n; i++)
       gc_error_at(&d, wd.status ? wd.status : GRAPHC_STATUS_WEIGHTS_ERROR, (gc_loc){0, 0}, "%s",
                   wd.items[i].msg);

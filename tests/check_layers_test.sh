@@ -31,6 +31,8 @@ expect_fail runtime_driver runtime/a.c '#include "driver/exec.h"' "runtime/ may 
 expect_fail codegen_weights codegen/a.h '#include "weights/safetensors.h"' "codegen/ may include only"
 expect_fail frontend_interp frontend/a.c '#include "interp/interp.h"' "frontend/ may include only"
 expect_fail passes_interp passes/a.c '#include "interp/interp.h"' "passes/ may include only"
+expect_fail llm_driver llm/a.c '#include "driver/exec.h"' "llm/ may include only"
+expect_fail driver_llm driver/a.c '#include "llm/hf_config.h"' "driver/ may include only"
 expect_fail relative_include driver/a.c '#include "exec.h"' "root-relative"
 
 if out=$(cmake -DROOT="$ROOT" -DSTAMP="$T/stamp" -P "$CHECK" 2>&1); then

@@ -100,7 +100,7 @@ static void fcase_load(fcase *fc, const char *path, uint64_t seed) {
     ts->data = data;
     i++;
   }
-  fc->w = (gc_safetensors){fc->n_w, fc->ts, NULL, 0, (char *)"random"};
+  fc->w = (gc_safetensors){.n = fc->n_w, .tensors = fc->ts, .path = (char *)"random"};
 }
 
 /* Free everything fcase_load made. */

@@ -778,7 +778,7 @@ START_TEST(test_params) {
   tu_fill(bias, GRAPHC_DTYPE_F32, 5, 'x', 0, &seed);
   gc_st_tensor ts[2] = {{"fc.w", GRAPHC_DTYPE_F32, 2, {17, 5}, w, sizeof w},
                         {"fc.b", GRAPHC_DTYPE_F32, 1, {5}, bias, sizeof bias}};
-  gc_safetensors st = {2, ts, NULL, 0, (char *)"mem"};
+  gc_safetensors st = {.n = 2, .tensors = ts, .path = (char *)"mem"};
   const char *text =
       "version 1;\n"
       "graph @t(%x: f32[3, 17]) -> (f32[3, 5], f32[5], f32[17, 5]) {\n"
@@ -822,7 +822,7 @@ START_TEST(test_prologue) {
   tu_fill(bias, GRAPHC_DTYPE_F32, 40, 'x', 0, &seed);
   gc_st_tensor ts[2] = {{"w", GRAPHC_DTYPE_F32, 2, {6, 40}, w, sizeof w},
                         {"b", GRAPHC_DTYPE_F32, 1, {40}, bias, sizeof bias}};
-  gc_safetensors st = {2, ts, NULL, 0, (char *)"mem"};
+  gc_safetensors st = {.n = 2, .tensors = ts, .path = (char *)"mem"};
   const char *text =
       "version 1;\n"
       "graph @t(%x: f32[3, 40]) -> (f32[3, 40], f32[3]) {\n"
@@ -1056,7 +1056,7 @@ END_TEST
 START_TEST(test_errors) {
   static float w[10];
   gc_st_tensor ts[1] = {{"w", GRAPHC_DTYPE_F32, 2, {5, 2}, w, sizeof w}};
-  gc_safetensors st = {1, ts, NULL, 0, (char *)"mem.safetensors"};
+  gc_safetensors st = {.n = 1, .tensors = ts, .path = (char *)"mem.safetensors"};
   static const struct { const char *text; graphc_status_t status; int line; const char *msg; } cases[] = {
       {"version 1;\ngraph @t(%x: f32[2]) -> (f32[2]) {\n  param %w: f32[2] = \"nope\";\n"
        "  %y = add(%x, %w);\n  return %y;\n}\n",

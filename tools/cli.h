@@ -71,6 +71,8 @@ int cli_bench_cpu(graphc_context_t *ctx, graphc_executable_t *exe, const cli_opt
                   const graphc_tensor_t *in, size_t n_in, graphc_tensor_t *out, size_t n_out);
 /* tools/tune.c */
 int gc_cli_tune(int argc, char **argv);
+/* tools/generate.c: graphc generate (a Hugging Face checkpoint folder) */
+int cli_cmd_generate(int argc, char **argv);
 
 /* Monotonic milliseconds, for --stats. */
 static inline double cli_now_ms(void) {

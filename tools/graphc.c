@@ -8,6 +8,7 @@
  *   graphc compile FILE --emit kir|cuda|llvm|ptx|cubin|bundle|c -o OUT [--codegen C] [--arch sm_90[,sm_80]]
  *                       [--embed-weights] [--no-ptx]
  *   graphc bench   FILE ...           (tools/bench.c)
+ *   graphc generate MODEL_DIR --emit-graph   (tools/generate.c: a Hugging Face checkpoint)
  *
  * This file holds main and the command dispatch (and the small check and print
  * commands); the options, model loading and error reporting every command shares
@@ -36,6 +37,7 @@ static const char *const usage_main =
     "  import   translate an ONNX model into a .graph file and a safetensors weights file\n"
     "  run-pb   run a graph on ONNX .pb tensors; compare with expected .pb outputs\n"
     "  run-onnx-test  import, run and check an ONNX backend test folder\n"
+    "  generate a Hugging Face Llama-family checkpoint folder: --emit-graph prints its graph\n"
     "\n"
     "graphc <command> --help shows the command's options; graphc --version the version.\n";
 
@@ -118,6 +120,7 @@ int main(int argc, char **argv) {
     return cli_cmd_run_pb(argc - 2, argv + 2, usage_common, usage_compile_opts);
   if (strcmp(cmd, "run-onnx-test") == 0)
     return cli_cmd_run_onnx_test(argc - 2, argv + 2, usage_common, usage_compile_opts);
+  if (strcmp(cmd, "generate") == 0) return cli_cmd_generate(argc - 2, argv + 2);
   fprintf(stderr, "graphc: unknown command '%s'\n\n%s", cmd, usage_main);
   return 1;
 }

@@ -6,9 +6,11 @@
  *  "__metadata__": {"key": "value"}}, then the data section; offsets are
  * relative to the data section.
  *
- * Reader: the whole file is kept in one malloc'd blob and tensor data
- * pointers point into it. Every error names the file and (where it applies)
- * the tensor; the first error stops the load.
+ * Reader: the whole file is one blob, a read-only private mapping of the file
+ * (malloc'd and read where mmap fails, or copied for gc_safetensors_parse), and
+ * tensor data pointers point into it: a loaded checkpoint is paged in as its
+ * tensors are read, never copied. Every error names the file and (where it
+ * applies) the tensor; the first error stops the load.
  *
  * Writer: header keys sorted by name (deterministic bytes), header padded
  * with spaces to a multiple of 8, data packed without gaps (the reference
@@ -23,6 +25,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -282,9 +285,16 @@ static int cmp_entry(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
-/* Parse and validate the header of `blob` (the whole file) and build the
- * result. Takes ownership of `blob` (freed on error). */
-static gc_safetensors *st_parse_blob(const char *path, unsigned char *blob, size_t len,
+/* Release a blob: unmap a mapping, free a malloc'd copy. */
+static void blob_release(void *blob, size_t len, int mapped) {
+  if (mapped) munmap(blob, len);
+  else free(blob);
+}
+
+/* Parse and validate the header of `blob` (the whole file; `mapped`: a mapping of
+ * `len` bytes, else malloc'd) and build the result. Takes ownership of `blob`
+ * (released on error). */
+static gc_safetensors *st_parse_blob(const char *path, unsigned char *blob, size_t len, int mapped,
                                      gc_diags *d) {
   gc_safetensors *st = NULL;
   cJSON *root = NULL;
@@ -415,6 +425,7 @@ static gc_safetensors *st_parse_blob(const char *path, unsigned char *blob, size
   st->n = nt;
   st->blob = blob;
   st->blob_len = len;
+  st->mapped = mapped;
   free(ents);
   free(hdr);
   cJSON_Delete(root);
@@ -429,7 +440,7 @@ fail:
   free(ents);
   free(hdr);
   cJSON_Delete(root);
-  free(blob);
+  blob_release(blob, len, mapped);
   return NULL;
 }
 
@@ -457,6 +468,14 @@ gc_safetensors *gc_safetensors_load(const char *path, gc_diags *d) {
     return NULL;
   }
   size_t len = (size_t)sb.st_size;
+  if (len > 0) {
+    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map != MAP_FAILED) {
+      close(fd);
+      return st_parse_blob(path, map, len, 1, d);
+    }
+  }
+  /* An empty file, or one on a file system that cannot map it: read it. */
   unsigned char *blob = malloc(len ? len : 1);
   if (!blob) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0},
@@ -478,7 +497,7 @@ gc_safetensors *gc_safetensors_load(const char *path, gc_diags *d) {
     got += (size_t)r;
   }
   close(fd);
-  return st_parse_blob(path, blob, got, d);
+  return st_parse_blob(path, blob, got, 0, d);
 }
 
 /* Validate a safetensors image in memory (copied). */
@@ -491,14 +510,16 @@ gc_safetensors *gc_safetensors_parse(const char *name, const void *bytes, size_t
     return NULL;
   }
   if (len) memcpy(blob, bytes, len);
-  return st_parse_blob(name, blob, len, d);
+  return st_parse_blob(name, blob, len, 0, d);
 }
 
-/* Free a loaded file (NULL is fine). */
+/* Free a loaded file or a set with its parts (NULL is fine). */
 void gc_safetensors_free(gc_safetensors *st) {
   if (!st) return;
+  for (int i = 0; i < st->n_parts; i++) gc_safetensors_free(st->parts[i]);
+  free(st->parts);
   free(st->tensors);
-  free(st->blob);
+  if (st->blob) blob_release(st->blob, st->blob_len, st->mapped);
   free(st->path);
   free(st);
 }

@@ -21,17 +21,25 @@ typedef struct gc_st_tensor {
 
 typedef struct gc_safetensors {
   int n;
-  gc_st_tensor *tensors; /* in file order of data offsets */
-  void *blob;            /* whole file contents (malloc) */
+  gc_st_tensor *tensors; /* in file order of data offsets (a set: the index's order) */
+  void *blob;            /* whole file contents: mapped (loaded files) or malloc'd; NULL for a set */
   size_t blob_len;
   char *path;
+  int mapped;            /* blob is a read-only private mapping of the file (munmap) */
+  /* A set of files (weights/weight_set.h): the files its tensors point into, each
+   * a gc_safetensors of its own, freed with the set; tensors' names are theirs. */
+  struct gc_safetensors **parts;
+  int n_parts;
 } gc_safetensors;
 
-/* Load and validate `path`. Errors go to `d` (status GRAPHC_STATUS_IO_ERROR or
- * GRAPHC_STATUS_WEIGHTS_ERROR, no source position, message names the file). */
+/* Load and validate `path`, memory-mapped (read into memory where the file cannot be
+ * mapped); tensor data points into the mapping, which lives until the free. Errors
+ * go to `d` (status GRAPHC_STATUS_IO_ERROR or GRAPHC_STATUS_WEIGHTS_ERROR, no source
+ * position, message names the file). */
 gc_safetensors *gc_safetensors_load(const char *path, gc_diags *d);
 /* The same from memory (copied); `name` for messages. */
 gc_safetensors *gc_safetensors_parse(const char *name, const void *bytes, size_t len, gc_diags *d);
+/* Free a file or a set (and its parts); NULL is fine. */
 void gc_safetensors_free(gc_safetensors *st);
 const gc_st_tensor *gc_safetensors_find(const gc_safetensors *st, const char *name);
 
