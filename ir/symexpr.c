@@ -326,6 +326,9 @@ const gc_sym_expr *gc_sx_op(gc_graph *g, gc_sx_kind k, const gc_sym_expr *a, con
         int64_t lo, hi; /* decided by the sign of a - b over the symbols' ranges */
         const gc_sym_expr *d = gc_sx_add(g, a, gc_sx_mul(g, gc_sx_const(g, -1), b));
         if (d && gc_sx_bounds(g, d, &lo, &hi)) {
+          /* equal over the whole range (B in 1..1 against 1): keep the symbol, which the
+           * other types of the graph are written with */
+          if (lo == 0 && hi == 0) return a->kind == GC_SX_CONST ? b : a;
           if (hi <= 0) return k == GC_SX_MIN ? a : b;
           if (lo >= 0) return k == GC_SX_MIN ? b : a;
         }

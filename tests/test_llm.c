@@ -680,7 +680,192 @@ START_TEST(info_and_cli) {
   ck_assert_str_eq(out, want);
   free(out);
   ck_assert_int_eq(tu_sh(&out, "%s generate %s", tu_cli(), dir), 1);
-  ck_assert_ptr_nonnull(strstr(out, "only --emit-graph"));
+  ck_assert_ptr_nonnull(strstr(out, "give --prompt-ids (or --emit-graph)"));
+  free(out);
+}
+END_TEST
+
+/* ---- the generate loop (llm/generate.c) ------------------------------------------------------- */
+/* Greedy generation of two prompts of different lengths (one padded prefill, then decode
+ * steps with S = 1 over the whole cache) equals the reference's greedy continuation, on
+ * interp, cpu (and cuda with a device); the CLI prints the same ids. */
+START_TEST(generate_greedy) {
+  NEED_NUMPY("generate_greedy");
+  const char *dir = make_ckpt("gen", "--seed 12 --max-pos 64");
+  enum { B = 2, S = 5, NEW = 7 };
+  batch x = make_batch(B, S, 5);  /* prompts of 5 and 3 tokens */
+  gc_safetensors *ref = run_ref(dir, &x, NEW - 1);
+  const int32_t *rn = (const int32_t *)gc_safetensors_find(ref, "next")->data;
+  const int32_t *prompts[B] = {&x.ids[0], &x.ids[S]};
+  size_t lens[B] = {(size_t)x.last[0] + 1, (size_t)x.last[1] + 1};
+  const graphc_backend_t backends[3] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU, GRAPHC_BACKEND_CUDA};
+  for (int k = 0; k < (g_gpu ? 3 : 2); k++) {
+    graphc_context_t *ctx;
+    graphc_error_t err;
+    ck_assert_int_eq(graphc_context_create(&ctx), 0);
+    graphc_llm_options_t lo;
+    graphc_llm_options_init(&lo);
+    lo.max_batch = B;
+    lo.max_context = 32;
+    graphc_compile_options_t co;
+    graphc_compile_options_init(&co);
+    co.backend = backends[k];
+    graphc_llm_session_t *s = NULL;
+    ck_assert_msg(graphc_llm_session_create(ctx, dir, &lo, &co, &s, &err) == 0, "%s", err.message);
+    graphc_generate_options_t go;
+    graphc_generate_options_init(&go);
+    go.max_new_tokens = NEW;
+    go.ignore_eos = 1;
+    int32_t o0[NEW], o1[NEW];
+    int32_t *outs[B] = {o0, o1};
+    size_t n_out[B];
+    graphc_llm_stats_t st;
+    for (int round = 0; round < 2; round++) {  /* the second call reuses the executables and the cache */
+      ck_assert_msg(graphc_llm_generate(s, B, prompts, lens, &go, outs, n_out, &st, &err) == 0, "%s", err.message);
+      for (int b = 0; b < B; b++) {
+        ck_assert_int_eq(n_out[b], NEW);
+        for (int j = 0; j < NEW; j++)
+          ck_assert_msg(outs[b][j] == rn[j * B + b], "%s round %d: row %d token %d is %d, the reference's %d",
+                        graphc_backend_name(backends[k]), round, b, j, outs[b][j], rn[j * B + b]);
+      }
+      ck_assert_int_eq(st.decode_steps, NEW - 1);
+      ck_assert_int_eq(st.prompt_tokens, 8);
+      ck_assert_int_eq(st.generated_tokens, 2 * NEW);
+      ck_assert(st.state_bytes > 0 && st.prefill_ms > 0);
+      ck_assert(round == 0 ? st.compile_ms > 0 : st.compile_ms == 0);
+    }
+    /* one sequence alone in the same session: the same continuation */
+    ck_assert_msg(graphc_llm_generate(s, 1, &prompts[1], &lens[1], &go, &outs[1], &n_out[1], NULL, &err) == 0, "%s",
+                  err.message);
+    for (int j = 0; j < NEW; j++) ck_assert_int_eq(outs[1][j], rn[j * B + 1]);
+    graphc_llm_session_destroy(s);
+    graphc_context_destroy(ctx);
+  }
+  /* the CLI: one line per sequence */
+  char *out = NULL, want[256] = "", *w = want;
+  for (int b = 0; b < B; b++) {
+    for (int j = 0; j < NEW; j++) w += sprintf(w, "%s%d", j ? " " : "", rn[j * B + b]);
+    w += sprintf(w, "\n");
+  }
+  ck_assert_int_eq(tu_sh(&out, "%s generate %s --prompt-ids %d,%d,%d,%d,%d --prompt-ids %d,%d,%d --max-new-tokens %d "
+                               "--ignore-eos --backend cpu --max-context 32",
+                         tu_cli(), dir, x.ids[0], x.ids[1], x.ids[2], x.ids[3], x.ids[4], x.ids[5], x.ids[6],
+                         x.ids[7], NEW),
+                   0);
+  ck_assert_str_eq(out, want);
+  free(out);
+  gc_safetensors_free(ref);
+}
+END_TEST
+
+/* Sampling: the same seed gives the same ids, a temperature near 0 gives the greedy ones,
+ * an end-of-sequence id stops a row (config eos_token_id [2, 3]). */
+START_TEST(generate_sampling) {
+  NEED_NUMPY("generate_sampling");
+  const char *dir = make_ckpt("sample", "--seed 13 --max-pos 64");
+  graphc_context_t *ctx;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  graphc_compile_options_t co;
+  graphc_compile_options_init(&co);
+  co.backend = GRAPHC_BACKEND_INTERP;
+  graphc_llm_session_t *s = NULL;
+  ck_assert_msg(graphc_llm_session_create(ctx, dir, NULL, &co, &s, &err) == 0, "%s", err.message);
+  const int32_t p[4] = {7, 100, 33, 250};
+  const int32_t *prompts[1] = {p};
+  size_t lens[1] = {4}, n[1];
+  int32_t a[20], b[20], c[20];
+  int32_t *oa[1] = {a}, *ob[1] = {b}, *oc[1] = {c};
+  graphc_generate_options_t go;
+  graphc_generate_options_init(&go);
+  go.max_new_tokens = 20;
+  go.ignore_eos = 1;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, oc, n, NULL, &err), 0);  /* greedy */
+  go.temperature = 1.5;
+  go.top_p = 0.9;
+  go.seed = 42;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, oa, n, NULL, &err), 0);
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, ob, n, NULL, &err), 0);
+  ck_assert_mem_eq(a, b, sizeof a);
+  go.seed = 43;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, ob, n, NULL, &err), 0);
+  ck_assert_msg(memcmp(a, b, sizeof a) != 0, "seeds 42 and 43 drew the same 20 tokens at temperature 1.5");
+  go.temperature = 1e-6;
+  go.top_p = 1;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, ob, n, NULL, &err), 0);
+  ck_assert_mem_eq(c, b, sizeof c);
+  /* stop at the first end-of-sequence id the greedy run produces, if any */
+  int first_eos = -1;
+  for (int j = 0; j < 20 && first_eos < 0; j++) first_eos = c[j] == 2 || c[j] == 3 ? j : -1;
+  go.temperature = 0;
+  go.ignore_eos = 0;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, ob, n, NULL, &err), 0);
+  ck_assert_int_eq((int)n[0], first_eos < 0 ? 20 : first_eos + 1);
+  graphc_llm_session_destroy(s);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+/* Bad requests: a prompt longer than the cache, ids outside the vocabulary, too many
+ * sequences, an empty prompt, bad sampling options, a stateless session. */
+START_TEST(generate_errors) {
+  NEED_NUMPY("generate_errors");
+  const char *dir = make_ckpt("generr", "--seed 14 --max-pos 64");
+  graphc_context_t *ctx;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  graphc_compile_options_t co;
+  graphc_compile_options_init(&co);
+  co.backend = GRAPHC_BACKEND_INTERP;
+  graphc_llm_options_t lo;
+  graphc_llm_options_init(&lo);
+  lo.max_context = 16;
+  graphc_llm_session_t *s = NULL;
+  lo.stateless = 1;
+  ck_assert_int_eq(graphc_llm_session_create(ctx, dir, &lo, &co, &s, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(err.message, "stateless"));
+  lo.stateless = 0;
+  ck_assert_msg(graphc_llm_session_create(ctx, dir, &lo, &co, &s, &err) == 0, "%s", err.message);
+  int32_t p[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  const int32_t *prompts[2] = {p, p};
+  size_t lens[2] = {14, 3}, n[2];
+  int32_t o[2][8];
+  int32_t *outs[2] = {o[0], o[1]};
+  graphc_generate_options_t go;
+  graphc_generate_options_init(&go);
+  go.max_new_tokens = 4;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "prompt 0 has 14 tokens; with 4 new ones that is more than the cache's 16 positions"),
+                "%s", err.message);
+  lens[0] = 3;
+  p[1] = 256;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "prompt 0 token 1 is 256, outside the vocabulary 0..255"), "%s", err.message);
+  p[1] = -1;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  p[1] = 2;
+  ck_assert_int_eq(graphc_llm_generate(s, 2, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "2 sequences; the session's cache holds 1 to 1"), "%s", err.message);
+  lens[0] = 0;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(err.message, "prompt 0 is empty"));
+  lens[0] = 3;
+  go.top_p = 0;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  go.top_p = 1;
+  go.temperature = -1;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  go.temperature = 0;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), 0);  /* still usable */
+  graphc_llm_session_destroy(s);
+  graphc_context_destroy(ctx);
+  char *out = NULL;
+  ck_assert_int_eq(tu_sh(&out, "%s generate %s --prompt-ids 1,x,3", tu_cli(), dir), 1);
+  ck_assert_ptr_nonnull(strstr(out, "--prompt-ids expects comma-separated token ids, got '1,x,3'"));
+  free(out);
+  ck_assert_int_eq(tu_sh(&out, "%s generate %s --prompt-ids 1,2 --max-new-tokens 100 --max-context 16 --backend interp",
+                         tu_cli(), dir), 1);
+  ck_assert_ptr_nonnull(strstr(out, "more than the cache's 16 positions (max_context)"));
   free(out);
 }
 END_TEST
@@ -710,6 +895,9 @@ int main(void) {
   tcase_add_test(tc, config_errors);
   tcase_add_test(tc, weights_errors);
   tcase_add_test(tc, info_and_cli);
+  tcase_add_test(tc, generate_greedy);
+  tcase_add_test(tc, generate_sampling);
+  tcase_add_test(tc, generate_errors);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
 }

@@ -66,6 +66,50 @@ graphc_status_t graphc_llm_graph_text(const char *dir, const graphc_llm_options_
 graphc_status_t graphc_llm_load(graphc_context_t *ctx, const char *dir, const graphc_llm_options_t *opts,
                                 graphc_model_t **out, graphc_llm_info_t *info, graphc_error_t *err);
 
+
+/* ---- generating tokens -------------------------------------------------------------------------
+ * A session: the checkpoint loaded (graphc_llm_load) and compiled on demand for the shapes the
+ * loop needs, one KV cache shared by all of them (lo.max_batch rows, lo.max_context positions;
+ * see generate.c for the steps). Tokenizers are out of scope: ids in, ids out. A session is
+ * used by one thread at a time. */
+typedef struct graphc_llm_session graphc_llm_session_t;
+
+typedef struct graphc_generate_options {
+  int64_t max_new_tokens;  /* per sequence (default 16) */
+  double temperature;      /* 0 (default): greedy, the most likely token; > 0: sample */
+  double top_p;            /* nucleus sampling: the smallest set of likely tokens reaching this
+                              probability (default 1: all) */
+  uint64_t seed;           /* the sampler's seed (same seed, same tokens) */
+  int ignore_eos;          /* 1: go on past an end-of-sequence id (default 0: stop there) */
+} graphc_generate_options_t;
+
+typedef struct graphc_llm_stats {
+  double prefill_ms;         /* the prompts' step, its compile included: time to first token */
+  double decode_ms;          /* every step after it (without compiling the decode shape) */
+  double compile_ms;         /* compiling executables (a shape's first use) during the call */
+  int64_t prompt_tokens, generated_tokens, decode_steps;
+  size_t state_bytes;        /* the KV cache */
+} graphc_llm_stats_t;
+
+void graphc_generate_options_init(graphc_generate_options_t *o);
+/* The checkpoint in `dir` (lo: cache size; co: backend, precision, ...; both may be NULL). */
+graphc_status_t graphc_llm_session_create(graphc_context_t *ctx, const char *dir, const graphc_llm_options_t *lo,
+                                          const graphc_compile_options_t *co, graphc_llm_session_t **out,
+                                          graphc_error_t *err);
+const graphc_llm_info_t *graphc_llm_session_info(const graphc_llm_session_t *s);
+/* The backend the session runs on (as asked before its first generate call). */
+graphc_backend_t graphc_llm_session_backend(const graphc_llm_session_t *s);
+/* Continue n_seqs prompts (1..max_batch; prompts[i] has prompt_lens[i] ids in the vocabulary;
+ * prompt + max_new_tokens within max_context): out_ids[i] (room for max_new_tokens ids) gets
+ * the new ids of sequence i, out_lens[i] their number (fewer when it ended at an
+ * end-of-sequence id, which is included). Each call starts from empty sequences. stats may
+ * be NULL. */
+graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, const int32_t *const *prompts,
+                                    const size_t *prompt_lens, const graphc_generate_options_t *o,
+                                    int32_t *const *out_ids, size_t *out_lens, graphc_llm_stats_t *stats,
+                                    graphc_error_t *err);
+void graphc_llm_session_destroy(graphc_llm_session_t *s);
+
 #ifdef __cplusplus
 }
 #endif
