@@ -142,6 +142,12 @@ static graphc_status_t emit_outputs(interp_ctx *cx, const gc_value *v, const voi
   return GRAPHC_STATUS_OK;
 }
 
+/* Does op's result borrow its data (a param read in place from the weights)? A param
+ * with `from` owns its converted copy. */
+static int borrows_result(const gc_op *op) {
+  return op->opcode == GC_OP_PARAM && gc_param_file_dtype(op) == op->results[0]->type.dtype;
+}
+
 /* Execute one op: allocate its results, run its kernel, publish the results,
  * and release operands whose last use this was. */
 static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
@@ -175,7 +181,7 @@ static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
   }
   if (st == GRAPHC_STATUS_OK) st = evals[op->opcode](cx, op, in, out);
   if (st != GRAPHC_STATUS_OK) {
-    if (op->opcode != GC_OP_PARAM)
+    if (!borrows_result(op))
       for (int r = 0; r < op->n_results; r++) free(out[r].data);
     free(in);
     return st;
@@ -183,7 +189,7 @@ static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
   for (int r = 0; r < op->n_results; r++) {
     islot *s = &vals[op->results[r]->id];
     s->data = out[r].data;
-    s->owned = op->opcode != GC_OP_PARAM;
+    s->owned = !borrows_result(op);
     if (st == GRAPHC_STATUS_OK) st = emit_outputs(cx, op->results[r], s->data, outputs);
     if (s->uses == 0 && s->owned) {   /* dead or output-only: done with it */
       free(s->data);
