@@ -38,6 +38,9 @@ typedef struct gc_plan_const {
                             the weights file's tensor `name` (gc_plan_bind_weights) */
   size_t bytes;
   int is_param;          /* 1: a param (its data comes from the weights) */
+  gc_dtype file_dtype;   /* params: the tensor's dtype in the weights file (`from`); when it
+                            is not the buffer's, gc_plan_bind_weights converts it into the
+                            plan's arena, so only the converted tensor reaches the device */
   const char *param;     /* params: the param's value name and position, for messages */
   gc_loc loc;
 } gc_plan_const;
