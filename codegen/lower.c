@@ -335,6 +335,16 @@ static void put_converted(gc_sbuf *b, const gc_plan *p) {
     }
 }
 
+/* "consts: N tensors, BYTES[; weights converted]\n". */
+void gc_plan_consts_stats(gc_sbuf *b, const gc_plan *p) {
+  double cbytes = 0;
+  for (int i = 0; i < p->n_consts; i++) cbytes += (double)p->consts[i].bytes;
+  gc_sbuf_printf(b, "consts: %d tensors, ", p->n_consts);
+  put_bytes(b, cbytes);
+  put_converted(b, p);
+  gc_sbuf_putc(b, '\n');
+}
+
 /* Summary: fusion, one line per launch (model and fused ops), consts, arena. */
 void gc_plan_stats(gc_sbuf *b, const gc_plan *p) {
   const kir_module *m = p->kir;
@@ -357,11 +367,7 @@ void gc_plan_stats(gc_sbuf *b, const gc_plan *p) {
     tot_flops += k->flops;
   }
   gc_sbuf_printf(b, "  %-28s %-6s %12s %14.0f %14.0f\n", "total", "", "", tot_bytes, tot_flops);
-  double cbytes = 0;
-  for (int i = 0; i < p->n_consts; i++) cbytes += (double)p->consts[i].bytes;
-  gc_sbuf_printf(b, "consts: %d tensors, ", p->n_consts);
-  put_bytes(b, cbytes);
-  put_converted(b, p);
-  gc_sbuf_printf(b, "\narena: %zu bytes (lower bound %zu, %d temps)\n", p->arena_bytes,
+  gc_plan_consts_stats(b, p);
+  gc_sbuf_printf(b, "arena: %zu bytes (lower bound %zu, %d temps)\n", p->arena_bytes,
                  p->arena_lower_bound, temp_count(p));
 }

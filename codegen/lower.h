@@ -82,5 +82,8 @@ int gc_lower_fusion_enabled(const graphc_compile_options_t *o);
  * each kernel with its launch, modeled bytes and flops and the ops it fuses,
  * absorbed transposes, consts, arena size against its lower bound. */
 void gc_plan_stats(gc_sbuf *b, const gc_plan *p);
+/* Its consts line: "consts: N tensors, BYTES" and, for params whose weights file holds
+ * another dtype, "; K weights converted once at load: f32 -> f16 (BYTES in the file)". */
+void gc_plan_consts_stats(gc_sbuf *b, const gc_plan *p);
 
 #endif
