@@ -121,7 +121,8 @@ static unsigned char *fill_leaves(unsigned char *dst, gc_dtype t, const gc_attr 
 /* ---- sources --------------------------------------------------------------------------------- */
 
 /* param: a CONST buffer with no data, marked as the param's: the driver binds the
- * weights file's tensor `name` to it (gc_plan_bind_weights, driver/launch_build.c). */
+ * weights file's tensor `name` to it (gc_plan_bind_weights, driver/launch_build.c),
+ * converted from the file's dtype (`from`) when that differs. */
 static int lower_param(gc_lowerer *c, const gc_op *op) {
   const gc_value *v = op->results[0];
   const char *name = gc_op_attr_str(op, "name", "");
@@ -130,6 +131,7 @@ static int lower_param(gc_lowerer *c, const gc_op *op) {
   if (bi < 0) return -1;
   gc_plan_const *k = &c->p->consts[c->p->buffers[bi].index];
   k->is_param = 1;
+  k->file_dtype = gc_param_file_dtype(op);
   k->param = gc_arena_strdup(&c->p->arena, v->name);
   k->loc = op->loc;
   return 0;

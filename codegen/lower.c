@@ -316,6 +316,41 @@ static void put_bytes(gc_sbuf *b, double n) {
     gc_sbuf_printf(b, "%.0f B", n);
 }
 
+/* "; 4 weights converted once at load: f32 -> f16 (1.50 MiB in the file)": params whose
+ * weights file holds another dtype (`param ... from`), per dtype pair; nothing if none. */
+static void put_converted(gc_sbuf *b, const gc_plan *p) {
+  enum { N = GRAPHC_DTYPE_COUNT_ };
+  int n[N][N] = {{0}};
+  double file[N][N] = {{0}};
+  for (int i = 0; i < p->n_buffers; i++) {
+    const gc_plan_buffer *pb = &p->buffers[i];
+    if (pb->kind != GC_BUF_CONST) continue;
+    const gc_plan_const *c = &p->consts[pb->index];
+    gc_dtype to = pb->type.dtype;
+    if (!c->is_param || c->file_dtype == to) continue;
+    n[c->file_dtype][to]++;
+    file[c->file_dtype][to] += (double)c->bytes / graphc_dtype_size(to) * graphc_dtype_size(c->file_dtype);
+  }
+  for (int f = 0; f < N; f++)
+    for (int t = 0; t < N; t++) {
+      if (!n[f][t]) continue;
+      gc_sbuf_printf(b, "; %d weight%s converted once at load: %s -> %s (", n[f][t], n[f][t] == 1 ? "" : "s",
+                     graphc_dtype_name((gc_dtype)f), graphc_dtype_name((gc_dtype)t));
+      put_bytes(b, file[f][t]);
+      gc_sbuf_puts(b, " in the file)");
+    }
+}
+
+/* "consts: N tensors, BYTES[; weights converted]\n". */
+void gc_plan_consts_stats(gc_sbuf *b, const gc_plan *p) {
+  double cbytes = 0;
+  for (int i = 0; i < p->n_consts; i++) cbytes += (double)p->consts[i].bytes;
+  gc_sbuf_printf(b, "consts: %d tensors, ", p->n_consts);
+  put_bytes(b, cbytes);
+  put_converted(b, p);
+  gc_sbuf_putc(b, '\n');
+}
+
 /* Summary: fusion, one line per launch (model and fused ops), consts, arena. */
 void gc_plan_stats(gc_sbuf *b, const gc_plan *p) {
   const kir_module *m = p->kir;
@@ -338,10 +373,7 @@ void gc_plan_stats(gc_sbuf *b, const gc_plan *p) {
     tot_flops += k->flops;
   }
   gc_sbuf_printf(b, "  %-28s %-6s %12s %14.0f %14.0f\n", "total", "", "", tot_bytes, tot_flops);
-  double cbytes = 0;
-  for (int i = 0; i < p->n_consts; i++) cbytes += (double)p->consts[i].bytes;
-  gc_sbuf_printf(b, "consts: %d tensors, ", p->n_consts);
-  put_bytes(b, cbytes);
-  gc_sbuf_printf(b, "\narena: %zu bytes (lower bound %zu, %d temps)\n", p->arena_bytes,
+  gc_plan_consts_stats(b, p);
+  gc_sbuf_printf(b, "arena: %zu bytes (lower bound %zu, %d temps)\n", p->arena_bytes,
                  p->arena_lower_bound, temp_count(p));
 }

@@ -39,6 +39,9 @@ typedef struct gc_plan_const {
                             the weights file's tensor `name` (gc_plan_bind_weights) */
   size_t bytes;
   int is_param;          /* 1: a param (its data comes from the weights) */
+  gc_dtype file_dtype;   /* params: the tensor's dtype in the weights file (`from`); when it
+                            is not the buffer's, gc_plan_bind_weights converts it into the
+                            plan's arena, so only the converted tensor reaches the device */
   const char *param;     /* params: the param's value name and position, for messages */
   gc_loc loc;
 } gc_plan_const;
@@ -88,5 +91,8 @@ int gc_lower_fusion_enabled(const graphc_compile_options_t *o);
  * each kernel with its launch, modeled bytes and flops and the ops it fuses,
  * absorbed transposes, consts, arena size against its lower bound. */
 void gc_plan_stats(gc_sbuf *b, const gc_plan *p);
+/* Its consts line: "consts: N tensors, BYTES" and, for params whose weights file holds
+ * another dtype, "; K weights converted once at load: f32 -> f16 (BYTES in the file)". */
+void gc_plan_consts_stats(gc_sbuf *b, const gc_plan *p);
 
 #endif

@@ -256,7 +256,10 @@ int gc_host_build_aot(gc_exec *exe, const gc_host_aot_options *o, gc_host_aot *o
     gc_plan_free(plan);
     return -1;
   }
-  if (st) gc_sbuf_printf(st, "aot: host: lower %.2f ms, %d kernels\n", now_ms() - t0, plan->kir->n_kernels);
+  if (st) {
+    gc_sbuf_printf(st, "aot: host: lower %.2f ms, %d kernels\naot: host: ", now_ms() - t0, plan->kir->n_kernels);
+    gc_plan_consts_stats(st, plan);
+  }
   int rc = -1;
   if (name_kernels(out, plan->kir, o->prefix, d) == 0 && build_object(out, plan->kir, o, st, d) == 0) {
     const char *cpu = strrchr(out->target, '(');

@@ -612,7 +612,10 @@ int gc_cuda_build_bundle(gc_exec *exe, const gc_aot_options *o, void **out, size
     double t0 = now_ms();
     plans[made] = gc_lower_opts(exe->graph, &t, exe->fuse, d);
     if (!plans[made] || d->n_errors || gc_plan_bind_weights(plans[made], exe->weights, d)) goto out;
-    if (st) gc_sbuf_printf(st, "aot: sm_%d: lower %.2f ms\n", sm, now_ms() - t0);
+    if (st) {
+      gc_sbuf_printf(st, "aot: sm_%d: lower %.2f ms\naot: sm_%d: ", sm, now_ms() - t0, sm);
+      gc_plan_consts_stats(st, plans[made]);
+    }
     if (gc_cuda_codegen(plans[made]->kir, sm, cg, &set, o->use_cache ? &cache : NULL, &codes[made], st,
                         d))
       goto out;

@@ -11,6 +11,8 @@
 
 #include <string.h>
 
+#include "ir/dtype.h"
+
 /* Report out of memory; returns -1. */
 static int oom(gc_diags *d) {
   gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
@@ -28,20 +30,22 @@ static const gc_plan_buffer *const_buffer(const gc_plan *p, int i) {
 
 /* ---- weights ------------------------------------------------------------------------------ */
 
-/* Report that the tensor (type `have`) does not fit param const c (type `want` of its
- * buffer, NULL: none); returns -1. */
+/* Report that the tensor (type `have`) does not fit param const c (`want`: its buffer's
+ * shape in the file's dtype, NULL: no buffer); returns -1. */
 static int bad_tensor(const gc_plan_const *c, const gc_type *have, const gc_type *want, gc_diags *d) {
   gc_sbuf got = {0}, exp = {0};
   gc_type_print(&got, have, NULL);
   if (want) gc_type_print(&exp, want, NULL);
-  gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, c->loc, "tensor \"%s\" is %s, param %%%s is %s", c->name,
+  gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, c->loc, "tensor \"%s\" is %s, param %%%s needs %s", c->name,
               got.data ? got.data : "?", c->param ? c->param : "?", exp.data ? exp.data : "?");
   gc_sbuf_free(&got);
   gc_sbuf_free(&exp);
   return -1;
 }
 
-/* Each param const's data: its tensor in w, which must have the buffer's type and size. */
+/* Each param const's data: its tensor in w, which must have the buffer's shape and
+ * the const's file dtype. A tensor of another dtype (`from`) is converted once, here,
+ * into the plan's arena (cast's rounding, ir/dtype.h); any other is borrowed. */
 int gc_plan_bind_weights(gc_plan *p, const gc_safetensors *w, gc_diags *d) {
   if (!w) return 0;
   for (int i = 0; i < p->n_consts; i++) {
@@ -54,11 +58,20 @@ int gc_plan_bind_weights(gc_plan *p, const gc_safetensors *w, gc_diags *d) {
       return -1;
     }
     const gc_plan_buffer *b = const_buffer(p, i);
-    gc_type have = {st->dtype, st->rank, {0}};
+    gc_type have = {st->dtype, st->rank, {0}}, want;
     memcpy(have.dims, st->dims, sizeof have.dims);
-    if (!b || !gc_type_equal(&have, &b->type) || st->nbytes != c->bytes)
-      return bad_tensor(c, &have, b ? &b->type : NULL, d);
-    c->data = st->data;
+    if (b) want = b->type, want.dtype = c->file_dtype;
+    if (!b || !gc_type_equal(&have, &want) ||
+        st->nbytes != c->bytes / graphc_dtype_size(b->type.dtype) * graphc_dtype_size(st->dtype))
+      return bad_tensor(c, &have, b ? &want : NULL, d);
+    if (st->dtype == b->type.dtype) {
+      c->data = st->data;
+      continue;
+    }
+    void *conv = gc_arena_alloc(&p->arena, c->bytes ? c->bytes : 1);
+    if (!conv) return oom(d);
+    gc_convert_floats(conv, b->type.dtype, st->data, st->dtype, gc_type_numel(&b->type), 1);
+    c->data = conv;
   }
   return 0;
 }

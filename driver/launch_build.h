@@ -15,7 +15,10 @@
 #include "runtime/launch_plan.h"
 #include "weights/safetensors.h"
 
-/* Point every param const of p at the tensor of w with its name (once, by name).
+/* Point every param const of p at the tensor of w with its name (once, by name);
+ * a param whose file dtype differs (`param ... from f32`) gets the tensor converted
+ * to its dtype once, into p's arena, so only the converted bytes reach the device
+ * or a bundle.
  * gc_weights_check (weights/safetensors.h) has already compared each param with
  * its tensor when compiling through the API; here a missing tensor, or one
  * whose type or size does not fit the buffer, is reported at the param

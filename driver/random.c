@@ -90,7 +90,7 @@ int gc_weights_write_random(const gc_graph *g, const char *path, uint64_t seed, 
     k++;
     const char *pname = op->results[0]->name;
     const char *tname = gc_op_attr_str(op, "name", NULL);
-    gc_type t = gc_param_type(g, op);
+    gc_type t = gc_param_type(g, op);  /* the `from` dtype when given: the loader converts */
     if (!tname) {
       gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, op->loc, "param %%%s: no tensor name", pname);
       errors++;

@@ -681,8 +681,32 @@ fail:
   define_results(p, &s, NULL);
 }
 
-/* param = "param" VALUE ":" type "=" STRING ";"    (the tensor's name in the weights)
- * state = "state" VALUE ":" type "=" STRING ";"    (the state's name) */
+/* The optional `"from" DTYPE` of a param: pushed as its `from` attribute (the verifier
+ * checks the dtype). Returns 0 on a syntax error. */
+static int parse_param_from(parser *p, stmt *s) {
+  if (!at_kw(p, "from")) return 1;
+  advance(p);
+  gc_token t = p->tok;
+  if (!at(p, GC_TOK_IDENT)) {
+    error_expected(p, "a dtype after 'from' (the tensor's dtype in the weights file)");
+    return 0;
+  }
+  advance(p);
+  int dt = gc_dtype_from_name(t.text, t.len);
+  if (dt < 0) {
+    error_at(p, t.loc, "unknown dtype '%.*s' after 'from' (expected f64, f32, f16, bf16, f8e4m3 or f8e5m2)",
+             (int)(t.len > 40 ? 40 : t.len), t.text);
+    s->bad = 1;
+    return 1;
+  }
+  gc_named_attr na = {.name = "from", .val = {.kind = GC_ATTR_DTYPE, .loc = t.loc}};
+  na.val.u.dt = (gc_dtype)dt;
+  PUSH(p, s->attrs, s->n_attrs, s->cap_attrs, na);
+  return 1;
+}
+
+/* param = "param" VALUE ":" type "=" STRING [ "from" DTYPE ] ";"  (the tensor's name in the weights)
+ * state = "state" VALUE ":" type "=" STRING ";"                   (the state's name) */
 static void parse_decl(parser *p, gc_opcode opc) {
   const char *kwn = gc_op_infos[opc].name;
   stmt s = {0};
@@ -713,12 +737,13 @@ static void parse_decl(parser *p, gc_opcode opc) {
   if (!expect(p, GC_TOK_STRING, param ? "(the tensor name in the weights file)" : "(the state's name)"))
     goto fail;
   if (str.bad) s.bad = 1;
-  if (!expect_semi(p, param ? "after the param statement" : "after the state statement")) goto fail;
   gc_named_attr na = {.name = "name", .val = {.kind = GC_ATTR_STR, .loc = str.loc}};
   char *sv = palloc(p, str.len + 1);
   if (sv) gc_lex_string(&str, sv);
   na.val.u.s = sv;
   PUSH(p, s.attrs, s.n_attrs, s.cap_attrs, na);
+  if (param && !parse_param_from(p, &s)) goto fail;
+  if (!expect_semi(p, param ? "after the param statement" : "after the state statement")) goto fail;
   define_results(p, &s, s.bad || p->oom ? NULL : build_op(p, &s, opc, kw));
   return;
 fail:

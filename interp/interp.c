@@ -142,10 +142,12 @@ static graphc_status_t emit_outputs(interp_ctx *cx, const gc_value *v, const voi
   return GRAPHC_STATUS_OK;
 }
 
-/* Ops whose result borrows memory instead of owning a fresh buffer: a param (the
- * weights), a state (its memory) and cache_write (the state it updates in place). */
+/* Ops whose result borrows memory instead of owning a fresh buffer: a param read in
+ * place from the weights (one with `from` owns its converted copy), a state (its memory)
+ * and cache_write (the state it updates in place). */
 static int borrows_result(const gc_op *op) {
-  return op->opcode == GC_OP_PARAM || op->opcode == GC_OP_STATE || op->opcode == GC_OP_CACHE_WRITE;
+  if (op->opcode == GC_OP_PARAM) return gc_param_file_dtype(op) == op->results[0]->type.dtype;
+  return op->opcode == GC_OP_STATE || op->opcode == GC_OP_CACHE_WRITE;
 }
 
 /* Execute one op: allocate its results, run its kernel, publish the results,

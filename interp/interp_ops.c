@@ -59,7 +59,8 @@ graphc_status_t interp_cache_write(interp_ctx *cx, const gc_op *op, const itenso
   return GRAPHC_STATUS_OK;
 }
 
-/* param: the result borrows the weights tensor named by the `name` attribute. */
+/* param: the result borrows the weights tensor named by the `name` attribute; with
+ * `from` it is that tensor converted to the param's dtype (a buffer the run owns). */
 graphc_status_t interp_param(interp_ctx *cx, const gc_op *op, const itensor *in, itensor *out) {
   const char *name = gc_op_attr_str(op, "name", NULL);
   const gc_st_tensor *t = name && cx->weights ? gc_safetensors_find(cx->weights, name) : NULL;
@@ -74,14 +75,22 @@ graphc_status_t interp_param(interp_ctx *cx, const gc_op *op, const itensor *in,
                 name);
     return GRAPHC_STATUS_WEIGHTS_ERROR;
   }
-  size_t need = (size_t)out[0].numel * esize(&out[0]);
-  if (t->dtype != out[0].type->dtype || t->nbytes != need) {
+  gc_dtype want = gc_param_file_dtype(op);
+  size_t need = (size_t)out[0].numel * graphc_dtype_size(want);
+  if (t->dtype != want || t->nbytes != need) {
     gc_error_at(cx->d, GRAPHC_STATUS_WEIGHTS_ERROR, op->loc,
                 "weights tensor \"%s\" is %s with %zu bytes; param needs %s with %zu bytes", name,
-                graphc_dtype_name(t->dtype), t->nbytes, graphc_dtype_name(out[0].type->dtype), need);
+                graphc_dtype_name(t->dtype), t->nbytes, graphc_dtype_name(want), need);
     return GRAPHC_STATUS_WEIGHTS_ERROR;
   }
-  out[0].data = (void *)t->data;
+  if (want == out[0].type->dtype) {
+    out[0].data = (void *)t->data;
+    return GRAPHC_STATUS_OK;
+  }
+  /* `from`: converted here, once per run, into a buffer the run owns (interp.c: borrows_result) */
+  out[0].data = interp_alloc(cx, op, (size_t)out[0].numel * esize(&out[0]), 1);
+  if (!out[0].data) return GRAPHC_STATUS_OUT_OF_MEMORY;
+  gc_convert_floats(out[0].data, out[0].type->dtype, t->data, want, out[0].numel, 1);
   return GRAPHC_STATUS_OK;
 }
 
@@ -213,12 +222,14 @@ graphc_status_t interp_unary(interp_ctx *cx, const gc_op *op, const itensor *in,
     /* Floats go through double (store truncates/saturates/rounds once); ints
      * and bools stay exact integers (store wraps, tests != 0, or rounds once). */
     int sat = gc_op_attr_bool(op, "saturate", 1);
+    if (gc_dtype_is_float(ti) && gc_dtype_is_float(to)) {
+      gc_convert_floats(out[0].data, to, in[0].data, ti, in[0].numel, sat);
+      return GRAPHC_STATUS_OK;
+    }
     for (int64_t i = 0; i < in[0].numel; i++) {
-      if (gc_dtype_is_f8(to) && ti != to) {  /* a cast to its own dtype is the identity */
-        double v = gc_dtype_is_float(ti) ? gc_load_f64(in[0].data, ti, i)
-                                         : (double)gc_load_i64(in[0].data, ti, i);
-        ((uint8_t *)out[0].data)[i] = gc_f64_to_f8(to, v, sat);
-      } else if (gc_dtype_is_float(ti))
+      if (gc_dtype_is_f8(to))
+        ((uint8_t *)out[0].data)[i] = gc_f64_to_f8(to, (double)gc_load_i64(in[0].data, ti, i), sat);
+      else if (gc_dtype_is_float(ti))
         gc_store_f64(out[0].data, to, i, gc_load_f64(in[0].data, ti, i));
       else
         gc_store_i64(out[0].data, to, i, gc_load_i64(in[0].data, ti, i));

@@ -256,3 +256,19 @@ void gc_store_i64(void *base, gc_dtype t, int64_t i, int64_t v) {
   }
 }
 
+
+/* Float buffer -> float buffer, as cast (see dtype.h). */
+void gc_convert_floats(void *dst, gc_dtype to, const void *src, gc_dtype from, int64_t n, int saturate) {
+  GC_ASSERT(gc_dtype_is_float(to) && gc_dtype_is_float(from));
+  if (to == from) {  /* a cast to its own dtype is the identity (fp8 NaNs included) */
+    memmove(dst, src, (size_t)n * graphc_dtype_size(to));
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double v = gc_load_f64(src, from, i);
+    if (gc_dtype_is_f8(to))
+      ((uint8_t *)dst)[i] = gc_f64_to_f8(to, v, saturate);
+    else
+      gc_store_f64(dst, to, i, v);
+  }
+}

@@ -60,6 +60,12 @@ void gc_store_i64(void *base, gc_dtype t, int64_t i, int64_t v);
 /* Truncate toward zero and saturate to [lo, hi]; NaN -> 0. */
 int64_t gc_f64_to_int_sat(double v, int64_t lo, int64_t hi);
 
+/* n elements of float dtype `from` at src converted to float dtype `to` at dst, as
+ * `cast(to=...)` converts them: widening exact, narrowing rounded once by the rule above,
+ * fp8 saturating when `saturate` (cast's default); the same dtype copies. Converting
+ * weights (param ... from DTYPE) uses it with saturate 1. */
+void gc_convert_floats(void *dst, gc_dtype to, const void *src, gc_dtype from, int64_t n, int saturate);
+
 /* Smallest and largest value of an int (or bool) dtype; int64's for any other. */
 void gc_int_range(gc_dtype t, int64_t *lo, int64_t *hi);
 

@@ -367,13 +367,25 @@ static const char *prod_str(ictx *c, const prod *p) {
 
 /* ---- rules: sources ------------------------------------------------------------------ */
 
-/* param: the declared result type. */
+/* param: the declared result type; `from` (the file's dtype) a different float dtype. */
 static int gc_infer_param(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
   const gc_attr *a = gc_op_attr(op, "name");
   if (!a) return fail(c, op->loc, "missing required attribute 'name'");
   if (a->kind != GC_ATTR_STR)
     return fail(c, aloc(c, a), "attribute 'name' expects str, got %s", kind_name(a));
+  const gc_attr *f = gc_op_attr(op, "from");
+  gc_dtype t = op->results[0]->type.dtype;
+  if (f && f->kind != GC_ATTR_DTYPE)
+    return fail(c, aloc(c, f), "attribute 'from' expects dtype, got %s", kind_name(f));
+  if (f && (!gc_dtype_is_float(f->u.dt) || !gc_dtype_is_float(t)))
+    return fail(c, aloc(c, f),
+                "'from %s': a param converts only between float dtypes (f64, f32, f16, bf16, "
+                "f8e4m3, f8e5m2), not %s from %s",
+                graphc_dtype_name(f->u.dt), graphc_dtype_name(t), graphc_dtype_name(f->u.dt));
+  if (f && f->u.dt == t)
+    return fail(c, aloc(c, f), "'from %s': the param is already %s (drop 'from')",
+                graphc_dtype_name(t), graphc_dtype_name(t));
   out[0] = op->results[0]->type;
   return 1;
 }

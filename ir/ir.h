@@ -309,7 +309,11 @@ int gc_verify_module(gc_module *m, gc_diags *d);
 /* Replace symbolic dims by bound values everywhere in g (types and dims attrs);
  * errors name unbound symbols. Returns #errors. */
 int gc_graph_specialize(gc_graph *g, gc_diags *d);
-/* A param op's declared type with g's bound symbols substituted (unbound ones stay). */
+/* The dtype a param op's tensor has in the weights file: its `from` attribute (the
+ * loader converts the tensor to the param's dtype), else the param's own dtype. */
+gc_dtype gc_param_file_dtype(const gc_op *op);
+/* A param op's declared type with g's bound symbols substituted (unbound ones stay)
+ * and gc_param_file_dtype as dtype: the tensor a weights file must hold for it. */
 gc_type gc_param_type(const gc_graph *g, const gc_op *op);
 
 /* Symbols (ir/symexpr.c). Builders return canonical expressions over base symbols

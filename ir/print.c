@@ -5,6 +5,7 @@
  *
  *   graph @mlp<B>(%x: f32[B, 784]) -> (f32[B, 10]) {
  *     param %w1: f32[784, 128] = "fc1.weight";
+ *     param %w2: f16[128, 10] = "fc2.weight" from f32;
  *     %h = matmul(%x, %w1) : f32[B, 128];
  *     return %h;
  *   }
@@ -115,6 +116,8 @@ static void print_op(gc_sbuf *b, const gc_graph *g, const gc_op *op) {
     print_type(b, g, &op->results[0]->type);
     gc_sbuf_puts(b, " = ");
     print_string(b, gc_op_attr_str(op, "name", ""));
+    const gc_attr *from = gc_op_attr(op, "from");
+    if (from && from->kind == GC_ATTR_DTYPE) gc_sbuf_printf(b, " from %s", graphc_dtype_name(from->u.dt));
     gc_sbuf_puts(b, ";\n");
     return;
   }

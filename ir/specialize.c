@@ -25,10 +25,18 @@ static void subst_type(const gc_graph *g, gc_type *t) {
   }
 }
 
-/* The declared type of param op with g's bound symbols substituted; unbound ones
- * stay symbolic. What a weights file must hold for it, before specialization. */
+/* The dtype param op's tensor has in the weights file: its `from` dtype, else its own. */
+gc_dtype gc_param_file_dtype(const gc_op *op) {
+  const gc_attr *from = gc_op_attr(op, "from");
+  return from && from->kind == GC_ATTR_DTYPE ? from->u.dt : op->results[0]->type.dtype;
+}
+
+/* The declared type of param op with g's bound symbols substituted (unbound ones
+ * stay symbolic) and the file's dtype: what a weights file must hold for it, before
+ * specialization. */
 gc_type gc_param_type(const gc_graph *g, const gc_op *op) {
   gc_type t = op->results[0]->type;
+  t.dtype = gc_param_file_dtype(op);
   for (int i = 0; i < t.rank; i++) {
     int64_t dim = t.dims[i];
     if (GC_DIM_IS_SYM(dim) && GC_DIM_SYM_INDEX(dim) < g->n_syms && g->sym_values &&

@@ -30,8 +30,11 @@
  *              an f32 activation (not a param or const) to an R value; and every op
  *              with a result whose name matches --keep-f32=REGEX (POSIX extended)
  * An op computed in R gets its other f32 float operands through `cast(v, to=R)`, one per
- * value, placed right after v's definition: a param's cast reads only the weights, so the
- * backends run it once per weights (codegen/prologue.c), never per run. A sensitive op
+ * value, placed right after v's definition. A param read only through that cast becomes
+ * an R param `from f32` and the cast goes (retype_params): the loader converts its weights
+ * once, so the device and a bundle hold only the R tensor. A param with f32 uses too keeps
+ * its cast, which reads only the weights: the backends run it once per weights
+ * (codegen/prologue.c), never per run. A sensitive op
  * reads R values through `cast(v, to=f32)`; the graph's outputs too, so inputs and outputs
  * keep their declared dtypes. Casts of constants fold (fold.c).
  *
@@ -216,6 +219,50 @@ static void restore_operands(prec *P, gc_op *op) {
   }
 }
 
+/* Does another param of g read the tensor op reads? */
+static int tensor_shared(const gc_graph *g, const gc_op *op) {
+  const char *name = gc_op_attr_str(op, "name", "");
+  for (const gc_op *q = g->first; q; q = q->next)
+    if (q != op && q->opcode == GC_OP_PARAM && strcmp(gc_op_attr_str(q, "name", ""), name) == 0) return 1;
+  return 0;
+}
+
+/* Params read only through their cast to R become R params (`from` the file's dtype,
+ * none when that is R) and the casts go: the loader converts the weights once and the
+ * device (or a bundle) holds only the R tensor. Left as they are: params with other uses,
+ * a tensor shared by several params (a bundle holds one tensor per name), and a file in
+ * f64 (f64 -> f32 -> R rounds twice, f64 -> R once). Returns the number retyped. */
+static int retype_params(prec *P) {
+  gc_graph *g = P->rw.g;
+  gc_graph_recount_uses(g);
+  gc_value **to_param = calloc((size_t)g->next_value_id + 1, sizeof *to_param);  /* cast id -> param */
+  if (!to_param) {
+    P->rw.oom = 1;
+    return 0;
+  }
+  int n = 0;
+  for (gc_op *op = g->first, *next; op; op = next) {
+    next = op->next;
+    if (op->opcode != GC_OP_PARAM) continue;
+    gc_value *v = op->results[0], *c = v->id < P->n_ids ? P->down[v->id] : NULL;
+    gc_dtype file = gc_param_file_dtype(op);
+    if (!c || v->n_uses != 1 || file == GRAPHC_DTYPE_F64 || tensor_shared(g, op)) continue;
+    if (c->def == next) next = next->next;
+    gc_op_remove(g, c->def);
+    to_param[c->id] = v;
+    v->type.dtype = P->R;
+    gc_named_attr at[2] = {{"name", *gc_op_attr(op, "name")}, {"from", gc_rw_attr_dtype(file)}};
+    gc_op_set_attrs(g, op, file == P->R ? 1 : 2, at);
+    P->casts--;
+    n++;
+  }
+  for (gc_op *op = g->first; op && n; op = op->next)
+    for (int i = 0; i < op->n_operands; i++)
+      if (to_param[op->operands[i]->id]) op->operands[i] = to_param[op->operands[i]->id];
+  free(to_param);
+  return n;
+}
+
 /* Number of f32 matmuls and convolutions in g. */
 static int count_f32_anchors(const gc_graph *g) {
   int n = 0;
@@ -319,6 +366,7 @@ int gc_pass_precision(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf
       g->outputs[i] = c;
     }
   }
+  int retyped = P.rw.oom ? 0 : retype_params(&P);
   if (have_re) regfree(&re);
   free(feeds_norm);
   free(attn);
@@ -330,7 +378,10 @@ int gc_pass_precision(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf
   gc_graph_recount_uses(g);
   gc_sbuf_printf(stats, "precision: %s: %d op%s in %s, %d cast%s inserted", name, P.reduced,
                  P.reduced == 1 ? "" : "s", name, P.casts, P.casts == 1 ? "" : "s");
+  if (retyped)
+    gc_sbuf_printf(stats, ", %d weight%s stored in %s (converted once at load)", retyped,
+                   retyped == 1 ? "" : "s", name);
   if (P.kept) gc_sbuf_printf(stats, ", %d kept in f32 by --keep-f32", P.kept);
   gc_sbuf_puts(stats, "\n");
-  return P.reduced + P.casts;
+  return P.reduced + P.casts + retyped;
 }

@@ -5,9 +5,11 @@
  * system C compiler links a program with libgraphc_rt), run, and its output is
  * compared with the interpreter's (graphc API) within f32 tolerance. ldd and
  * nm check that neither the program nor the object needs LLVM or libgraphc.
- * Two models compiled under two names link into one program (their kernel
- * symbols carry the name); a model without embedded weights reports the
- * missing weight; the CLI rejects bad --target / --cpu combinations.
+ * With --precision f16 the object embeds f16 weights (smaller) and the program
+ * matches the interpreter at f16. Two models compiled under two names link into
+ * one program (their kernel symbols carry the name); a model without embedded
+ * weights reports the missing weight; the CLI rejects bad --target / --cpu
+ * combinations.
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +21,7 @@
 
 /* The interpreter's output of examples/mlp.graph (batch B, weights w) on the
  * examples' input x[i] = ((37 i) mod 101 - 50) / 50; ref has B*10 floats. */
-static void interp_mlp(int B, const char *w, float *ref) {
+static void interp_mlp(int B, const char *w, graphc_precision_t p, float *ref) {
   graphc_context_t *ctx;
   graphc_model_t *m;
   graphc_executable_t *exe;
@@ -31,6 +33,7 @@ static void interp_mlp(int B, const char *w, float *ref) {
   graphc_compile_options_t o;
   graphc_compile_options_init(&o);
   o.backend = GRAPHC_BACKEND_INTERP;
+  o.precision = p;
   ck_assert_msg(graphc_compile(m, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
   float *x = malloc((size_t)B * 784 * sizeof *x);
   ck_assert_ptr_nonnull(x);
@@ -44,21 +47,34 @@ static void interp_mlp(int B, const char *w, float *ref) {
   graphc_context_destroy(ctx);
 }
 
-/* Compare a y.bin of B*10 floats with the interpreter's output. */
-static void check_against_interp(const char *y_path, int B, const char *w) {
+/* Compare a y.bin of B*10 floats with the interpreter's output at precision p (f32:
+ * f32's tolerance; f16: four times f16's, a whole model as in test_precision). */
+static void check_against_interp(const char *y_path, int B, const char *w, graphc_precision_t p) {
   float *ref = calloc((size_t)B * 10, sizeof *ref);
   ck_assert_ptr_nonnull(ref);
-  interp_mlp(B, w, ref);
+  interp_mlp(B, w, p, ref);
   size_t len = 0;
   char *got = tu_read_file(y_path, &len);
   ck_assert_msg(got && len == (size_t)B * 10 * sizeof(float), "%s has %zu bytes", y_path, len);
   double atol, rtol;
-  tu_tolerance(GRAPHC_DTYPE_F32, 1, &atol, &rtol);
-  tu_cmp c = tu_compare(ref, got, GRAPHC_DTYPE_F32, (int64_t)B * 10, atol, rtol);
+  int k = p == GRAPHC_PRECISION_F32 ? 1 : 4;
+  tu_tolerance(p == GRAPHC_PRECISION_F32 ? GRAPHC_DTYPE_F32 : GRAPHC_DTYPE_F16, 1, &atol, &rtol);
+  tu_cmp c = tu_compare(ref, got, GRAPHC_DTYPE_F32, (int64_t)B * 10, k * atol, k * rtol);
   ck_assert_msg(c.n_bad == 0, "%s differs from the interpreter at %lld: ref %.9g got %.9g", y_path,
                 (long long)c.first_bad, c.ref_bad, c.got_bad);
   free(got);
   free(ref);
+}
+
+/* Build examples/aot_host_mlp into dir with its Makefile (FLAGS: more compile options). */
+static void make_example(const char *dir, const char *flags) {
+  char *out = NULL;
+  int rc = tu_sh(&out, "make -s -f '%s/examples/aot_host_mlp/Makefile' GRAPHC='%s' OUT='%s' BATCH=64 "
+                    "CC='cc%s' RT_CFLAGS='-I%s/include' RT_LIBS='-L%s -Wl,-rpath,%s -lgraphc_rt' FLAGS='%s'",
+              GRAPHC_SOURCE_DIR, GRAPHC_CLI, dir, TU_SAN_FLAGS, GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR,
+              GRAPHC_BINARY_DIR, flags);
+  ck_assert_msg(rc == 0, "make:\n%s", out);
+  free(out);
 }
 
 /* examples/aot_host_mlp built with its Makefile, run, compared, and checked
@@ -66,12 +82,8 @@ static void check_against_interp(const char *y_path, int B, const char *w) {
 START_TEST(example_builds_runs_and_matches_interp) {
   const char *dir = tu_fresh_dir("aothost");
   char *out = NULL;
-  int rc = tu_sh(&out, "make -s -f '%s/examples/aot_host_mlp/Makefile' GRAPHC='%s' OUT='%s' BATCH=64 "
-                    "CC='cc%s' RT_CFLAGS='-I%s/include' RT_LIBS='-L%s -Wl,-rpath,%s -lgraphc_rt'",
-              GRAPHC_SOURCE_DIR, GRAPHC_CLI, dir, TU_SAN_FLAGS, GRAPHC_SOURCE_DIR, GRAPHC_BINARY_DIR,
-              GRAPHC_BINARY_DIR);
-  ck_assert_msg(rc == 0, "make:\n%s", out);
-  free(out);
+  int rc;
+  make_example(dir, "");
   char y_path[700], w_path[700];
   snprintf(y_path, sizeof y_path, "%s/y.bin", dir);
   snprintf(w_path, sizeof w_path, "%s/mlp.safetensors", dir);
@@ -81,7 +93,7 @@ START_TEST(example_builds_runs_and_matches_interp) {
     ck_assert_msg(strstr(out, "code: host ") && strstr(out, "linked into the program"), "%s", out);
     printf("%s", out);
     free(out);
-    check_against_interp(y_path, 64, w_path);
+    check_against_interp(y_path, 64, w_path, GRAPHC_PRECISION_F32);
   }
 
   /* The program needs libgraphc_rt and libc only: no LLVM, no libgraphc. */
@@ -105,6 +117,31 @@ START_TEST(example_builds_runs_and_matches_interp) {
                 "symbols of mlp.o:\n%s", out);
   ck_assert_msg(!strstr(out, "LLVM") && !strstr(out, " gc_"), "symbols of mlp.o:\n%s", out);
   free(out);
+}
+END_TEST
+
+/* The example with --precision f16: the object embeds the weights converted to f16
+ * (about half the f32 object's 400 KB of weights), and the program matches the
+ * interpreter at the same precision. */
+START_TEST(example_precision_f16) {
+  const char *d32 = tu_fresh_dir("aothost32"), *d16 = tu_fresh_dir("aothost16");
+  make_example(d32, "");
+  make_example(d16, "--precision f16");
+  char o32[700], o16[700], y_path[700], w_path[700];
+  snprintf(o32, sizeof o32, "%s/mlp.o", d32);
+  snprintf(o16, sizeof o16, "%s/mlp.o", d16);
+  snprintf(y_path, sizeof y_path, "%s/y.bin", d16);
+  snprintf(w_path, sizeof w_path, "%s/mlp.safetensors", d16);
+  struct stat s32, s16, sw;
+  ck_assert(stat(o32, &s32) == 0 && stat(o16, &s16) == 0 && stat(w_path, &sw) == 0);
+  ck_assert_msg(s16.st_size + sw.st_size / 2 - 16384 <= s32.st_size,
+                "mlp.o: %lld bytes with --precision f16, %lld without, %lld bytes of f32 weights",
+                (long long)s16.st_size, (long long)s32.st_size, (long long)sw.st_size);
+  char *out = NULL;
+  int rc = tu_sh(&out, "'%s/aot_host_mlp' '%s'", d16, y_path);
+  ck_assert_msg(rc == 0, "aot_host_mlp --precision f16 (%d):\n%s", rc, out);
+  free(out);
+  check_against_interp(y_path, 64, w_path, GRAPHC_PRECISION_F16);
 }
 END_TEST
 
@@ -276,6 +313,7 @@ int main(void) {
   Suite *s = suite_create("aot_host");
   TCase *tc = tcase_create("aot_host");
   tcase_add_test(tc, example_builds_runs_and_matches_interp);
+  tcase_add_test(tc, example_precision_f16);
   tcase_add_test(tc, two_models_one_program);
   tcase_add_test(tc, bf16_narrowed_ops_link);
   tcase_add_test(tc, cli_rejects_bad_options);

@@ -8,8 +8,9 @@
  * version files (every field fuzzed with a valid checksum: errors, never a
  * crash), crafted invalid plans, the image order rules, bit-identical output
  * from two processes in two directories (PTX, cubin, bundle; both code
- * paths), CLI errors, and a C program linked with `--emit c` output and
- * libgraphc_rt that loads its bundle. With a GPU: bundles run through
+ * paths), CLI errors, a C program linked with `--emit c` output and
+ * libgraphc_rt that loads its bundle, and --precision f16 bundles that embed the
+ * weights converted to f16 (the bytes checked; run and compared with a GPU). With a GPU: bundles run through
  * libgraphc_rt and match the interpreter (both paths, host and device
  * pointers, eager and graph replay), PTX fallback for an older arch, a clear
  * error for a wrong arch without PTX, the exact cubin preferred, weights given
@@ -28,6 +29,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_exec.h"
 #include "runtime/hash.h"
+#include "ir/dtype.h"
 #include "weights/safetensors.h"
 
 static uint64_t g_seed;
@@ -903,6 +905,111 @@ START_TEST(llvm_identical_kernels_compiled_once) {
 }
 END_TEST
 
+/* ==== precision ================================================================================== */
+
+/* The interpreter's outputs of examples/mlp.graph (B=4, weights w) at precision p on `in`. */
+static graphc_tensor_t *interp_mlp(const char *w, graphc_precision_t p, const graphc_tensor_t *in) {
+  graphc_context_t *ctx;
+  graphc_model_t *m;
+  graphc_executable_t *exe;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_load_file(ctx, tu_src("examples/mlp.graph"), &m, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_bind(m, "B", 4, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_set_weights(m, w, &err), GRAPHC_STATUS_OK);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_INTERP;
+  o.precision = p;
+  ck_assert_msg(graphc_compile(m, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+  graphc_tensor_t *out = calloc(1, sizeof *out);
+  *out = (graphc_tensor_t){GRAPHC_DTYPE_F32, 2, {4, 10}, calloc(40, sizeof(float)), 40 * sizeof(float)};
+  ck_assert_msg(graphc_executable_run(exe, in, 1, out, 1, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+  graphc_executable_destroy(exe);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+  return out;
+}
+
+/* --precision f16 --embed-weights: the MLP's params are f16 `from f32`, so the bundle's
+ * weights section holds their f16 bytes (each the file's f32 value rounded to nearest
+ * even) and the bundle is smaller by about half the weights; with a GPU it runs and
+ * matches the interpreter at the same precision. */
+START_TEST(precision_embeds_converted_weights) {
+  const char *dir = tu_fresh_dir("bundle-prec");
+  char w[700], b32[700], b16[700];
+  snprintf(w, sizeof w, "%s/mlp.safetensors", dir);
+  snprintf(b32, sizeof b32, "%s/f32.gcx", dir);
+  snprintf(b16, sizeof b16, "%s/f16.gcx", dir);
+  TU_SH_OK("'%s' weights '%s' --bind B=4 --random --seed %llu -o '%s'", GRAPHC_CLI, tu_src("examples/mlp.graph"),
+           (unsigned long long)(g_seed % 1000), w);
+  const char *cmd = "GRAPHC_CACHE=off '%s' compile '%s' --bind B=4 --weights '%s' --arch sm_%d --embed-weights %s -o '%s'";
+  int sm = g_have_device ? g_device_sm : 90;
+  TU_SH_OK(cmd, GRAPHC_CLI, tu_src("examples/mlp.graph"), w, sm, "", b32);
+  TU_SH_OK(cmd, GRAPHC_CLI, tu_src("examples/mlp.graph"), w, sm, "--precision f16", b16);
+  gc_diags d;
+  gc_diags_init(&d, "", NULL, 0);
+  gc_safetensors *st = gc_safetensors_load(w, &d);
+  ck_assert_ptr_nonnull(st);
+  size_t file = 0, len16 = 0, len32 = 0;
+  for (int i = 0; i < st->n; i++) file += st->tensors[i].nbytes;
+  char *bytes16 = tu_read_file(b16, &len16), *bytes32 = tu_read_file(b32, &len32);
+  ck_assert_ptr_nonnull(bytes16);
+  ck_assert_ptr_nonnull(bytes32);
+  ck_assert_msg(len16 + file / 2 - 16384 <= len32 && len16 >= file / 2,
+                "f16 bundle %zu bytes, f32 bundle %zu bytes, %zu bytes of f32 weights", len16, len32, file);
+  gc_bundle gb;
+  ck_assert_int_eq(gc_bundle_read(&gb, bytes16, len16, b16, &d), 0);
+  size_t wbytes = 0;
+  int params = 0;
+  for (int c = 0; c < gb.plans[0].n_consts; c++) {
+    const gc_lp_const *k = &gb.plans[0].consts[c];
+    if (!k->is_param) continue;
+    const gc_st_tensor *t = gc_safetensors_find(st, k->name);
+    ck_assert_msg(t && t->dtype == GRAPHC_DTYPE_F32 && k->dtype == GRAPHC_DTYPE_F16 && k->bytes * 2 == t->nbytes,
+                  "weight %s", k->name);
+    for (size_t i = 0; i < k->bytes / 2; i++) {
+      float f;
+      uint16_t h;
+      memcpy(&f, (const char *)t->data + 4 * i, 4);
+      memcpy(&h, (const char *)k->data + 2 * i, 2);
+      ck_assert_msg(h == gc_f64_to_f16(f), "weight %s[%zu]: %04x for %.9g", k->name, i, h, (double)f);
+    }
+    wbytes += k->bytes;
+    params++;
+  }
+  ck_assert_int_eq(params, 4);
+  ck_assert_uint_eq(wbytes, file / 2);
+  gc_bundle_free(&gb);
+  graphc_rt_bundle_t *rb = must_load(b16);
+  graphc_tensor_info_t t;
+  int emb = 0;
+  ck_assert_int_eq(graphc_rt_weight_info(rb, 0, &t, &emb), GRAPHC_STATUS_OK);
+  ck_assert(emb && t.dtype == GRAPHC_DTYPE_F16);
+  if (g_have_device) {
+    uint64_t s = g_seed;
+    graphc_tensor_t *in, *out;
+    make_io(rb, &s, &in, &out);
+    graphc_error_t err;
+    ck_assert_msg(graphc_rt_run(rb, in, 1, out, 1, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+    graphc_tensor_t *ref = interp_mlp(w, GRAPHC_PRECISION_F16, in);
+    double atol, rtol;
+    tu_tolerance(GRAPHC_DTYPE_F16, 1, &atol, &rtol);
+    tu_cmp c = tu_compare(ref->data, out->data, GRAPHC_DTYPE_F32, 40, 4 * atol, 4 * rtol);
+    ck_assert_msg(c.n_bad == 0, "f16 bundle vs interp: first at %lld: ref %.9g got %.9g (seed %llu)",
+                  (long long)c.first_bad, c.ref_bad, c.got_bad, (unsigned long long)g_seed);
+    tu_free_tensors(in, 1);
+    tu_free_tensors(out, 1);
+    tu_free_tensors(ref, 1);
+  }
+  graphc_rt_bundle_destroy(rb);
+  gc_safetensors_free(st);
+  gc_diags_free(&d);
+  free(bytes16);
+  free(bytes32);
+}
+END_TEST
+
 /* ==== the CLI ===================================================================================== */
 
 START_TEST(cli_errors) {
@@ -1327,6 +1434,7 @@ int main(void) {
   tcase_add_test(tc, reproducible_outputs);
   tcase_add_test(tc, llvm_identical_kernels_compiled_once);
   tcase_add_test(tc, cli_errors);
+  tcase_add_test(tc, precision_embeds_converted_weights);
   tcase_add_test(tc, emit_c_links_with_rt);
   tcase_set_timeout(tc, 600);
   suite_add_tcase(s, tc);

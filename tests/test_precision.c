@@ -6,7 +6,12 @@
  *   reduced_vs_f32    f16 / bf16 results against the f32 interpreter: relative L2 error small
  *                     but not zero (the pass did something); tf32 on interp / cpu is f32
  *   keep_f32          a regex that keeps every compute op: results equal the f32 ones; stats
- *   weights_once      the cpu backend converts the weights in its prologue (once per weights)
+ *   weights_at_load   params read only in f16 / bf16 become `from f32`: the weights are
+ *                     converted once at load (no casts, no prologue), the plan and its
+ *                     stats hold only the converted bytes; a param with an f32 use too
+ *                     keeps its cast, run in the cpu backend's prologue (once per weights)
+ *   from_matches_casts  `param ... from DTYPE` against explicit casts after the param, on
+ *                     one weights file: interp and cpu bit-identical; `from` prints back
  *   f16_model         a model already in f16 is left alone and --stats says so
  *   errors            --precision f8, a bad regex (API and CLI), an out-of-range enum value
  *   check_cli         graphc run --precision f16 --check prints rel_l2 / max_abs per output
@@ -191,7 +196,7 @@ END_TEST
 /* --keep-f32 matching every compute op of the MLP: f16 mode gives the f32 results (the
  * stats count the ops the regex kept that would have been reduced: the matmuls; the adds
  * and relu after them have no f16 operand then). Keeping only the second layer: the first
- * is f16 (x, w1, b1 cast down, %a back up). */
+ * is f16 (x cast down, w1 and b1 f16 params from f32, %a back up). */
 START_TEST(keep_f32) {
   uint64_t seed = tu_seed();
   graphc_context_t *ctx;
@@ -202,7 +207,8 @@ START_TEST(keep_f32) {
   graphc_executable_t *half = compile(m, GRAPHC_BACKEND_INTERP, GRAPHC_PRECISION_F16, "^(o|y)$");
   ck_assert_msg(strstr(graphc_executable_stats(kept), "precision: f16: 0 ops in f16, 0 casts inserted, 2 kept in f32 by --keep-f32"),
                 "%s", graphc_executable_stats(kept));
-  ck_assert_msg(strstr(graphc_executable_stats(half), "precision: f16: 3 ops in f16, 4 casts inserted, 1 kept in f32 by --keep-f32"),
+  ck_assert_msg(strstr(graphc_executable_stats(half), "precision: f16: 3 ops in f16, 2 casts inserted, 2 weights stored "
+                                                      "in f16 (converted once at load), 1 kept in f32 by --keep-f32"),
                 "%s", graphc_executable_stats(half));
   graphc_tensor_t *in, *out0;
   uint64_t s = seed;
@@ -225,22 +231,152 @@ START_TEST(keep_f32) {
 }
 END_TEST
 
-/* The weight matrices' casts run in the cpu backend's prologue: once per weights, not per run. */
-START_TEST(weights_once) {
+/* Count the occurrences of sub in s. */
+static int count_of(const char *s, const char *sub) {
+  int n = 0;
+  for (const char *p = strstr(s, sub); p; p = strstr(p + 1, sub)) n++;
+  return n;
+}
+
+/* The MLP's params, read only by bf16 ops, are bf16 params `from f32`: no casts of weights,
+ * no prologue, and the plan holds the converted bytes only (half the file's). A weight
+ * matrix also read by an f32 op keeps its f32 param and its cast, which the prologue runs;
+ * the bias beside it is converted at load. */
+START_TEST(weights_at_load) {
   graphc_context_t *ctx;
   ck_assert_int_eq(graphc_context_create(&ctx), 0);
   graphc_model_t *m = load_model(ctx, &k_models[0], 7);
   graphc_executable_t *exe = compile(m, GRAPHC_BACKEND_CPU, GRAPHC_PRECISION_BF16, NULL);
   const char *st = graphc_executable_stats(exe);
-  ck_assert_msg(strstr(st, "precision: bf16: 5 ops in bf16, 6 casts inserted"), "%s", st);
-  int once = 0;
-  for (const char *p = strstr(st, "[once per weights] cast"); p; p = strstr(p + 1, "[once per weights] cast"))
-    once++;
-  /* the two weight matrices; the biases' casts join the matmuls' epilogues (read in place) */
-  ck_assert_msg(once == 2, "%d weight casts in the prologue, expected 2:\n%s", once, st);
-  ck_assert_msg(strstr(st, "the first 2 launches read only weights: run once per weights"), "%s", st);
+  ck_assert_msg(strstr(st, "precision: bf16: 5 ops in bf16, 2 casts inserted, 4 weights stored in bf16 "
+                           "(converted once at load)\n"), "%s", st);
+  /* 784*128 + 128 + 128*10 + 10 elements: 397.54 KiB of f32 in the file, half on the device */
+  ck_assert_msg(strstr(st, "consts: 4 tensors, 198.77 KiB; 4 weights converted once at load: f32 -> bf16 "
+                           "(397.54 KiB in the file)\n"), "%s", st);
+  ck_assert_msg(!strstr(st, "[once per weights]") && !strstr(st, "read only weights"), "%s", st);
   graphc_executable_destroy(exe);
   graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+
+  const char *dir = tu_fresh_dir("prec-load");
+  tu_write_text(dir, "b.graph",
+                "version 1;\n"
+                "graph @g(%x: f32[4, 16]) -> (f32[4, 8], f32[16]) {\n"
+                "  param %w: f32[16, 8] = \"w\";\n  param %b: f32[8] = \"b\";\n"
+                "  %h = matmul(%x, %w);\n  %y = add(%h, %b);\n"
+                "  %m = reduce_max(%w, axes=[1]);\n  return %y, %m;\n}\n");
+  TU_SH_OK("%s weights %s/b.graph --random -o %s/b.safetensors", GRAPHC_CLI, dir, dir);
+  char *out = NULL;
+  int rc = tu_sh(&out, "%s run %s/b.graph --weights %s/b.safetensors --backend cpu --precision f16 --stats 2>&1",
+                 GRAPHC_CLI, dir, dir);
+  ck_assert_msg(rc == 0 && strstr(out, "1 weight stored in f16 (converted once at load)") &&
+                    strstr(out, "1 weight converted once at load: f32 -> f16 (32 B in the file)"),
+                "%s", out);
+  ck_assert_msg(count_of(out, "[once per weights] cast") == 1, "%s", out);
+  free(out);
+}
+END_TEST
+
+/* The same model twice: params `from` the file's dtype, and params of the file's dtype
+ * followed by explicit casts (the program the precision pass wrote before). */
+static const char *const k_from_src =
+    "version 1;\n\n"
+    "graph @g(%x: f16[4, 32], %z: bf16[4, 32]) -> (f16[4, 16], bf16[4, 16], f32[4, 16], f16[4, 16], f8e4m3[32, 16]) {\n"
+    "  param %w: f16[32, 16] = \"w\" from f32;\n"
+    "  param %v: bf16[32, 16] = \"v\" from f32;\n"
+    "  param %u: f32[32, 16] = \"u\" from f16;\n"
+    "  param %q: f16[32, 16] = \"q\" from f8e4m3;\n"
+    "  param %p: f8e4m3[32, 16] = \"p\" from f32;\n"
+    "  %a = matmul(%x, %w) : f16[4, 16];\n"
+    "  %b = matmul(%z, %v) : bf16[4, 16];\n"
+    "  %xf = cast(%x, to=f32) : f32[4, 32];\n"
+    "  %c = matmul(%xf, %u) : f32[4, 16];\n"
+    "  %d = matmul(%x, %q) : f16[4, 16];\n"
+    "  return %a, %b, %c, %d, %p;\n"
+    "}\n";
+static const char *const k_cast_src =
+    "version 1;\n"
+    "graph @g(%x: f16[4, 32], %z: bf16[4, 32]) -> (f16[4, 16], bf16[4, 16], f32[4, 16], f16[4, 16], f8e4m3[32, 16]) {\n"
+    "  param %w32: f32[32, 16] = \"w\";\n  %w = cast(%w32, to=f16);\n"
+    "  param %v32: f32[32, 16] = \"v\";\n  %v = cast(%v32, to=bf16);\n"
+    "  param %u16: f16[32, 16] = \"u\";\n  %u = cast(%u16, to=f32);\n"
+    "  param %q8: f8e4m3[32, 16] = \"q\";\n  %q = cast(%q8, to=f16);\n"
+    "  param %p32: f32[32, 16] = \"p\";\n  %p = cast(%p32, to=f8e4m3);\n"
+    "  %a = matmul(%x, %w);\n  %b = matmul(%z, %v);\n"
+    "  %xf = cast(%x, to=f32);\n  %c = matmul(%xf, %u);\n  %d = matmul(%x, %q);\n"
+    "  return %a, %b, %c, %d, %p;\n"
+    "}\n";
+
+/* Load src (in dir, as name) with the weights file w. */
+static graphc_model_t *load_src(graphc_context_t *ctx, const char *dir, const char *name, const char *src,
+                                const char *w) {
+  tu_write_text(dir, name, src);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  graphc_model_t *m;
+  graphc_error_t err;
+  ck_assert_msg(graphc_model_load_file(ctx, path, &m, &err) == 0, "%s", err.message);
+  if (w) ck_assert_int_eq(graphc_model_set_weights(m, w, &err), 0);
+  return m;
+}
+
+/* `from` converts exactly as cast does, on interp and cpu: outputs bit-identical. The
+ * random weights file of the `from` model holds each tensor in its `from` dtype. */
+START_TEST(from_matches_casts) {
+  uint64_t seed = tu_seed();
+  const char *dir = tu_fresh_dir("prec-from");
+  char w[4096];
+  snprintf(w, sizeof w, "%s/from.safetensors", dir);
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  graphc_model_t *mf = load_src(ctx, dir, "from.graph", k_from_src, NULL);
+  graphc_error_t err;
+  ck_assert_msg(graphc_model_write_random_weights(mf, w, seed, &err) == 0, "%s", err.message);
+  ck_assert_int_eq(graphc_model_set_weights(mf, w, &err), 0);
+  graphc_model_t *mc = load_src(ctx, dir, "cast.graph", k_cast_src, w);
+  /* the file holds the `from` dtypes: f32 w, f16 u, f8e4m3 q */
+  char *out = NULL;
+  int rc = tu_sh(&out, "tail -c +9 %s | head -c 4000", w);  /* the JSON header */
+  ck_assert_msg(rc == 0 && strstr(out, "\"w\":{\"dtype\":\"F32\"") && strstr(out, "\"u\":{\"dtype\":\"F16\"") &&
+                    strstr(out, "\"q\":{\"dtype\":\"F8_E4M3\""),
+                "%s", out);
+  free(out);
+  /* the canonical text prints back as it is */
+  rc = tu_sh(&out, "%s print %s/from.graph", GRAPHC_CLI, dir);
+  ck_assert_msg(rc == 0 && strcmp(out, k_from_src) == 0, "%s", out);
+  free(out);
+  graphc_backend_t bes[2] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU};
+  for (int b = 0; b < 2; b++) {
+    graphc_executable_t *ef = compile(mf, bes[b], GRAPHC_PRECISION_F32, NULL);
+    graphc_executable_t *ec = compile(mc, bes[b], GRAPHC_PRECISION_F32, NULL);
+    graphc_tensor_t *in, *out0;
+    uint64_t s = seed * 7 + (uint64_t)b;
+    ck_assert_int_eq(tu_make_io(ef, "k", &s, &in, &out0), 0);
+    size_t ni = graphc_executable_num_inputs(ef), no = graphc_executable_num_outputs(ef);
+    graphc_tensor_t *a = run(ef, in, ni, out0, no), *c = run(ec, in, ni, out0, no);
+    for (size_t i = 0; i < no; i++)
+      ck_assert_msg(a[i].nbytes == c[i].nbytes && memcmp(a[i].data, c[i].data, a[i].nbytes) == 0,
+                    "%s: output %zu of the `from` model differs from the casts' (seed %llu)",
+                    graphc_backend_name(bes[b]), i, (unsigned long long)seed);
+    if (bes[b] == GRAPHC_BACKEND_CPU) {
+      const char *st = graphc_executable_stats(ef);
+      ck_assert_msg(strstr(st, "2 weights converted once at load: f32 -> f16") == NULL &&
+                        strstr(st, "1 weight converted once at load: f32 -> f16 (2.00 KiB in the file)") &&
+                        strstr(st, "1 weight converted once at load: f32 -> bf16") &&
+                        strstr(st, "1 weight converted once at load: f16 -> f32") &&
+                        strstr(st, "1 weight converted once at load: f8e4m3 -> f16") &&
+                        strstr(st, "1 weight converted once at load: f32 -> f8e4m3"),
+                    "%s", st);
+    }
+    tu_free_tensors(a, no);
+    tu_free_tensors(c, no);
+    tu_free_tensors(in, ni);
+    tu_free_tensors(out0, no);
+    graphc_executable_destroy(ef);
+    graphc_executable_destroy(ec);
+  }
+  graphc_model_destroy(mf);
+  graphc_model_destroy(mc);
   graphc_context_destroy(ctx);
 }
 END_TEST
@@ -316,7 +452,8 @@ int main(void) {
   tcase_add_test(c, backends_agree);
   tcase_add_test(c, reduced_vs_f32);
   tcase_add_test(c, keep_f32);
-  tcase_add_test(c, weights_once);
+  tcase_add_test(c, weights_at_load);
+  tcase_add_test(c, from_matches_casts);
   tcase_add_test(c, f16_model);
   tcase_add_test(c, errors);
   tcase_add_test(c, check_cli);

@@ -586,6 +586,37 @@ START_TEST(weights_check_parsed) {
 }
 END_TEST
 
+/* A param `from` another dtype wants the file tensor in that dtype (the loader converts). */
+START_TEST(weights_check_from) {
+  static const char text[] =
+      "version 1;\n"
+      "graph @g(%x: f16[2, 4]) -> (f16[2, 3]) {\n"
+      "  param %w: f16[4, 3] = \"w\" from f32;\n"
+      "  param %v: f16[4, 3] = \"v\" from f32;\n"
+      "  %a = matmul(%x, %w);\n  %b = matmul(%x, %v);\n  %y = add(%a, %b);\n"
+      "  return %y;\n"
+      "}\n";
+  gc_diags d;
+  gc_diags_init(&d, "from.graph", text, sizeof text - 1);
+  gc_module *m = gc_parse("from.graph", text, sizeof text - 1, &d);
+  ck_assert_msg(m != NULL, "parse failed: %s", d.n ? d.items[0].msg : "?");
+  static float w[12];
+  static uint16_t v[12];
+  gc_st_tensor ts[] = {
+      {.name = "w", .dtype = GRAPHC_DTYPE_F32, .rank = 2, .dims = {4, 3}, .data = w, .nbytes = 48},
+      {.name = "v", .dtype = GRAPHC_DTYPE_F16, .rank = 2, .dims = {4, 3}, .data = v, .nbytes = 24},
+  };
+  gc_safetensors *st = write_and_parse(ts, 2);
+  ck_assert_int_eq(gc_weights_check(m->graphs[0], st, &d), 1);
+  ck_assert_str_eq(d.items[0].msg, "param %v: dtype mismatch: tensor 'v' in w.safetensors is f16[4, 3], the "
+                                   "param is declared f16[4, 3] from f32");
+  ck_assert_int_eq(d.items[0].loc.line, 4);
+  gc_diags_free(&d);
+  gc_safetensors_free(st);
+  gc_module_free(m);
+}
+END_TEST
+
 START_TEST(weights_check_symbolic) {
   gc_module *m = gc_module_new("model.graph");
   gc_graph *g = gc_graph_new(m, "g", (gc_loc){2, 1});
@@ -838,6 +869,7 @@ int main(void) {
   tcase_add_test(tc, load_io_errors);
   tcase_add_test(tc, weights_check_messages);
   tcase_add_test(tc, weights_check_parsed);
+  tcase_add_test(tc, weights_check_from);
   tcase_add_test(tc, weights_check_symbolic);
   tcase_add_test(tc, random_golden);
   tcase_add_test(tc, random_fill_properties);

@@ -522,7 +522,8 @@ int cli_cmd_compile_aot(int argc, char **argv, const char *usage_common, const c
     gc_diags d;
     gc_diags_init(&d, o.file, NULL, 0);
     gc_sbuf stats = {0};
-    gc_sbuf_printf(&stats, "aot: parse, weights, passes %.2f ms\n", cli_now_ms() - t0);
+    gc_sbuf_printf(&stats, "aot: parse, weights, passes %.2f ms\n%s", cli_now_ms() - t0,
+                   graphc_executable_stats(exe));  /* the passes' lines (precision: ...) */
     void *bytes = NULL;
     size_t len = 0;
     double t1 = cli_now_ms();

@@ -747,7 +747,7 @@ done:
 
 /* ---- checking params --------------------------------------------------------------- */
 
-/* Check every param of g: tensor present, same dtype and shape. */
+/* Check every param of g: tensor present, same shape, same dtype (the `from` one if given). */
 int gc_weights_check(const gc_graph *g, const gc_safetensors *st, gc_diags *d) {
   int errors = 0;
   for (const gc_op *op = g->first; op; op = op->next) {
@@ -766,7 +766,9 @@ int gc_weights_check(const gc_graph *g, const gc_safetensors *st, gc_diags *d) {
       errors++;
       continue;
     }
-    gc_type want = gc_param_type(g, op), have = {.dtype = t->dtype, .rank = t->rank};
+    gc_type want = gc_param_type(g, op), decl = want, have = {.dtype = t->dtype, .rank = t->rank};
+    gc_dtype from = gc_param_file_dtype(op);  /* want's dtype */
+    decl.dtype = op->results[0]->type.dtype;
     memcpy(have.dims, t->dims, sizeof have.dims);
     if (gc_type_equal(&want, &have)) continue;
     gc_sbuf b = {0};
@@ -774,7 +776,8 @@ int gc_weights_check(const gc_graph *g, const gc_safetensors *st, gc_diags *d) {
                    want.dtype != have.dtype ? "dtype" : "shape", tname, st->path);
     gc_type_print(&b, &have, NULL);
     gc_sbuf_puts(&b, ", the param is declared ");
-    gc_type_print(&b, &want, g->sym_names);
+    gc_type_print(&b, &decl, g->sym_names);
+    if (from != decl.dtype) gc_sbuf_printf(&b, " from %s", graphc_dtype_name(from));
     char *msg = gc_sbuf_take(&b);
     gc_error_at(d, GRAPHC_STATUS_WEIGHTS_ERROR, op->loc, "%s", msg ? msg : "param type mismatch");
     free(msg);

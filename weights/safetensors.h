@@ -47,7 +47,8 @@ const gc_st_tensor *gc_safetensors_find(const gc_safetensors *st, const char *na
  * the given order, 8-byte aligned. Returns 0 on success, else reports to d. */
 int gc_safetensors_write(const char *path, const gc_st_tensor *tensors, int n, gc_diags *d);
 
-/* Check every param of `g` against `st`: present, dtype and shape equal. Errors
+/* Check every param of `g` against `st`: present, shape equal, dtype equal (the
+ * param's `from` dtype when it has one: the loader converts the tensor). Errors
  * are reported at each param's source position (status WEIGHTS_ERROR). Returns
  * the number of errors. */
 int gc_weights_check(const gc_graph *g, const gc_safetensors *st, gc_diags *d);

@@ -2,7 +2,8 @@
 """run.py - the model suite: real models through ONNX into graphc, checked and timed against peers.
 
     python3 benchmarks/models/run.py [--device cuda|cpu] [--models a,b] [--dtypes f32,f16]
-        [--batches 1,32] [--budget-s S] [--resume] [--out results.json] [--work DIR] [--graphc PATH]
+        [--batches 1,32] [--precisions tf32,f16,bf16] [--budget-s S] [--resume] [--out results.json]
+        [--work DIR] [--graphc PATH]
 
 For each model of zoo.py x dtype x batch: export ONNX (opset 17, the TorchScript exporter;
 f16: the model.half() on CUDA), `graphc import`, `graphc run` on the same inputs as PyTorch
@@ -22,12 +23,21 @@ to --out (default benchmarks/models/results.json) as soon as it is done:
    {"ms", "rel_err", "compile_s"?}}, "output_ok", "rel_err", "compile_s" (graphc run, whole process,
    GRAPHC_CACHE=off), "peer_compile_s" (torch.compile default / onnxruntime session), "error"}
   and more: "graphc_compile_only_s" (graphc run --stats: the compile alone), "import_s", "onnx_mb",
-  "threads" (cpu), "device_name", "row_s".
+  "threads" (cpu), "device_name", "row_s" ("precision_fill_s": the seconds a resume spent adding
+  precision modes).
+With --precisions (issue #33), an f32 row also runs graphc on the same f32 import with --precision P
+for each mode P (tf32, f16, bf16): `graphc run` (cold compile, output against PyTorch eager f32's)
+and `graphc bench --json`, stored as "precision": {P: {"ms", "rel_err", "compile_s"}} ({P: {"error"}}
+when a mode fails; the row's own fields are the f32 run's). table.py's second table compares them
+with the f32 row and the same model's f16 export (the row of dtype f16).
 A model that fails anywhere is a row with "error" (the stage and the message's tail), never a crash.
-Rows of other models stay in --out; --resume skips rows already there. --budget-s stops before a row
-that would not fit (estimated by the slowest row so far) and bounds every graphc process.
+Rows of other models stay in --out; --resume skips rows already there (an f32 row lacking some of
+the --precisions modes gets only those: the model is built, exported and imported again, no peers).
+--budget-s stops before a row that would not fit (estimated by the slowest row so far) and bounds
+every graphc process.
 """
 import argparse
+import collections
 import gc
 import json
 import os
@@ -53,6 +63,7 @@ from peers import load_st, rel_l2, save_st, time_host, time_torch  # noqa: E402
 
 TOL = {"f32": 1e-3, "f16": 3e-2}  # relative L2 error of an output against PyTorch eager's
 KEY = ("model", "dtype", "batch", "device")
+PRECISIONS = ("tf32", "f16", "bf16")  # graphc's --precision modes for f32 models (--precisions)
 
 
 class Stage(Exception):
@@ -138,9 +149,12 @@ def prepare(name, dtype, batch, device):
     return b, m, ins
 
 
-def graphc_part(args, row, b, m, ins, ref, base, budget_left):
-    """Export, import, run (checked) and bench graphc; fills row. Returns the thread count
-    graphc's cpu runs used (0 on cuda)."""
+Graph = collections.namedtuple("Graph", "onnx path inputs binds rets")
+
+
+def graphc_setup(args, row, b, m, ins, base, budget_left):
+    """Export the model to ONNX and `graphc import` it; the inputs as a tensor file. Returns the
+    Graph (ONNX path, .graph path, inputs file, --bind options, returned value names)."""
     onnx_path, graph_path = base + ".onnx", base + ".graph"
     try:
         with torch.no_grad():
@@ -156,29 +170,65 @@ def graphc_part(args, row, b, m, ins, ref, base, budget_left):
     if unknown:
         raise Stage("graphc import", f"graph arguments {unknown} are none of the inputs {list(b.inputs)}")
     arrays = {g: by_name[g].cpu().numpy() for g, _ in gargs}
-    in_path, out_path = base + ".in.safetensors", base + ".out.safetensors"
+    in_path = base + ".in.safetensors"
     save_st(in_path, arrays)
     binds = graph_binds(gargs, {k: v.shape for k, v in arrays.items()})
+    return Graph(onnx_path, graph_path, in_path, binds, rets)
+
+
+def graphc_run(args, g, flags, ref, out_path, budget_left):
+    """`graphc run` of g with flags, cache off, timed as a whole process (the cold compile); its
+    outputs against ref. Returns (max relative L2 error, process seconds, the compile alone in
+    seconds or None)."""
+    env = dict(os.environ, GRAPHC_CACHE="off")
+    run_cmd = [args.graphc, "run", g.path, "--inputs", g.inputs, "--output", out_path, "--backend",
+               args.backend, "--stats"] + g.binds + flags
+    out, secs = sh(run_cmd, "graphc run", budget_left(), env)
+    m_stats = re.search(r"compile ([0-9.]+) ms \(to a loaded module\)", out)
+    only = float(m_stats.group(1)) / 1e3 if m_stats else None  # without the process, parse, first run
+    outs = match_outputs(load_st(out_path), g.rets, ref)
+    return max_err([o.astype(np.float32) for o in outs], ref), secs, only
+
+
+def graphc_bench(args, g, flags, budget_left):
+    """`graphc bench --json` of g with flags: (median ms, the cpu backend's thread count or 0)."""
+    out, _ = sh([args.graphc, "bench", g.path, "--inputs", g.inputs, "--backend", args.backend, "--json",
+                 "--runs", str(args.runs), "--warmup", str(args.warmup)] + g.binds + flags, "graphc bench",
+                budget_left())
+    res = json.loads(out.strip().splitlines()[-1])
+    return res["median_ms"], res.get("threads", 0)
+
+
+def graphc_part(args, row, g, ref, base, budget_left):
+    """Run (checked) and bench graphc on g; fills row. Returns the thread count graphc's cpu runs
+    used (0 on cuda)."""
     # torch's exporter leaves parts of a half model in f32 (an SDPA whose mask is f32 promotes
     # the scores, and every layer after it keeps f32 weights in the ONNX file): graphc compiles
     # f16 rows with --precision f16, as TensorRT's users build with its fp16 flag
-    if row["dtype"] == "f16":
-        binds = binds + ["--precision", "f16"]
-    env = dict(os.environ, GRAPHC_CACHE="off")
-    run_cmd = [args.graphc, "run", graph_path, "--inputs", in_path, "--output", out_path, "--backend",
-               args.backend, "--stats"] + binds
-    out, row["compile_s"] = sh(run_cmd, "graphc run", budget_left(), env)
-    m_stats = re.search(r"compile ([0-9.]+) ms \(to a loaded module\)", out)
-    if m_stats:  # the compile alone, without the process, the model's parse and the first run
-        row["graphc_compile_only_s"] = float(m_stats.group(1)) / 1e3
-    outs = match_outputs(load_st(out_path), rets, ref)
-    row["rel_err"] = max_err([o.astype(np.float32) for o in outs], ref)
+    flags = ["--precision", "f16"] if row["dtype"] == "f16" else []
+    row["rel_err"], row["compile_s"], only = graphc_run(args, g, flags, ref, base + ".out.safetensors", budget_left)
+    if only is not None:
+        row["graphc_compile_only_s"] = only
     row["output_ok"] = bool(row["rel_err"] <= TOL[row["dtype"]])
-    out, _ = sh([args.graphc, "bench", graph_path, "--inputs", in_path, "--backend", args.backend, "--json",
-                 "--runs", str(args.runs), "--warmup", str(args.warmup)] + binds, "graphc bench", budget_left())
-    res = json.loads(out.strip().splitlines()[-1])
-    row["graphc_ms"] = res["median_ms"]
-    return res.get("threads", 0), onnx_path
+    row["graphc_ms"], threads = graphc_bench(args, g, flags, budget_left)
+    return threads
+
+
+def precision_part(args, row, g, ref, base, budget_left):
+    """The f32 row's model compiled with --precision P for each P of --precisions not yet in
+    row["precision"]: {P: {"ms", "rel_err" (against PyTorch eager f32), "compile_s"}} or
+    {P: {"error"}}; a failing mode is an entry with its error, never the row's."""
+    modes = row.setdefault("precision", {})
+    for p in args.precisions:
+        if p in modes:
+            continue
+        try:
+            flags = ["--precision", p]
+            err, comp, _ = graphc_run(args, g, flags, ref, f"{base}.{p}.out.safetensors", budget_left)
+            ms, _ = graphc_bench(args, g, flags, budget_left)
+            modes[p] = {"ms": ms, "rel_err": err, "compile_s": comp}
+        except Stage as e:
+            modes[p] = {"error": str(e)}
 
 
 def peers_cuda(args, row, m, ins, ref, graphc_ok):
@@ -255,13 +305,19 @@ def one_row(args, name, dtype, batch, budget_left):
         row["error"] = "build: " + tail(f"{type(e).__name__}: {e}")
         return row
     base = os.path.join(args.work, f"{name}_{dtype}_b{batch}")
-    threads, onnx_path = 0, None
+    threads, onnx_path, g = 0, None, None
     try:
-        threads, onnx_path = graphc_part(args, row, b, m, ins, ref, base, budget_left)
+        g = graphc_setup(args, row, b, m, ins, base, budget_left)
+        onnx_path = g.onnx
+        threads = graphc_part(args, row, g, ref, base, budget_left)
     except Stage as e:
         row["error"] = str(e)
         if e.args[0].startswith("graphc"):
             onnx_path = base + ".onnx"
+    if g and dtype == "f32" and args.precisions:
+        precision_part(args, row, g, ref, base, budget_left)
+    elif dtype == "f32" and args.precisions:
+        row["precision"] = {p: {"error": "skipped: " + row["error"]} for p in args.precisions}
     if threads:
         row["threads"] = threads
     try:
@@ -280,6 +336,45 @@ def one_row(args, name, dtype, batch, budget_left):
     if args.device == "cuda":
         torch.cuda.empty_cache()
     return row
+
+
+def fill_precisions(args, row, budget_left):
+    """A resumed f32 row without some of the --precisions modes: the model built, exported and
+    imported again (PyTorch eager's output as the reference), only the missing modes run."""
+    name, batch = row["model"], row["batch"]
+    try:
+        b, m, ins = prepare(name, "f32", batch, args.device)
+        with torch.no_grad():
+            ref = outputs_np(m(*ins))
+        base = os.path.join(args.work, f"{name}_f32_b{batch}")
+        g = graphc_setup(args, {}, b, m, ins, base, budget_left)
+    except Stage as e:
+        for p in args.precisions:
+            row.setdefault("precision", {}).setdefault(p, {"error": str(e)})
+        return
+    except Exception as e:  # noqa: BLE001
+        for p in args.precisions:
+            row.setdefault("precision", {}).setdefault(p, {"error": "build: " + tail(f"{type(e).__name__}: {e}")})
+        return
+    precision_part(args, row, g, ref, base, budget_left)
+    del m, ins
+    gc.collect()
+
+
+def missing_precisions(args, row):
+    """The --precisions modes an f32 row has no entry for (none for other rows, or a row whose
+    model did not build)."""
+    if row["dtype"] != "f32" or (row.get("error") or "").startswith(("build", "onnx export", "setup")):
+        return []
+    return [p for p in args.precisions if p not in row.get("precision", {})]
+
+
+def precision_summary(row):
+    """" | f16 0.1234 ms (rel err 1.2e-03)" per mode, for the progress line."""
+    out = ""
+    for p, e in row.get("precision", {}).items():
+        out += f" | {p} " + ("ERROR" if "error" in e else f"{e['ms']:.4f} ms (rel err {e['rel_err']:.1e})")
+    return out
 
 
 def save(path, rows):
@@ -305,6 +400,8 @@ def main():
     ap.add_argument("--warmup", type=int, help="untimed runs first (default 10 on cuda, 3 on cpu)")
     ap.add_argument("--peers", help="peers to run (cuda: eager,compile,reduce-overhead; cpu: eager,onnxruntime; "
                                     "default: all of the device's)")
+    ap.add_argument("--precisions", help="for f32 rows, also graphc with --precision P for each P of this "
+                                         "comma-separated list (tf32,f16,bf16): the row's \"precision\"")
     ap.add_argument("--list", action="store_true", help="list the models and exit")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")  # the exporter's tracer warnings, one per model, say nothing here
@@ -324,6 +421,9 @@ def main():
     unknown = [n for n in models if n not in zoo.MODELS]
     if unknown:
         ap.error(f"unknown models {unknown}; --list shows them")
+    args.precisions = args.precisions.split(",") if args.precisions else []
+    if any(p not in PRECISIONS for p in args.precisions):
+        ap.error(f"--precisions: {', '.join(PRECISIONS)}, got {args.precisions}")
     dtypes = args.dtypes.split(",") if args.dtypes else (["f32", "f16"] if cuda else ["f32"])
     if any(d not in TOL for d in dtypes):
         ap.error(f"--dtypes: f32 and f16 only, got {dtypes}")
@@ -346,7 +446,8 @@ def main():
         for dtype in dtypes:
             for batch in batches:
                 key = (name, dtype, batch, args.device)
-                if args.resume and any(tuple(r[k] for k in KEY) == key for r in rows):
+                old = next((r for r in rows if tuple(r[k] for k in KEY) == key), None) if args.resume else None
+                if old and not missing_precisions(args, old):
                     print(f"{name} {dtype} b{batch}: in {args.out}, skipped", flush=True)
                     continue
                 elapsed = time.perf_counter() - t_start
@@ -355,18 +456,25 @@ def main():
                           f"{args.budget_s:.0f} s: stopping before {name} {dtype} b{batch}", flush=True)
                     return 0
                 t0 = time.perf_counter()
-                row = one_row(args, name, dtype, batch, budget_left)
-                row["device_name"] = device_name
-                row["row_s"] = round(time.perf_counter() - t0, 1)
-                slowest = max(slowest, row["row_s"])
+                if old:  # resumed: only the precision modes it lacks
+                    print(f"{name} {dtype} b{batch}: in {args.out}, adding --precision "
+                          f"{','.join(missing_precisions(args, old))}", flush=True)
+                    row = old
+                    fill_precisions(args, row, budget_left)
+                    secs = row["precision_fill_s"] = round(time.perf_counter() - t0, 1)
+                else:
+                    row = one_row(args, name, dtype, batch, budget_left)
+                    row["device_name"] = device_name
+                    secs = row["row_s"] = round(time.perf_counter() - t0, 1)
+                slowest = max(slowest, secs)
                 rows = [r for r in rows if tuple(r[k] for k in KEY) != key] + [row]
                 save(args.out, rows)
                 g = "%.4f ms" % row["graphc_ms"] if row["graphc_ms"] is not None else "-"
                 p = "%s %.4f ms" % (row["best_peer"], row["best_peer_ms"]) if row["best_peer"] else "-"
                 err = "%.2e" % row["rel_err"] if row["rel_err"] is not None else "-"
                 print(f"{name} {dtype} b{batch}: graphc {g} (rel err {err}{'' if row['output_ok'] else ', NOT OK'}), "
-                      f"best peer {p}, {row['row_s']} s{'  ERROR ' + row['error'] if row['error'] else ''}",
-                      flush=True)
+                      f"best peer {p}{precision_summary(row)}, {secs} s"
+                      f"{'  ERROR ' + row['error'] if row['error'] else ''}", flush=True)
     return 0
 
 

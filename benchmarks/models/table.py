@@ -9,6 +9,14 @@ the peer's compile (torch.compile default's first call on cuda, onnxruntime's se
 A row with an error shows its stage and the start of the message instead of times; a row whose
 output did not match shows its times with "output differs". Under each table: the geometric mean
 of graphc / best peer per dtype, over the rows with a matching output and both times.
+
+Then, per device with f32 rows run with `run.py --precisions`, the precision modes (issue #33):
+model, batch, graphc's f32 ms, --precision tf32 / f16 / bf16 ms on the same f32 import, the f16
+export's ms (the row of dtype f16 of the same model and batch), and the issue's targets as PASS /
+FAIL with the measured figure: f16 mode within 10% of the f16 export (f16 / export <= 1.10), f16
+mode >= 3x faster than f32, tf32 >= 2x faster than f32 on matmul / conv-heavy models (n/a for the
+depthwise-conv ones, DEPTHWISE), and the relative error against PyTorch eager f32 <= 1e-2 for tf32
+and f16, <= 4e-2 for bf16. "-": a figure is missing (a mode not run, a failed one, no f16 row).
 """
 import json
 import math
@@ -60,6 +68,80 @@ def table(rows, device):
     print()
 
 
+MODES = ("tf32", "f16", "bf16")
+ERR_MAX = {"tf32": 1e-2, "f16": 1e-2, "bf16": 4e-2}  # relative L2 error against PyTorch eager f32
+# zoo.py's models whose time is mostly depthwise convolutions and small 1x1 ones, not dense
+# GEMMs: the tf32 target (>= 2x f32) does not apply to them
+DEPTHWISE = {"mobilenet_v3_small", "efficientnet_b0", "lraspp"}
+
+
+def mode_ms(r, p):
+    e = r.get("precision", {}).get(p, {})
+    return e.get("ms")
+
+
+def target(value, ok):
+    """"PASS 1.04" / "FAIL 1.68" for a measured figure and whether it meets its target; "-" without one."""
+    return "-" if value is None else f"{'PASS' if ok else 'FAIL'} {value:.2f}"
+
+
+def speedup(r, p):
+    """f32 ms / mode ms (how many times faster the mode is), or None."""
+    ms = mode_ms(r, p)
+    return r["graphc_ms"] / ms if ms and r.get("graphc_ms") else None
+
+
+def err_check(r):
+    """PASS when every mode run is within its error bound, else FAIL and the modes over it."""
+    modes = r.get("precision", {})
+    errs = {p: modes[p]["rel_err"] for p in MODES if p in modes and modes[p].get("rel_err") is not None}
+    if not errs:
+        return "-"
+    bad = [f"{p} {e:.1e}" for p, e in errs.items() if not e <= ERR_MAX[p]]
+    return "FAIL " + ", ".join(bad) if bad else "PASS"
+
+
+def precision_table(rows, f16_rows, device):
+    """The precision modes of the f32 rows of one device against f32 and the f16 export."""
+    print(f"**{device}: precision modes** (`--precision P` on the f32 import; issue #33's targets):\n")
+    print("| model | batch | f32 ms | tf32 ms | f16-mode ms | bf16-mode ms | f16 export ms | f16-mode / export "
+          "(<= 1.10) | f32 / f16-mode (>= 3) | f32 / tf32 (>= 2) | rel err tf32 / f16 / bf16 | error bounds | note |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|---|---|---|---|")
+    counts = {k: [0, 0] for k in ("export", "f16x3", "tf32x2", "err")}
+
+    def tally(key, cell):
+        if cell.startswith(("PASS", "FAIL")):
+            counts[key][0] += cell.startswith("PASS")
+            counts[key][1] += 1
+        return cell
+
+    for r in rows:
+        modes = r.get("precision", {})
+        exp = f16_rows.get((r["model"], r["batch"]), {}).get("graphc_ms")
+        f16 = mode_ms(r, "f16")
+        vs_export = f16 / exp if f16 and exp else None
+        x3, x2 = speedup(r, "f16"), speedup(r, "tf32")
+        tf32_cell = "n/a" if r["model"] in DEPTHWISE else target(x2, x2 is not None and x2 >= 2)
+        errs = " / ".join("-" if modes.get(p, {}).get("rel_err") is None else f"{modes[p]['rel_err']:.1e}"
+                          for p in MODES)
+        notes = [f"{p}: {modes[p]['error']}" for p in MODES
+                 if "error" in modes.get(p, {}) and not modes[p]["error"].startswith("skipped")]
+        if r.get("error"):
+            notes.insert(0, r["error"])
+        note_s = "; ".join(notes).replace("|", "/").replace("\n", " ")[:90]
+        print(f"| {r['model']} | {r['batch']} | {fmt(r.get('graphc_ms'), 4)} | {fmt(mode_ms(r, 'tf32'), 4)} | "
+              f"{fmt(f16, 4)} | {fmt(mode_ms(r, 'bf16'), 4)} | {fmt(exp, 4)} | "
+              f"{tally('export', target(vs_export, vs_export is not None and vs_export <= 1.10))} | "
+              f"{tally('f16x3', target(x3, x3 is not None and x3 >= 3))} | {tally('tf32x2', tf32_cell)} | {errs} | "
+              f"{tally('err', err_check(r))} | {note_s} |")
+    print()
+    for key, what in (("export", "f16 mode within 10% of the f16 export"), ("f16x3", "f16 mode >= 3x f32"),
+                      ("tf32x2", "tf32 >= 2x f32 (matmul / conv-heavy models)"), ("err", "errors within bounds")):
+        passed, n = counts[key]
+        print(f"- {what}: {passed} of {n} rows pass" if n else f"- {what}: no row with the figures")
+    print()
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results.json")
     if len(sys.argv) > 2 or path in ("-h", "--help"):
@@ -78,6 +160,13 @@ def main():
         rs = sorted((r for r in rows if r["device"] == device),
                     key=lambda r: (r["model"], order.get(r["dtype"], 9), r["batch"]))
         table(rs, device)
+    for device in sorted({r["device"] for r in rows}):
+        rs = [r for r in rows if r["device"] == device]
+        prec = sorted((r for r in rs if r["dtype"] == "f32" and r.get("precision")),
+                      key=lambda r: (r["model"], r["batch"]))
+        if prec:
+            f16_rows = {(r["model"], r["batch"]): r for r in rs if r["dtype"] == "f16"}
+            precision_table(prec, f16_rows, device)
     return 0
 
 
