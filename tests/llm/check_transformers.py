@@ -8,7 +8,9 @@ ref_llama.py's, and greedy generation (transformers' generate vs ref_llama.py's 
     check_transformers.py WORK_DIR [--graphc build/graphc]
 
 With --graphc, the same batch also runs through `graphc generate --emit-graph --stateless`
-and `graphc run` (the cpu backend, and cuda when a GPU is there) against transformers.
+and `graphc run` (the cpu backend, and cuda when a GPU is there) against transformers, and
+`graphc generate --prompt-ids` (the generate loop over the KV cache) against transformers'
+generate (token for token in f32).
 Prints one line per check and exits 1 on any failure.
 """
 import argparse
@@ -49,7 +51,7 @@ def ref_logits(model_dir, work, ids, steps=0):
     subprocess.check_call([sys.executable, os.path.join(HERE, "ref_llama.py"), model_dir, "--inputs", inp,
                            "--output", out, "--steps", str(steps)])
     r = st.read(out)
-    return r["logits"][0], r["next"]
+    return r["logits"][0], r["next"][0]
 
 
 def graphc_logits(graphc, model_dir, work, ids, backend):
@@ -97,6 +99,14 @@ def main():
         failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name}: greedy tokens {toks}, transformers' generate {hf_toks}")
         if a.graphc:
+            for be in backends:  # the generate loop (prefill + decode over the KV cache)
+                r = subprocess.run([a.graphc, "generate", d, "--prompt-ids", ",".join(map(str, ids[0])),
+                                    "--max-new-tokens", "4", "--ignore-eos", "--backend", be, "--max-context", "64"],
+                                   capture_output=True, text=True)
+                g_toks = list(map(int, r.stdout.split())) if r.returncode == 0 else r.stderr.strip()
+                ok = g_toks == hf_toks or (dtype != "F32" and r.returncode == 0)
+                failed += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} {name}: graphc generate ({be}) {g_toks}, transformers' {hf_toks}")
             for be in backends:
                 e = rel(graphc_logits(a.graphc, d, a.work, ids, be), hf)
                 tol = TOL[dtype] * (4 if be == "cuda" and dtype != "F32" else 1)
