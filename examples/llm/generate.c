@@ -3,7 +3,7 @@
  *   llm_generate MODEL_DIR [ID ...]      (default prompt: 1 2 3)
  *
  * Loads the Llama-family checkpoint (config.json + safetensors, as downloaded), opens a
- * session with a KV cache for one sequence of up to 512 positions, and prints 32 greedy
+ * session with a KV cache for one sequence (up to 4096 positions), and prints 32 greedy
  * tokens after the prompt, then the same prompt sampled at temperature 0.8 (top-p 0.95,
  * seed 7). Token ids in, token ids out: tokenizers are out of scope. On the GPU when one is
  * there, else on the CPU. Build: CMakeLists.txt (target llm_generate; needs only libgraphc).
@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
   graphc_llm_options_t lo;
   graphc_llm_options_init(&lo);
   lo.max_batch = 1;
-  lo.max_context = 512;
+  lo.max_context = 0;  /* the model's max_position_embeddings, at most 4096 */
   if (graphc_context_create(&ctx) || graphc_llm_session_create(ctx, argv[1], &lo, NULL, &s, &err)) {
     fprintf(stderr, "llm_generate: %s\n", ctx ? err.message : "cannot create a context");
     graphc_context_destroy(ctx);
