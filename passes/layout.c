@@ -1,7 +1,8 @@
 /* layout.c - layout selection: convolutions in NHWC, transposes sunk until they cancel.
  *
  * 1. Each conv2d that can be a GEMM (groups 1, concrete shapes) and runs faster in
- *    NHWC (nhwc_pays: f16 / bf16 with channel counts in 16-byte chunks; or the pair
+ *    NHWC (nhwc_pays: f16 / bf16 with channel counts in 16-byte chunks, or f32 in 16-byte
+ *    chunks when tf32 is on (--precision tf32 / --tf32: the tensor cores take them); or the pair
  *    form, 1b) becomes an NHWC implicit GEMM, whatever layout its input arrived in:
  *
  *      t = transpose(x, perm=[0, 2, 3, 1])                  [N, H, W, C]
@@ -112,7 +113,8 @@ static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
  * staged element by element: a 3-channel stem took 1.7x as long (its own form, conv_pairs,
  * loads two pixels per chunk), and the f32 convs (no tensor cores) gained nothing while
  * the pools after them read NCHW through a transpose. */
-static int nhwc_pays(gc_dtype dt, int64_t C, int64_t O) {
+static int nhwc_pays(gc_dtype dt, int64_t C, int64_t O, int tf32) {
+  if (dt == GRAPHC_DTYPE_F32) return tf32 && C % 4 == 0 && O % 4 == 0;
   return (dt == GRAPHC_DTYPE_F16 || dt == GRAPHC_DTYPE_BF16) && C % 8 == 0 && O % 8 == 0;
 }
 
@@ -164,14 +166,14 @@ static gc_value *pad_of(gc_rewriter *rw, gc_op *before, gc_value *v, const int64
 }
 
 /* Step 1: conv2d -> the NHWC implicit GEMM (see the top; 1b: the pair form). */
-static void conv_nhwc(gc_rewriter *rw, gc_op *op) {
+static void conv_nhwc(gc_rewriter *rw, gc_op *op, int tf32) {
   if (!gc_conv_gemm_ok(op)) return;
   gc_value *x = op->operands[0], *w = op->operands[1];
   const gc_type *xt = &x->type, *wt = &w->type, *yt = &op->results[0]->type;
   int64_t N = xt->dims[0], C = xt->dims[1], H = xt->dims[2], W = xt->dims[3];
   int64_t O = wt->dims[0], KH = wt->dims[2], KW = wt->dims[3], OH = yt->dims[2], OW = yt->dims[3];
   int64_t pad[4], KW2 = KW, e = 0;
-  int pairs = !nhwc_pays(xt->dtype, C, O);
+  int pairs = !nhwc_pays(xt->dtype, C, O, tf32);
   if (pairs && !conv_pairs(op, pad, &KW2, &e)) return;
   static const int64_t w_perm[4] = {2, 3, 1, 0};
   gc_value *t = transpose_of(rw, op, x, to_nhwc);
@@ -382,14 +384,14 @@ static void sink_pool(gc_rewriter *rw, gc_op *op) {
   gc_rw_replace_with_new(rw, op, GC_OP_TRANSPOSE, 1, &ev, 1, &perm);
 }
 
-int gc_pass_layout(gc_graph *g, gc_diags *d) {
+static int layout_run(gc_graph *g, int tf32, gc_diags *d) {
   gc_rewriter rw;
   if (gc_rw_init(&rw, g, d) != 0) return -1;
   for (gc_op *op = g->first, *next; op && !rw.oom; op = next) {
     next = op->next;
     gc_rw_resolve_operands(&rw, op);
     if (op->opcode == GC_OP_CONV2D && gc_op_attr_int(op, "groups", 1) > 1) conv_grouped_nhwc(&rw, op);
-    else if (op->opcode == GC_OP_CONV2D) conv_nhwc(&rw, op);
+    else if (op->opcode == GC_OP_CONV2D) conv_nhwc(&rw, op, tf32);
   }
   int convs = gc_rw_finish(&rw);
   if (convs <= 0) return convs;  /* no conv in NHWC: nothing to sink toward */
@@ -403,4 +405,12 @@ int gc_pass_layout(gc_graph *g, gc_diags *d) {
   }
   int sunk = gc_rw_finish(&rw);
   return sunk < 0 ? -1 : convs + sunk;
+}
+
+int gc_pass_layout(gc_graph *g, gc_diags *d) { return layout_run(g, 0, d); }
+
+/* With f32 convs on the tensor cores when tf32 is on (--tf32, --precision tf32). */
+int gc_pass_layout_opts(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats, gc_diags *d) {
+  (void)stats;
+  return layout_run(g, opts && (opts->allow_tf32 || opts->precision == GRAPHC_PRECISION_TF32), d);
 }

@@ -160,7 +160,7 @@ static void run_passes(pass_run *r) {
    * (the float64 reference) keeps conv2d whole; the precision's dtypes before them,
    * so that every backend computes the same program */
   run_pass_with(r, "precision", NULL, gc_pass_precision, 1);
-  if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass(r, "layout", gc_pass_layout, 1);
+  if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass_with(r, "layout", NULL, gc_pass_layout_opts, 1);
   if (r->opts->backend != GRAPHC_BACKEND_INTERP) run_pass(r, "conv-gemm", gc_pass_conv_gemm, 1);
   if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass(r, "reduce-split", gc_pass_reduce_split, 1);
   /* after conv-gemm (its matmuls are 3-D with a 2-D a: left alone), before the

@@ -40,6 +40,8 @@ const char *gc_precision_name(graphc_precision_t p);
 /* passes/layout.c: conv2d (groups 1) as an NHWC implicit GEMM; transposes sunk
  * below elementwise ops so that NHWC chains meet and cancel. */
 int gc_pass_layout(gc_graph *g, gc_diags *d);
+/* The same with the options: f32 convs too when tf32 is on. */
+int gc_pass_layout_opts(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats, gc_diags *d);
 /* passes/conv_gemm.c: conv2d (groups 1) as reshape(matmul(reshape(w), im2col(x))). */
 int gc_pass_conv_gemm(gc_graph *g, gc_diags *d);
 /* passes/reduce_split.c: a reduction over reduced dims on both sides of a kept
