@@ -10,9 +10,10 @@ and both sides run greedy generation from the same random prompt on the GPU:
   graphc        `graphc generate DIR --prompt-ids ... --backend cuda --stats` (its own decode
                 timing: the decode steps' wall time / steps; time to first token = a whole cold
                 process with --max-new-tokens 1, the JIT cache off, compile included)
-  transformers  LlamaForCausalLM with a static KV cache and forward compiled by
-                torch.compile(mode="reduce-overhead") (CUDA graphs, as graphc replays), the
-                strongest setting transformers documents; decode tokens/s = (new - 1) / (time of
+  transformers  LlamaForCausalLM.generate with a static KV cache, which compiles the decoding
+                forward itself (generation_config.compile_config: torch.compile
+                mode="reduce-overhead", CUDA graphs, as graphc replays), the strongest setting
+                transformers documents; decode tokens/s = (new - 1) / (time of
                 generate(new) - time of generate(1)), best of 3 after 2 warm-ups, CUDA synchronized.
 Both outputs are compared: f32 must match token for token; f16 / bf16 report how many leading
 tokens agree (rounding differences flip near-ties). The HBM bound: weight bytes + KV bytes read
@@ -104,8 +105,9 @@ def peer(path, dtype, prompts, new):
     with torch.no_grad():
         eager = model.generate(ids, max_new_tokens=new, do_sample=False, min_new_tokens=new)
         out["tokens"] = eager[:, ids.shape[1]:].tolist()
+        # a static cache: generate compiles the decoding forward itself (its compile_config,
+        # torch.compile mode="reduce-overhead": CUDA graphs), what transformers documents
         model.generation_config.cache_implementation = "static"
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
         t0 = time.perf_counter()
 
         def timed(n):
@@ -160,7 +162,7 @@ def main():
         * (a.prompt_len + a.new // 2) * a.batch * torch.tensor([], dtype=DT[a.dtype]).element_size()
     row["copy_GBps"] = bw
     row["bound_tok_s"] = a.batch * bw * 1e9 / (n_params + kv)
-    print(json.dumps(row), flush=True)  # graphc's half, in case the peer fails or runs out of time
+    print("GRAPHC " + json.dumps(row), flush=True)  # graphc's half, in case the peer fails or runs out of time
     if not a.no_peer:
         try:
             p = peer(path, a.dtype, prompts, a.new)
