@@ -150,6 +150,12 @@ static int borrows_result(const gc_op *op) {
   return op->opcode == GC_OP_STATE || op->opcode == GC_OP_CACHE_WRITE;
 }
 
+/* Ops that point their results at memory themselves (their kernels: a param at the
+ * weights or at its converted copy, a state at its memory, cache_write at the state). */
+static int sets_own_result(const gc_op *op) {
+  return op->opcode == GC_OP_PARAM || op->opcode == GC_OP_STATE || op->opcode == GC_OP_CACHE_WRITE;
+}
+
 /* Execute one op: allocate its results, run its kernel, publish the results,
  * and release operands whose last use this was. */
 static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
@@ -176,7 +182,7 @@ static graphc_status_t run_op(interp_ctx *cx, const gc_op *op, islot *vals,
     }
     out[r].type = &v->type;
     out[r].numel = numel;
-    if (!borrows_result(op)) {
+    if (!sets_own_result(op)) {
       out[r].data = interp_alloc(cx, op, (size_t)nb, 1);
       if (!out[r].data) st = GRAPHC_STATUS_OUT_OF_MEMORY;
     }
