@@ -146,6 +146,7 @@ static gc_value *take(ox *x, gc_value *a, int axis, const int64_t *idx, int64_t 
 }
 
 #define TO_END (GC_DIM_SYM_BASE - 1) /* a slice end past any dim */
+#define PAD_INDEX_LIMIT (INT64_C(1) << 24) /* positions of an edge / reflect / wrap padded axis */
 
 /* Checks for a slice of a symbolic dim, or with a symbolic end: step 1 and a start >= 0
  * (graphc's slice computes the length). An end that is a base symbol slicing a
@@ -487,6 +488,9 @@ int ox_pad(ox *x, int arg) {
   if (!m) return ox_unsup(x, "pad mode '%s'", mode);
   for (int i = 0; i < r && a; i++) {
     if (!pb[i] && !pe[i]) continue;
+    /* the padded axis becomes a gather with one index per output position */
+    if (pb[i] > PAD_INDEX_LIMIT || pe[i] > PAD_INDEX_LIMIT || a->type.dims[i] + pb[i] + pe[i] > PAD_INDEX_LIMIT)
+      return ox_unsup(x, "%s padding to more than %lld positions along axis %d", mode, (long long)PAD_INDEX_LIMIT, i);
     int64_t dim = a->type.dims[i], len = dim + pb[i] + pe[i];
     int64_t *idx = ox_alloc(x, (size_t)len * sizeof *idx);
     if (!idx) return -1;
