@@ -488,16 +488,6 @@ START_TEST(bad_pointers_and_streams) {
 }
 END_TEST
 
-/* Device probe in a child: CUDA must not be initialized before Check forks. */
-static int probe_device(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(void) {
   const char *pretend = getenv("GRAPHC_TEST_PRETEND");
   g_pretend = pretend && strcmp(pretend, "1") == 0;
@@ -507,7 +497,7 @@ int main(void) {
   g_pretend = 0;
 #endif
   unsetenv("GRAPHC_CUDA_SYNC");
-  if (!probe_device()) {
+  if (!tu_probe_device()) {
     printf("SKIPPED: no CUDA device (GRAPHC_TEST_PRETEND=1 runs the checks over a pretend driver)\n");
     return 77;
   }

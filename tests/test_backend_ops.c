@@ -1102,20 +1102,9 @@ START_TEST(chain_against_interpreter) {
 }
 END_TEST
 
-/* Does a CUDA device exist? Asked in a child: this process must not initialize
- * CUDA before Check forks the tests. */
-static int probe_device(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(void) {
   g_seed = tu_seed();
-  g_have_device = probe_device();
+  g_have_device = tu_probe_device();
   const char *dry = getenv("GRAPHC_TEST_DRY");
   g_dry = !g_have_device && dry && strcmp(dry, "1") == 0;
   if (!g_have_device && !g_dry) {

@@ -760,19 +760,9 @@ START_TEST(device_jit_hit_runs_the_same) {
 }
 END_TEST
 
-/* Does a CUDA device exist? Asked in a child so this process never initializes CUDA. */
-static int probe_device(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(void) {
   g_seed = tu_seed();
-  g_have_device = probe_device();
+  g_have_device = tu_probe_device();
   printf("test_cache: seed %llu (GRAPHC_TEST_SEED reproduces), CUDA device: %s\n",
          (unsigned long long)g_seed, g_have_device ? "yes" : "no");
   Suite *s = suite_create("cache");

@@ -283,16 +283,6 @@ START_TEST(context_holds_primary_context) {
 }
 END_TEST
 
-/* Device probe in a child: CUDA must not be initialized before Check forks. */
-static int probe_device(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 /* Remove the private cache directory. */
 static void remove_cache_dir(void) {
   DIR *d = opendir(g_cache_dir);
@@ -312,13 +302,13 @@ int main(void) {
   setenv("GRAPHC_CUDA_DRIVER", GRAPHC_CUDA_SHIM, 1);
   unsetenv("GRAPHC_CUDA_FAULT");   /* the test arms the shim itself */
   unsetenv("GRAPHC_CUDA_SYNC");
-  if (!probe_device()) {
+  if (!tu_probe_device()) {
     const char *dry = getenv("GRAPHC_TEST_DRY");
     g_dry = dry && strcmp(dry, "1") == 0;
 #ifdef GRAPHC_CUDA_FAKE
     if (g_dry) setenv("GRAPHC_CUDA_FAULT_REAL", GRAPHC_CUDA_FAKE, 1);
 #endif
-    if (!g_dry || !probe_device()) {
+    if (!g_dry || !tu_probe_device()) {
       printf("SKIPPED: no CUDA device (GRAPHC_TEST_DRY=1 runs the loops over a pretend driver)\n");
       return 77;
     }

@@ -132,19 +132,9 @@ START_TEST(example_against_interpreter) {
 }
 END_TEST
 
-/* Device probe in a child: CUDA must not be initialized before Check forks. */
-static int probe_device(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(void) {
   const char *dry = getenv("GRAPHC_TEST_DRY");
-  if (!probe_device()) {
+  if (!tu_probe_device()) {
     g_dry = dry && strcmp(dry, "1") == 0;
     if (!g_dry) {
       printf("SKIPPED: no CUDA device (GRAPHC_TEST_DRY=1 runs the examples on the interpreter)\n");

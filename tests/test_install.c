@@ -232,18 +232,8 @@ START_TEST(example_make_build_and_run) {
 }
 END_TEST
 
-/* Does a CUDA device exist? Asked in a child so this process never initializes CUDA. */
-static int probe_device(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(void) {
-  g_have_device = probe_device();
+  g_have_device = tu_probe_device();
   printf("test_install: CUDA device: %s\n", g_have_device ? "yes" : "no");
   Suite *s = suite_create("install");
   TCase *tc = tcase_create("install");

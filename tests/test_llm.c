@@ -758,6 +758,18 @@ START_TEST(generate_greedy) {
 }
 END_TEST
 
+/* A generate session on the interpreter (a new context in *ctx). */
+static graphc_llm_session_t *interp_session(const char *dir, const graphc_llm_options_t *lo, graphc_context_t **ctx) {
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(ctx), 0);
+  graphc_compile_options_t co;
+  graphc_compile_options_init(&co);
+  co.backend = GRAPHC_BACKEND_INTERP;
+  graphc_llm_session_t *s = NULL;
+  ck_assert_msg(graphc_llm_session_create(*ctx, dir, lo, &co, &s, &err) == 0, "%s", err.message);
+  return s;
+}
+
 /* Sampling: the same seed gives the same ids, a temperature near 0 gives the greedy ones,
  * an end-of-sequence id stops a row (config eos_token_id [2, 3]). */
 START_TEST(generate_sampling) {
@@ -765,12 +777,7 @@ START_TEST(generate_sampling) {
   const char *dir = make_ckpt("sample", "--seed 13 --max-pos 64");
   graphc_context_t *ctx;
   graphc_error_t err;
-  ck_assert_int_eq(graphc_context_create(&ctx), 0);
-  graphc_compile_options_t co;
-  graphc_compile_options_init(&co);
-  co.backend = GRAPHC_BACKEND_INTERP;
-  graphc_llm_session_t *s = NULL;
-  ck_assert_msg(graphc_llm_session_create(ctx, dir, NULL, &co, &s, &err) == 0, "%s", err.message);
+  graphc_llm_session_t *s = interp_session(dir, NULL, &ctx);
   const int32_t p[4] = {7, 100, 33, 250};
   const int32_t *prompts[1] = {p};
   size_t lens[1] = {4}, n[1];
@@ -813,19 +820,19 @@ START_TEST(generate_errors) {
   const char *dir = make_ckpt("generr", "--seed 14 --max-pos 64");
   graphc_context_t *ctx;
   graphc_error_t err;
-  ck_assert_int_eq(graphc_context_create(&ctx), 0);
-  graphc_compile_options_t co;
-  graphc_compile_options_init(&co);
-  co.backend = GRAPHC_BACKEND_INTERP;
   graphc_llm_options_t lo;
   graphc_llm_options_init(&lo);
   lo.max_context = 16;
-  graphc_llm_session_t *s = NULL;
   lo.stateless = 1;
+  graphc_compile_options_t co;
+  graphc_compile_options_init(&co);
+  graphc_llm_session_t *s = NULL;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
   ck_assert_int_eq(graphc_llm_session_create(ctx, dir, &lo, &co, &s, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(err.message, "stateless"));
+  graphc_context_destroy(ctx);
   lo.stateless = 0;
-  ck_assert_msg(graphc_llm_session_create(ctx, dir, &lo, &co, &s, &err) == 0, "%s", err.message);
+  s = interp_session(dir, &lo, &ctx);
   int32_t p[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
   const int32_t *prompts[2] = {p, p};
   size_t lens[2] = {14, 3}, n[2];
@@ -870,18 +877,8 @@ START_TEST(generate_errors) {
 }
 END_TEST
 
-/* Device probe in a child: CUDA must not be initialized before Check forks. */
-static int probe_device(void) {
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 int main(void) {
-  g_gpu = probe_device();
+  g_gpu = tu_probe_device();
   Suite *s = suite_create("llm");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, stateless_f32_shapes);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "driver/cuda_backend.h"
 #include "driver/settings.h"
 
 char *tu_read_file(const char *path, size_t *len) {
@@ -151,4 +152,15 @@ const gc_toolchain *tu_toolchain(void) {
   static gc_toolchain tc;
   gc_settings_toolchain(tu_settings(), &tc);
   return &tc;
+}
+
+/* Asked in a child so the test process never initializes CUDA (a CUDA context does not
+ * survive fork, and Check forks every test). */
+int tu_probe_device(void) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) _exit(gc_cuda_available(tu_rt_settings()) ? 0 : 1);
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }

@@ -45,6 +45,8 @@ struct gc_rt_settings;
 struct gc_toolchain;
 const struct gc_settings *tu_settings(void);
 const struct gc_rt_settings *tu_rt_settings(void);
+/* Is there a CUDA device? (Probed in a child process: call it in main, before Check forks.) */
+int tu_probe_device(void);
 const struct gc_toolchain *tu_toolchain(void);
 
 /* Source and build folders: compiled in, overridable with GRAPHC_TEST_SOURCE_DIR
