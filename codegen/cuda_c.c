@@ -97,6 +97,8 @@ static const char preamble[] =
     "GC_D float sigmoid(float a) { return a < -88.0f ? 0.0f : 1.0f / (1.0f + expf(-a)); }\n"
     "/* KIR_RCP_APPROX */\n"
     "GC_D float rcp_approx(float a) { float r; asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(a)); return r; }\n"
+    "/* KIR_TF32_ROUND */\n"
+    "GC_D float tf32_rna(float a) { unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(a)); return __uint_as_float(r); }\n"
     "#undef GC_D\n"
     "}  // namespace gc\n";
 
@@ -233,6 +235,7 @@ static void print_unary(cprint *c, const kir_expr *e) {
     case KIR_TANH: fn = f32 ? "tanhf(" : "tanh("; break;
     case KIR_TANH_APPROX: fn = "gc::tanh_approx("; break;
     case KIR_RCP_APPROX: fn = "gc::rcp_approx("; break;
+    case KIR_TF32_ROUND: fn = "gc::tf32_rna("; break;
     case KIR_SIGMOID: fn = "gc::sigmoid("; break;
     case KIR_ERF: fn = f32 ? "erff(" : "erf("; break;
     case KIR_SIN: fn = f32 ? "sinf(" : "sin("; break;

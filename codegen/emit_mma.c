@@ -558,6 +558,12 @@ kir_kernel *gc_mm_mma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_sha
         kir_expr *idx = ec_add(c, vx(c, k, bbs), ec_add(c, ec_mul(c, row, cx(c, BN)), col));
         kir_emit_assign(c->km, lb, bf[ni][h], kir_load(c->km, k, KIR_SHARED, sb, idx));
       }
+    if (tf32 && c->t->tf32_round) {  /* f32 bits in, tf32 rounded to nearest (the MMA would truncate) */
+      for (int mi = 0; mi < MI; mi++)
+        for (int j = 0; j < 4; j++) gc_tc_round_tf32(c, k, lb, af[mi][j]);
+      for (int ni = 0; ni < NI; ni++)
+        for (int j = 0; j < 2; j++) gc_tc_round_tf32(c, k, lb, bf[ni][j]);
+    }
     for (int mi = 0; mi < MI; mi++)
       for (int ni = 0; ni < NI; ni++) kir_emit_mma(c->km, lb, kind, acc[mi][ni], af[mi], bf[ni]);
   }

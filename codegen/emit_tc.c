@@ -48,6 +48,18 @@ int gc_mm_out_point(gc_gen *G, const gc_value *o, const gc_mm_shape *s, const in
   return gc_gen_pt(G, &o->type, lin, co);
 }
 
+/* Value of operand x at matrix coordinates (r0, r1) (x's own last two dims) and
+ * the output batch coordinates bco (numpy-broadcast into x's batch dims). */
+int gc_mm_operand(gc_gen *G, kir_block *b, const gc_value *x, const gc_mm_shape *s, const int *bco, int r0,
+                  int r1) {
+  const gc_type *t = &x->type;
+  int bx = t->rank - 2, co[GC_MAX_RANK];
+  for (int j = 0; j < bx; j++) co[j] = t->dims[j] == 1 ? GC_PT_ZERO : bco[j + s->ob - bx];
+  co[bx] = r0;
+  co[bx + 1] = r1;
+  return gc_gen_val(G, b, x, gc_gen_pt(G, t, -1, co));
+}
+
 /* Bind the root's accumulated value at pt and store the group's outputs (epilogue). */
 void gc_mm_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt, kir_expr *acc) {
   const gc_value *rv = grp->roots[0]->results[0];
@@ -120,6 +132,14 @@ static int tc_view(const gc_lowerer *c, const gc_value *v, tc_view_t *o) {
     }
     default: return 0;
   }
+}
+
+void gc_tc_round_tf32(gc_lowerer *c, kir_kernel *k, kir_block *b, int var) {
+  kir_expr *x = vx(c, k, var);
+  int bits = x->type != GRAPHC_DTYPE_F32;
+  if (bits) x = kir_bitcast(c->km, GRAPHC_DTYPE_F32, x);
+  kir_expr *r = kir_unary(c->km, KIR_TF32_ROUND, x);
+  kir_emit_assign(c->km, b, var, bits ? kir_bitcast(c->km, GRAPHC_DTYPE_I32, r) : r);
 }
 
 /* Fill o for operand x whose logical (row, k) are its (last-2, last-1) dims, or

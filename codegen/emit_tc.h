@@ -6,6 +6,7 @@
  *   emit_mma.c    mma.sync kernel (sm_80 and later)
  *   emit_wgmma.c  Hopper warpgroup-MMA kernels (sm_90a), taken when the target has wgmma
  *                 and both operands are strided windows loaded by cp.async
+ *   emit_gemv.c   matmuls of a few rows (M <= 8) on the CUDA cores, B read once in 16-byte vectors
  *   emit_tc.c     the shared pieces below (and gc_mm_* of emit.h), which the others
  *                 (emit_attn.c too) call down into; it calls none of them
  */
@@ -45,6 +46,10 @@ kir_expr *gc_tc_batch_off(gc_lowerer *c, kir_kernel *k, const gc_value *x, const
 void gc_tc_store_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const gc_mm_shape *s,
                       const int *bco, int nr, const int *rows, int nq, const int (*cols)[2], const int *acc,
                       int adjacent);
+/* Round the tf32 MMA operand in var (f32, or i32 holding f32 bits) to tf32, nearest: the
+ * tensor cores would truncate its low 13 bits, a bias toward zero that grows with K
+ * (resnet50 in tf32: 2.3e-2 relative error truncated, PyTorch's rounding gives 5.7e-4). */
+void gc_tc_round_tf32(gc_lowerer *c, kir_kernel *k, kir_block *b, int var);
 /* How a matmul group's operands reach the tensor cores, decided once (gc_tc_plan_of) for
  * the dispatcher and the kernel it picks. */
 typedef struct gc_tc_plan {
@@ -83,5 +88,8 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
  * registers, A from shared memory. */
 kir_kernel *gc_mm_wgmma_tf32(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G,
                              const tc_opnd *oa, const tc_opnd *ob, int b_nmajor, int bm, int bn, const char *key);
+/* emit_gemv.c: the kernel of a matmul of at most 8 rows whose B is a 16-byte aligned window
+ * with K contiguous (f16, bf16, f32), NULL when it does not apply. */
+kir_kernel *gc_mm_gemv(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_gen *G);
 
 #endif /* GC_EMIT_TC_H */

@@ -558,6 +558,8 @@ kir_kernel *gc_mm_wgmma_tf32(gc_lowerer *c, const gc_fusion_group *grp, const gc
   for (int h = 0; h < 2; h++)
     for (int j = 0; j < WT_BK / 8; j++)
       for (int q = 0; q < 4; q++) fr[h][j][q] = gc_ec_var(c, k, "fa", F);
+  int rv[4];
+  for (int e = 0; e < 4; e++) rv[e] = gc_ec_var(c, k, "ra", F);
 
   /* tiles 0 .. 2 kpairs - 1: the last one zero-filled when K has an odd number of tiles */
   int64_t ktiles = (s->K + WT_BK - 1) / WT_BK, kpairs = (ktiles + 1) / 2;
@@ -579,11 +581,31 @@ kir_kernel *gc_mm_wgmma_tf32(gc_lowerer *c, const gc_fusion_group *grp, const gc
     int cs = gc_ec_let(c, k, lb, "cs", rem(c, vx(c, k, kt), WG_STAGES));
     int as = gc_ec_let(c, k, lb, "as", ec_mul(c, vx(c, k, cs), cx(c, a_stage)));
     int bs = gc_ec_let(c, k, lb, "bs", ec_add(c, ec_mul(c, vx(c, k, cs), cx(c, b_stage)), vx(c, k, fbase)));
+    /* the tensor cores truncate f32 bits to tf32: round the A tile to nearest in place
+     * (each thread 4-float vectors tid, tid + NT, ...; generic stores, then a proxy fence and
+     * a barrier before wgmma reads them), and the B^T fragments as they reach registers */
+    for (int r = 0; c->t->tf32_round && r < BM * WT_BK / 4 / NT; r++) {
+      kir_expr *ix = ec_add(c, vx(c, k, as), ec_mul(c, ec_add(c, ec_cast(c, GRAPHC_DTYPE_I64, vx(c, k, tid)),
+                                                               cx(c, (int64_t)NT * r)), cx(c, 4)));
+      int ixv = gc_ec_let(c, k, lb, "rix", ix);
+      kir_expr *vals[4];
+      kir_emit_load_vec(c->km, lb, KIR_SHARED, sa, vx(c, k, ixv), 4, rv);
+      for (int e = 0; e < 4; e++) {
+        gc_tc_round_tf32(c, k, lb, rv[e]);
+        vals[e] = vx(c, k, rv[e]);
+      }
+      kir_emit_store_vec(c->km, lb, KIR_SHARED, sa, vx(c, k, ixv), 4, vals);
+    }
+    if (c->t->tf32_round) {
+      kir_emit_fence_async(c->km, lb);
+      kir_emit_barrier(c->km, lb);
+    }
     for (int j = 0; j < WT_BK / 8; j++)
       for (int q = 0; q < 4; q++) {
         int dn = 8 * (q % 2), dk = 8 * j + 4 * (q / 2);
         int64_t off = b_nmajor ? (int64_t)dk * bpad + dn : (int64_t)dn * bpad + dk;
         kir_emit_assign(c->km, lb, fr[h][j][q], kir_load(c->km, k, KIR_SHARED, sb, ec_add(c, vx(c, k, bs), cx(c, off))));
+        if (c->t->tf32_round) gc_tc_round_tf32(c, k, lb, fr[h][j][q]);
       }
     kir_emit_wg_fence(c->km, lb);
     for (int j = 0; j < WT_BK / 8; j++) {

@@ -58,6 +58,7 @@ void kir_target_cuda(kir_target *t, int sm) {
   t->prologue = 1;
   t->row_groups = 1;
   t->loop_vecs = 0;
+  t->tf32_round = 1;
 }
 
 /* Defaults for the host: one "thread" per group, `cores` workers (GRAPHC_PROLOGUE:
@@ -98,7 +99,7 @@ static int is_logical(gc_dtype t) {
 static int is_valid_dtype(gc_dtype t) { return (unsigned)t < GRAPHC_DTYPE_COUNT_; }
 
 /* Does op take one operand? */
-static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_RCP_APPROX; }
+static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_TF32_ROUND; }
 /* Does op compare (result bool)? */
 static int op_is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
 
@@ -113,7 +114,7 @@ static int op_accepts(kir_op op, gc_dtype t) {
       return is_arith_float(t);
     case KIR_NOT: case KIR_AND: case KIR_OR: case KIR_XOR:
       return is_logical(t);
-    case KIR_SIGMOID: case KIR_TANH_APPROX: case KIR_RCP_APPROX:
+    case KIR_SIGMOID: case KIR_TANH_APPROX: case KIR_RCP_APPROX: case KIR_TF32_ROUND:
       return t == GRAPHC_DTYPE_F32;
     case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
       return is_arith(t);
@@ -1120,7 +1121,7 @@ void kir_verify(const kir_kernel *k) {
 
 static const char *const op_names[KIR_OP_COUNT_] = {
     "neg", "abs", "not", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos",
-    "floor", "ceil", "sigmoid", "tanh.approx", "rcp.approx", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
+    "floor", "ceil", "sigmoid", "tanh.approx", "rcp.approx", "tf32.rna", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
     ">", ">="};
 
 static const char *const special_names[] = {"thread", "block_dim", "lane", "warp"};

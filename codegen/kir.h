@@ -40,6 +40,9 @@ typedef struct kir_target {
   int vector_bytes;       /* widest vector access, 16 */
   int simd_bytes;         /* host: widest SIMD register (64 AVX-512, 32 AVX2); 16 by default */
   int tf32;               /* f32 matmuls may round their operands to tf32 (tensor cores) */
+  int tf32_round;         /* tf32 operands rounded to nearest before the MMA (KIR_TF32_ROUND);
+                             GRAPHC_TF32_ROUND=0: the f32 bits go in as they are and the tensor
+                             cores truncate them (a little faster, biased toward zero) */
   int tc_bm, tc_bn;       /* tensor-core matmul output tile, 64 or 128 each; 0: chosen per
                              matmul from its grid and num_sms (codegen/emit_mma.c) */
   int wgmma;              /* Hopper warpgroup MMAs (sm_90 exactly: code for sm_90a); set by
@@ -87,6 +90,10 @@ typedef enum kir_op {
                        where the result is rounded to f16 / bf16; on the host a division LLVM may
                        turn into an estimate with one Newton step when it vectorizes (~1 ulp), so
                        x must be finite there (or NaN) */
+  KIR_TF32_ROUND,   /* f32 rounded to tf32 (10 mantissa bits, nearest, ties away: PTX
+                       cvt.rna.tf32.f32, sm_80+), low 13 bits zero; NaN and infinities kept.
+                       CUDA targets only: tf32 MMA operands, which the tensor cores would
+                       otherwise truncate (a bias toward zero that grows with K) */
   /* binary */
   KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX, KIR_POW,
   KIR_AND, KIR_OR, KIR_XOR,  /* bool or integer */

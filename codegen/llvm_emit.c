@@ -423,6 +423,11 @@ static LLVMValueRef float_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
     }
     return intr(e, "llvm.nvvm.rcp.approx.ftz.f", NULL, 0, &a, 1);
   }
+  case KIR_TF32_ROUND: {  /* cvt.rna.tf32.f32: the tf32 bits in an i32 */
+    if (e->t->arch != GC_LLVM_NVPTX) return a;  /* (CUDA targets only; see kir.h) */
+    LLVMValueRef r = intr(e, "llvm.nvvm.f2tf32.rna", NULL, 0, &a, 1);
+    return LLVMBuildBitCast(e->b, r, e->t_f32, "");
+  }
   case KIR_CEIL: return intr1(e, "llvm.ceil", a);
   case KIR_SIGMOID: {  /* (the host's f32 is inline, above) x < -88 ? 0 : 1 / (1 + e^-x) */
     LLVMTypeRef ty = reg_ty(e, t);

@@ -28,6 +28,7 @@ void gc_settings_read(gc_settings *s) {
   s->no_simt_blocked = is_zero("GRAPHC_SIMT");
   s->no_prologue = is_zero("GRAPHC_PROLOGUE");
   s->no_row_groups = is_zero("GRAPHC_ROW_GROUPS");
+  s->no_tf32_round = is_zero("GRAPHC_TF32_ROUND");
   const char *lv = getenv("GRAPHC_LOOP_VECS");
   s->loop_vecs = lv ? atoi(lv) : 0;
   s->cuda_home = getenv("CUDA_HOME");
@@ -55,6 +56,7 @@ void gc_settings_apply_target(const gc_settings *s, kir_target *t) {
   t->attention = t->attention && !s->no_flash;
   t->simt_blocked = t->simt_blocked && !s->no_simt_blocked;
   t->row_groups = t->row_groups && !s->no_row_groups;
+  t->tf32_round = t->tf32_round && !s->no_tf32_round;
   if (s->loop_vecs) t->loop_vecs = s->loop_vecs;
 }
 

@@ -29,6 +29,7 @@ typedef struct gc_settings {
   int no_flash;             /* GRAPHC_FLASH=0: no fused attention kernel */
   int no_simt_blocked;      /* GRAPHC_SIMT=0: the 32x32 f32 matmul, not the register-blocked one */
   int no_prologue;          /* GRAPHC_PROLOGUE=0: every launch in every run */
+  int no_tf32_round;        /* GRAPHC_TF32_ROUND=0: tf32 MMA operands truncated by the tensor cores */
   int no_row_groups;        /* GRAPHC_ROW_GROUPS=0: a block per row in row reductions */
   int loop_vecs;            /* GRAPHC_LOOP_VECS=N (atoi): vectors an item of a loop kernel; 0 unset */
   /* the toolkit (gc_settings_toolchain) */

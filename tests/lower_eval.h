@@ -178,6 +178,15 @@ static ev_val ev_unary(kir_op op, gc_dtype t, ev_val a) {
       case KIR_RSQRT: y = f32 ? 1.0f / sqrtf((float)x) : 1.0 / sqrt(x); break;
       case KIR_TANH: case KIR_TANH_APPROX: y = f32 ? tanhf((float)x) : tanh(x); break;
       case KIR_RCP_APPROX: y = 1.0f / (float)x; break;
+      case KIR_TF32_ROUND: {  /* nearest, ties away: add half of the 13 dropped bits */
+        float fx = (float)x;
+        uint32_t u;
+        memcpy(&u, &fx, 4);
+        if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & ~0x1fffu;
+        memcpy(&fx, &u, 4);
+        y = fx;
+        break;
+      }
       case KIR_SIGMOID: y = x < -88.0 ? 0.0 : 1.0 / (1.0 + exp(-x)); break;
       case KIR_ERF: y = f32 ? erff((float)x) : erf(x); break;
       case KIR_SIN: y = f32 ? sinf((float)x) : sin(x); break;

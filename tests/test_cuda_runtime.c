@@ -387,6 +387,77 @@ START_TEST(host_run_matches_interp) {
 }
 END_TEST
 
+/* tf32 operands are rounded to nearest, not truncated: with every input in [1, 2) the
+ * truncated tensor cores shrink each product by about 6.5e-4 on average (both operands lose
+ * a uniform [0, 2^-10) of a value near 1.5), rounding leaves no bias. The mean signed relative
+ * error of all outputs must stay below 1.5e-4: a matmul (the wgmma kernel: A rounded in
+ * shared memory, B as it reaches registers) and a convolution (the mma.sync implicit GEMM,
+ * both operands from ldmatrix / shared loads), both codegen paths. */
+START_TEST(tf32_rounding) {
+  NEED_DEVICE();
+  static const char *const bodies[] = {
+      "(%a: f32[256, 1024], %b: f32[1024, 256]) -> (f32[256, 256]) {\n"
+      "  %y = matmul(%a, %b);\n  return %y;\n}\n",
+      "(%x: f32[2, 64, 16, 16], %w: f32[64, 64, 3, 3]) -> (f32[2, 64, 16, 16]) {\n"
+      "  %y = conv2d(%x, %w, padding=[1, 1]);\n  return %y;\n}\n",
+  };
+  for (int ci = 0; ci < 2; ci++) {
+    char text[512];
+    snprintf(text, sizeof text, "version 1;\ngraph @g%s", bodies[ci]);
+    tx ref;
+    tx_must_compile(&ref, text, GRAPHC_BACKEND_INTERP, GRAPHC_CODEGEN_DEFAULT, 0);
+    graphc_tensor_t *in, *rout;
+    uint64_t seed = g_seed + 77 + (uint64_t)ci, s = seed | 1;
+    ck_assert_int_eq(tu_make_io(ref.exe, NULL, &seed, &in, &rout), 0);
+    size_t ni = graphc_executable_num_inputs(ref.exe);
+    for (size_t i = 0; i < ni; i++) {  /* every input in [1, 2) */
+      float *p = in[i].data;
+      for (size_t j = 0; j < in[i].nbytes / 4; j++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        p[j] = 1.0f + (float)(s >> 40) / (float)(1 << 24);
+      }
+    }
+    must_run(&ref, in, rout);
+    for (int cg = GRAPHC_CODEGEN_NVRTC; cg <= GRAPHC_CODEGEN_LLVM; cg++) {
+      tx t;
+      memset(&t, 0, sizeof t);
+      ck_assert_int_eq(graphc_context_create(&t.ctx), GRAPHC_STATUS_OK);
+      ck_assert_int_eq(graphc_model_load_string(t.ctx, "tf32.graph", text, strlen(text), &t.m, &t.err),
+                       GRAPHC_STATUS_OK);
+      graphc_compile_options_t o;
+      graphc_compile_options_init(&o);
+      o.backend = GRAPHC_BACKEND_CUDA;
+      o.codegen = (graphc_codegen_t)cg;
+      o.allow_tf32 = 1;
+      t.st = graphc_compile(t.m, &o, &t.exe, &t.err);
+      ck_assert_msg(t.st == GRAPHC_STATUS_OK, "case %d (%s): %s", ci, graphc_codegen_name(o.codegen),
+                    t.err.message);
+      graphc_tensor_t *out = tu_clone_outputs(rout, 1);
+      must_run(&t, in, out);
+      const float *rf = rout[0].data, *gf = out[0].data;
+      int64_t n = (int64_t)(rout[0].nbytes / 4);
+      double mean = 0, amax = 0;
+      for (int64_t i = 0; i < n; i++) {
+        double r = ((double)gf[i] - rf[i]) / rf[i];
+        mean += r;
+        amax = fmax(amax, fabs(r));
+      }
+      mean /= (double)n;
+      printf("tf32 rounding case %d %-5s: mean relative error %.3g, max %.3g\n", ci,
+             graphc_codegen_name(o.codegen), mean, amax);
+      ck_assert_msg(fabs(mean) < 1.5e-4 && amax > 0 && amax < 4e-3,
+                    "case %d (%s): mean relative error %.3g (truncated operands: about -6.5e-4), max %.3g "
+                    "(seed %llu)", ci, graphc_codegen_name(o.codegen), mean, amax, (unsigned long long)g_seed);
+      tu_free_tensors(out, 1);
+      tx_free(&t);
+    }
+    tu_free_tensors(in, ni);
+    tu_free_tensors(rout, 1);
+    tx_free(&ref);
+  }
+}
+END_TEST
+
 /* allow_tf32: f32 matmuls on the tensor cores (on the H200 the transposed wgmma kernel of
  * emit_wgmma.c: B N- or K-contiguous, 256-, 128- and 64-row tiles, 64-column tiles, an odd
  * count of K tiles, rows and columns past the tiles, batches, a fused epilogue) against the
@@ -904,6 +975,7 @@ int main(void) {
   tcase_add_test(td, stats_text);
   tcase_add_test(td, bench_hooks);
   tcase_add_test(td, tf32_matmuls);
+  tcase_add_test(td, tf32_rounding);
   tcase_set_timeout(td, 600);
   suite_add_tcase(s, td);
   int rc = tu_run_suite(s);
