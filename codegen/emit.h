@@ -181,6 +181,10 @@ void gc_mm_shape_of(const gc_op *op, gc_mm_shape *s);
 void gc_mm_batch_coords(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_mm_shape *s, int bi, int *bco);
 /* Output point (batch coords, m, n) of the result o. */
 int gc_mm_out_point(gc_gen *G, const gc_value *o, const gc_mm_shape *s, const int *bco, int m, int n, int lin);
+/* Value of operand x at matrix coordinates (r0, r1) (x's own last two dims, vars) and the
+ * output batch coordinates bco (numpy-broadcast into x's batch dims): a variable. */
+int gc_mm_operand(gc_gen *G, kir_block *b, const gc_value *x, const gc_mm_shape *s, const int *bco, int r0,
+                  int r1);
 /* Bind the root's accumulated value at pt and store the group's outputs (epilogue). */
 void gc_mm_epilogue(gc_gen *G, kir_block *b, const gc_fusion_group *grp, int pt, kir_expr *acc);
 

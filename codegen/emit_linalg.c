@@ -131,18 +131,6 @@ static int mm_contig_last(const gc_lowerer *c, const gc_value *v) {
   return -1;
 }
 
-/* Value of operand x at matrix coordinates (r0, r1) (x's own last two dims) and
- * the output batch coordinates bco (numpy-broadcast into x's batch dims). */
-static int mm_operand(gc_gen *G, kir_block *b, const gc_value *x, const mm_shape *s, const int *bco, int r0,
-                      int r1) {
-  const gc_type *t = &x->type;
-  int bx = t->rank - 2, co[GC_MAX_RANK];
-  for (int j = 0; j < bx; j++) co[j] = t->dims[j] == 1 ? GC_PT_ZERO : bco[j + s->ob - bx];
-  co[bx] = r0;
-  co[bx + 1] = r1;
-  return gc_gen_val(G, b, x, gc_gen_pt(G, t, -1, co));
-}
-
 /* Does operand x walk its logical inner dim (A's k, B's n) along memory? From the index
  * map when it can be probed, else from the transpose flag. */
 static int mm_walks_inner(const gc_lowerer *c, const gc_value *x, int trans) {
@@ -172,7 +160,7 @@ static void mm_stage(gc_gen *G, kir_block *b, int sh, const gc_value *x, const m
   kir_block *tb, *eb;
   kir_emit_if(c->km, b, cond, &tb, &eb);
   gc_gen_push(G);
-  int v = trans ? mm_operand(G, tb, x, s, bco, gcol, grow) : mm_operand(G, tb, x, s, bco, grow, gcol);
+  int v = trans ? gc_mm_operand(G, tb, x, s, bco, gcol, grow) : gc_mm_operand(G, tb, x, s, bco, grow, gcol);
   kir_expr *si = ec_add(c, ec_mul(c, ec_v(c, k, sr), ec_i64(c, MM_PAD)), ec_v(c, k, sc));
   kir_emit_store(c->km, tb, KIR_SHARED, sh, si, ec_cast(c, at, ec_v(c, k, v)));
   gc_gen_pop(G);
@@ -292,8 +280,8 @@ static void sg_load(gc_gen *G, kir_block *b, const sg_tiles *g, const mm_shape *
       kir_block *tb;
       kir_emit_if(c->km, b, ec_bin(c, KIR_AND, in_range(c, k, row, rows, 0), in_range(c, k, col, cols, 0)), &tb, NULL);
       gc_gen_push(G);
-      int v = g->trans[o] ? mm_operand(G, tb, g->x[o], s, g->bco, col, row)
-                          : mm_operand(G, tb, g->x[o], s, g->bco, row, col);
+      int v = g->trans[o] ? gc_mm_operand(G, tb, g->x[o], s, g->bco, col, row)
+                          : gc_mm_operand(G, tb, g->x[o], s, g->bco, row, col);
       kir_emit_assign(c->km, tb, reg, ec_cast(c, g->at, ec_v(c, k, v)));
       gc_gen_pop(G);
     }
@@ -485,8 +473,8 @@ static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
   int kz = s->K == 1 ? GC_PT_ZERO : kk;
   gc_gen_push(G);
   for (int i = 0; i < mr; i++) {
-    int x = s->ta ? mm_operand(G, lb, op->operands[0], s, bco, kz, mi[i])
-                  : mm_operand(G, lb, op->operands[0], s, bco, mi[i], kz);
+    int x = s->ta ? gc_mm_operand(G, lb, op->operands[0], s, bco, kz, mi[i])
+                  : gc_mm_operand(G, lb, op->operands[0], s, bco, mi[i], kz);
     av[i] = gc_ec_let(c, k, lb, "a", ec_cast(c, at, ec_v(c, k, x)));
   }
   for (int j = 0; j < nr; j++) {
@@ -495,8 +483,8 @@ static void mm_host_tile(gc_gen *G, kir_block *b, const gc_fusion_group *grp, co
       bv[j] = gc_ec_let(c, k, lb, "b", kir_load(c->km, k, KIR_SCRATCH, bs, bi));
       continue;
     }
-    int y = s->tb ? mm_operand(G, lb, op->operands[1], s, bco, nj[j], kz)
-                  : mm_operand(G, lb, op->operands[1], s, bco, kz, nj[j]);
+    int y = s->tb ? gc_mm_operand(G, lb, op->operands[1], s, bco, nj[j], kz)
+                  : gc_mm_operand(G, lb, op->operands[1], s, bco, kz, nj[j]);
     bv[j] = gc_ec_let(c, k, lb, "b", ec_cast(c, at, ec_v(c, k, y)));
   }
   for (int i = 0; i < mr; i++)
@@ -583,7 +571,7 @@ static kir_kernel *mm_items_bpack(gc_lowerer *c, const gc_fusion_group *grp, con
   if (s->N % nr) kir_emit_if(c->km, jb, in_range(c, k, n, s->N, 0), &tb, &eb);
   gc_gen_push(G);
   int kz = s->K == 1 ? GC_PT_ZERO : kk;
-  int v = s->tb ? mm_operand(G, tb, B, s, bco, n, kz) : mm_operand(G, tb, B, s, bco, kz, n);
+  int v = s->tb ? gc_mm_operand(G, tb, B, s, bco, n, kz) : gc_mm_operand(G, tb, B, s, bco, kz, n);
   kir_emit_store(c->km, tb, KIR_SCRATCH, bs, ec_v(c, k, iv), ec_cast(c, at, ec_v(c, k, v)));
   gc_gen_pop(G);
   if (eb) kir_emit_store(c->km, eb, KIR_SCRATCH, bs, ec_v(c, k, iv), gc_ec_num(c, at, 0.0));
@@ -703,7 +691,7 @@ static kir_kernel *mm_items_bcols(gc_lowerer *c, const gc_fusion_group *grp, con
     int n = gc_ec_let(c, k, jb, "bn", ec_add(c, ec_v(c, k, run[r].nst), ec_v(c, k, j)));
     gc_gen_push(G);
     int kz = s->K == 1 ? GC_PT_ZERO : kk;
-    int v = s->tb ? mm_operand(G, jb, B, s, bco, n, kz) : mm_operand(G, jb, B, s, bco, kz, n);
+    int v = s->tb ? gc_mm_operand(G, jb, B, s, bco, n, kz) : gc_mm_operand(G, jb, B, s, bco, kz, n);
     kir_expr *bi = ec_add(c, ec_mul(c, ec_v(c, k, kk), ec_i64(c, nr)), ec_add(c, ec_v(c, k, run[r].js), ec_v(c, k, j)));
     kir_emit_store(c->km, jb, KIR_SCRATCH, bs, bi, ec_cast(c, at, ec_v(c, k, v)));
     gc_gen_pop(G);
@@ -831,7 +819,7 @@ static void pk_elem(gc_gen *G, kir_block *b, const pk_operand *o, const mm_shape
   gc_gen_push(G);
   int rz = o->lim == 1 ? GC_PT_ZERO : r, kz = s->K == 1 ? GC_PT_ZERO : kv;
   int d0 = o->is_a ? rz : kz, d1 = o->is_a ? kz : rz;  /* logical (row, col) of the operand */
-  int v = o->trans ? mm_operand(G, tb, o->x, s, bco, d1, d0) : mm_operand(G, tb, o->x, s, bco, d0, d1);
+  int v = o->trans ? gc_mm_operand(G, tb, o->x, s, bco, d1, d0) : gc_mm_operand(G, tb, o->x, s, bco, d0, d1);
   kir_emit_store(c->km, tb, KIR_SCRATCH, o->sbuf, ec_v(c, k, iv), ec_cast(c, at, ec_v(c, k, v)));
   gc_gen_pop(G);
   if (eb) kir_emit_store(c->km, eb, KIR_SCRATCH, o->sbuf, ec_v(c, k, iv), gc_ec_num(c, at, 0.0));
@@ -1012,7 +1000,7 @@ static kir_kernel *tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const 
   return gc_mm_mma(c, grp, s, G, &p);
 }
 
-/* matmul group: tensor cores (emit_mma.c) or the tiled BLOCKS kernel on CUDA, ITEMS dot
+/* matmul group: tensor cores (emit_mma.c), a few rows (emit_gemv.c) or the tiled BLOCKS kernel on CUDA, ITEMS dot
  * products on the host. */
 int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   const gc_op *op = grp->roots[0];
@@ -1022,6 +1010,7 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_dtype at = gc_dtype_is_float(ct) ? ct : GRAPHC_DTYPE_I64;
   gc_gen G;
   kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? tensor_core(c, grp, &s, &G) : NULL;
+  if (!k) k = gc_mm_gemv(c, grp, &s, &G);
   if (!k && mm_use_packed(c, &s, at)) k = mm_packed(c, grp, &s, at, &G);
   if (!k && mm_bpack_ok(c, &s, op->operands[1], at)) k = mm_items_bpack(c, grp, &s, at, &G);
   if (!k && mm_bcols_ok(c, &s, op->operands[0], at)) k = mm_items_bcols(c, grp, &s, at, &G);

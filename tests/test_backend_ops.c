@@ -405,7 +405,15 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
           {"2, 200, 136", "136, 264", ""},
           {"130, 64", "96, 64", ", transpose_b=true"},
           {"3, 1, 72, 40", "2, 40, 80", ""},
-          {"257, 520", "520, 1000", ""}};
+          {"257, 520", "520, 1000", ""},
+          /* a few rows against a K-contiguous B (emit_gemv.c on CUDA): whole rounds of four
+           * vectors and a tail, fewer than 32 vectors a row (lane groups of 8 and 16),
+           * batches, eight rows, A read through the generator (transpose_a) */
+          {"1, 1024", "600, 1024", ", transpose_b=true"},
+          {"5, 40", "33, 40", ", transpose_b=true"},
+          {"2, 3, 264", "2, 70, 264", ", transpose_b=true"},
+          {"8, 4104", "3, 4104", ", transpose_b=true"},
+          {"72, 2", "9, 72", ", transpose_a=true, transpose_b=true"}};
       for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
         snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, sh[i][0]));
         snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, t, sh[i][1]));

@@ -34,7 +34,7 @@ static void print_tensor(const graphc_tensor_info_t *info, const void *data, int
 static const char *const usage_run_head =
     "usage: graphc run FILE [options]\n"
     "Compile FILE's entry graph and run it once; print (or save) the outputs.\n\noptions:\n"
-    "  --inputs F.safetensors  inputs by argument name (without %%)\n"
+    "  --inputs F.safetensors  inputs by argument name (without %)\n"
     "  --random               random inputs (default when --inputs is absent)\n"
     "  --seed N               seed for random inputs (default 0)\n"
     "  --output F.safetensors save the outputs by value name\n"
