@@ -145,6 +145,9 @@ static LLVMValueRef h_sigmoid(hm *h, LLVMValueRef x) {
   if (LLVMCanValueUseFastMathFlags(y))
     LLVMSetFastMathFlags(y, LLVMFastMathAllowReciprocal | LLVMFastMathNoInfs | LLVMFastMathAllowContract);
   y = LLVMBuildSelect(h->b, LLVMBuildFCmp(h->b, LLVMRealOGT, nx, num(h, 88.0), ""), num(h, 0.0), y, "");
+  /* above 17.5, e^-x < 2^-25 and the f32 result is 1 exactly, which the reciprocal estimate's
+   * Newton step need not give (AMD's vrcpps: 1 / (1 + 0) came out 0.99999994) */
+  y = LLVMBuildSelect(h->b, LLVMBuildFCmp(h->b, LLVMRealOLT, nx, num(h, -17.5), ""), num(h, 1.0), y, "");
   return keep_nan(h, x, y);
 }
 
