@@ -12,7 +12,8 @@
  * (the usual case: a materialized activation), else element by element through the group's
  * generator (a view or a prologue the group computes). The LPC partial sums of each row
  * meet by shuffles; the group's first lane stores row m's output through the epilogue.
- * GV_WARPS warps a block; columns past N read row N - 1 and store nothing.
+ * GV_WARPS warps a block, a block per group of columns (one_pass); columns past N read row
+ * N - 1 and store nothing.
  */
 #include "codegen/emit_tc.h"
 
@@ -46,6 +47,7 @@ kir_kernel *gc_mm_gemv(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_sh
   const int CPW = 32 / LPC, CPB = CPW * GV_WARPS;  /* columns per warp, per block */
   int64_t nb = (s->N + CPB - 1) / CPB;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * nb, 32 * GV_WARPS);
+  if (k->launch.n <= INT32_MAX) k->one_pass = 1;  /* a block per group: no grid-stride loop (kir.h) */
   gc_gen_init(G, c, k);
   kir_block *b = &k->body;
   int64_t dims2[2] = {s->batch, nb};

@@ -66,6 +66,7 @@ int gc_plan_bind_weights(gc_plan *p, const gc_safetensors *w, gc_diags *d) {
       return bad_tensor(c, &have, b ? &want : NULL, d);
     if (st->dtype == b->type.dtype) {
       c->data = st->data;
+      gc_weights_origin(w, st->data, c->origin);
       continue;
     }
     void *conv = gc_arena_alloc(&p->arena, c->bytes ? c->bytes : 1);
@@ -164,6 +165,7 @@ int gc_launch_plan_build(const gc_plan *p, const graphc_tensor_info_t *in, size_
     q->bytes = c->bytes;
     q->data = c->data;
     q->is_param = c->is_param;
+    memcpy(q->origin, c->origin, sizeof q->origin);
     /* The type of the buffer it backs; raw bytes when no buffer uses it. */
     const gc_plan_buffer *b = const_buffer(p, i);
     q->dtype = b ? b->type.dtype : GRAPHC_DTYPE_U8;

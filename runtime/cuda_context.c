@@ -207,7 +207,7 @@ static CUdeviceptr buffer_addr(const gc_cu_ctx *c, int buf, const CUdeviceptr *i
   switch (b->kind) {
     case GC_LP_INPUT: return in[b->index];
     case GC_LP_OUTPUT: return out[b->index];
-    case GC_LP_CONST: return x->consts + x->const_off[b->index];
+    case GC_LP_CONST: return x->const_ptr[b->index];
     case GC_LP_TEMP: return c->arena + b->offset;
     case GC_LP_STATE: return x->state_addr ? x->state_addr[b->index] : 0;
   }

@@ -368,26 +368,43 @@ int gc_cu_dev_alloc(gc_cu_exec *x, CUdeviceptr *p, size_t bytes, const char *wha
   return -1;
 }
 
-/* The constants block: every const uploaded once (context pushed). */
+/* The constants, every one uploaded once (context pushed): weights borrowed from a file
+ * through the device's shared copies (cuda_weights.c), the rest in one block of our own. */
 static int setup_consts(gc_cu_exec *x, gc_sbuf *st, gc_diags *d) {
   const gc_launch_plan *p = x->plan;
-  x->const_off = calloc((size_t)p->n_consts + 1, sizeof *x->const_off);
-  if (!x->const_off) return gc_cu_oom(d);
-  size_t cbytes = 0;
+  x->const_ptr = calloc((size_t)p->n_consts + 1, sizeof *x->const_ptr);
+  x->const_shared = calloc((size_t)p->n_consts + 1, 1);
+  if (!x->const_ptr || !x->const_shared) return gc_cu_oom(d);
+  size_t cbytes = 0, sbytes = 0, reused = 0;
+  int n_shared = 0;
   for (int i = 0; i < p->n_consts; i++) {
-    x->const_off[i] = cbytes;
+    if (gc_cu_weight_shareable(&p->consts[i])) continue;
+    x->const_ptr[i] = cbytes;  /* the offset, until the block is there */
     cbytes += gc_cu_align_up(p->consts[i].bytes);
   }
   if (gc_cu_dev_alloc(x, &x->consts, cbytes, "weights and constants", d)) return -1;
-  for (int i = 0; i < p->n_consts; i++)
-    if (p->consts[i].bytes &&
-        GC_CU_WHAT(x->cu, d, p->consts[i].name, MemcpyHtoD, x->consts + x->const_off[i],
-                   p->consts[i].data, p->consts[i].bytes))
-      return -1;
+  for (int i = 0; i < p->n_consts; i++) {
+    const gc_lp_const *c = &p->consts[i];
+    if (gc_cu_weight_shareable(c)) {
+      int fresh;
+      if (gc_cu_weight_acquire(x, c, &x->const_ptr[i], &fresh, d)) return -1;
+      x->const_shared[i] = 1;
+      n_shared++;
+      sbytes += c->bytes;
+      reused += fresh ? 0 : c->bytes;
+      continue;
+    }
+    x->const_ptr[i] += x->consts;
+    if (c->bytes && GC_CU_WHAT(x->cu, d, c->name, MemcpyHtoD, x->const_ptr[i], c->data, c->bytes)) return -1;
+  }
   if (st) {
-    char c[64];
+    char c[64], s[64], r[64];
     gc_cu_fmt_bytes(c, sizeof c, (double)cbytes);
-    gc_sbuf_printf(st, "cuda: device memory: constants %s (%d), shared by every context\n", c, p->n_consts);
+    gc_cu_fmt_bytes(s, sizeof s, (double)sbytes);
+    gc_cu_fmt_bytes(r, sizeof r, (double)reused);
+    gc_sbuf_printf(st, "cuda: device memory: constants %s (%d) and weights %s (%d) shared with other executables"
+                       " of the device (%s of them already there), all shared by every context\n",
+                   c, p->n_consts - n_shared, s, n_shared, r);
   }
   return 0;
 }
@@ -446,7 +463,7 @@ out:
 
 int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, gc_diags *d) {
   GC_ASSERT(x->plan && i >= 0 && i < x->plan->n_consts && bytes == x->plan->consts[i].bytes);
-  if (!x->consts || !bytes) return 0;
+  if (!x->const_ptr || !bytes) return 0;
   pthread_mutex_lock(&x->mu);
   int rc = -1;
   if (gc_cu_ctx_push(x, d) == 0) {
@@ -455,8 +472,17 @@ int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, g
       if (c->pending) x->cu->EventSynchronize(c->done);
       if (c->stream) x->cu->StreamSynchronize(c->stream);
     }
-    rc = GC_CU_WHAT(x->cu, d, x->plan->consts[i].name, MemcpyHtoD, x->consts + x->const_off[i], data,
-                    bytes);
+    /* a shared weight is other executables' too: this one gets a copy of its own, and its
+     * contexts bind and capture again (the pointer moved) */
+    CUdeviceptr own = 0;
+    if (x->const_shared[i] && gc_cu_dev_alloc(x, &own, bytes, x->plan->consts[i].name, d) == 0) {
+      gc_cu_weight_release(x, x->const_ptr[i]);
+      x->const_ptr[i] = own;
+      x->const_shared[i] = 0;
+      __atomic_add_fetch(&x->states_gen, 1, __ATOMIC_RELEASE);
+    }
+    if (!x->const_shared[i])
+      rc = GC_CU_WHAT(x->cu, d, x->plan->consts[i].name, MemcpyHtoD, x->const_ptr[i], data, bytes);
     __atomic_add_fetch(&x->weights_gen, 1, __ATOMIC_RELEASE);  /* prologue results are stale */
     gc_cu_ctx_pop(x);
   }
@@ -484,12 +510,15 @@ void gc_cu_exec_free(gc_cu_exec *x) {
     }
     x->main = NULL;
     if (x->consts) cu->MemFree(x->consts);
+    for (int i = 0; x->const_shared && i < x->plan->n_consts; i++)
+      if (x->const_shared[i]) gc_cu_weight_release(x, x->const_ptr[i]);
     if (x->mod) cu->ModuleUnload(x->mod);
     if (pushed) cu->CtxPopCurrent(&dummy);
     cu->DevicePrimaryCtxRelease(x->dev);
   }
   free(x->kernels);
-  free(x->const_off);
+  free(x->const_ptr);
+  free(x->const_shared);
   free(x->state_addr);
   gc_launch_deps_free(&x->deps);
   if (x->mu_ok) pthread_mutex_destroy(&x->mu);

@@ -75,8 +75,9 @@ struct gc_cu_exec {
   const gc_launch_plan *plan;
   CUmodule mod;
   int from_ptx, image_sm;
-  CUdeviceptr consts;              /* weights and constants, uploaded once */
-  size_t *const_off;               /* offset of consts[i] in `consts` */
+  CUdeviceptr consts;              /* the private weights and constants, uploaded once */
+  CUdeviceptr *const_ptr;          /* consts[i]'s memory: in `consts`, or a shared weight */
+  unsigned char *const_shared;     /* 1: const_ptr[i] is a reference (cuda_weights.c) */
   cu_kernel *kernels;              /* per plan kernel */
   int n_args;                      /* argument slots of all kernels */
   int eager, sync_each;
@@ -104,6 +105,16 @@ int gc_cu_oom(gc_diags *d);
 int gc_cu_ctx_push(gc_cu_exec *x, gc_diags *d);
 void gc_cu_ctx_pop(gc_cu_exec *x);
 int gc_cu_dev_alloc(gc_cu_exec *x, CUdeviceptr *p, size_t bytes, const char *what, gc_diags *d);
+
+/* runtime/cuda_weights.c: device copies of weights shared by the executors of a device.
+ * A const is shared when it has data, an origin (gc_lp_const.origin) and at least
+ * GC_CU_SHARE_MIN_BYTES (smaller ones stay in the executor's own block). acquire: the
+ * copy of c's bytes (*fresh: this call allocated and uploaded it); release drops one
+ * reference. Both with the device's primary context pushed. */
+#define GC_CU_SHARE_MIN_BYTES ((uint64_t)64 << 10)
+int gc_cu_weight_shareable(const gc_lp_const *c);
+int gc_cu_weight_acquire(gc_cu_exec *x, const gc_lp_const *c, CUdeviceptr *p, int *fresh, gc_diags *d);
+void gc_cu_weight_release(gc_cu_exec *x, CUdeviceptr p);
 
 /* runtime/cuda_context.c: a context's memory, arguments and stream (executor context
  * pushed; NULL on failure, reported), and its release (waits for its work). */

@@ -329,6 +329,79 @@ START_TEST(contexts_destroyed_with_executable) {
 }
 END_TEST
 
+/* Another executable compiled from the weights file at path, and its interpreter reference. */
+static graphc_executable_t *compile_more(graphc_context_t *ctx, const char *path, graphc_backend_t be) {
+  graphc_model_t *gm = NULL;
+  graphc_executable_t *exe = NULL;
+  graphc_error_t err;
+  ck_assert_msg(graphc_model_load_file(ctx, tu_src("examples/mlp.graph"), &gm, &err) == GRAPHC_STATUS_OK, "%s",
+                err.message);
+  ck_assert_int_eq(graphc_model_bind(gm, "B", B, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_set_weights(gm, path, &err), GRAPHC_STATUS_OK);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = be;
+  ck_assert_msg(graphc_compile(gm, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+  graphc_model_destroy(gm);
+  return exe;
+}
+
+/* The stats line of the weights: "... weights X (N) shared ... (R of them already there)". */
+static int weights_already_there(const graphc_executable_t *exe) {
+  const char *st = graphc_executable_stats(exe), *w = strstr(st, "shared with other executables");
+  ck_assert_msg(w != NULL, "no shared weights line in the stats:\n%s", st);
+  const char *r = strstr(w, "(");
+  ck_assert_ptr_nonnull(r);
+  return strncmp(r, "(0 B of them", 12) != 0;
+}
+
+/* Executables compiled apart from one weights file share one device copy of each large
+ * weight (runtime/cuda_weights.c): the second finds the first's copy, outlives the
+ * first's destruction with right results, and a rewritten file (new weights, same path,
+ * same size) is uploaded anew, never taken for the old one. */
+START_TEST(weights_shared_between_executables) {
+  cuda_setup();
+  model m;
+  model_open(&m, GRAPHC_BACKEND_CUDA);
+  ck_assert_msg(!weights_already_there(m.exe), "the first executable found its weights on the device");
+  graphc_executable_t *b = compile_more(m.ctx, m.wpath, GRAPHC_BACKEND_CUDA);
+  ck_assert_msg(weights_already_there(b), "the second executable uploaded its own copy:\n%s",
+                graphc_executable_stats(b));
+  uint64_t s = g_seed + 23;
+  graphc_error_t err;
+  request q;
+  request_make(&q, &m, &s);
+  ck_assert_int_eq(graphc_executable_run_device(b, q.din, 1, q.dout, 1, &err), GRAPHC_STATUS_OK);
+  request_check(&q, "second executable", 0);
+  graphc_executable_destroy(m.exe);  /* the weights stay for b */
+  m.exe = NULL;
+  ck_assert_int_eq(g_cu->MemsetD8Async((CUdeviceptr)(uintptr_t)q.dout[0].data, 0xff, q.ref[0].nbytes, NULL),
+                   CUDA_SUCCESS);
+  ck_assert_int_eq(graphc_executable_run_device(b, q.din, 1, q.dout, 1, &err), GRAPHC_STATUS_OK);
+  request_check(&q, "second executable, the first destroyed", 0);
+  request_free(&q);
+
+  /* new weights in the same file */
+  graphc_model_t *gm = NULL;
+  ck_assert_int_eq(graphc_model_load_file(m.ctx, tu_src("examples/mlp.graph"), &gm, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_bind(gm, "B", B, &err), GRAPHC_STATUS_OK);
+  ck_assert_int_eq(graphc_model_write_random_weights(gm, m.wpath, g_seed + 1, &err), GRAPHC_STATUS_OK);
+  graphc_model_destroy(gm);
+  graphc_executable_t *c = compile_more(m.ctx, m.wpath, GRAPHC_BACKEND_CUDA);
+  ck_assert_msg(!weights_already_there(c), "new weights taken for the old ones:\n%s", graphc_executable_stats(c));
+  graphc_executable_destroy(m.ref);
+  m.ref = compile_more(m.ctx, m.wpath, GRAPHC_BACKEND_INTERP);
+  request_make(&q, &m, &s);
+  ck_assert_int_eq(graphc_executable_run_device(c, q.din, 1, q.dout, 1, &err), GRAPHC_STATUS_OK);
+  request_check(&q, "rewritten weights", 0);
+  request_free(&q);
+  graphc_executable_destroy(b);
+  graphc_executable_destroy(c);
+  model_close(&m);
+  cuda_teardown();
+}
+END_TEST
+
 /* Destroying the executable with enqueued work in flight waits for it. */
 START_TEST(destroy_waits_for_enqueued_work) {
   cuda_setup();
@@ -515,6 +588,7 @@ int main(void) {
   tcase_add_test(tc, destroy_waits_for_enqueued_work);
   tcase_add_test(tc, enqueue_pinned_host_tensors);
   tcase_add_test(tc, bad_pointers_and_streams);
+  tcase_add_test(tc, weights_shared_between_executables);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
 }

@@ -820,6 +820,120 @@ START_TEST(test_matmul_tf32) {
 }
 END_TEST
 
+/* tf32 operands are rounded to nearest (KIR_TF32_ROUND) before the MMA; the evaluator reads
+ * tf32 fragments truncated, as the tensor cores do. With every input in [1, 2), truncation
+ * shrinks each product by about 6.5e-4 on average, rounding leaves no bias: the mean signed
+ * relative error over the outputs is below 1.5e-4 with kir_target.tf32_round, and below
+ * -3e-4 without it (so the check can fail). _i 0: sm_80 (mma.sync); 1: sm_90 (the wgmma
+ * kernel, A rounded in shared memory, B^T in registers). */
+START_TEST(test_matmul_tf32_rounding) {
+  static const char *const cases[] = {
+      "(%a: f32[128, 512], %b: f32[512, 128]) -> (f32[128, 128]) {\n"
+      "  %y = matmul(%a, %b);\n  return %y;\n}\n",
+      "(%a: f32[96, 264], %b: f32[64, 264]) -> (f32[96, 64]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n",
+  };
+  const int sm = _i ? 90 : 80;
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    char text[1024];
+    snprintf(text, sizeof text, "version 1;\ngraph @g%s", cases[ci]);
+    gc_module *m = parse_ok(text);
+    gc_graph *g = m->graphs[0];
+    graphc_tensor_t in[2], ref[1];
+    unsigned char *ins[2], *got[1];
+    uint64_t s = (g_seed + (uint64_t)ci) | 1;
+    for (int i = 0; i < 2; i++) {
+      memset(&in[i], 0, sizeof in[i]);
+      tu_tensor_of_type(&in[i], &g->args[i]->type);
+      float *p = in[i].data;
+      for (int64_t j = 0; j < gc_type_numel(&g->args[i]->type); j++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        p[j] = 1.0f + (float)(s >> 40) / (float)(1 << 24);
+      }
+      ins[i] = in[i].data;
+    }
+    const gc_type *ot = &g->outputs[0]->type;
+    int64_t n = gc_type_numel(ot);
+    memset(&ref[0], 0, sizeof ref[0]);
+    tu_tensor_of_type(&ref[0], ot);
+    got[0] = calloc(1, ref[0].nbytes);
+    gc_diags d;
+    gc_diags_init(&d, "case.graph", text, strlen(text));
+    ck_assert_int_eq(gc_interp_run(g, NULL, in, 2, ref, 1, &d), GRAPHC_STATUS_OK);
+    gc_diags_free(&d);
+    for (int round = 1; round >= 0; round--) {
+      kir_target t;
+      kir_target_cuda(&t, sm);
+      t.tf32 = 1;
+      t.tf32_round = round;
+      t.num_sms = 132;
+      gc_diags_init(&d, "case.graph", NULL, 0);
+      gc_plan *p = gc_lower_opts(g, &t, 1, &d);
+      ck_assert_msg(p != NULL, "lowering failed");
+      gc_diags_free(&d);
+      ck_assert_msg(plan_uses_tc(p) && kir_module_uses_wgmma(p->kir) == (sm == 90), "case %d: kernel\n%s", ci, text);
+      if (round) pc_compile_plan(p, "cuda plan");
+      const char *err = ev_run_plan(p, ins, got);
+      ck_assert_msg(err == NULL, "case %d: %s", ci, err ? err : "");
+      double mean = 0;
+      for (int64_t i = 0; i < n; i++) {
+        double rv = gc_load_f64(ref[0].data, ot->dtype, i), gv = gc_load_f64(got[0], ot->dtype, i);
+        mean += (gv - rv) / rv;
+      }
+      mean /= (double)n;
+      ck_assert_msg(round ? fabs(mean) < 1.5e-4 : mean < -3e-4,
+                    "case %d (sm_%d, tf32_round %d): mean relative error %.3g (seed %llu)\n%s", ci, sm, round, mean,
+                    (unsigned long long)g_seed, text);
+      gc_plan_free(p);
+    }
+    for (int i = 0; i < 2; i++) free(in[i].data);
+    free(ref[0].data);
+    free(got[0]);
+    gc_module_free(m);
+  }
+}
+END_TEST
+
+/* Matmuls of at most 8 rows against a K-contiguous B on CUDA (emit_gemv.c): one kernel of
+ * 128-thread blocks without shared memory, the values on the evaluator (both targets, fused
+ * and not, through run_case_kind) for f32, f16 and bf16 (_i): whole rounds of four vectors per
+ * lane and a tail, rows of fewer than 32 vectors (lane groups of 8 or 16 columns a warp),
+ * batches with a broadcast, eight rows, A read through the generator (transpose_a), a fused
+ * epilogue. */
+START_TEST(test_matmul_gemv) {
+  static const char *const dts[] = {"f32", "f16", "bf16"};
+  static const char *const cases[] = {
+      "(%a: T[1, 1024], %b: T[600, 1024]) -> (T[1, 600]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n",
+      "(%a: T[5, 40], %b: T[33, 40]) -> (T[5, 33]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n",
+      "(%a: T[2, 3, 264], %b: T[2, 70, 264]) -> (T[2, 3, 70]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n",
+      "(%a: T[2, 1, 1, 64], %b: T[3, 20, 64]) -> (T[2, 3, 1, 20]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n",
+      "(%a: T[8, 520], %b: T[3, 520]) -> (T[8, 3]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n",
+      "(%a: T[72, 2], %b: T[9, 72]) -> (T[2, 9]) {\n"
+      "  %y = matmul(%a, %b, transpose_a=true, transpose_b=true);\n  return %y;\n}\n",
+      "(%a: T[1, 256], %b: T[64, 256], %c: T[64]) -> (T[1, 64]) {\n"
+      "  %y = matmul(%a, %b, transpose_b=true);\n  %z = add(%y, %c);\n  %g = gelu(%z);\n  return %g;\n}\n",
+  };
+  for (int ci = 0; ci < COUNT(cases); ci++) {
+    char *text = graph_of_type(cases[ci], dts[_i]);
+    gc_module *m = parse_ok(text);
+    gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
+    const kir_kernel *k0 = p->kir->kernels[0];
+    ck_assert_msg(p->kir->n_kernels == 1 && k0->launch.kind == KIR_LAUNCH_BLOCKS && k0->launch.block == 128 &&
+                      k0->n_shared == 0,
+                  "case %d (%s): %d kernels, block %d, %d shared arrays: not the gemv kernel\n%s", ci, dts[_i],
+                  p->kir->n_kernels, k0->launch.block, k0->n_shared, text);
+    gc_plan_free(p);
+    gc_module_free(m);
+    run_case_kind(text, 1, 'x');  /* takes its text */
+  }
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------------------------------ */
 
 /* One test per dtype, all in tcase "matmul" (CK_RUN_CASE=matmul); GRAPHC_TEST_ONLY=NAME
@@ -842,6 +956,8 @@ static Suite *lower_matmul_suite(void) {
   if (only("attention_causal_padding")) tcase_add_loop_test(tc, test_matmul_attention_causal_padding, 0, 2);
   if (only("simt")) tcase_add_loop_test(tc, test_matmul_simt, 0, 1);
   if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 3);
+  if (only("tf32_rounding")) tcase_add_loop_test(tc, test_matmul_tf32_rounding, 0, 2);
+  if (only("gemv")) tcase_add_loop_test(tc, test_matmul_gemv, 0, 3);
   if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
   suite_add_tcase(s, tc);
   return s;

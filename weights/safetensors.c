@@ -450,6 +450,14 @@ static void st_io_error(gc_diags *d, const char *path, const char *what, int err
 }
 
 /* Load and validate a safetensors file. */
+/* Record the identity of the file st was loaded from (gc_weights_origin). */
+static void file_identity(gc_safetensors *st, const struct stat *sb) {
+  st->file_id[0] = (uint64_t)sb->st_dev;
+  st->file_id[1] = (uint64_t)sb->st_ino;
+  st->file_id[2] = (uint64_t)sb->st_size;
+  st->file_id[3] = (uint64_t)sb->st_mtim.tv_sec * 1000000000u + (uint64_t)sb->st_mtim.tv_nsec;
+}
+
 gc_safetensors *gc_safetensors_load(const char *path, gc_diags *d) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -472,7 +480,9 @@ gc_safetensors *gc_safetensors_load(const char *path, gc_diags *d) {
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map != MAP_FAILED) {
       close(fd);
-      return st_parse_blob(path, map, len, 1, d);
+      gc_safetensors *st = st_parse_blob(path, map, len, 1, d);
+      if (st) file_identity(st, &sb);
+      return st;
     }
   }
   /* An empty file, or one on a file system that cannot map it: read it. */
@@ -497,7 +507,21 @@ gc_safetensors *gc_safetensors_load(const char *path, gc_diags *d) {
     got += (size_t)r;
   }
   close(fd);
-  return st_parse_blob(path, blob, got, 0, d);
+  gc_safetensors *st = st_parse_blob(path, blob, got, 0, d);
+  if (st) file_identity(st, &sb);
+  return st;
+}
+
+int gc_weights_origin(const gc_safetensors *st, const void *data, uint64_t key[5]) {
+  memset(key, 0, 5 * sizeof *key);
+  if (!st || !data) return -1;
+  for (int i = 0; i < st->n_parts; i++)
+    if (gc_weights_origin(st->parts[i], data, key) == 0) return 0;
+  const unsigned char *p = data, *b = st->blob;
+  if (!st->file_id[1] || !b || p < b || p >= b + st->blob_len) return -1;
+  memcpy(key, st->file_id, sizeof st->file_id);
+  key[4] = (uint64_t)(p - b);
+  return 0;
 }
 
 /* Validate a safetensors image in memory (copied). */

@@ -30,6 +30,9 @@ typedef struct gc_safetensors {
    * a gc_safetensors of its own, freed with the set; tensors' names are theirs. */
   struct gc_safetensors **parts;
   int n_parts;
+  /* A loaded file's identity: st_dev, st_ino, st_size and st_mtime in ns at load time
+   * (zeros for a set and for an image parsed from memory); see gc_weights_origin. */
+  uint64_t file_id[4];
 } gc_safetensors;
 
 /* Load and validate `path`, memory-mapped (read into memory where the file cannot be
@@ -42,6 +45,11 @@ gc_safetensors *gc_safetensors_parse(const char *name, const void *bytes, size_t
 /* Free a file or a set (and its parts); NULL is fine. */
 void gc_safetensors_free(gc_safetensors *st);
 const gc_st_tensor *gc_safetensors_find(const gc_safetensors *st, const char *name);
+/* Where tensor data `data` (a tensor of st, or of one of its parts) comes from: key[0..3]
+ * the file's identity (file_id), key[4] the byte offset in the file. Two loads of one
+ * unchanged file give the same key for the same tensor, so executables compiled apart can
+ * share one device copy of it. 0 when known; -1 (key zeroed) for data of no file. */
+int gc_weights_origin(const gc_safetensors *st, const void *data, uint64_t key[5]);
 
 /* Write tensors (names unique) to `path`; header keys sorted by name, data in
  * the given order, 8-byte aligned. Returns 0 on success, else reports to d. */
