@@ -44,8 +44,9 @@ typedef struct gc_plan_const {
                             plan's arena, so only the converted tensor reaches the device */
   const char *param;     /* params: the param's value name and position, for messages */
   gc_loc loc;
-  uint64_t origin[5];    /* params borrowed from a weights file: where the bytes come from
-                            (gc_weights_origin); zeros otherwise */
+  uint64_t origin[5];    /* params from a weights file: where the bytes come from
+                            (gc_weights_origin; a converted param's are its file tensor's, the
+                            buffer's dtype tells the conversion); zeros otherwise */
 } gc_plan_const;
 
 typedef struct gc_plan_state {

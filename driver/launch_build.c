@@ -73,6 +73,7 @@ int gc_plan_bind_weights(gc_plan *p, const gc_safetensors *w, gc_diags *d) {
     if (!conv) return oom(d);
     gc_convert_floats(conv, b->type.dtype, st->data, st->dtype, gc_type_numel(&b->type), 1);
     c->data = conv;
+    gc_weights_origin(w, st->data, c->origin);  /* the same bytes in every plan: shareable too */
   }
   return 0;
 }

@@ -5,8 +5,9 @@
  * shapes, a CNN at two batch sizes) borrow the same tensors of the same weights file.
  * Each used to upload its own copy: two copies of an 8B model's 16 GB. A weight whose
  * launch-plan const names its origin (the file's identity and the byte offset,
- * gc_lp_const.origin, zeros for bundles and folded constants) is looked up here by
- * (driver, device, origin, bytes): the first executor allocates and uploads it, later
+ * gc_lp_const.origin, zeros for bundles and folded constants; a `from` param converted at
+ * bind time has its file tensor's, and its dtype tells the conversion) is looked up here
+ * by (driver, device, origin, dtype, bytes): the first executor allocates and uploads it, later
  * ones take a reference, the last release frees it. Executors of one device share its
  * primary context, so one device pointer serves them all; the caller has that context
  * pushed for every call. One process-wide list under one mutex (held through an upload,
@@ -26,6 +27,7 @@ typedef struct cu_weight {
   const gc_cu_driver *cu;
   CUdevice dev;
   uint64_t origin[5], bytes, print;
+  gc_dtype dtype;
   CUdeviceptr ptr;
   int refs;
   struct cu_weight *next;
@@ -58,6 +60,7 @@ int gc_cu_weight_acquire(gc_cu_exec *x, const gc_lp_const *c, CUdeviceptr *p, in
   pthread_mutex_lock(&g_mu);
   cu_weight *w = g_list;
   while (w && !(w->cu == x->cu && w->dev == x->dev && w->bytes == c->bytes && w->print == print &&
+                w->dtype == c->dtype &&
                 memcmp(w->origin, c->origin, sizeof w->origin) == 0))
     w = w->next;
   int rc = -1;
@@ -77,6 +80,7 @@ int gc_cu_weight_acquire(gc_cu_exec *x, const gc_lp_const *c, CUdeviceptr *p, in
     memcpy(w->origin, c->origin, sizeof w->origin);
     w->bytes = c->bytes;
     w->print = print;
+    w->dtype = c->dtype;
     w->refs = 1;
     w->next = g_list;
     g_list = w;

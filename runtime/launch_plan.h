@@ -93,9 +93,9 @@ typedef struct gc_lp_const {
   gc_dtype dtype;          /* type of the buffer it backs */
   int rank;
   int64_t dims[GC_MAX_RANK];
-  uint64_t origin[5];      /* a weight borrowed from a file: the file's identity and the offset
-                              (gc_weights_origin); equal origins mean equal bytes, so executors
-                              may share one device copy. Zeros: private (bundles' are) */
+  uint64_t origin[5];      /* a weight from a file: the file's identity and the offset
+                              (gc_weights_origin); equal origins and dtypes mean equal bytes, so
+                              executors may share one device copy. Zeros: private (bundles') */
 } gc_lp_const;
 
 /* A state (`state %k: T = "name"`): memory the executable owns (zero when made, or
