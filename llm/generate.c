@@ -7,7 +7,10 @@
  *             Padding tokens write keys and values past len_b; the decode step at each
  *             such position overwrites it before any query can see it (key j is visible
  *             to a query at position p only when j <= p).
- *   decode    S = 1, K = max_context: row b's last token at position len_b -> the next.
+ *   decode    S = 1: row b's last token at position len_b -> the next, attending to the first
+ *             K positions of the cache, K the smallest power of two >= decode_window covering
+ *             every row's position (at most max_context; decode_window 0: max_context).
+ *             Positions past a row's are masked, so K changes nothing but the work.
  * Executables are compiled once per (B, S, K) and kept for the session; all share the
  * states of the first (graphc_executable_share_states). Greedy decoding reads the graph's
  * argmax; with a temperature the logits come back and a token is drawn on the host
@@ -46,6 +49,7 @@ void graphc_generate_options_init(graphc_generate_options_t *o) {
   memset(o, 0, sizeof *o);
   o->max_new_tokens = 16;
   o->top_p = 1.0;
+  o->decode_window = 256;
 }
 
 static double now_ms(void) {
@@ -200,10 +204,11 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
                         "graphc_llm_generate: %zu sequences; the session's cache holds 1 to %lld (max_batch)",
                         n_seqs, (long long)info->max_batch);
-  if (o->max_new_tokens < 0 || !(o->temperature >= 0) || !(o->top_p > 0 && o->top_p <= 1))
+  if (o->max_new_tokens < 0 || !(o->temperature >= 0) || !(o->top_p > 0 && o->top_p <= 1) || o->decode_window < 0)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
-                        "graphc_llm_generate: max_new_tokens (%lld) must be >= 0, temperature (%g) >= 0 and "
-                        "top_p (%g) in (0, 1]", (long long)o->max_new_tokens, o->temperature, o->top_p);
+                        "graphc_llm_generate: max_new_tokens (%lld) must be >= 0, temperature (%g) >= 0, "
+                        "top_p (%g) in (0, 1] and decode_window (%lld) >= 0", (long long)o->max_new_tokens,
+                        o->temperature, o->top_p, (long long)o->decode_window);
   int64_t longest = 0;
   for (size_t i = 0; i < n_seqs; i++) {
     int64_t len = (int64_t)prompt_lens[i];
@@ -264,13 +269,17 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
       live += !done[i];
     }
     if (!live) break;
-    /* decode: each row's newest token at the position after the ones before it */
+    /* decode: each row's newest token at the position after the ones before it, over the
+     * first K positions of the cache (a power of two covering every row: decode_window) */
+    int64_t need = 1;
     for (int64_t i = 0; i < b; i++) {
       ids[i] = out_ids[i][out_lens[i] - 1];
       pos[i] = (int32_t)(prompt_lens[i] + out_lens[i] - 1);
       last[i] = 0;
+      need = pos[i] + 1 > need ? pos[i] + 1 : need;
     }
-    exe = exe_for(s, b, 1, tmax, &compile_ms, err);
+    int64_t kw = o->decode_window ? pow2_at_least(need, pow2_at_least(o->decode_window, 1)) : tmax;
+    exe = exe_for(s, b, 1, kw < tmax ? kw : tmax, &compile_ms, err);
     if (!exe || (st = step(exe, b, 1, ids, pos, last, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
       if (!exe) st = err ? err->code : GRAPHC_STATUS_INTERNAL;
       goto out;

@@ -716,6 +716,7 @@ START_TEST(generate_greedy) {
     graphc_generate_options_init(&go);
     go.max_new_tokens = NEW;
     go.ignore_eos = 1;
+    go.decode_window = 4;  /* positions up to 11: decode steps over the first 8, then 16 of 32 */
     int32_t o0[NEW], o1[NEW];
     int32_t *outs[B] = {o0, o1};
     size_t n_out[B];
@@ -863,6 +864,10 @@ START_TEST(generate_errors) {
   go.temperature = -1;
   ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
   go.temperature = 0;
+  go.decode_window = -1;
+  ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "decode_window (-1) >= 0"), "%s", err.message);
+  go.decode_window = 0;  /* every step over all 16 positions */
   ck_assert_int_eq(graphc_llm_generate(s, 1, prompts, lens, &go, outs, n, NULL, &err), 0);  /* still usable */
   graphc_llm_session_destroy(s);
   graphc_context_destroy(ctx);

@@ -3,7 +3,8 @@
  *
  *   graphc generate MODEL_DIR --prompt-ids 1,2,3 [--prompt-ids ...] [--max-new-tokens N]
  *                  [--backend cpu|cuda|interp] [--precision P] [--temperature T] [--top-p P]
- *                  [--seed S] [--ignore-eos] [--max-batch N] [--max-context T] [--stats]
+ *                  [--seed S] [--ignore-eos] [--max-batch N] [--max-context T]
+ *                  [--decode-window W] [--stats]
  *   graphc generate MODEL_DIR --emit-graph [--max-batch N] [--max-context T] [--stateless]
  *
  * Generation (llm/generate.c): each --prompt-ids is one sequence of the batch; the new ids
@@ -39,6 +40,8 @@ static const char *const usage_generate =
     "  --emit-graph      print the generated .graph text of the model's @forward\n"
     "  --max-batch N     rows of the KV cache, the largest batch (default: the number of prompts)\n"
     "  --max-context T   positions of the KV cache (default: max_position_embeddings, at most 4096)\n"
+    "  --decode-window W decode steps attend to the cache's first K positions, K a power of two\n"
+    "                    >= W covering every sequence, compiled once each (default 256; 0: all)\n"
     "  --stateless       no KV cache: a plain causal forward pass (keys and values of the call)\n";
 
 /* A positive integer option value; -1 (message printed) when it is not one. */
@@ -170,6 +173,9 @@ int cli_cmd_generate(int argc, char **argv) {
       int64_t k = positive(a, v);
       bad = k < 0;
       *(a[6] == 'b' ? &lo.max_batch : &lo.max_context) = k;
+    } else if (strcmp(a, "--decode-window") == 0) {
+      bad = number(a, v, 0, 1 << 30, &x) != 0;
+      go.decode_window = (int64_t)x;
     } else if (strcmp(a, "--max-new-tokens") == 0) {
       bad = number(a, v, 0, 1 << 30, &x) != 0;
       go.max_new_tokens = (int64_t)x;

@@ -81,6 +81,11 @@ typedef struct graphc_generate_options {
                               probability (default 1: all) */
   uint64_t seed;           /* the sampler's seed (same seed, same tokens) */
   int ignore_eos;          /* 1: go on past an end-of-sequence id (default 0: stop there) */
+  int64_t decode_window;   /* a decode step attends to the cache's first K positions, K the
+                              smallest power of two >= this that covers every row's position
+                              (at most max_context): each K is compiled once, at its first use,
+                              and a step reads K positions of keys and values instead of all
+                              max_context (default 256; 0: always max_context) */
 } graphc_generate_options_t;
 
 typedef struct graphc_llm_stats {
