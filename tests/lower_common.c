@@ -261,6 +261,7 @@ int64_t g_simt_unroll_macs;
 /* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
  * plan only, which must use scratch arrays (the packed matmul). */
 int g_host_simd, g_host_packed;
+int g_no_compile;
 
 /* Lower for target t, fusion on or off; fails with diagnostics when lowering fails. */
 gc_plan *lower_ok_f(const gc_graph *g, const gc_safetensors *w, kir_target_kind tk, int fuse) {
@@ -387,7 +388,7 @@ void run_case_w(char *text, int chain, int64_t irange, const gc_safetensors *w, 
                     (long long)c.n_bad, (long long)n,
                     (long long)c.first_bad, c.got_bad, c.ref_bad, (unsigned long long)g_seed, text);
     }
-    if (tk == KIR_TARGET_CUDA) pc_compile_plan(p, "cuda plan");
+    if (tk == KIR_TARGET_CUDA && !g_no_compile) pc_compile_plan(p, "cuda plan");
     gc_plan_free(p);
   }
   for (int i = 0; i < g->n_args; i++) free(in[i].data);

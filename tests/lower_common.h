@@ -26,6 +26,9 @@ extern int64_t g_simt_unroll_macs;
 /* Host plans: kir_target.simd_bytes (0: the default), and run_case_w on the fused host
  * plan only, which must use scratch arrays (the packed matmul). */
 extern int g_host_simd, g_host_packed;
+/* 1: run_case_w evaluates CUDA plans but does not compile them through NVRTC / LLVM and
+ * ptxas (for variants whose code another case of the same suite compiles already). */
+extern int g_no_compile;
 
 static const char *const FLOATS[] = {"f32", "f16", "bf16", "f64"};
 static const char *const NUMERIC[] = {"f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8"};
