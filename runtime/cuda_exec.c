@@ -475,13 +475,13 @@ int gc_cu_exec_set_const(gc_cu_exec *x, int i, const void *data, size_t bytes, g
     /* a shared weight is other executables' too: this one gets a copy of its own, and its
      * contexts bind and capture again (the pointer moved) */
     CUdeviceptr own = 0;
-    if (x->const_shared[i] && gc_cu_dev_alloc(x, &own, bytes, x->plan->consts[i].name, d) == 0) {
+    if (x->const_shared[i] == 1 && gc_cu_dev_alloc(x, &own, bytes, x->plan->consts[i].name, d) == 0) {
       gc_cu_weight_release(x, x->const_ptr[i]);
       x->const_ptr[i] = own;
-      x->const_shared[i] = 0;
+      x->const_shared[i] = 2;
       __atomic_add_fetch(&x->states_gen, 1, __ATOMIC_RELEASE);
     }
-    if (!x->const_shared[i])
+    if (x->const_shared[i] != 1)
       rc = GC_CU_WHAT(x->cu, d, x->plan->consts[i].name, MemcpyHtoD, x->const_ptr[i], data, bytes);
     __atomic_add_fetch(&x->weights_gen, 1, __ATOMIC_RELEASE);  /* prologue results are stale */
     gc_cu_ctx_pop(x);
@@ -510,8 +510,10 @@ void gc_cu_exec_free(gc_cu_exec *x) {
     }
     x->main = NULL;
     if (x->consts) cu->MemFree(x->consts);
-    for (int i = 0; x->const_shared && i < x->plan->n_consts; i++)
-      if (x->const_shared[i]) gc_cu_weight_release(x, x->const_ptr[i]);
+    for (int i = 0; x->const_shared && i < x->plan->n_consts; i++) {
+      if (x->const_shared[i] == 1) gc_cu_weight_release(x, x->const_ptr[i]);
+      if (x->const_shared[i] == 2) cu->MemFree(x->const_ptr[i]);
+    }
     if (x->mod) cu->ModuleUnload(x->mod);
     if (pushed) cu->CtxPopCurrent(&dummy);
     cu->DevicePrimaryCtxRelease(x->dev);

@@ -77,7 +77,8 @@ struct gc_cu_exec {
   int from_ptx, image_sm;
   CUdeviceptr consts;              /* the private weights and constants, uploaded once */
   CUdeviceptr *const_ptr;          /* consts[i]'s memory: in `consts`, or a shared weight */
-  unsigned char *const_shared;     /* 1: const_ptr[i] is a reference (cuda_weights.c) */
+  unsigned char *const_shared;     /* 1: const_ptr[i] is a reference (cuda_weights.c); 2: an
+                                      allocation of its own (a shared weight set_const changed) */
   cu_kernel *kernels;              /* per plan kernel */
   int n_args;                      /* argument slots of all kernels */
   int eager, sync_each;
