@@ -900,8 +900,8 @@ START_TEST(test_matmul_tf32_rounding) {
 }
 END_TEST
 
-/* Matmuls of at most 8 rows against a K-contiguous B on CUDA (emit_gemv.c): one kernel of
- * 128-thread blocks without shared memory, the values on the evaluator (both targets, fused
+/* Matmuls of at most 8 rows against a K-contiguous B (emit_gemv.c): on CUDA one kernel of
+ * 128-thread blocks without shared memory, on the host an item per column; the values on the evaluator (both targets, fused
  * and not, through run_case_kind) for f32, f16 and bf16 (_i): whole rounds of four vectors per
  * lane and a tail, rows of fewer than 32 vectors (lane groups of 8 or 16 columns a warp),
  * batches with a broadcast, eight rows, A read through the generator (transpose_a), a fused
@@ -933,6 +933,17 @@ START_TEST(test_matmul_gemv) {
                       k0->n_shared == 0,
                   "case %d (%s): %d kernels, block %d, %d shared arrays: not the gemv kernel\n%s", ci, dts[_i],
                   p->kir->n_kernels, k0->launch.block, k0->n_shared, text);
+    gc_plan_free(p);
+    /* the host's: an item per output column of each batch, no scratch (the register-tiled
+     * matmul packs panels or tiles rows x columns) */
+    gc_mm_shape s;
+    gc_mm_shape_of(m->graphs[0]->outputs[0]->def, &s);
+    p = lower_ok(m->graphs[0], NULL, KIR_TARGET_HOST);
+    k0 = p->kir->kernels[0];
+    ck_assert_msg(p->kir->n_kernels == 1 && k0->launch.kind == KIR_LAUNCH_ITEMS && k0->launch.n == s.batch * s.N &&
+                      k0->n_scratch == 0,
+                  "case %d (%s): host kernel of %lld items, %d scratch arrays: not the gemv kernel\n%s", ci, dts[_i],
+                  (long long)k0->launch.n, k0->n_scratch, text);
     gc_plan_free(p);
     gc_module_free(m);
     run_case_kind(text, 1, 'x');  /* takes its text */
