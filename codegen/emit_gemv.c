@@ -58,7 +58,9 @@ static kir_kernel *gv_host(gc_lowerer *c, const gc_fusion_group *grp, const gc_m
   /* two vector registers of f32 partial sums: two independent FMA chains */
   int W = 2 * (c->t->simd_bytes >= 16 ? c->t->simd_bytes / 4 : 4);
   if (W > MAXW) W = MAXW;
-  const int NC = 1;  /* columns per item: 2 or 4 (A reused across them) vectorized across columns instead */
+  /* one column an item: with 2 or 4 (A loaded once for them) SLP vectorized across the columns
+   * instead, 2-3x slower; the loops keep NC general */
+  const int NC = 1;
   tc_opnd oa;
   int a_win = gc_tc_operand(c, A, s->ta, &oa) && oa.s_k == 1 && A->type.dtype == dt;
   int64_t nb = (s->N + NC - 1) / NC;
