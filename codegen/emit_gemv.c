@@ -37,6 +37,20 @@ static int gv_window(const gc_lowerer *c, const gc_value *x, int swap, int epc, 
   return gc_tc_operand(c, x, swap, o) && o->s_k == 1 && gc_tc_aligned(x, o, swap ? r - 2 : r - 1, epc);
 }
 
+/* The kernel over batch x nb groups of output columns (both targets): the generator set up,
+ * the output batch coordinates in bco, the group's index among the nb in *gi (a var). */
+static kir_kernel *gv_kernel(gc_lowerer *c, gc_gen *G, const gc_mm_shape *s, kir_launch_kind kind, int64_t nb,
+                             int block, int *bco, int *gi) {
+  kir_kernel *k = gc_ec_kernel(c, kind, s->batch * nb, block);
+  gc_gen_init(G, c, k);
+  int64_t dims2[2] = {s->batch, nb};
+  int co[2];
+  gc_ec_unravel(c, k, &k->body, k->item_var, 2, dims2, co);
+  gc_mm_batch_coords(c, k, &k->body, s, co[0], bco);
+  *gi = co[1];
+  return k;
+}
+
 /* A(m, k) for vars m and k: a load of its window when pa >= 0, else through the generator. */
 static kir_expr *gv_a(gc_gen *G, kir_block *b, const gc_value *A, const gc_mm_shape *s, const int *bco, int pa,
                       int arow, int m, int kk) {
@@ -63,15 +77,10 @@ static kir_kernel *gv_host(gc_lowerer *c, const gc_fusion_group *grp, const gc_m
   const int NC = 1;
   tc_opnd oa;
   int a_win = gc_tc_operand(c, A, s->ta, &oa) && oa.s_k == 1 && A->type.dtype == dt;
-  int64_t nb = (s->N + NC - 1) / NC;
-  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_ITEMS, s->batch * nb, 64);
-  gc_gen_init(G, c, k);
+  int bco[GC_MAX_RANK], gi;
+  kir_kernel *k = gv_kernel(c, G, s, KIR_LAUNCH_ITEMS, (s->N + NC - 1) / NC, 64, bco, &gi);
   kir_block *b = &k->body;
-  int64_t dims2[2] = {s->batch, nb};
-  int co[2], bco[GC_MAX_RANK];
-  gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
-  gc_mm_batch_coords(c, k, b, s, co[0], bco);
-  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, vx(c, k, co[1]), cx(c, NC)));
+  int n0 = gc_ec_let(c, k, b, "n0", ec_mul(c, vx(c, k, gi), cx(c, NC)));
   int pb = gc_gen_rparam(G, c->val_buf[ob->v.base->id], dt);
   kir_expr *boff = gc_tc_batch_off(c, k, B, ob, s, bco);
   int brow[4], mrow[GV_MAXM], arow[GV_MAXM], pa = -1;
@@ -157,18 +166,13 @@ kir_kernel *gc_mm_gemv(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_sh
   int LPC = 32;
   while (LPC > 1 && LPC / 2 >= KV) LPC /= 2;
   const int CPW = 32 / LPC, CPB = CPW * GV_WARPS;  /* columns per warp, per block */
-  int64_t nb = (s->N + CPB - 1) / CPB;
-  kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * nb, 32 * GV_WARPS);
+  int bco[GC_MAX_RANK], gi;
+  kir_kernel *k = gv_kernel(c, G, s, KIR_LAUNCH_BLOCKS, (s->N + CPB - 1) / CPB, 32 * GV_WARPS, bco, &gi);
   if (k->launch.n <= INT32_MAX) k->one_pass = 1;  /* a block per group: no grid-stride loop (kir.h) */
-  gc_gen_init(G, c, k);
   kir_block *b = &k->body;
-  int64_t dims2[2] = {s->batch, nb};
-  int co[2], bco[GC_MAX_RANK];
-  gc_ec_unravel(c, k, b, k->item_var, 2, dims2, co);
-  gc_mm_batch_coords(c, k, b, s, co[0], bco);
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int sub = gc_ec_let(c, k, b, "sub", ec_bin(c, KIR_REM, vx(c, k, tid), cx(c, LPC)));
-  int n = gc_ec_let(c, k, b, "n", ec_add(c, ec_mul(c, vx(c, k, co[1]), cx(c, CPB)),
+  int n = gc_ec_let(c, k, b, "n", ec_add(c, ec_mul(c, vx(c, k, gi), cx(c, CPB)),
                                          ec_bin(c, KIR_DIV, vx(c, k, tid), cx(c, LPC))));
   kir_expr *nr = ec_bin(c, KIR_MIN, vx(c, k, n), cx(c, s->N - 1));
   int pb = gc_gen_rparam(G, c->val_buf[ob.v.base->id], dt);

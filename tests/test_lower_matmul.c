@@ -740,6 +740,21 @@ START_TEST(test_matmul_simt) {
 }
 END_TEST
 
+/* g lowered for sm with tf32 allowed, on `sms` SMs, operands rounded when `round`. */
+static gc_plan *lower_tf32(const gc_graph *g, int sm, int sms, int round) {
+  kir_target t;
+  kir_target_cuda(&t, sm);
+  t.tf32 = 1;
+  t.tf32_round = round;
+  t.num_sms = sms;
+  gc_diags d;
+  gc_diags_init(&d, "case.graph", NULL, 0);
+  gc_plan *p = gc_lower_opts(g, &t, 1, &d);
+  ck_assert_msg(p != NULL, "lowering failed");
+  gc_diags_free(&d);
+  return p;
+}
+
 /* tf32 tensor cores for f32 matmuls (kir_target.tf32, opt-in): the same layouts as
  * above; the results carry tf32's 10-bit mantissa, so they are compared by relative
  * L2 error and by the largest error relative to the largest output. _i 0: sm_80 (the
@@ -771,15 +786,8 @@ START_TEST(test_matmul_tf32) {
     snprintf(text, sizeof text, "version 1;\ngraph @g%s", cases[ci]);
     gc_module *m = parse_ok(text);
     gc_graph *g = m->graphs[0];
-    kir_target t;
-    kir_target_cuda(&t, sm);
-    t.tf32 = 1;
-    t.num_sms = _i == 2 ? 132 : 1;
+    gc_plan *p = lower_tf32(g, sm, _i == 2 ? 132 : 1, 1);
     gc_diags d;
-    gc_diags_init(&d, "case.graph", NULL, 0);
-    gc_plan *p = gc_lower_opts(g, &t, 1, &d);
-    ck_assert_msg(p != NULL, "lowering failed");
-    gc_diags_free(&d);
     ck_assert_msg(plan_uses_tc(p), "case %d: no tensor cores\n%s", ci, text);
     int wg_want = sm == 90 && !strstr(cases[ci], "transpose_a");
     ck_assert_msg(kir_module_uses_wgmma(p->kir) == wg_want, "case %d (sm_%d): wgmma %s\n%s", ci, sm,
@@ -868,15 +876,7 @@ START_TEST(test_matmul_tf32_rounding) {
     ck_assert_int_eq(gc_interp_run(g, NULL, in, 2, ref, 1, &d), GRAPHC_STATUS_OK);
     gc_diags_free(&d);
     for (int round = 1; round >= 0; round--) {
-      kir_target t;
-      kir_target_cuda(&t, sm);
-      t.tf32 = 1;
-      t.tf32_round = round;
-      t.num_sms = 132;
-      gc_diags_init(&d, "case.graph", NULL, 0);
-      gc_plan *p = gc_lower_opts(g, &t, 1, &d);
-      ck_assert_msg(p != NULL, "lowering failed");
-      gc_diags_free(&d);
+      gc_plan *p = lower_tf32(g, sm, 132, round);
       ck_assert_msg(plan_uses_tc(p) && kir_module_uses_wgmma(p->kir) == (sm == 90), "case %d: kernel\n%s", ci, text);
       if (round) pc_compile_plan(p, "cuda plan");
       const char *err = ev_run_plan(p, ins, got);
