@@ -880,7 +880,10 @@ START_TEST(generate_errors) {
   ck_assert_ptr_nonnull(strstr(out, "more than the cache's 16 positions (max_context)"));
   free(out);
   ck_assert_int_eq(tu_sh(&out, "%s generate %s --prompt-ids 1,2 --temperature -1", tu_cli(), dir), 1);
-  ck_assert_ptr_nonnull(strstr(out, "--temperature expects a number in [0, 1e+06], got '-1'"));
+  ck_assert_ptr_nonnull(strstr(out, "--temperature expects a number in [0, 1000000], got '-1'"));
+  free(out);
+  ck_assert_int_eq(tu_sh(&out, "%s generate %s --prompt-ids 1,2 --decode-window x", tu_cli(), dir), 1);
+  ck_assert_ptr_nonnull(strstr(out, "--decode-window expects a number in [0, 1073741824], got 'x'"));
   free(out);
   ck_assert_int_eq(tu_sh(&out, "%s generate %s --prompt-ids 1,2 --top-p", tu_cli(), dir), 1);
   ck_assert_ptr_nonnull(strstr(out, "--top-p expects a number"));

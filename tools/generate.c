@@ -60,7 +60,7 @@ static int number(const char *opt, const char *v, double lo, double hi, double *
   char *end = NULL;
   double x = v ? strtod(v, &end) : 0;
   if (!v || !*v || *end || !(x >= lo && x <= hi)) {
-    fprintf(stderr, "graphc: %s expects a number in [%g, %g], got '%s'\n", opt, lo, hi, v ? v : "");
+    fprintf(stderr, "graphc: %s expects a number in [%.15g, %.15g], got '%s'\n", opt, lo, hi, v ? v : "");
     return -1;
   }
   *out = x;
