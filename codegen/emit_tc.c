@@ -199,12 +199,15 @@ int gc_tc_plan_of(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *
   const gc_value *A = op->operands[0], *B = op->operands[1];
   gc_dtype dt = A->type.dtype;
   int tf32 = dt == GRAPHC_DTYPE_F32 && c->t->tf32;  /* f32 operands read as tf32 (opt-in) */
-  if ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16 && !tf32) || B->type.dtype != dt) return 0;
-  const int epc = tf32 ? 4 : 8, bk = 4 * epc;  /* 16-byte chunks: 4 per tile row of K */
+  /* fp8: only the warpgroup kernel (no mma.sync form here) */
+  int f8 = gc_dtype_is_f8(dt) && gc_dtype_is_f8(B->type.dtype);
+  if (f8 && !c->t->wgmma) return 0;
+  if (!f8 && ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16 && !tf32) || B->type.dtype != dt)) return 0;
+  const int epc = tf32 ? 4 : f8 ? 16 : 8, bk = 4 * epc;  /* 16-byte chunks: 4 per tile row of K */
   /* small outputs: below 32 rows or columns most of a 64-wide tile would compute
    * nothing (tf32's 128x128 tiles: below 64). A conv over 7x7 pixels (N 49) still
    * runs far faster on the tensor cores than on the CUDA cores. */
-  int64_t min_mn = tf32 ? 64 : 32;
+  int64_t min_mn = tf32 || f8 ? 64 : 32;
   if (s->M < min_mn || s->N < min_mn || s->K < 16 || s->batch < 1) return 0;
   /* K not a multiple of a 16-byte chunk (a 7x7 conv over 3 channels: K 147): both operands
    * are staged element by element, the chunks' tails past K zero */
@@ -228,7 +231,7 @@ int gc_tc_plan_of(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *
    * chunks along the output pixels, whatever N is (its pixel and in-plane offsets
    * are i32: planes and pixel counts below 2^31, else the generic staging) */
   const gc_op *bic = B->def;
-  int b_im2col = b_gen && !s->tb && rb == 3 && bic && bic->opcode == GC_OP_IM2COL && c->inl[bic->id] &&
+  int b_im2col = !f8 && b_gen && !s->tb && rb == 3 && bic && bic->opcode == GC_OP_IM2COL && c->inl[bic->id] &&
                  !gc_op_attr(bic, "layout") &&
                  s->N < INT32_MAX / 2 && bic->operands[0]->type.dims[2] * bic->operands[0]->type.dims[3] < INT32_MAX / 2;
   if (b_im2col) b_nmajor = 1;
@@ -239,7 +242,7 @@ int gc_tc_plan_of(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *
   const gc_value *ax = aic && aic->opcode == GC_OP_IM2COL ? aic->operands[0] : NULL;
   gc_im2col_geom age;
   if (ax) gc_im2col_geom_of(aic, &age);
-  int a_nhwc = a_gen && !s->ta && ra == 2 && ax && age.nhwc && c->inl[aic->id] && ax->type.dtype == dt &&
+  int a_nhwc = !f8 && a_gen && !s->ta && ra == 2 && ax && age.nhwc && c->inl[aic->id] && ax->type.dtype == dt &&
                (age.C % epc == 0 || tc_nhwc_pairs(&age, epc)) && c->val_buf[ax->id] >= 0 &&
                !(ax->def && c->inl[ax->def->id]);
 
@@ -253,9 +256,10 @@ int gc_tc_plan_of(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *
    * 16 x 1024x1024x64 took 0.026-0.027 ms with 128x64 tiles here, 0.040 with 128x128, and
    * 0.033-0.040 ms with every wgmma tile (0.039 with the heuristic's 128x256); 1 x
    * 4096x4096x128 0.032 against 0.039-0.044 (docs/performance.md). */
-  int short_k = c->t->short_k_mma && !te && s->K <= 128;
+  int short_k = !f8 && c->t->short_k_mma && !te && s->K <= 128;
   p->dt = dt;
   p->tf32 = tf32;
+  p->f8 = f8;
   p->epc = epc;
   p->bk = bk;
   p->oa = oa;

@@ -53,8 +53,9 @@ void gc_tc_round_tf32(gc_lowerer *c, kir_kernel *k, kir_block *b, int var);
 /* How a matmul group's operands reach the tensor cores, decided once (gc_tc_plan_of) for
  * the dispatcher and the kernel it picks. */
 typedef struct gc_tc_plan {
-  gc_dtype dt;               /* the operands' dtype */
+  gc_dtype dt;               /* the operands' dtype (A's, when both are fp8) */
   int tf32;                  /* f32 operands read as tf32 (kir_target.tf32) */
+  int f8;                    /* fp8 operands (f8e4m3 / f8e5m2, an f32 result): warpgroup MMAs only */
   int epc, bk;               /* elements per 16-byte chunk, and the K tile (4 chunks) */
   tc_opnd oa, ob;            /* the operands as strided windows, unless staged */
   int a_gen, b_gen;          /* staged element by element through the generator */
@@ -68,7 +69,7 @@ typedef struct gc_tc_plan {
   int short_k;               /* K of at most 128 and no entry: mma.sync, 128x64 tiles first */
 } gc_tc_plan;
 /* Plan matmul group grp for the tensor cores: 0 when the target (CUDA sm_80 and later),
- * dtypes (f16, bf16; f32 with tf32) or sizes (M or N below 32, 64 for tf32; K below 16)
+ * dtypes (f16, bf16; f32 with tf32; fp8 on sm_90 with wgmma) or sizes (M or N below 32, 64 for tf32; K below 16)
  * rule them out. Emits nothing. */
 int gc_tc_plan_of(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *s, gc_tc_plan *p);
 /* emit_mma.c: the mma.sync kernel of a group planned by gc_tc_plan_of. */

@@ -199,10 +199,10 @@ static void wg_issue_tile(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_c
                           const wg_copy *cb, int sa, int sb, int pa, int pb, int bm, int bn, int kt, int slot,
                           int64_t K) {
   if (nh)
-    wg_issue_nhwc(c, k, b, ca, nh, sa, pa, (int64_t)bm * WG_BK, kt, slot, K);
+    wg_issue_nhwc(c, k, b, ca, nh, sa, pa, (int64_t)bm * ca->bk, kt, slot, K);
   else
-    wg_issue(c, k, b, ca, sa, pa, (int64_t)bm * WG_BK, kt, slot, K);
-  wg_issue(c, k, b, cb, sb, pb, (int64_t)WG_BK * bn, kt, slot, K);
+    wg_issue(c, k, b, ca, sa, pa, (int64_t)bm * ca->bk, kt, slot, K);
+  wg_issue(c, k, b, cb, sb, pb, (int64_t)cb->bk * bn, kt, slot, K);
 }
 
 /* The tile BM x BN: the first of 128x256 (N above 128), 128x128, 64x128, 64x64 whose grid
@@ -309,15 +309,16 @@ static void wg_tma_box(gc_lowerer *c, kir_kernel *k, kir_block *b, const wg_tma 
   kir_emit_tma_load(c->km, b, sh, sidx, w->param, co, mb, slot);
 }
 
-/* Thread 0, when `cond`: K tile kt (i64 var) of both operands into stage `slot` (i64 var). */
+/* Thread 0, when `cond`: K tile kt (i64 var) of both operands into stage `slot` (i64 var);
+ * elements of es bytes, BK = 128 / es of them per tile row. */
 static void wg_tma_tile(gc_lowerer *c, kir_kernel *k, kir_block *b, kir_expr *cond, const wg_tma *ta,
                         const wg_tma *tb, int b_nmajor, int sa, int sb, int mb, int BM, int BN, int kt, int slot,
                         int m0, int n0, int64_t es) {
   kir_block *tb_;
   kir_emit_if(c->km, b, cond, &tb_, NULL);
-  const int64_t a_stage = (int64_t)BM * WG_BK, b_stage = (int64_t)WG_BK * BN;
+  const int64_t BK = 128 / es, a_stage = (int64_t)BM * BK, b_stage = BK * BN;
   kir_emit_mbar_expect(c->km, tb_, mb, vx(c, k, slot), (int)((a_stage + b_stage) * es));
-  kir_expr *k0 = ec_mul(c, vx(c, k, kt), cx(c, WG_BK));
+  kir_expr *k0 = ec_mul(c, vx(c, k, kt), cx(c, BK));
   wg_tma_box(c, k, tb_, ta, sa, ec_mul(c, vx(c, k, slot), cx(c, a_stage)), k0, vx(c, k, m0), mb, vx(c, k, slot));
   if (!b_nmajor) {
     wg_tma_box(c, k, tb_, tb, sb, ec_mul(c, vx(c, k, slot), cx(c, b_stage)), k0, vx(c, k, n0), mb, vx(c, k, slot));
@@ -333,30 +334,34 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
                         int bn, const char *key) {
   const gc_op *op = grp->roots[0];
   const gc_value *A = op->operands[0], *B = op->operands[1];
-  gc_dtype dt = A->type.dtype;
+  gc_dtype dt = A->type.dtype, dtb = B->type.dtype;
   tc_opnd oa = *oa_in, ob = *ob_in;
   int BM = bm, BN = bn;
   if (!((BM == 128 && (BN == 64 || BN == 128 || BN == 256)) || (BM == 64 && (BN == 64 || BN == 128))))
     wg_tile(c, s, &BM, &BN);
   const int NT = 2 * BM;  /* a warpgroup (128 threads) per 64 rows */
-  const int64_t a_stage = (int64_t)BM * WG_BK, b_stage = (int64_t)WG_BK * BN;
+  /* a tile row is 128 bytes of K: 64 16-bit elements or 128 fp8 ones; fp8 only K-major */
+  const int f8 = gc_dtype_is_f8(dt), BK = f8 ? 2 * WG_BK : WG_BK, ROW = BK, EPC = f8 ? 2 * WG_EPC : WG_EPC;
+  GC_ASSERT(!f8 || (!b_nmajor && !a_nhwc));
+  const int64_t a_stage = (int64_t)BM * BK, b_stage = (int64_t)BK * BN;
   int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;
   kir_kernel *k = gc_ec_kernel(c, KIR_LAUNCH_BLOCKS, s->batch * TM * TN, NT);
   k->shared_dynamic = 1;
   snprintf(k->tune_key, sizeof k->tune_key, "%s", key);
   gc_gen_init(G, c, k);
-  kir_mma_kind kind = dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
+  kir_mma_kind kind = f8 ? (kir_mma_kind)kir_mma_f8_kind(dt) : dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
+  kir_mma_kind kind_b = f8 ? (kir_mma_kind)kir_mma_f8_kind(dtb) : kind;
   const int64_t es = (int64_t)graphc_dtype_size(dt);
   int abuf = c->val_buf[a_nhwc ? a_nhwc->operands[0]->id : oa.v.base->id], bbuf = c->val_buf[ob.v.base->id];
   oa.param = gc_gen_rparam(G, abuf, dt);
-  ob.param = gc_gen_rparam(G, bbuf, dt);
+  ob.param = gc_gen_rparam(G, bbuf, dtb);
   int sa = kir_add_shared(c->km, k, dt, WG_STAGES * a_stage);
-  int sb = kir_add_shared(c->km, k, dt, WG_STAGES * b_stage);
+  int sb = kir_add_shared(c->km, k, dtb, WG_STAGES * b_stage);
   kir_tmap tma_a, tma_b;
   int nba = 0, nbb = 0, bja[3], bjb[3];
-  int tma = c->t->tma && !a_nhwc && wg_tma_geom(A, &oa, dt, s->K, s->M, oa.s_outer, WG_ROW, BM, &tma_a, &nba, bja) &&
-            (b_nmajor ? wg_tma_geom(B, &ob, dt, s->N, s->K, ob.s_k, WG_ROW, WG_BK, &tma_b, &nbb, bjb)
-                      : wg_tma_geom(B, &ob, dt, s->K, s->N, ob.s_outer, WG_ROW, BN, &tma_b, &nbb, bjb));
+  int tma = c->t->tma && !a_nhwc && wg_tma_geom(A, &oa, dt, s->K, s->M, oa.s_outer, ROW, BM, &tma_a, &nba, bja) &&
+            (b_nmajor ? wg_tma_geom(B, &ob, dtb, s->N, s->K, ob.s_k, ROW, BK, &tma_b, &nbb, bjb)
+                      : wg_tma_geom(B, &ob, dtb, s->K, s->N, ob.s_outer, ROW, BN, &tma_b, &nbb, bjb));
   /* TMA: a barrier per stage, initialized once per block: one block per tile */
   int mb = tma ? kir_add_shared(c->km, k, GRAPHC_DTYPE_I64, WG_STAGES) : -1;
   k->one_pass = tma;
@@ -366,12 +371,12 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   wg_tile_origin(c, k, b, s, BM, BN, bco, &m0, &n0);
   int tid = gc_ec_let(c, k, b, "tid", ec_thread(c));
   int wg = gc_ec_let(c, k, b, "wg", quo(c, vx(c, k, tid), 128));
-  wg_copy ca = {.nt = NT, .epc = WG_EPC, .bk = WG_BK}, cb = {.nt = NT, .epc = WG_EPC, .bk = WG_BK};
+  wg_copy ca = {.nt = NT, .epc = EPC, .bk = BK}, cb = {.nt = NT, .epc = EPC, .bk = BK};
   wg_nhwc nh = {.op = a_nhwc};
   wg_tma ta = {0}, tb = {0};
   if (tma) {
     wg_tma_add(c, k, "amap", dt, abuf, &tma_a, nba, bja, &oa, s, bco, &ta);
-    wg_tma_add(c, k, "bmap", dt, bbuf, &tma_b, nbb, bjb, &ob, s, bco, &tb);
+    wg_tma_add(c, k, "bmap", dtb, bbuf, &tma_b, nbb, bjb, &ob, s, bco, &tb);
   } else {
     int abase = a_nhwc ? -1 : gc_ec_let(c, k, b, "abase", gc_tc_batch_off(c, k, A, &oa, s, bco));
     int bbase = gc_ec_let(c, k, b, "bbase", gc_tc_batch_off(c, k, B, &ob, s, bco));
@@ -387,7 +392,7 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   for (int i = 0; i < nd; i++) acc[i] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, GRAPHC_DTYPE_F32, 0.0));
 
   /* prologue: K tiles 0 .. STAGES-3 into stages 0 .. STAGES-3 (a commit group each) */
-  int64_t ktiles = (s->K + WG_BK - 1) / WG_BK;
+  int64_t ktiles = (s->K + BK - 1) / BK;
   int first = tma ? gc_ec_let(c, k, b, "first", ec_bin(c, KIR_EQ, vx(c, k, tid), cx(c, 0))) : -1;
   if (tma) {
     kir_block *ib;
@@ -407,7 +412,7 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
     kir_emit_cp_commit(c->km, b);
   }
   /* this warpgroup's 64 rows of A in a stage */
-  int arow = gc_ec_let(c, k, b, "arow", ec_mul(c, vx(c, k, wg), cx(c, 64 * WG_ROW)));
+  int arow = gc_ec_let(c, k, b, "arow", ec_mul(c, vx(c, k, wg), cx(c, 64 * ROW)));
 
   int kt = gc_ec_var(c, k, "kt", GRAPHC_DTYPE_I64);
   kir_block *lb = kir_emit_for(c->km, b, kt, cx(c, 0), cx(c, ktiles), cx(c, 1));
@@ -422,12 +427,13 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   int as = gc_ec_let(c, k, lb, "as", ec_add(c, ec_mul(c, vx(c, k, cs), cx(c, a_stage)), vx(c, k, arow)));
   int bs = gc_ec_let(c, k, lb, "bs", ec_mul(c, vx(c, k, cs), cx(c, b_stage)));
   kir_emit_wg_fence(c->km, lb);
-  for (int j = 0; j < WG_BK / 16; j++) {
-    /* K step j: 16 K values = 32 bytes into each K-major row; 16 rows = 2 KiB of an MN-major B */
-    kir_wg_opnd a = {sa, ec_add(c, vx(c, k, as), cx(c, j * 16)), 16, 8 * WG_ROW * 2, 0};
-    kir_wg_opnd bo = {sb, ec_add(c, vx(c, k, bs), cx(c, b_nmajor ? j * 16 * WG_ROW : j * 16)),
-                      b_nmajor ? WG_BK * WG_ROW * 2 : 16, 8 * WG_ROW * 2, b_nmajor};
-    kir_emit_wgmma(c->km, lb, kind, BN, acc, &a, &bo);
+  const int KS = kir_mma_k(kind);  /* K per wgmma: 32 bytes of each K-major row */
+  for (int j = 0; j < BK / KS; j++) {
+    /* K step j: 32 bytes into each K-major row; 16 rows = 2 KiB of an MN-major B */
+    kir_wg_opnd a = {sa, ec_add(c, vx(c, k, as), cx(c, j * KS)), 16, 1024, 0};
+    kir_wg_opnd bo = {sb, ec_add(c, vx(c, k, bs), cx(c, b_nmajor ? j * KS * ROW : j * KS)),
+                      b_nmajor ? (int)(BK * ROW * es) : 16, 1024, b_nmajor};
+    kir_emit_wgmma(c->km, lb, kind, kind_b, BN, acc, &a, &bo);
   }
   kir_emit_wg_commit(c->km, lb);
   kir_emit_wg_wait(c->km, lb, 1);

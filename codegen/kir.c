@@ -621,15 +621,32 @@ const char *kir_mma_ptx(kir_mma_kind kind) {
     case KIR_MMA_F16: return "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
     case KIR_MMA_BF16: return "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
     case KIR_MMA_TF32: return "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+    case KIR_MMA_E4M3: case KIR_MMA_E5M2: break;  /* warpgroup MMAs only */
   }
   GC_ASSERT(!"bad mma kind");
   return NULL;
 }
 
-int kir_mma_k(kir_mma_kind kind) { return kind == KIR_MMA_TF32 ? 8 : 16; }
+int kir_mma_k(kir_mma_kind kind) { return kind == KIR_MMA_TF32 ? 8 : kind >= KIR_MMA_E4M3 ? 32 : 16; }
 
 gc_dtype kir_mma_dtype(kir_mma_kind kind) {
-  return kind == KIR_MMA_F16 ? GRAPHC_DTYPE_F16 : kind == KIR_MMA_BF16 ? GRAPHC_DTYPE_BF16 : GRAPHC_DTYPE_F32;
+  switch (kind) {
+    case KIR_MMA_F16: return GRAPHC_DTYPE_F16;
+    case KIR_MMA_BF16: return GRAPHC_DTYPE_BF16;
+    case KIR_MMA_TF32: return GRAPHC_DTYPE_F32;
+    case KIR_MMA_E4M3: return GRAPHC_DTYPE_F8E4M3;
+    case KIR_MMA_E5M2: return GRAPHC_DTYPE_F8E5M2;
+  }
+  return GRAPHC_DTYPE_F32;
+}
+
+const char *kir_mma_type(kir_mma_kind kind) {
+  static const char *const names[] = {"f16", "bf16", "tf32", "e4m3", "e5m2"};
+  return names[kind];
+}
+
+int kir_mma_f8_kind(gc_dtype t) {
+  return t == GRAPHC_DTYPE_F8E4M3 ? KIR_MMA_E4M3 : t == GRAPHC_DTYPE_F8E5M2 ? KIR_MMA_E5M2 : -1;
 }
 
 /* ---- Hopper warpgroup MMA ---------------------------------------------------------------- */
@@ -652,19 +669,21 @@ static kir_stmt *wgmma_stmt(kir_module *m, kir_block *b, kir_mma_kind kind, int 
   kir_stmt *s = dv ? new_stmt(m, b, KIR_S_WGMMA) : NULL;
   if (!s) return NULL;
   memcpy(dv, d, (size_t)(n / 2) * sizeof *dv);
-  s->u.wg.kind = kind;
+  s->u.wg.kind = s->u.wg.kind_b = kind;
   s->u.wg.n = n;
   s->u.wg.d = dv;
   s->u.wg.b = *bop;
   return s;
 }
 
-void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const int *d,
+void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, kir_mma_kind kind_b, int n, const int *d,
                     const kir_wg_opnd *a, const kir_wg_opnd *bop) {
-  GC_ASSERT(kind != KIR_MMA_TF32);
+  GC_ASSERT(kind != KIR_MMA_TF32 && (kind_b == kind || (kind >= KIR_MMA_E4M3 && kind_b >= KIR_MMA_E4M3)));
   if (!a->index || !bop->index) return;
   kir_stmt *s = wgmma_stmt(m, b, kind, n, d, bop);
-  if (s) s->u.wg.a = *a;
+  if (!s) return;
+  s->u.wg.a = *a;
+  s->u.wg.kind_b = kind_b;
 }
 
 void kir_emit_wgmma_ra(kir_module *m, kir_block *b, int n, const int *d, const int *a,
@@ -1027,14 +1046,15 @@ static void verify_block(verify_ctx *c, const kir_block *b) {
         const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
         /* tf32: A from registers, B K-major; f16 / bf16: both from shared memory */
         GC_ASSERT((s->u.wg.kind == KIR_MMA_TF32) == (s->u.wg.a_in_regs != 0));
-        GC_ASSERT(s->u.wg.kind != KIR_MMA_TF32 || !s->u.wg.b.mn_major);
+        GC_ASSERT((s->u.wg.kind != KIR_MMA_TF32 && s->u.wg.kind < KIR_MMA_E4M3) || !s->u.wg.b.mn_major);
+        GC_ASSERT(s->u.wg.kind == s->u.wg.kind_b || (s->u.wg.kind >= KIR_MMA_E4M3 && s->u.wg.kind_b >= KIR_MMA_E4M3));
         for (int i = 0; i < 4 && s->u.wg.a_in_regs; i++) {
           int a = s->u.wg.a_regs[i];
           GC_ASSERT(a >= 0 && a < k->n_vars && c->assigned[a] &&
                     (k->vars[a].type == GRAPHC_DTYPE_F32 || k->vars[a].type == GRAPHC_DTYPE_I32));
         }
         for (int i = s->u.wg.a_in_regs ? 1 : 0; i < 2; i++) {
-          GC_ASSERT(buf_dtype(k, KIR_SHARED, ops[i]->buf) == kir_mma_dtype(s->u.wg.kind));
+          GC_ASSERT(buf_dtype(k, KIR_SHARED, ops[i]->buf) == kir_mma_dtype(i ? s->u.wg.kind_b : s->u.wg.kind));
           verify_expr(c, ops[i]->index);
           GC_ASSERT(ops[i]->index->type == GRAPHC_DTYPE_I64);
           GC_ASSERT(ops[i]->lbo >= 0 && ops[i]->lbo % 16 == 0 && ops[i]->sbo > 0 && ops[i]->sbo % 16 == 0);
@@ -1320,9 +1340,9 @@ static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, i
         break;
       case KIR_S_WGMMA: {
         int n = s->u.wg.n, ra = s->u.wg.a_in_regs;
-        gc_sbuf_printf(b, "(%%%s .. %%%s) += wgmma.m64n%dk%d.%s", k->vars[s->u.wg.d[0]].name,
-                       k->vars[s->u.wg.d[n / 2 - 1]].name, n, ra ? 8 : 16,
-                       ra ? "tf32" : graphc_dtype_name(kir_mma_dtype(s->u.wg.kind)));
+        gc_sbuf_printf(b, "(%%%s .. %%%s) += wgmma.m64n%dk%d.%s.%s", k->vars[s->u.wg.d[0]].name,
+                       k->vars[s->u.wg.d[n / 2 - 1]].name, n, kir_mma_k(s->u.wg.kind),
+                       kir_mma_type(s->u.wg.kind), kir_mma_type(s->u.wg.kind_b));
         const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
         if (ra)
           gc_sbuf_printf(b, " (%%%s, %%%s, %%%s, %%%s) x", k->vars[s->u.wg.a_regs[0]].name,

@@ -206,13 +206,16 @@ typedef enum kir_stmt_kind {
  * in elements of the shared array) of row l % 8 of matrix l / 8; lane l receives in
  * vars[q] the elements (l / 4, 2 (l % 4) .. +1) of matrix q, or of its transpose when
  * u.ldm.trans. */
-typedef enum kir_mma_kind { KIR_MMA_F16, KIR_MMA_BF16, KIR_MMA_TF32 } kir_mma_kind;
+/* E4M3, E5M2: fp8 operands, warpgroup MMAs only (m64nNk32, both operands K-major in shared
+ * memory, A's and B's kinds may differ: u.wg.kind_b). */
+typedef enum kir_mma_kind { KIR_MMA_F16, KIR_MMA_BF16, KIR_MMA_TF32, KIR_MMA_E4M3, KIR_MMA_E5M2 } kir_mma_kind;
 
-/* A WGMMA operand in shared memory (wgmma.mma_async m64nNk16 for f16 / bf16, m64nNk8 for tf32;
- * f32 accumulators; tf32 operands only K-major, A only from registers, see below):
+/* A WGMMA operand in shared memory (wgmma.mma_async m64nNk16 for f16 / bf16, m64nNk8 for tf32,
+ * m64nNk32 for fp8; f32 accumulators; tf32 and fp8 operands only K-major, tf32's A only from
+ * registers, see below):
  * 128-byte swizzled rows (16-byte chunk c of row r stored at chunk c ^ (r % 8); the tile 1024-byte
  * aligned), starting at element `index` of shared array `buf`. K-major (mn_major 0): rows are
- * M (A) or N (B) with 64 K values each, `sbo` bytes from one 8-row group to the next. MN-major
+ * M (A) or N (B) with 128 bytes of K each (64 16-bit values, 128 fp8), `sbo` bytes from one 8-row group to the next. MN-major
  * (B stored K x N): rows are K with 64 N values each, `sbo` bytes per 8 K rows, `lbo` bytes from
  * one 64-wide N block to the next. The printers encode the PTX matrix descriptor from these.
  * Accumulators: lane l of warp w (of the warpgroup), g = l / 4, t = l % 4:
@@ -256,7 +259,7 @@ struct kir_stmt {
     struct { int buf; kir_expr *index; int trans; int vars[4]; } ldm;  /* LDMATRIX */
     struct { kir_mma_kind kind; int d[4], a[4], b[2]; } mma;            /* MMA */
     struct {                        /* WGMMA: d[0..n/2) += a (or a_regs) x b */
-      kir_mma_kind kind; int n; int *d; kir_wg_opnd a, b;
+      kir_mma_kind kind, kind_b; int n; int *d; kir_wg_opnd a, b;  /* kind_b: B's (fp8 may mix) */
       int a_in_regs, a_regs[4];
     } wg;
     struct { int buf; kir_expr *index; int count; kir_expr *parity; } mbar;  /* MBAR_* */
@@ -424,6 +427,10 @@ void kir_emit_mma(kir_module *m, kir_block *b, kir_mma_kind kind, const int *d, 
 const char *kir_mma_ptx(kir_mma_kind kind);
 int kir_mma_k(kir_mma_kind kind);
 gc_dtype kir_mma_dtype(kir_mma_kind kind);
+/* The PTX type of an operand kind: "f16", "bf16", "tf32", "e4m3", "e5m2". */
+const char *kir_mma_type(kir_mma_kind kind);
+/* The fp8 kind of dtype t (f8e4m3 / f8e5m2), or -1. */
+int kir_mma_f8_kind(gc_dtype t);
 /* Does the kernel use any tensor-core statement (needs sm_80+)? */
 int kir_uses_tensor_cores(const kir_kernel *k);
 /* Hopper warpgroup MMAs: d[0..n/2) += A * B (n a multiple of 8, 8..256), and the fences
@@ -432,7 +439,7 @@ void kir_emit_fence_async(kir_module *m, kir_block *b);
 void kir_emit_wg_fence(kir_module *m, kir_block *b);
 void kir_emit_wg_commit(kir_module *m, kir_block *b);
 void kir_emit_wg_wait(kir_module *m, kir_block *b, int pending);
-void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, int n, const int *d,
+void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, kir_mma_kind kind_b, int n, const int *d,
                     const kir_wg_opnd *a, const kir_wg_opnd *bop);
 /* tf32 warpgroup MMA with A from registers (a[0..4), layout at kir_wg_opnd), B in shared
  * memory K-major: d[0..n/2) += A (64 x 8) * B (8 x n). */

@@ -849,10 +849,11 @@ static void emit_wgmma(em *e, const kir_stmt *s) {
   for (int i = 0; i < nin + nd; i++) ats[i] = LLVMTypeOf(args[i]);
   /* at most 128 accumulators: "$127, " and ",127" fit in 6 and 4 characters each */
   char text[2048], cons[2048];
-  const char *ty = ra ? "tf32" : s->u.wg.kind == KIR_MMA_BF16 ? "bf16" : "f16";
+  int f8 = s->u.wg.kind >= KIR_MMA_E4M3;  /* fp8: no transpose operands (K-major only) */
   int tl = snprintf(text, sizeof text,
                     "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
-                    nd + na + 1, s->u.wg.n, ra ? 8 : 16, ty, ty);
+                    nd + na + 1, s->u.wg.n, kir_mma_k(s->u.wg.kind), kir_mma_type(s->u.wg.kind),
+                    kir_mma_type(s->u.wg.kind_b));
   int cl = 0;
   for (int i = 0; i < nd; i++) {
     tl += snprintf(text + tl, sizeof text - (size_t)tl, "%s$%d", i ? ", " : "", i);
@@ -862,6 +863,9 @@ static void emit_wgmma(em *e, const kir_stmt *s) {
     tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1;\n}", nd, nd + 1,
                    nd + 2, nd + 3, nd + 4);
     cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "r,r,r,r,l,r");
+  } else if (f8) {
+    tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, $%d, $%d, p, 1, 1;\n}", nd, nd + 1);
+    cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "l,l,r");
   } else {
     tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nd, nd + 1,
                    ops[1]->mn_major);

@@ -260,9 +260,11 @@ static CUresult encode_tmap(gc_cu_ctx *c, int i, CUdeviceptr addr) {
     box[k] = (cuuint32_t)t->box[k];
     ones[k] = 1;
   }
+  /* fp8 tiles are bytes to the copy engine */
   CUtensorMapDataType dt = t->dtype == GRAPHC_DTYPE_F16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                            : t->dtype == GRAPHC_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                           : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+                           : t->dtype == GRAPHC_DTYPE_F32  ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                           : CU_TENSOR_MAP_DATA_TYPE_UINT8;
   return x->cu->TensorMapEncodeTiled(
       &c->tmap_host[i], dt, (cuuint32_t)t->rank, (void *)(uintptr_t)addr, dims, strides, box, ones,
       CU_TENSOR_MAP_INTERLEAVE_NONE,

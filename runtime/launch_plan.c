@@ -83,8 +83,9 @@ static int check_tmap(const gc_launch_plan *p, int i, graphc_status_t st, const 
   const gc_lp_tmap *t = &p->tmaps[i];
   if (t->buffer < 0 || t->buffer >= p->n_buffers)
     return bad_plan(d, st, what, "tensor map %d refers to a missing buffer (%d)", i, t->buffer);
-  if (t->dtype != GRAPHC_DTYPE_F16 && t->dtype != GRAPHC_DTYPE_BF16 && t->dtype != GRAPHC_DTYPE_F32)
-    return bad_plan(d, st, what, "tensor map %d has dtype %d (f16, bf16 or f32 expected)", i,
+  if (t->dtype != GRAPHC_DTYPE_F16 && t->dtype != GRAPHC_DTYPE_BF16 && t->dtype != GRAPHC_DTYPE_F32 &&
+      !gc_dtype_is_f8(t->dtype))
+    return bad_plan(d, st, what, "tensor map %d has dtype %d (f16, bf16, f32 or fp8 expected)", i,
                     (int)t->dtype);
   if (t->rank < 2 || t->rank > GC_LP_TMAP_MAX_RANK)
     return bad_plan(d, st, what, "tensor map %d has rank %d (2 to %d)", i, t->rank,

@@ -13,7 +13,7 @@
  *   'd' divisible ints in [-100, 100] (zero included, never INT_MIN); floats like 'x'
  *   'e' exponent  floats in [-2, 2]
  *   'c' cast      specials (inf, nan, 1e10, 1e19, 300.7, -128.9, ...) and [-300, 300]
- *   'k' moderate  floats [-3, 3]; ints in [-3, 3] (u8 [0, 3]): matmul/conv operands
+ *   'k' moderate  floats [-3, 3] (fp8 too, rounded); ints in [-3, 3] (u8 [0, 3]): matmul/conv operands
  *   'i' index     ints in [-range, range) (gather indices)
  */
 #ifndef GC_CUDA_TESTUTIL_H
@@ -104,7 +104,8 @@ static inline void tu_fill(void *data, graphc_dtype_t t, int64_t n, char kind, i
       tu_store_int(data, t, i, (int64_t)(tu_next(s) & 1));
       continue;
     }
-    if (t == GRAPHC_DTYPE_F8E4M3 || t == GRAPHC_DTYPE_F8E5M2) {  /* any bit pattern: NaN, inf too */
+    /* fp8: any bit pattern (NaN, inf too), except 'k': [-3, 3] rounded, for matmul operands */
+    if ((t == GRAPHC_DTYPE_F8E4M3 || t == GRAPHC_DTYPE_F8E5M2) && kind != 'k') {
       ((unsigned char *)data)[i] = (unsigned char)(tu_next(s) >> 56);
       continue;
     }

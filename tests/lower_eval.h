@@ -637,15 +637,15 @@ static int64_t ev_wg_byte(const kir_wg_opnd *o, int64_t start, int mn, int kk, i
   return lin ^ (((lin >> 7) & 7) << 4);
 }
 
-/* wgmma.m64nNk16 (f16 / bf16) or m64nNk8 (tf32, A from registers) for the 128 threads of
+/* wgmma.m64nNk16 (f16 / bf16), m64nNk32 (fp8, A's and B's kinds apart) or m64nNk8 (tf32, A
+ * from registers) for the 128 threads of
  * warpgroup wgi (products exact, sum in double, rounded to f32), shared operands read
  * through the swizzled layout (tf32: 10 mantissa bits, as ev_frag). */
 static void ev_wgmma(ev_kernel_ctx *c, int wgi, const kir_stmt *s) {
   int nv = c->k->n_vars, N = s->u.wg.n, t0 = wgi * 128;
   const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
-  gc_dtype dt = kir_mma_dtype(s->u.wg.kind);
-  int tf32 = s->u.wg.kind == KIR_MMA_TF32, K = tf32 ? 8 : 16, esz = tf32 ? 4 : 2;
-  static double A[64][16], B[16][256];
+  int tf32 = s->u.wg.kind == KIR_MMA_TF32, K = kir_mma_k(s->u.wg.kind);
+  static double A[64][32], B[32][256];
   if (s->u.wg.a_in_regs)
     for (int l = 0; l < 128; l++) {
       ev_val *v = c->vars + (size_t)(t0 + l) * nv;
@@ -662,7 +662,8 @@ static void ev_wgmma(ev_kernel_ctx *c, int wgi, const kir_stmt *s) {
         return;
       }
     const ev_mem *m = &c->shared[ops[o]->buf];
-    int rows = o ? N : 64;
+    gc_dtype dt = kir_mma_dtype(o ? s->u.wg.kind_b : s->u.wg.kind);
+    int esz = (int)graphc_dtype_size(dt), rows = o ? N : 64;
     for (int mn = 0; mn < rows; mn++)
       for (int kk = 0; kk < K; kk++) {
         int64_t at = ev_wg_byte(ops[o], start * esz, mn, kk, esz);

@@ -388,8 +388,25 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     }
     case GC_OP_MATMUL: {
-      if (variant > 0) return 0;
-      *mask = MN;
+      if (variant > 1) return 0;
+      if (variant == 1) {
+        /* fp8 operands, an f32 result (wgmma.m64nNk32 on sm_90 with B stored N x K, K a multiple of
+         * 16; CUDA cores otherwise), B in the primary dtype and in the other fp8 one */
+        *mask = M8;
+        snprintf(label, label_len, "matmul fp8");
+        gc_dtype o = t == GRAPHC_DTYPE_F8E4M3 ? GRAPHC_DTYPE_F8E5M2 : GRAPHC_DTYPE_F8E4M3;
+        static const char *const f8[][3] = {
+            {"128, 96", "200, 96", ", transpose_b=true"}, {"2, 70, 160", "2, 136, 160", ", transpose_b=true"},
+            {"257, 512", "520, 512", ", transpose_b=true"}, {"64, 64", "64, 72", ""},
+            {"64, 40", "64, 40", ", transpose_b=true"}, {"4, 128", "96, 128", ", transpose_b=true"}};
+        for (size_t i = 0; i < sizeof f8 / sizeof f8[0]; i++) {
+          snprintf(x, sizeof x, "%s", gb_arg(b, 'k', 0, t, f8[i][0]));
+          snprintf(y, sizeof y, "%s", gb_arg(b, 'k', 0, i % 2 ? o : t, f8[i][1]));
+          gb_ret(b, "matmul(%s, %s%s)", x, y, f8[i][2]);
+        }
+        return 1;
+      }
+      *mask = MN | M8;  /* two fp8 operands give f32 */
       static const char *const sh[][3] = {
           {"1, 1", "1, 1", ""},
           {"3, 17", "17, 5", ""},
