@@ -1,0 +1,130 @@
+/* qdq_fold.c - the "qdq-fold" pass: a matmul of two dequantized fp8 tensors becomes an fp8
+ * matmul with the scales in its epilogue (TensorRT's explicit quantization, for fp8).
+ *
+ *   y = matmul(DQ(a8, sa), DQ(b8, sb))        DQ(x8, s) = mul(cast(x8, f32), s), maybe cast
+ *     ->                                                   to y's dtype after
+ *   m = matmul(a8, b8)                        f32 (ir/infer.c: fp8 operands give f32)
+ *   y = cast(mul(mul(m, sa'), sb'), y's dtype)   the cast only when y is not f32
+ *
+ * what the ONNX importer writes for DequantizeLinear of f8e4m3 / f8e5m2 (frontend/onnx_quant.c)
+ * and what a .graph author writes by hand. a8 may be anything of an fp8 dtype: a param
+ * (weights stored quantized), or a QuantizeLinear's cast(div(x, s), f8e4m3) computed at run
+ * time (activations), which fusion then computes in its own kernel or the matmul's operand.
+ *
+ * The scales must factor out of the sum over K: sa per tensor or per row of A (every dim of
+ * its shape 1 but M's), sb per tensor or per column of B (all 1 but N's); batch dims of the
+ * scales 1. sa' is sa as [M, 1] (or a scalar), sb' as [N] (or a scalar). The rewrite is exact
+ * up to f32 rounding: the fp8 products are exact in f32 either way, and sum(a sa b sb) equals
+ * sa sb sum(a b) in real arithmetic; the error bound of the f32 sum over K is unchanged.
+ * Scales that vary along K (block-wise quantization) are left alone, as are matmuls of which
+ * only one side is fp8 (weight-only quantization keeps its f32 or f16 matmul).
+ *
+ * Runs once before matmul-canon (which would put a reshape between the DQ and the matmul)
+ * and not for the interpreter: the float64 reference keeps the dequantized form, so the
+ * backends are checked against the graph as written.
+ */
+#include "passes/rewrite.h"
+
+/* v = mul(cast(x8, f32), s) or mul(s, cast(x8, f32)), f32: x8 and s, else 0. */
+static int dq_of(const gc_value *v, gc_value **x8, gc_value **s) {
+  const gc_op *m = v->def;
+  if (!m || m->opcode != GC_OP_MUL || v->type.dtype != GRAPHC_DTYPE_F32) return 0;
+  for (int i = 0; i < 2; i++) {
+    const gc_op *c = m->operands[i]->def;
+    if (c && c->opcode == GC_OP_CAST && gc_dtype_is_f8(c->operands[0]->type.dtype)) {
+      *x8 = c->operands[0];
+      *s = m->operands[1 - i];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The operand of a matmul of dtype dt as a DQ: through a cast from f32 to dt when dt is not f32. */
+static int dq_operand(const gc_value *v, gc_dtype dt, gc_value **x8, gc_value **s) {
+  if (dt != GRAPHC_DTYPE_F32) {
+    const gc_op *c = v->def;
+    if (!c || c->opcode != GC_OP_CAST || c->operands[0]->type.dtype != GRAPHC_DTYPE_F32) return 0;
+    v = c->operands[0];
+  }
+  return dq_of(v, x8, s);
+}
+
+/* A scale s of an operand of rank r (right-aligned against it) whose only non-unit dim is
+ * axis `keep` (of the operand): its element count (1 or the operand's dims[keep]), else 0. */
+static int64_t scale_extent(const gc_value *s, int r, int keep) {
+  const gc_type *t = &s->type;
+  if (!gc_type_is_concrete(t) || t->rank > r) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int axis = i + r - t->rank;
+    if (t->dims[i] != 1 && axis != keep) return 0;
+    n *= t->dims[i];
+  }
+  return n;
+}
+
+/* s reshaped to (rank, dims) before op unless it already has that shape; NULL on OOM. */
+static gc_value *shaped(gc_rewriter *rw, gc_op *op, gc_value *s, int rank, const int64_t *dims) {
+  if (s->type.rank == rank) {
+    int same = 1;
+    for (int i = 0; i < rank; i++) same &= s->type.dims[i] == dims[i];
+    if (same) return s;
+  }
+  return gc_rw_reshape(rw, op, s, rank, dims);
+}
+
+/* A new binary op `opc` of a and b with result type t, before op; NULL on OOM. */
+static gc_value *bin(gc_rewriter *rw, gc_op *op, gc_opcode opc, gc_value *a, gc_value *b, const gc_type *t,
+                     const char *name) {
+  gc_value *ab[2] = {a, b};
+  gc_op *n = gc_rw_new_op(rw, opc, op, 2, ab, 0, NULL, t, name, op->loc);
+  return n ? n->results[0] : NULL;
+}
+
+static void fold_matmul(gc_rewriter *rw, gc_op *op) {
+  if (op->opcode != GC_OP_MATMUL) return;
+  const gc_type *yt = &op->results[0]->type;
+  gc_dtype dt = yt->dtype;
+  if (dt != GRAPHC_DTYPE_F32 && dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) return;
+  if (!gc_type_is_concrete(yt)) return;
+  gc_value *a8, *sa, *b8, *sb;
+  if (!dq_operand(op->operands[0], dt, &a8, &sa) || !dq_operand(op->operands[1], dt, &b8, &sb)) return;
+  int ta = gc_op_attr_bool(op, "transpose_a", 0), tb = gc_op_attr_bool(op, "transpose_b", 0);
+  int ra = op->operands[0]->type.rank, rb = op->operands[1]->type.rank;
+  int64_t M = yt->dims[yt->rank - 2], N = yt->dims[yt->rank - 1];
+  int64_t na = scale_extent(sa, ra, ta ? ra - 1 : ra - 2), nb = scale_extent(sb, rb, tb ? rb - 2 : rb - 1);
+  if (!na || !nb || (na != 1 && na != M) || (nb != 1 && nb != N)) return;
+  if (sa->type.dtype != GRAPHC_DTYPE_F32 || sb->type.dtype != GRAPHC_DTYPE_F32) return;
+
+  /* m = matmul(a8, b8): f32, op's shape */
+  gc_type mt = *yt;
+  mt.dtype = GRAPHC_DTYPE_F32;
+  gc_value *ab[2] = {a8, b8};
+  int last = dt == GRAPHC_DTYPE_F32;  /* the last mul takes op's name */
+  gc_op *mm = gc_rw_new_op(rw, GC_OP_MATMUL, op, 2, ab, op->n_attrs, op->attrs, &mt, NULL, op->loc);
+  if (!mm) return;
+  int64_t da[2] = {M, 1}, db[1] = {N};
+  gc_value *sa2 = na == 1 ? shaped(rw, op, sa, 0, NULL) : shaped(rw, op, sa, 2, da);
+  gc_value *sb2 = nb == 1 ? shaped(rw, op, sb, 0, NULL) : shaped(rw, op, sb, 1, db);
+  gc_value *v = sa2 && sb2 ? bin(rw, op, GC_OP_MUL, mm->results[0], sa2, &mt, NULL) : NULL;
+  v = v ? bin(rw, op, GC_OP_MUL, v, sb2, &mt, last ? op->results[0]->name : NULL) : NULL;
+  if (!v) return;
+  if (last) {
+    gc_rw_replace_op(rw, op, &v);
+    return;
+  }
+  gc_named_attr to = {"to", gc_rw_attr_dtype(dt)};
+  gc_rw_replace_with_new(rw, op, GC_OP_CAST, 1, &v, 1, &to);
+}
+
+int gc_pass_qdq_fold(gc_graph *g, gc_diags *d) {
+  gc_rewriter rw;
+  if (gc_rw_init(&rw, g, d) != 0) return -1;
+  for (gc_op *op = g->first, *next; op && !rw.oom; op = next) {
+    next = op->next;
+    gc_rw_resolve_operands(&rw, op);
+    fold_matmul(&rw, op);
+  }
+  return gc_rw_finish(&rw);
+}
