@@ -6,8 +6,8 @@
 
 #include "passes/pipeline.h"
 
-const char *const gc_pass_names[] = {"precision", "layout", "conv-gemm", "reduce-split", "matmul-canon", "simplify", "fold", "cse", "recognize", "dce", NULL};
-#define N_PASSES 10
+const char *const gc_pass_names[] = {"precision", "layout", "conv-gemm", "reduce-split", "qdq-fold", "matmul-canon", "simplify", "fold", "cse", "recognize", "dce", NULL};
+#define N_PASSES 11
 _Static_assert(sizeof gc_pass_names / sizeof *gc_pass_names == N_PASSES + 1, "one entry per pass");
 
 typedef struct pass_run {
@@ -43,7 +43,7 @@ static int pass_index(const char *name, size_t n) {
   return -1;
 }
 
-/* "precision, layout, conv-gemm, reduce-split, matmul-canon, simplify, fold, cse, recognize, dce" into b. */
+/* "precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce" into b. */
 static void pass_names_str(gc_sbuf *b) {
   for (int i = 0; gc_pass_names[i]; i++) gc_sbuf_printf(b, "%s%s", i ? ", " : "", gc_pass_names[i]);
 }
@@ -163,6 +163,9 @@ static void run_passes(pass_run *r) {
   if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass_with(r, "layout", NULL, gc_pass_layout_opts, 1);
   if (r->opts->backend != GRAPHC_BACKEND_INTERP) run_pass(r, "conv-gemm", gc_pass_conv_gemm, 1);
   if (r->opts->backend == GRAPHC_BACKEND_CUDA) run_pass(r, "reduce-split", gc_pass_reduce_split, 1);
+  /* fp8 matmuls from their dequantized operands, before matmul-canon puts a reshape
+   * between them; not for the reference (it checks the backends against the graph as written) */
+  if (r->opts->backend != GRAPHC_BACKEND_INTERP) run_pass(r, "qdq-fold", gc_pass_qdq_fold, 1);
   /* after conv-gemm (its matmuls are 3-D with a 2-D a: left alone), before the
    * canonicalization that merges the reshapes it leaves; not for the reference */
   if (r->opts->backend != GRAPHC_BACKEND_INTERP) run_pass(r, "matmul-canon", gc_pass_matmul_canon, 1);

@@ -3,7 +3,7 @@
  *   precision                 once (f16 / bf16 dtypes and casts; --precision)
  *   layout, conv-gemm,        once each (layout and reduce-split for the GPU,
  *   reduce-split              conv-gemm not for the interpreter backend), then
- *   matmul-canon              once (not for the interpreter backend), then
+ *   qdq-fold, matmul-canon    once each (not for the interpreter backend), then
  *   simplify -> fold -> cse   repeated until none changes anything (at most
  *   -> recognize              GC_PIPELINE_MAX_ROUNDS rounds), then
  *   dce                       once
@@ -34,8 +34,13 @@ int gc_pass_precision(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf
 /* Check opts->precision and the opts->keep_f32 regex: 0, or -1 after an
  * INVALID_ARGUMENT error naming the regex and regerror's text. */
 int gc_precision_check(const graphc_compile_options_t *opts, gc_diags *d);
-/* "f32", "tf32", "f16", "bf16"; NULL for a value outside graphc_precision_t. */
+/* "f32", "tf32", "f16", "bf16", "fp8"; NULL for a value outside graphc_precision_t. */
 const char *gc_precision_name(graphc_precision_t p);
+/* The precision a name gives (the inverse of gc_precision_name): 0, or -1 for none. */
+int gc_precision_parse(const char *s, graphc_precision_t *out);
+/* passes/precision_fp8.c: the precision pass under GRAPHC_PRECISION_FP8 (linears as fp8
+ * matmuls, scales per channel and per row); a line in stats. */
+int gc_precision_fp8(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats, gc_diags *d);
 
 /* passes/layout.c: conv2d (groups 1) as an NHWC implicit GEMM; transposes sunk
  * below elementwise ops so that NHWC chains meet and cancel. */
@@ -47,6 +52,9 @@ int gc_pass_conv_gemm(gc_graph *g, gc_diags *d);
 /* passes/reduce_split.c: a reduction over reduced dims on both sides of a kept
  * one, innermost dims reduced, as a row reduction then a column one. */
 int gc_pass_reduce_split(gc_graph *g, gc_diags *d);
+/* passes/qdq_fold.c: matmul(dequantize(a8, sa), dequantize(b8, sb)) of fp8 a8, b8 with
+ * per-tensor / per-row sa and per-tensor / per-column sb as matmul(a8, b8) * sa * sb. */
+int gc_pass_qdq_fold(gc_graph *g, gc_diags *d);
 /* passes/matmul_canon.c: matmul(a [.., M, K], w [K, N]) as reshape(matmul(a as
  * [R, K], w)), the reshape sunk below the elementwise ops reading it. */
 int gc_pass_matmul_canon(gc_graph *g, gc_diags *d);

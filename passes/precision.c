@@ -51,13 +51,23 @@
 
 enum { CLS_OTHER, CLS_ANCHOR, CLS_CHAIN, CLS_SENSITIVE };
 
-/* "f32", "tf32", "f16", "bf16" (NULL for a value outside the enum). */
+int gc_precision_parse(const char *s, graphc_precision_t *out) {
+  for (int p = GRAPHC_PRECISION_F32; p <= GRAPHC_PRECISION_FP8; p++)
+    if (s && strcmp(s, gc_precision_name((graphc_precision_t)p)) == 0) {
+      *out = (graphc_precision_t)p;
+      return 0;
+    }
+  return -1;
+}
+
+/* "f32", "tf32", "f16", "bf16", "fp8" (NULL for a value outside the enum). */
 const char *gc_precision_name(graphc_precision_t p) {
   switch (p) {
     case GRAPHC_PRECISION_F32: return "f32";
     case GRAPHC_PRECISION_TF32: return "tf32";
     case GRAPHC_PRECISION_F16: return "f16";
     case GRAPHC_PRECISION_BF16: return "bf16";
+    case GRAPHC_PRECISION_FP8: return "fp8";
   }
   return NULL;
 }
@@ -67,7 +77,7 @@ const char *gc_precision_name(graphc_precision_t p) {
 int gc_precision_check(const graphc_compile_options_t *opts, gc_diags *d) {
   if (!gc_precision_name(opts->precision)) {
     gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
-                "unknown precision %d (f32, tf32, f16, bf16)", (int)opts->precision);
+                "unknown precision %d (f32, tf32, f16, bf16, fp8)", (int)opts->precision);
     return -1;
   }
   if (!opts->keep_f32) return 0;
@@ -275,6 +285,7 @@ int gc_pass_precision(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf
   graphc_precision_t mode = opts->precision;
   if (mode == GRAPHC_PRECISION_F32) return 0;
   if (gc_precision_check(opts, d) != 0) return -1;
+  if (mode == GRAPHC_PRECISION_FP8) return gc_precision_fp8(g, opts, stats, d);  /* any float model */
   int anchors = count_f32_anchors(g);
   const char *name = gc_precision_name(mode);
   if (anchors == 0) {

@@ -1,4 +1,4 @@
-/* test_precision.c - precision modes (--precision f16 | bf16 | tf32, --keep-f32; issue 33).
+/* test_precision.c - precision modes (--precision f16 | bf16 | tf32 | fp8, --keep-f32; issues 33, 34).
  *
  *   backends_agree    for each mode and each example model (MLP, CNN, transformer block):
  *                     interp, cpu (and cuda when a device is present) on fresh random weights
@@ -15,6 +15,8 @@
  *   f16_model         a model already in f16 is left alone and --stats says so
  *   errors            --precision f8, a bad regex (API and CLI), an out-of-range enum value
  *   check_cli         graphc run --precision f16 --check prints rel_l2 / max_abs per output
+ *   fp8               --precision fp8 (linears in e4m3, passes/precision_fp8.c): the backends
+ *                     agree, the error against f32 is e4m3's, the stats count the matmuls
  *
  * The seed is $GRAPHC_TEST_SEED or fresh (printed on failure).
  */
@@ -401,7 +403,7 @@ END_TEST
 START_TEST(errors) {
   char *out = NULL;
   int rc = tu_sh(&out, "%s run %s --bind B=2 --precision f8 2>&1", GRAPHC_CLI, tu_src("examples/mlp.graph"));
-  ck_assert_msg(rc == 1 && strstr(out, "graphc: unknown precision 'f8' (f32, tf32, f16, bf16)"), "rc %d: %s", rc, out);
+  ck_assert_msg(rc == 1 && strstr(out, "graphc: unknown precision 'f8' (f32, tf32, f16, bf16, fp8)"), "rc %d: %s", rc, out);
   free(out);
   rc = tu_sh(&out, "%s dot %s --bind B=2 --precision f16 --keep-f32='(h' 2>&1", GRAPHC_CLI,
              tu_src("examples/mlp.graph"));
@@ -426,7 +428,7 @@ START_TEST(errors) {
   o.keep_f32 = NULL;
   o.precision = (graphc_precision_t)9;
   ck_assert_int_eq(graphc_compile(m, &o, &exe, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
-  ck_assert_msg(strstr(err.message, "unknown precision 9 (f32, tf32, f16, bf16)"), "%s", err.message);
+  ck_assert_msg(strstr(err.message, "unknown precision 9 (f32, tf32, f16, bf16, fp8)"), "%s", err.message);
   graphc_model_destroy(m);
   graphc_context_destroy(ctx);
 }
@@ -448,6 +450,62 @@ START_TEST(check_cli) {
 }
 END_TEST
 
+/* --precision fp8 on the MLP and the transformer block (every linear quantized: K 784, 128,
+ * 256, 1024): interp, cpu (and cuda) agree, each within 3e-2 relative L2 of the others (a
+ * product of two fp8 roundings is within 2^-3 of its value, and quantizing one element
+ * differently where x / scale lands on a rounding boundary changes one product of K), and
+ * against the f32 interpreter the error is that of e4m3 (3 mantissa bits): above 1e-3, below
+ * 0.1. The stats count the quantized matmuls. */
+START_TEST(fp8) {
+  uint64_t seed = tu_seed();
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  int cuda = gc_cuda_available(tu_rt_settings());
+  static const int mis[] = {0, 2}, nq[] = {2, 6};
+  for (int j = 0; j < 2; j++) {
+    int mi = mis[j];
+    graphc_model_t *m = load_model(ctx, &k_models[mi], seed + 300 + (uint64_t)mi);
+    graphc_executable_t *f32 = compile(m, GRAPHC_BACKEND_INTERP, GRAPHC_PRECISION_F32, NULL);
+    graphc_tensor_t *in, *out0;
+    uint64_t s = seed * 7 + (uint64_t)mi;
+    ck_assert_int_eq(tu_make_io(f32, "k", &s, &in, &out0), 0);
+    size_t ni = graphc_executable_num_inputs(f32), no = graphc_executable_num_outputs(f32);
+    graphc_tensor_t *exact = run(f32, in, ni, out0, no), *ref = NULL;
+    graphc_backend_t bes[3] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU, GRAPHC_BACKEND_CUDA};
+    for (int b = 0; b < 2 + cuda; b++) {
+      graphc_executable_t *exe = compile(m, bes[b], GRAPHC_PRECISION_FP8, NULL);
+      char want[96];
+      snprintf(want, sizeof want, "precision: fp8: %d matmuls in f8e4m3", nq[j]);
+      ck_assert_msg(strstr(graphc_executable_stats(exe), want), "%s: %s", k_models[mi].file,
+                    graphc_executable_stats(exe));
+      graphc_tensor_t *got = run(exe, in, ni, out0, no);
+      for (size_t i = 0; i < no; i++) {
+        double e = rel_l2(&got[i], &exact[i]);
+        ck_assert_msg(e > 1e-3 && e < 0.1, "%s fp8 on %s: rel_l2 %g vs f32 (seed %llu)", k_models[mi].file,
+                      graphc_backend_name(bes[b]), e, (unsigned long long)seed);
+        if (ref) {
+          double d = rel_l2(&got[i], &ref[i]);
+          ck_assert_msg(d < 3e-2, "%s fp8: %s vs interp rel_l2 %g (seed %llu)", k_models[mi].file,
+                        graphc_backend_name(bes[b]), d, (unsigned long long)seed);
+        }
+      }
+      if (!ref)
+        ref = got;
+      else
+        tu_free_tensors(got, no);
+      graphc_executable_destroy(exe);
+    }
+    tu_free_tensors(ref, no);
+    tu_free_tensors(exact, no);
+    tu_free_tensors(in, ni);
+    tu_free_tensors(out0, no);
+    graphc_executable_destroy(f32);
+    graphc_model_destroy(m);
+  }
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("precision");
   TCase *c = tcase_create("precision");
@@ -460,6 +518,7 @@ int main(void) {
   tcase_add_test(c, f16_model);
   tcase_add_test(c, errors);
   tcase_add_test(c, check_cli);
+  tcase_add_test(c, fp8);
   suite_add_tcase(s, c);
   return tu_run_suite(s);
 }

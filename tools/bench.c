@@ -51,7 +51,7 @@ static const char *const usage_bench =
     "  --eager           time eager launches instead of CUDA graph replay\n"
     "  --pipeline N      also time requests with host inputs and outputs: serial runs against\n"
     "                    N execution contexts in flight (copies overlapping compute)\n"
-    "  --precision P     f32 | tf32 | f16 | bf16 (default f32; see graphc run --help)\n"
+    "  --precision P     f32 | tf32 | f16 | bf16 | fp8 (default f32; see graphc run --help)\n"
     "  --keep-f32=REGEX  ops whose result name matches REGEX stay f32\n"
     "  --stats           print compile statistics\n";
 

@@ -15,6 +15,7 @@
 #include "driver/settings.h"
 #include "weights/safetensors.h"
 #include "tools/cli.h"
+#include "passes/pipeline.h"
 
 /* Print the context's diagnostics (or the error) and map a status to an exit code. */
 int cli_report(graphc_context_t *ctx, graphc_status_t st, const graphc_error_t *err) {
@@ -122,12 +123,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
     } else if (OPT_EQ("--disable-pass")) {
       o->copts.disable_passes = v;
     } else if (OPT_EQ("--precision")) {
-      if (strcmp(v, "f32") == 0) o->copts.precision = GRAPHC_PRECISION_F32;
-      else if (strcmp(v, "tf32") == 0) o->copts.precision = GRAPHC_PRECISION_TF32;
-      else if (strcmp(v, "f16") == 0) o->copts.precision = GRAPHC_PRECISION_F16;
-      else if (strcmp(v, "bf16") == 0) o->copts.precision = GRAPHC_PRECISION_BF16;
-      else {
-        fprintf(stderr, "graphc: unknown precision '%s' (f32, tf32, f16, bf16)\n", v);
+      if (gc_precision_parse(v, &o->copts.precision) != 0) {
+        fprintf(stderr, "graphc: unknown precision '%s' (f32, tf32, f16, bf16, fp8)\n", v);
         return -1;
       }
     } else if (OPT_EQ("--keep-f32")) {

@@ -20,6 +20,7 @@
 
 #include "graphc/graphc_llm.h"
 #include "tools/cli.h"
+#include "passes/pipeline.h"
 #include "ir/ir.h"
 
 static const char *const usage_generate =
@@ -31,7 +32,7 @@ static const char *const usage_generate =
     "  --prompt-ids L    a prompt: comma-separated token ids (repeat for a batch of sequences)\n"
     "  --max-new-tokens N  new tokens per sequence (default 16)\n"
     "  --backend B       cuda (default when a GPU is there), cpu or interp\n"
-    "  --precision P     f32 | tf32 | f16 | bf16 (as graphc run)\n"
+    "  --precision P     f32 | tf32 | f16 | bf16 | fp8 (as graphc run)\n"
     "  --temperature T   0 (default): greedy; > 0: sample from softmax(logits / T)\n"
     "  --top-p P         nucleus sampling: the most likely tokens up to probability P (default 1)\n"
     "  --seed S          the sampler's seed (default 0)\n"
@@ -203,11 +204,8 @@ int cli_cmd_generate(int argc, char **argv) {
       else if (v && strcmp(v, "interp") == 0) co.backend = GRAPHC_BACKEND_INTERP;
       else fprintf(stderr, "graphc: unknown backend '%s' (cuda, cpu, interp)\n", v ? v : ""), bad = 1;
     } else if (strcmp(a, "--precision") == 0) {
-      if (v && strcmp(v, "f32") == 0) co.precision = GRAPHC_PRECISION_F32;
-      else if (v && strcmp(v, "tf32") == 0) co.precision = GRAPHC_PRECISION_TF32;
-      else if (v && strcmp(v, "f16") == 0) co.precision = GRAPHC_PRECISION_F16;
-      else if (v && strcmp(v, "bf16") == 0) co.precision = GRAPHC_PRECISION_BF16;
-      else fprintf(stderr, "graphc: unknown precision '%s' (f32, tf32, f16, bf16)\n", v ? v : ""), bad = 1;
+      if (gc_precision_parse(v, &co.precision) != 0)
+        fprintf(stderr, "graphc: unknown precision '%s' (f32, tf32, f16, bf16, fp8)\n", v ? v : ""), bad = 1;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "graphc: unknown option '%s'\n%s", a, usage_generate);
       bad = 1;

@@ -29,7 +29,7 @@ static const char *const usage_dot_head =
     "  -O0               no optimization passes (the graph as written)\n"
     "  --disable-pass=P  skip pass P (comma-separated list)\n"
     "  --print-after=P   also print the IR after pass P (or all) to stderr\n"
-    "  --precision P     f32 | tf32 | f16 | bf16 (the precision pass; default f32)\n"
+    "  --precision P     f32 | tf32 | f16 | bf16 | fp8 (the precision pass; default f32)\n"
     "  --keep-f32=REGEX  ops whose result name matches REGEX stay f32\n"
     "  --stats           print the pipeline statistics to stderr\n";
 

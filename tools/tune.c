@@ -35,7 +35,7 @@ static const char *const usage_tune =
     "  --runs N          timed launches per kernel and configuration (default 30)\n"
     "  --weights W       weights file (default: the file's; random weights when missing)\n"
     "  --inputs F        inputs by argument name from safetensors file F (default: random)\n"
-    "  --precision P     f32 | tf32 | f16 | bf16 (default f32; see graphc run --help)\n"
+    "  --precision P     f32 | tf32 | f16 | bf16 | fp8 (default f32; see graphc run --help)\n"
     "  --keep-f32=REGEX  ops whose result name matches REGEX stay f32\n"
     "  -o TUNING         the tuning file to write\n";
 

@@ -131,7 +131,12 @@ typedef enum graphc_precision {
                                 f16 with f32 accumulation; softmax, norms, reductions, exp/log/pow
                                 and the residual stream into a norm stay f32; inputs and outputs
                                 keep their dtypes; weights converted once when loaded */
-  GRAPHC_PRECISION_BF16      /* likewise in bf16 */
+  GRAPHC_PRECISION_BF16,     /* likewise in bf16 */
+  GRAPHC_PRECISION_FP8       /* linears (matmuls with a 2-D weight, K a multiple of 16) as fp8
+                                e4m3 matmuls with f32 accumulation: weights scaled per output
+                                channel (once per weights), activations per row at run time,
+                                the scales in the epilogue; everything else as written. Tensor
+                                cores on sm_90; other targets convert on load (slow, exact) */
 } graphc_precision_t;
 
 typedef struct graphc_compile_options {
@@ -150,7 +155,7 @@ typedef struct graphc_compile_options {
                                 and XLA's default precision); 0 (default): full f32 */
   const char *tuning;        /* a tuning file written by `graphc tune` (kernel configurations
                                 measured on a GPU), or NULL: the built-in heuristics */
-  graphc_precision_t precision; /* GRAPHC_PRECISION_F32 (default), TF32, F16 or BF16; TF32 sets
+  graphc_precision_t precision; /* GRAPHC_PRECISION_F32 (default), TF32, F16, BF16 or FP8; TF32 sets
                                 allow_tf32, and allow_tf32 alone means TF32 */
   const char *keep_f32;      /* POSIX extended regex on value names: ops with a matching result
                                 stay f32 under F16 / BF16 (NULL: none); an invalid one is
