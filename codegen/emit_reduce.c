@@ -98,7 +98,7 @@ static kir_expr *finish(gc_lowerer *c, kir_kernel *k, const gc_op *op, int acc, 
   return e;
 }
 
-#define MAX_SIBLINGS 16
+#define MAX_SIBLINGS GC_FUSION_MAX_ROOTS
 
 /* Bind the final value of each root at output `lin` (var) and store the group's outputs. */
 static void finish_outputs_at(gc_gen *G, kir_block *b, const gc_fusion_group *grp, const int *fin, int lin) {

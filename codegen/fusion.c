@@ -812,10 +812,20 @@ static unsigned reduce_mask(const gc_op *op) {
   return m;
 }
 
-/* Can groups a and b (a earlier) become one multi-output kernel? */
+/* Roots of group gi. */
+static int n_roots(const fz *f, int gi) {
+  int n = 0;
+  for (int i = 0; i < f->grps[gi].n_ops; i++) n += (fz_role(f, gi, f->grps[gi].ops[i]) & GC_FROLE_ROOT) != 0;
+  return n;
+}
+
+/* Can groups a and b (a earlier) become one multi-output kernel? Reductions up to
+ * GC_FUSION_MAX_ROOTS roots (--precision fp8 scales every weight of a model by a row max:
+ * dozens of siblings reading one constant). */
 static int siblings(fz *f, int a, int b) {
   const fz_grp *ga = &f->grps[a], *gb = &f->grps[b];
   if (!ga->alive || !gb->alive || ga->kind != gb->kind) return 0;
+  if (ga->kind == GC_FUSION_REDUCE && n_roots(f, a) + n_roots(f, b) > GC_FUSION_MAX_ROOTS) return 0;
   const gc_op *ra = first_root(f, a), *rb = first_root(f, b);
   if (!ra || !rb) return 0;
   if (ga->kind == GC_FUSION_LOOP) {

@@ -87,6 +87,9 @@ typedef struct gc_attn_resid {
   double t, f;             /* sel: its values, in the mask's dtype (f may be -inf) */
 } gc_attn_resid;
 
+/* Most roots a sibling merge gives a reduce group (the row kernels keep a register per root). */
+#define GC_FUSION_MAX_ROOTS 16
+
 typedef struct gc_fusion_group {
   gc_fusion_kind kind;
   int n_roots;
