@@ -17,12 +17,17 @@
  * up to f32 rounding: the fp8 products are exact in f32 either way, and sum(a sa b sb) equals
  * sa sb sum(a b) in real arithmetic; the error bound of the f32 sum over K is unchanged.
  * Scales that vary along K (block-wise quantization) are left alone, as are matmuls of which
- * only one side is fp8 (weight-only quantization keeps its f32 or f16 matmul).
+ * only one side is fp8 (weight-only quantization keeps its f32 or f16 matmul). A 2-D fp8
+ * weight stored K x N (ONNX MatMul's layout) is read as transpose(b8) with transpose_b: the
+ * fp8 tensor cores read K-major operands only; fusion materializes the transpose once per
+ * weights (codegen/fusion.c) and simplify leaves it (passes/simplify.c).
  *
  * Runs once before matmul-canon (which would put a reshape between the DQ and the matmul)
  * and not for the interpreter: the float64 reference keeps the dequantized form, so the
  * backends are checked against the graph as written.
  */
+#include <string.h>
+
 #include "passes/rewrite.h"
 
 /* v = mul(cast(x8, f32), s) or mul(s, cast(x8, f32)), f32: x8 and s, else 0. */
@@ -38,6 +43,13 @@ static int dq_of(const gc_value *v, gc_value **x8, gc_value **s) {
     }
   }
   return 0;
+}
+
+/* Is v a weight: a param or const, through reshapes? */
+static int weight_of(const gc_value *v) {
+  const gc_op *d = v->def;
+  while (d && d->opcode == GC_OP_RESHAPE) d = d->operands[0]->def;
+  return d && (d->opcode == GC_OP_PARAM || d->opcode == GC_OP_CONST);
 }
 
 /* The operand of a matmul of dtype dt as a DQ: through a cast from f32 to dt when dt is not f32. */
@@ -97,12 +109,28 @@ static void fold_matmul(gc_rewriter *rw, gc_op *op) {
   if (!na || !nb || (na != 1 && na != M) || (nb != 1 && nb != N)) return;
   if (sa->type.dtype != GRAPHC_DTYPE_F32 || sb->type.dtype != GRAPHC_DTYPE_F32) return;
 
-  /* m = matmul(a8, b8): f32, op's shape */
+  /* m = matmul(a8, b8): f32, op's shape. A 2-D weight stored K x N is read through its
+   * transpose, transpose_b set: the fp8 tensor cores take K-major operands only, and fusion
+   * materializes the transposed weight once per weights */
   gc_type mt = *yt;
   mt.dtype = GRAPHC_DTYPE_F32;
   gc_value *ab[2] = {a8, b8};
   int last = dt == GRAPHC_DTYPE_F32;  /* the last mul takes op's name */
-  gc_op *mm = gc_rw_new_op(rw, GC_OP_MATMUL, op, 2, ab, op->n_attrs, op->attrs, &mt, NULL, op->loc);
+  gc_named_attr at[2];
+  int nat = 0;
+  for (int i = 0; i < op->n_attrs && nat < 1; i++)
+    if (strcmp(op->attrs[i].name, "transpose_b") != 0) at[nat++] = op->attrs[i];
+  if (!tb && rb == 2 && weight_of(b8)) {
+    int64_t perm[2] = {1, 0}, d[2] = {b8->type.dims[1], b8->type.dims[0]};
+    gc_named_attr pa = {"perm", gc_rw_attr_ints(rw, perm, 2)};
+    gc_type tt = {.dtype = b8->type.dtype, .rank = 2, .dims = {d[0], d[1]}};
+    gc_op *t = gc_rw_new_op(rw, GC_OP_TRANSPOSE, op, 1, &b8, 1, &pa, &tt, NULL, op->loc);
+    if (!t) return;
+    ab[1] = t->results[0];
+    tb = 1;
+  }
+  if (tb) at[nat++] = (gc_named_attr){"transpose_b", {.kind = GC_ATTR_BOOL, .u.b = 1}};
+  gc_op *mm = gc_rw_new_op(rw, GC_OP_MATMUL, op, 2, ab, nat, at, &mt, NULL, op->loc);
   if (!mm) return;
   int64_t da[2] = {M, 1}, db[1] = {N};
   gc_value *sa2 = na == 1 ? shaped(rw, op, sa, 0, NULL) : shaped(rw, op, sa, 2, da);

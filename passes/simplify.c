@@ -20,6 +20,11 @@
  *                                       the printed IR says which layout the matmul
  *                                       reads; the same for b with transpose_b. The
  *                                       transpose stays while it has other users.
+ *                                       Not for an fp8 operand whose flag would then
+ *                                       say it is stored with K outermost: the fp8
+ *                                       tensor cores read K-major operands only, and
+ *                                       fusion materializes such a weight's transpose
+ *                                       once (codegen/fusion.c).
  *
  * New ops keep the replaced op's location and result name. Operands that become
  * dead are left for dce.
@@ -197,7 +202,9 @@ static void simplify_matmul(gc_rewriter *rw, gc_op *op) {
   for (int i = 0; i < 2; i++) {
     gc_op *t = def_of(in[i], GC_OP_TRANSPOSE);
     const gc_attr *a = gc_op_attr(op, flag[i]);
-    if (t && is_matrix_transpose(t)) {
+    /* fp8: A K-major is transpose_a false, B K-major is transpose_b true; keep them so */
+    int keep = gc_dtype_is_f8(in[i]->type.dtype) && gc_op_attr_bool(op, flag[i], 0) == i;
+    if (t && is_matrix_transpose(t) && !keep) {
       in[i] = t->operands[0];
       changed = 1;
       if (!gc_op_attr_bool(op, flag[i], 0))
