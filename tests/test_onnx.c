@@ -1139,6 +1139,86 @@ START_TEST(quant_random) {
 }
 END_TEST
 
+/* A statically quantized fp8 linear as onnxruntime's and TensorRT's QDQ exporters write it:
+ * Q -> DQ on the activation (per tensor), DQ of an FLOAT8E4M3FN weight initializer [K, N] with
+ * per-column scales (axis 1), MatMul, Add. The weight is imported as an f8e4m3 param (its
+ * dequantization not folded to f32), qdq-fold makes the matmul fp8 on the cpu backend (stats),
+ * and the cpu results equal the interpreter's, which computes the graph as written. */
+START_TEST(qdq_fp8_matmul) {
+  uint64_t seed = fresh_seed(), rs = seed;
+  enum { M = 8, K = 128, N = 48 };
+  static uint8_t wq[K * N];
+  float sw[N], bias[N], sx = 0.03125f, x[M * K], y[2][M * N];
+  for (int i = 0; i < K * N; i++) {  /* finite e4m3 codes of moderate size, both signs */
+    uint8_t b = (uint8_t)(rnd(&rs) * 256);
+    wq[i] = (uint8_t)((b & 0x87) | ((uint8_t)(4 + (int)(rnd(&rs) * 5)) << 3));
+  }
+  for (int j = 0; j < N; j++) sw[j] = 0.001f + 0.01f * rnd(&rs), bias[j] = rnd(&rs) - 0.5f;
+  for (int i = 0; i < M * K; i++) x[i] = (rnd(&rs) - 0.5f) * 8;
+  pb g = {0}, a[1];
+  pb n = node("QuantizeLinear", "q", "x,sx,zx", "xq", NULL, 0, NULL);
+  pb_msg(&g, 1, &n);
+  n = node("DequantizeLinear", "dqx", "xq,sx,zx", "xd", NULL, 0, NULL);
+  pb_msg(&g, 1, &n);
+  a[0] = attr_int("axis", 1);
+  n = node("DequantizeLinear", "dqw", "Wq,sw", "Wd", a, 1, NULL);
+  pb_msg(&g, 1, &n);
+  n = node("MatMul", "mm", "xd,Wd", "h", NULL, 0, NULL);
+  pb_msg(&g, 1, &n);
+  n = node("Add", "add", "h,B", "y", NULL, 0, NULL);
+  pb_msg(&g, 1, &n);
+  int64_t wd[2] = {K, N}, nd[1] = {N}, xd[2] = {M, K}, yd[2] = {M, N};
+  uint8_t zero = 0;
+  pb t = tensor_raw("Wq", 17, 2, wd, wq, sizeof wq);
+  pb_msg(&g, 5, &t);
+  t = tensor_f32("sw", 1, nd, sw, 0);
+  pb_msg(&g, 5, &t);
+  t = tensor_f32("B", 1, nd, bias, 0);
+  pb_msg(&g, 5, &t);
+  t = tensor_f32("sx", 0, NULL, &sx, 0);
+  pb_msg(&g, 5, &t);
+  t = tensor_raw("zx", 17, 0, NULL, &zero, 1);
+  pb_msg(&g, 5, &t);
+  pb vi = value_info("x", 1, 2, xd);
+  pb_msg(&g, 11, &vi);
+  vi = value_info("y", 1, 2, yd);
+  pb_msg(&g, 12, &vi);
+  pb m = model(&g, 21);
+  write_bytes(tmp_path("qdq8.onnx"), m.p, m.n);
+  free(m.p);
+  gc_diags d;
+  gc_diags_init(&d, "qdq8.onnx", NULL, 0);
+  int rc = gc_onnx_import_file(tmp_path("qdq8.onnx"), tmp_path("qdq8.graph"), tmp_path("qdq8.safetensors"), NULL, &d);
+  ck_assert_msg(rc == 0, "%s", first_error(&d));
+  gc_diags_free(&d);
+  char *text = tu_read_file(tmp_path("qdq8.graph"), NULL);
+  ck_assert_msg(strstr(text, "param %Wq: f8e4m3[128, 48] = \"Wq\";"), "the fp8 weight was not kept:\n%s", text);
+  free(text);
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  for (int be = 0; be < 2; be++) {
+    graphc_model_t *gm;
+    graphc_executable_t *exe;
+    graphc_error_t err;
+    ck_assert_int_eq(graphc_model_load_file(ctx, tmp_path("qdq8.graph"), &gm, &err), GRAPHC_STATUS_OK);
+    graphc_compile_options_t o;
+    graphc_compile_options_init(&o);
+    o.backend = be ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP;
+    ck_assert_msg(graphc_compile(gm, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+    if (be) ck_assert_msg(strstr(graphc_executable_stats(exe), "qdq-fold 1,"), "%s", graphc_executable_stats(exe));
+    graphc_tensor_t in = {GRAPHC_DTYPE_F32, 2, {M, K}, x, sizeof x};
+    graphc_tensor_t out = {GRAPHC_DTYPE_F32, 2, {M, N}, y[be], sizeof y[be]};
+    ck_assert_msg(graphc_executable_run(exe, &in, 1, &out, 1, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+    graphc_executable_destroy(exe);
+    graphc_model_destroy(gm);
+  }
+  graphc_context_destroy(ctx);
+  for (int i = 0; i < M * N; i++)  /* the same products, summed in f32 in another order */
+    ck_assert_msg(fabsf(y[1][i] - y[0][i]) <= 1e-5f * (1 + fabsf(y[0][i])), "seed %llu: y[%d] cpu %g interp %g",
+                  (unsigned long long)seed, i, (double)y[1][i], (double)y[0][i]);
+}
+END_TEST
+
 /* Triangular constants (a causal mask, bool; its complement in f32 with -inf) are imported as
  * iota / compare / select expressions, not params, and run equal to the values computed
  * here; one wrong element keeps the param. */
@@ -1263,6 +1343,7 @@ int main(void) {
   tcase_add_test(tc, tensor_pb);
   tcase_add_test(tc, quant_errors);
   tcase_add_test(tc, quant_random);
+  tcase_add_test(tc, qdq_fp8_matmul);
   tcase_add_test(tc, triangular_constants);
   suite_add_tcase(s, tc);
   tc = tcase_create("node_tests");
