@@ -508,19 +508,22 @@ static void print_wgmma(cprint *c, const kir_stmt *s, int depth) {
   indent(b, depth + 1);
   gc_sbuf_printf(b, "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n", nd + na + 1);
   indent(b, depth + 1);
-  int f8 = s->u.wg.kind >= KIR_MMA_E4M3;  /* fp8: no transpose operands (K-major only) */
-  gc_sbuf_printf(b, "\"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", n, kir_mma_k(s->u.wg.kind),
-                 kir_mma_type(s->u.wg.kind), kir_mma_type(s->u.wg.kind_b));
+  int f8 = s->u.wg.kind >= KIR_MMA_E4M3;  /* 8-bit: no transpose operands (K-major only) */
+  int in = KIR_MMA_IS_INT(s->u.wg.kind);  /* i32 accumulators */
+  gc_sbuf_printf(b, "\"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", n, kir_mma_k(s->u.wg.kind),
+                 in ? "s32" : "f32", kir_mma_type(s->u.wg.kind), kir_mma_type(s->u.wg.kind_b));
   for (int i = 0; i < nd; i++) gc_sbuf_printf(b, "%s%%%d", i ? ", " : "", i);
   if (ra)
     gc_sbuf_printf(b, "}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1;\\n}\\n\"\n", nd, nd + 1, nd + 2, nd + 3, nd + 4);
+  else if (in)  /* integers: no scale operands either */
+    gc_sbuf_printf(b, "}, %%%d, %%%d, p;\\n}\\n\"\n", nd, nd + 1);
   else if (f8)
     gc_sbuf_printf(b, "}, %%%d, %%%d, p, 1, 1;\\n}\\n\"\n", nd, nd + 1);
   else
     gc_sbuf_printf(b, "}, %%%d, %%%d, p, 1, 1, 0, %d;\\n}\\n\"\n", nd, nd + 1, ops[1]->mn_major);
   indent(b, depth + 1);
   gc_sbuf_puts(b, ": ");
-  for (int i = 0; i < nd; i++) gc_sbuf_printf(b, "%s\"+f\"(v_%s)", i ? ", " : "", vn(c, s->u.wg.d[i]));
+  for (int i = 0; i < nd; i++) gc_sbuf_printf(b, "%s\"+%c\"(v_%s)", i ? ", " : "", in ? 'r' : 'f', vn(c, s->u.wg.d[i]));
   gc_sbuf_puts(b, "\n");
   indent(b, depth + 1);
   if (ra) {

@@ -988,8 +988,8 @@ static kir_kernel *tensor_core(gc_lowerer *c, const gc_fusion_group *grp, const 
   gc_tc_plan p;
   if (!gc_tc_plan_of(c, grp, s, &p)) return NULL;
   const gc_tuning_entry *te = p.te;
-  /* fp8: the warpgroup kernel with both operands K-major in memory (B stored N x K), 16-byte
-   * aligned; anything else the CUDA-core kernels, converting on load */
+  /* 8-bit operands (fp8, i8 / u8): the warpgroup kernel with both operands K-major in memory (B
+   * stored N x K), 16-byte aligned; anything else the CUDA-core kernels, converting on load */
   if (p.f8)
     return !p.a_gen && !p.b_gen && !p.b_nmajor && s->M >= 64 && s->N >= 64 && !c->t->tc_bm && !c->t->tc_bn
                ? gc_mm_wgmma(c, grp, s, G, &p.oa, NULL, &p.ob, 0, te && te->wgmma ? te->bm : 0,

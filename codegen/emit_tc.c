@@ -199,8 +199,10 @@ int gc_tc_plan_of(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_shape *
   const gc_value *A = op->operands[0], *B = op->operands[1];
   gc_dtype dt = A->type.dtype;
   int tf32 = dt == GRAPHC_DTYPE_F32 && c->t->tf32;  /* f32 operands read as tf32 (opt-in) */
-  /* fp8: only the warpgroup kernel (no mma.sync form here) */
-  int f8 = gc_dtype_is_f8(dt) && gc_dtype_is_f8(B->type.dtype);
+  /* 8-bit operands (fp8 with fp8 into f32, i8 / u8 with i8 / u8 into i32): only the warpgroup
+   * kernel (no mma.sync form here) */
+  int f8 = (gc_dtype_is_f8(dt) && gc_dtype_is_f8(B->type.dtype)) ||
+           (kir_mma_byte_kind(dt) >= KIR_MMA_S8 && B->type.dtype == dt);  /* s8 x u8 needs PTX 8.4 */
   if (f8 && !c->t->wgmma) return 0;
   if (!f8 && ((dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16 && !tf32) || B->type.dtype != dt)) return 0;
   const int epc = tf32 ? 4 : f8 ? 16 : 8, bk = 4 * epc;  /* 16-byte chunks: 4 per tile row of K */

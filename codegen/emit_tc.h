@@ -55,7 +55,8 @@ void gc_tc_round_tf32(gc_lowerer *c, kir_kernel *k, kir_block *b, int var);
 typedef struct gc_tc_plan {
   gc_dtype dt;               /* the operands' dtype (A's, when both are fp8) */
   int tf32;                  /* f32 operands read as tf32 (kir_target.tf32) */
-  int f8;                    /* fp8 operands (f8e4m3 / f8e5m2, an f32 result): warpgroup MMAs only */
+  int f8;                    /* 8-bit operands (f8e4m3 / f8e5m2 into f32, i8 / u8 into i32): warpgroup
+                                MMAs only */
   int epc, bk;               /* elements per 16-byte chunk, and the K tile (4 chunks) */
   tc_opnd oa, ob;            /* the operands as strided windows, unless staged */
   int a_gen, b_gen;          /* staged element by element through the generator */

@@ -340,8 +340,8 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   if (!((BM == 128 && (BN == 64 || BN == 128 || BN == 256)) || (BM == 64 && (BN == 64 || BN == 128))))
     wg_tile(c, s, &BM, &BN);
   const int NT = 2 * BM;  /* a warpgroup (128 threads) per 64 rows */
-  /* a tile row is 128 bytes of K: 64 16-bit elements or 128 fp8 ones; fp8 only K-major */
-  const int f8 = gc_dtype_is_f8(dt), BK = f8 ? 2 * WG_BK : WG_BK, ROW = BK, EPC = f8 ? 2 * WG_EPC : WG_EPC;
+  /* a tile row is 128 bytes of K: 64 16-bit elements or 128 8-bit ones (fp8, i8 / u8: K-major only) */
+  const int f8 = graphc_dtype_size(dt) == 1, BK = f8 ? 2 * WG_BK : WG_BK, ROW = BK, EPC = f8 ? 2 * WG_EPC : WG_EPC;
   GC_ASSERT(!f8 || (!b_nmajor && !a_nhwc));
   const int64_t a_stage = (int64_t)BM * BK, b_stage = (int64_t)BK * BN;
   int64_t TM = (s->M + BM - 1) / BM, TN = (s->N + BN - 1) / BN;
@@ -349,8 +349,8 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
   k->shared_dynamic = 1;
   snprintf(k->tune_key, sizeof k->tune_key, "%s", key);
   gc_gen_init(G, c, k);
-  kir_mma_kind kind = f8 ? (kir_mma_kind)kir_mma_f8_kind(dt) : dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
-  kir_mma_kind kind_b = f8 ? (kir_mma_kind)kir_mma_f8_kind(dtb) : kind;
+  kir_mma_kind kind = f8 ? (kir_mma_kind)kir_mma_byte_kind(dt) : dt == GRAPHC_DTYPE_F16 ? KIR_MMA_F16 : KIR_MMA_BF16;
+  kir_mma_kind kind_b = f8 ? (kir_mma_kind)kir_mma_byte_kind(dtb) : kind;
   const int64_t es = (int64_t)graphc_dtype_size(dt);
   int abuf = c->val_buf[a_nhwc ? a_nhwc->operands[0]->id : oa.v.base->id], bbuf = c->val_buf[ob.v.base->id];
   oa.param = gc_gen_rparam(G, abuf, dt);
@@ -388,8 +388,9 @@ kir_kernel *gc_mm_wgmma(gc_lowerer *c, const gc_fusion_group *grp, const gc_mm_s
       wg_plan_kmajor(c, k, b, tid, &ob, bbase, n0, s->N, BN, &cb);
   }
 
-  int nd = BN / 2, acc[128];  /* BN 64, 128 or 256 */
-  for (int i = 0; i < nd; i++) acc[i] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, GRAPHC_DTYPE_F32, 0.0));
+  int nd = BN / 2, acc[128];  /* BN 64, 128 or 256; i32 for 8-bit integers */
+  gc_dtype accdt = KIR_MMA_IS_INT(kind) ? GRAPHC_DTYPE_I32 : GRAPHC_DTYPE_F32;
+  for (int i = 0; i < nd; i++) acc[i] = gc_ec_let(c, k, b, "acc", gc_ec_num(c, accdt, 0.0));
 
   /* prologue: K tiles 0 .. STAGES-3 into stages 0 .. STAGES-3 (a commit group each) */
   int64_t ktiles = (s->K + BK - 1) / BK;

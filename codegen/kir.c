@@ -621,7 +621,7 @@ const char *kir_mma_ptx(kir_mma_kind kind) {
     case KIR_MMA_F16: return "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
     case KIR_MMA_BF16: return "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
     case KIR_MMA_TF32: return "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
-    case KIR_MMA_E4M3: case KIR_MMA_E5M2: break;  /* warpgroup MMAs only */
+    case KIR_MMA_E4M3: case KIR_MMA_E5M2: case KIR_MMA_S8: case KIR_MMA_U8: break;  /* warpgroup MMAs only */
   }
   GC_ASSERT(!"bad mma kind");
   return NULL;
@@ -636,17 +636,25 @@ gc_dtype kir_mma_dtype(kir_mma_kind kind) {
     case KIR_MMA_TF32: return GRAPHC_DTYPE_F32;
     case KIR_MMA_E4M3: return GRAPHC_DTYPE_F8E4M3;
     case KIR_MMA_E5M2: return GRAPHC_DTYPE_F8E5M2;
+    case KIR_MMA_S8: return GRAPHC_DTYPE_I8;
+    case KIR_MMA_U8: return GRAPHC_DTYPE_U8;
   }
   return GRAPHC_DTYPE_F32;
 }
 
 const char *kir_mma_type(kir_mma_kind kind) {
-  static const char *const names[] = {"f16", "bf16", "tf32", "e4m3", "e5m2"};
+  static const char *const names[] = {"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"};
   return names[kind];
 }
 
-int kir_mma_f8_kind(gc_dtype t) {
-  return t == GRAPHC_DTYPE_F8E4M3 ? KIR_MMA_E4M3 : t == GRAPHC_DTYPE_F8E5M2 ? KIR_MMA_E5M2 : -1;
+int kir_mma_byte_kind(gc_dtype t) {
+  switch (t) {
+    case GRAPHC_DTYPE_F8E4M3: return KIR_MMA_E4M3;
+    case GRAPHC_DTYPE_F8E5M2: return KIR_MMA_E5M2;
+    case GRAPHC_DTYPE_I8: return KIR_MMA_S8;
+    case GRAPHC_DTYPE_U8: return KIR_MMA_U8;
+    default: return -1;
+  }
 }
 
 /* ---- Hopper warpgroup MMA ---------------------------------------------------------------- */
@@ -678,7 +686,8 @@ static kir_stmt *wgmma_stmt(kir_module *m, kir_block *b, kir_mma_kind kind, int 
 
 void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, kir_mma_kind kind_b, int n, const int *d,
                     const kir_wg_opnd *a, const kir_wg_opnd *bop) {
-  GC_ASSERT(kind != KIR_MMA_TF32 && (kind_b == kind || (kind >= KIR_MMA_E4M3 && kind_b >= KIR_MMA_E4M3)));
+  GC_ASSERT(kind != KIR_MMA_TF32 && (kind_b == kind || (kind >= KIR_MMA_E4M3 && kind_b >= KIR_MMA_E4M3 &&
+                                                          !KIR_MMA_IS_INT(kind) && !KIR_MMA_IS_INT(kind_b))));
   if (!a->index || !bop->index) return;
   kir_stmt *s = wgmma_stmt(m, b, kind, n, d, bop);
   if (!s) return;
@@ -1047,7 +1056,9 @@ static void verify_block(verify_ctx *c, const kir_block *b) {
         /* tf32: A from registers, B K-major; f16 / bf16: both from shared memory */
         GC_ASSERT((s->u.wg.kind == KIR_MMA_TF32) == (s->u.wg.a_in_regs != 0));
         GC_ASSERT((s->u.wg.kind != KIR_MMA_TF32 && s->u.wg.kind < KIR_MMA_E4M3) || !s->u.wg.b.mn_major);
-        GC_ASSERT(s->u.wg.kind == s->u.wg.kind_b || (s->u.wg.kind >= KIR_MMA_E4M3 && s->u.wg.kind_b >= KIR_MMA_E4M3));
+        GC_ASSERT(s->u.wg.kind == s->u.wg.kind_b ||
+                  (s->u.wg.kind >= KIR_MMA_E4M3 && s->u.wg.kind_b >= KIR_MMA_E4M3 &&
+                   !KIR_MMA_IS_INT(s->u.wg.kind) && !KIR_MMA_IS_INT(s->u.wg.kind_b)));
         for (int i = 0; i < 4 && s->u.wg.a_in_regs; i++) {
           int a = s->u.wg.a_regs[i];
           GC_ASSERT(a >= 0 && a < k->n_vars && c->assigned[a] &&
@@ -1062,7 +1073,8 @@ static void verify_block(verify_ctx *c, const kir_block *b) {
         GC_ASSERT(!s->u.wg.a.mn_major);  /* A is K-major */
         for (int i = 0; i < s->u.wg.n / 2; i++) {
           int d = s->u.wg.d[i];
-          GC_ASSERT(d >= 0 && d < k->n_vars && k->vars[d].type == GRAPHC_DTYPE_F32 && c->assigned[d]);
+          GC_ASSERT(d >= 0 && d < k->n_vars && c->assigned[d] &&
+                    k->vars[d].type == (KIR_MMA_IS_INT(s->u.wg.kind) ? GRAPHC_DTYPE_I32 : GRAPHC_DTYPE_F32));
         }
         c->uses_shfl = 1;
         break;

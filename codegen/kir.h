@@ -206,9 +206,14 @@ typedef enum kir_stmt_kind {
  * in elements of the shared array) of row l % 8 of matrix l / 8; lane l receives in
  * vars[q] the elements (l / 4, 2 (l % 4) .. +1) of matrix q, or of its transpose when
  * u.ldm.trans. */
-/* E4M3, E5M2: fp8 operands, warpgroup MMAs only (m64nNk32, both operands K-major in shared
- * memory, A's and B's kinds may differ: u.wg.kind_b). */
-typedef enum kir_mma_kind { KIR_MMA_F16, KIR_MMA_BF16, KIR_MMA_TF32, KIR_MMA_E4M3, KIR_MMA_E5M2 } kir_mma_kind;
+/* E4M3, E5M2: fp8 operands (f32 accumulators); S8, U8: 8-bit integers (i32 accumulators,
+ * wrapping). Warpgroup MMAs only (m64nNk32, both operands K-major in shared memory; A's and
+ * B's kinds may differ within fp8: u.wg.kind_b; an s8 x u8 form would need PTX ISA 8.4). */
+typedef enum kir_mma_kind {
+  KIR_MMA_F16, KIR_MMA_BF16, KIR_MMA_TF32, KIR_MMA_E4M3, KIR_MMA_E5M2, KIR_MMA_S8, KIR_MMA_U8
+} kir_mma_kind;
+/* Is kind one of the 8-bit integer kinds (i32 accumulators)? */
+#define KIR_MMA_IS_INT(kind) ((kind) >= KIR_MMA_S8)
 
 /* A WGMMA operand in shared memory (wgmma.mma_async m64nNk16 for f16 / bf16, m64nNk8 for tf32,
  * m64nNk32 for fp8; f32 accumulators; tf32 and fp8 operands only K-major, tf32's A only from
@@ -427,10 +432,10 @@ void kir_emit_mma(kir_module *m, kir_block *b, kir_mma_kind kind, const int *d, 
 const char *kir_mma_ptx(kir_mma_kind kind);
 int kir_mma_k(kir_mma_kind kind);
 gc_dtype kir_mma_dtype(kir_mma_kind kind);
-/* The PTX type of an operand kind: "f16", "bf16", "tf32", "e4m3", "e5m2". */
+/* The PTX type of an operand kind: "f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8". */
 const char *kir_mma_type(kir_mma_kind kind);
-/* The fp8 kind of dtype t (f8e4m3 / f8e5m2), or -1. */
-int kir_mma_f8_kind(gc_dtype t);
+/* The 8-bit kind of dtype t (f8e4m3, f8e5m2, i8, u8), or -1. */
+int kir_mma_byte_kind(gc_dtype t);
 /* Does the kernel use any tensor-core statement (needs sm_80+)? */
 int kir_uses_tensor_cores(const kir_kernel *k);
 /* Hopper warpgroup MMAs: d[0..n/2) += A * B (n a multiple of 8, 8..256), and the fences

@@ -844,25 +844,29 @@ static void emit_wgmma(em *e, const kir_stmt *s) {
   args[na + 1] = cint(e->t_i32, 1);
   for (int i = 0; i < nd; i++) {
     args[nin + i] = var_val(e, s->u.wg.d[i]);
-    fts[i] = e->t_f32;
+    fts[i] = KIR_MMA_IS_INT(s->u.wg.kind) ? e->t_i32 : e->t_f32;
   }
   for (int i = 0; i < nin + nd; i++) ats[i] = LLVMTypeOf(args[i]);
   /* at most 128 accumulators: "$127, " and ",127" fit in 6 and 4 characters each */
   char text[2048], cons[2048];
-  int f8 = s->u.wg.kind >= KIR_MMA_E4M3;  /* fp8: no transpose operands (K-major only) */
+  int f8 = s->u.wg.kind >= KIR_MMA_E4M3;  /* 8-bit: no transpose operands (K-major only) */
+  int in = KIR_MMA_IS_INT(s->u.wg.kind);  /* i32 accumulators */
   int tl = snprintf(text, sizeof text,
-                    "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {",
-                    nd + na + 1, s->u.wg.n, kir_mma_k(s->u.wg.kind), kir_mma_type(s->u.wg.kind),
+                    "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {",
+                    nd + na + 1, s->u.wg.n, kir_mma_k(s->u.wg.kind), in ? "s32" : "f32", kir_mma_type(s->u.wg.kind),
                     kir_mma_type(s->u.wg.kind_b));
   int cl = 0;
   for (int i = 0; i < nd; i++) {
     tl += snprintf(text + tl, sizeof text - (size_t)tl, "%s$%d", i ? ", " : "", i);
-    cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "=f,");
+    cl += snprintf(cons + cl, sizeof cons - (size_t)cl, KIR_MMA_IS_INT(s->u.wg.kind) ? "=r," : "=f,");
   }
   if (ra) {
     tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1;\n}", nd, nd + 1,
                    nd + 2, nd + 3, nd + 4);
     cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "r,r,r,r,l,r");
+  } else if (in) {  /* integers: no scale operands either */
+    tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, $%d, $%d, p;\n}", nd, nd + 1);
+    cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "l,l,r");
   } else if (f8) {
     tl += snprintf(text + tl, sizeof text - (size_t)tl, "}, $%d, $%d, p, 1, 1;\n}", nd, nd + 1);
     cl += snprintf(cons + cl, sizeof cons - (size_t)cl, "l,l,r");

@@ -285,12 +285,28 @@ static gc_value *centered(ox *x, gc_value *v, gc_value *zp, int axis, gc_dtype t
   return zb ? ox_bin(x, GC_OP_SUB, c, ox_cast(x, zb, t)) : NULL;
 }
 
+/* Is optional input i absent, or a constant of zeros? */
+static int no_zero_point(ox *x, int i) {
+  if (!ox_has_in(x, i)) return 1;
+  ox_const *k = ox_in_const(x, i);
+  for (int64_t e = 0; k && e < k->numel; e++)
+    if (ox_const_get(k, e) != 0) return 0;
+  return k != NULL;
+}
+
 /* MatMulInteger(A, B, a_zero_point?, b_zero_point?) -> i32: per-row A and per-column B
- * zero points; an exact i32 matmul. */
+ * zero points; an exact i32 matmul. Without zero points (or with constant zeros) the 8-bit
+ * operands go to graphc's matmul as they are (two 8-bit integers give i32, ir/infer.c: the
+ * integer tensor cores), the same wrapping sum. */
 int ox_matmul_integer(ox *x, int arg) {
   int bad = 0;
   gc_value *a = ox_in(x, 0), *b = ox_in(x, 1), *za = opt_in(x, 2, &bad), *zb = opt_in(x, 3, &bad);
   if (!a || !b || bad) return -1;
+  int a8 = a->type.dtype == GRAPHC_DTYPE_I8 || a->type.dtype == GRAPHC_DTYPE_U8;
+  int b8 = b->type.dtype == GRAPHC_DTYPE_I8 || b->type.dtype == GRAPHC_DTYPE_U8;
+  if (a8 && b8 && (!za || za->type.dtype == a->type.dtype) && (!zb || zb->type.dtype == b->type.dtype) &&
+      no_zero_point(x, 2) && no_zero_point(x, 3))
+    return out1(x, ox_matmul_values(x, a, b));
   gc_value *ac = centered(x, a, za, a->type.rank >= 2 ? a->type.rank - 2 : 0, GRAPHC_DTYPE_I32, "A");
   gc_value *bc = centered(x, b, zb, b->type.rank - 1, GRAPHC_DTYPE_I32, "B");
   if (!ac || !bc) return -1;

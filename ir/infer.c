@@ -724,9 +724,11 @@ static int gc_infer_rmsnorm(const gc_graph *g, const gc_op *op, gc_type *out, gc
 /* ---- rules: contractions ---------------------------------------------------------------- */
 
 /* matmul: [..., M, K] x [..., K, N] -> [..., M, N] with batch broadcasting; same dtype in and
- * out, except that two fp8 operands (f8e4m3 / f8e5m2, either with either) give f32: the
+ * out, except that two fp8 operands (f8e4m3 / f8e5m2, either with either) give f32 (the
  * products are exact in f32 and summed there, as fp8 tensor cores do; scales go in the
- * epilogue (passes/qdq_fold.c writes this form). */
+ * epilogue: passes/qdq_fold.c writes this form), and two 8-bit integer operands (i8 / u8,
+ * either with either) give i32, summed with wrapping like the integer tensor cores and ONNX
+ * MatMulInteger. */
 static int gc_infer_matmul(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
   const gc_type *a = in(c, 0), *b = in(c, 1);
@@ -735,14 +737,16 @@ static int gc_infer_matmul(const gc_graph *g, const gc_op *op, gc_type *out, gc_
   if (a->rank < 2) return fail(c, op->loc, "a must have rank >= 2, got %s", ty(c, a));
   if (b->rank < 2) return fail(c, op->loc, "b must have rank >= 2, got %s", ty(c, b));
   int f8 = gc_dtype_is_f8(a->dtype) && gc_dtype_is_f8(b->dtype);
-  if (!f8 && (!same_dt(c, 0, 1) || !want_dt(c, 0, DT_NUM))) return 0;
+  int i8 = (a->dtype == GRAPHC_DTYPE_I8 || a->dtype == GRAPHC_DTYPE_U8) &&
+           (b->dtype == GRAPHC_DTYPE_I8 || b->dtype == GRAPHC_DTYPE_U8);
+  if (!f8 && !i8 && (!same_dt(c, 0, 1) || !want_dt(c, 0, DT_NUM))) return 0;
   int ra = a->rank, rb = b->rank;
   int64_t m = a->dims[ra - (ta ? 1 : 2)], ka = a->dims[ra - (ta ? 2 : 1)];
   int64_t kb = b->dims[rb - (tb ? 1 : 2)], n = b->dims[rb - (tb ? 2 : 1)];
   if (ka != kb)
     return fail(c, op->loc, "contracting dims differ: a is %s (K=%s), b is %s (K=%s)", ty(c, a),
                 dim_str(c, ka), ty(c, b), dim_str(c, kb));
-  gc_type t = {.dtype = f8 ? GRAPHC_DTYPE_F32 : a->dtype};
+  gc_type t = {.dtype = f8 ? GRAPHC_DTYPE_F32 : i8 ? GRAPHC_DTYPE_I32 : a->dtype};
   if (!bcast_dims(a->dims, ra - 2, b->dims, rb - 2, t.dims, &t.rank))
     return fail(c, op->loc, "batch dims do not broadcast: a is %s, b is %s", ty(c, a), ty(c, b));
   t.dims[t.rank++] = m;

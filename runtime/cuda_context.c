@@ -260,7 +260,7 @@ static CUresult encode_tmap(gc_cu_ctx *c, int i, CUdeviceptr addr) {
     box[k] = (cuuint32_t)t->box[k];
     ones[k] = 1;
   }
-  /* fp8 tiles are bytes to the copy engine */
+  /* fp8, i8 and u8 tiles are bytes to the copy engine */
   CUtensorMapDataType dt = t->dtype == GRAPHC_DTYPE_F16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                            : t->dtype == GRAPHC_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                            : t->dtype == GRAPHC_DTYPE_F32  ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32

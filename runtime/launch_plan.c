@@ -84,8 +84,8 @@ static int check_tmap(const gc_launch_plan *p, int i, graphc_status_t st, const 
   if (t->buffer < 0 || t->buffer >= p->n_buffers)
     return bad_plan(d, st, what, "tensor map %d refers to a missing buffer (%d)", i, t->buffer);
   if (t->dtype != GRAPHC_DTYPE_F16 && t->dtype != GRAPHC_DTYPE_BF16 && t->dtype != GRAPHC_DTYPE_F32 &&
-      !gc_dtype_is_f8(t->dtype))
-    return bad_plan(d, st, what, "tensor map %d has dtype %d (f16, bf16, f32 or fp8 expected)", i,
+      graphc_dtype_size(t->dtype) != 1)
+    return bad_plan(d, st, what, "tensor map %d has dtype %d (f16, bf16, f32 or an 8-bit one expected)", i,
                     (int)t->dtype);
   if (t->rank < 2 || t->rank > GC_LP_TMAP_MAX_RANK)
     return bad_plan(d, st, what, "tensor map %d has rank %d (2 to %d)", i, t->rank,

@@ -684,11 +684,18 @@ static void ev_wgmma(ev_kernel_ctx *c, int wgi, const kir_stmt *s) {
         else A[mn][kk] = x;
       }
   }
+  int in = KIR_MMA_IS_INT(s->u.wg.kind);  /* i32 accumulators, wrapping */
   for (int l = 0; l < 128; l++) {
     ev_val *v = c->vars + (size_t)(t0 + l) * nv;
     int w = l / 32, g = (l % 32) / 4, tq = l % 4;
     for (int i = 0; i < N / 2; i++) {
       int row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * tq + i % 2;
+      if (in) {
+        uint32_t acc = (uint32_t)v[s->u.wg.d[i]].i;
+        for (int kk = 0; kk < K; kk++) acc += (uint32_t)(int64_t)(A[row][kk] * B[kk][col]);
+        v[s->u.wg.d[i]].i = (int32_t)acc;
+        continue;
+      }
       double acc = v[s->u.wg.d[i]].f;
       for (int kk = 0; kk < K; kk++) acc += A[row][kk] * B[kk][col];
       v[s->u.wg.d[i]].f = (double)(float)acc;

@@ -781,6 +781,7 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       gc_type t = *at;
       t.dims[t.rank - 2] = m;
       t.dims[t.rank - 1] = n;
+      if (at->dtype == GRAPHC_DTYPE_I8 || at->dtype == GRAPHC_DTYPE_U8) t.dtype = GRAPHC_DTYPE_I32;  /* ir/infer.c */
       op_result(g, op, &t, !gc_dtype_is_float(at->dtype), g->vals[a].mag * g->vals[b].mag * (double)k);
       return 0;
     }

@@ -388,13 +388,15 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       return 1;
     }
     case GC_OP_MATMUL: {
-      if (variant > 1) return 0;
-      if (variant == 1) {
-        /* fp8 operands, an f32 result (wgmma.m64nNk32 on sm_90 with B stored N x K, K a multiple of
-         * 16; CUDA cores otherwise), B in the primary dtype and in the other fp8 one */
-        *mask = M8;
-        snprintf(label, label_len, "matmul fp8");
-        gc_dtype o = t == GRAPHC_DTYPE_F8E4M3 ? GRAPHC_DTYPE_F8E5M2 : GRAPHC_DTYPE_F8E4M3;
+      if (variant > 2) return 0;
+      if (variant >= 1) {
+        /* 8-bit operands: fp8 into f32 (variant 1), i8 / u8 into i32 (variant 2): wgmma.m64nNk32
+         * on sm_90 with B stored N x K and K a multiple of 16; CUDA cores otherwise (and for
+         * i8 x u8). B in the primary dtype and in the other one of its family */
+        *mask = variant == 1 ? M8 : M(GRAPHC_DTYPE_I8) | M(GRAPHC_DTYPE_U8);
+        snprintf(label, label_len, variant == 1 ? "matmul fp8" : "matmul int8");
+        gc_dtype o = variant == 2 ? (t == GRAPHC_DTYPE_I8 ? GRAPHC_DTYPE_U8 : GRAPHC_DTYPE_I8)
+                     : t == GRAPHC_DTYPE_F8E4M3 ? GRAPHC_DTYPE_F8E5M2 : GRAPHC_DTYPE_F8E4M3;
         static const char *const f8[][3] = {
             {"128, 96", "200, 96", ", transpose_b=true"}, {"2, 70, 160", "2, 136, 160", ", transpose_b=true"},
             {"257, 512", "520, 512", ", transpose_b=true"}, {"64, 64", "64, 72", ""},
@@ -406,7 +408,7 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
         }
         return 1;
       }
-      *mask = MN | M8;  /* two fp8 operands give f32 */
+      *mask = MN | M8;  /* two fp8 operands give f32, two 8-bit integers i32 */
       static const char *const sh[][3] = {
           {"1, 1", "1, 1", ""},
           {"3, 17", "17, 5", ""},

@@ -951,35 +951,43 @@ START_TEST(test_matmul_gemv) {
 }
 END_TEST
 
-/* fp8 matmuls (two f8e4m3 / f8e5m2 operands, an f32 result, ir/infer.c): on sm_90 the warpgroup
- * kernel with both operands K-major (B stored N x K), 128 fp8 values of K per 128-byte tile row,
- * wgmma.m64nNk32 (A's and B's kinds may differ), TMA or cp.async stages; the scales a
- * dequantization leaves (passes/qdq_fold.c) and a cast in the epilogue. B stored K x N, K not a
- * multiple of 16 or fewer than 64 rows take the CUDA-core kernels, converting on load; the host
- * converts too. _i: e4m3 x e4m3 with TMA, e5m2 x e5m2, e4m3 x e5m2 with cp.async. Operands in
- * [-3, 3] rounded to fp8 ('k'). */
-START_TEST(test_matmul_fp8) {
-  static const char *const at[] = {"f8e4m3", "f8e5m2", "f8e4m3"}, *const bt[] = {"f8e4m3", "f8e5m2", "f8e5m2"};
-  g_no_tma = _i == 2;
-  static const struct { const char *fmt; int wgmma; } cases[] = {
-      {"(%%a: %s[128, 96], %%b: %s[200, 96]) -> (f32[128, 200]) {\n"
-       "  %%y = matmul(%%a, %%b, transpose_b=true);\n  return %%y;\n}\n", 1},
-      {"(%%a: %s[130, 256], %%b: %s[72, 256], %%s: f32[130, 1], %%t: f32[72]) -> (f16[130, 72]) {\n"
-       "  %%y = matmul(%%a, %%b, transpose_b=true);\n  %%z = mul(%%y, %%s);\n  %%w = mul(%%z, %%t);\n"
-       "  %%h = cast(%%w, to=f16);\n  return %%h;\n}\n", 1},
-      {"(%%a: %s[2, 70, 160], %%b: %s[2, 136, 160]) -> (f32[2, 70, 136]) {\n"
-       "  %%y = matmul(%%a, %%b, transpose_b=true);\n  return %%y;\n}\n", 1},
-      {"(%%a: %s[64, 64], %%b: %s[64, 72]) -> (f32[64, 72]) {\n"
-       "  %%y = matmul(%%a, %%b);\n  return %%y;\n}\n", 0},
-      {"(%%a: %s[64, 40], %%b: %s[64, 40]) -> (f32[64, 64]) {\n"
-       "  %%y = matmul(%%a, %%b, transpose_b=true);\n  return %%y;\n}\n", 0},
-      {"(%%a: %s[4, 128], %%b: %s[96, 128]) -> (f32[4, 96]) {\n"
-       "  %%y = matmul(%%a, %%b, transpose_b=true);\n  return %%y;\n}\n", 0},
+/* 8-bit matmuls (two f8e4m3 / f8e5m2 operands into f32, two i8 / u8 ones into i32, ir/infer.c):
+ * on sm_90 the warpgroup kernel with both operands K-major (B stored N x K), 128 values of K per
+ * 128-byte tile row, wgmma.m64nNk32 (A's and B's kinds may differ; i32 accumulators for the
+ * integers), TMA or cp.async stages; the scales a dequantization leaves (passes/qdq_fold.c) and a
+ * cast in the epilogue. B stored K x N, K not a multiple of 16 or fewer than 64 rows take the
+ * CUDA-core kernels, converting on load; the host converts too. _i: e4m3 x e4m3 with TMA, e5m2 x
+ * e5m2, e4m3 x e5m2 with cp.async, i8 x i8, u8 x u8 with cp.async (u8 x i8 would need PTX ISA
+ * 8.4: CUDA cores, checked in test_backend_ops). Operands in [-3, 3] ('k'; u8 [0, 3]). */
+START_TEST(test_matmul_8bit) {
+  static const char *const at[] = {"f8e4m3", "f8e5m2", "f8e4m3", "i8", "u8"};
+  static const char *const bt[] = {"f8e4m3", "f8e5m2", "f8e5m2", "i8", "u8"};
+  const char *rt = _i >= 3 ? "i32" : "f32";
+  g_no_tma = _i == 2 || _i == 4;
+  static const struct { const char *body; int wgmma; } cases[] = {
+      {"(%a: A[128, 96], %b: B[200, 96]) -> (R[128, 200]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+      {"(%a: A[130, 256], %b: B[72, 256], %s: f32[130, 1], %t: f32[72]) -> (f16[130, 72]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  %f = cast(%y, to=f32);\n  %z = mul(%f, %s);\n"
+       "  %w = mul(%z, %t);\n  %h = cast(%w, to=f16);\n  return %h;\n}\n", 1},
+      {"(%a: A[2, 70, 160], %b: B[2, 136, 160]) -> (R[2, 70, 136]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 1},
+      {"(%a: A[64, 64], %b: B[64, 72]) -> (R[64, 72]) {\n"
+       "  %y = matmul(%a, %b);\n  return %y;\n}\n", 0},
+      {"(%a: A[64, 40], %b: B[64, 40]) -> (R[64, 64]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 0},
+      {"(%a: A[4, 128], %b: B[96, 128]) -> (R[4, 96]) {\n"
+       "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", 0},
   };
   for (int ci = 0; ci < COUNT(cases); ci++) {
-    char body[1024], *text;
-    snprintf(body, sizeof body, cases[ci].fmt, at[_i], bt[_i]);
-    text = graph_of_type(body, "f32");
+    gc_sbuf sb = {0};
+    gc_sbuf_puts(&sb, "version 1;\ngraph @g");
+    for (const char *q = cases[ci].body; *q; q++)
+      if ((*q == 'A' || *q == 'B' || *q == 'R') && q[1] == '[')
+        gc_sbuf_puts(&sb, *q == 'A' ? at[_i] : *q == 'B' ? bt[_i] : rt);
+      else
+        gc_sbuf_putc(&sb, *q);
+    char *text = gc_sbuf_take(&sb);
     gc_module *m = parse_ok(text);
     gc_plan *p = lower_ok(m->graphs[0], NULL, KIR_TARGET_CUDA);
     const kir_kernel *k0 = p->kir->kernels[0];
@@ -1023,7 +1031,7 @@ static Suite *lower_matmul_suite(void) {
   if (only("tf32")) tcase_add_loop_test(tc, test_matmul_tf32, 0, 3);
   if (only("tf32_rounding")) tcase_add_loop_test(tc, test_matmul_tf32_rounding, 0, 2);
   if (only("gemv")) tcase_add_loop_test(tc, test_matmul_gemv, 0, 3);
-  if (only("fp8")) tcase_add_loop_test(tc, test_matmul_fp8, 0, 3);
+  if (only("8bit")) tcase_add_loop_test(tc, test_matmul_8bit, 0, 5);
   if (only("packed")) tcase_add_loop_test(tc, test_matmul_packed, 0, 2);
   suite_add_tcase(s, tc);
   return s;
