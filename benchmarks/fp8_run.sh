@@ -6,23 +6,27 @@
 # (median of CUDA-graph replays). torch: _scaled_mm captured in a CUDA graph, the median of 200
 # replays timed one by one with CUDA events (the same method), after checking its output
 # against graphc's. Also the bf16 GEMM of the same shape both ways (torch.matmul = cuBLASLt),
-# for the fp8 / bf16 ratio. Carry .dev/build-gpu (tools/pack_gpu.sh). Env: SHAPES ("M:N:K ...").
+# for the fp8 / bf16 ratio, and the int8 GEMM (i8 x i8 -> i32, graphc's matmul of two 8-bit
+# integers against torch._int_mm = cuBLASLt int8, outputs equal exactly).
+# Carry .dev/build-gpu (tools/pack_gpu.sh). Env: SHAPES ("M:N:K ...").
 set -u
 . "$(dirname "$0")/device_env.sh"
 SHAPES=${SHAPES:-"4096:4096:4096 8192:8192:8192 4096:14336:4096 2048:4096:14336"}
 W=$(mktemp -d)
-printf '| M | N | K | graphc fp8 ms | TFLOP/s | cuBLASLt fp8 ms | TFLOP/s | graphc / cuBLASLt | graphc bf16 ms | cuBLASLt bf16 ms | graphc fp8 / bf16 speedup |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+printf '| M | N | K | graphc fp8 ms | TFLOP/s | cuBLASLt fp8 ms | TFLOP/s | graphc / cuBLASLt | graphc bf16 ms | cuBLASLt bf16 ms | graphc fp8 / bf16 speedup | graphc int8 ms | cuBLASLt int8 ms | graphc / cuBLASLt int8 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n'
 for mnk in $SHAPES; do
   IFS=: read -r M N K <<< "$mnk"
-  g=$W/f8_${M}_${N}_${K}.graph; h=$W/bf_${M}_${N}_${K}.graph
+  g=$W/f8_${M}_${N}_${K}.graph; h=$W/bf_${M}_${N}_${K}.graph; q=$W/i8_${M}_${N}_${K}.graph
   printf 'version 1;\ngraph @g(%%a: f8e4m3[%d, %d], %%b: f8e4m3[%d, %d], %%sa: f32[], %%sb: f32[]) -> (bf16[%d, %d]) {\n  %%y = matmul(%%a, %%b, transpose_b=true);\n  %%z = mul(%%y, %%sa);\n  %%w = mul(%%z, %%sb);\n  %%o = cast(%%w, to=bf16);\n  return %%o;\n}\n' \
     "$M" "$K" "$N" "$K" "$M" "$N" > "$g"
   printf 'version 1;\ngraph @g(%%a: bf16[%d, %d], %%b: bf16[%d, %d]) -> (bf16[%d, %d]) {\n  %%y = matmul(%%a, %%b, transpose_b=true);\n  return %%y;\n}\n' \
     "$M" "$K" "$N" "$K" "$M" "$N" > "$h"
-  python3 - "$g" "$h" "$M" "$N" "$K" "$B/graphc" <<'EOF'
+  printf 'version 1;\ngraph @g(%%a: i8[%d, %d], %%b: i8[%d, %d]) -> (i32[%d, %d]) {\n  %%y = matmul(%%a, %%b, transpose_b=true);\n  return %%y;\n}\n' \
+    "$M" "$K" "$N" "$K" "$M" "$N" > "$q"
+  python3 - "$g" "$h" "$M" "$N" "$K" "$B/graphc" "$q" <<'EOF'
 import json, subprocess, sys, torch
 from safetensors.torch import save_file, load_file
-g, h, M, N, K, graphc = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]), sys.argv[6]
+g, h, M, N, K, graphc, q = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]), sys.argv[6], sys.argv[7]
 torch.manual_seed(0)
 a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
 b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
@@ -65,8 +69,18 @@ a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
 out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
 tm = graph_time(scaled)
 tb = graph_time(lambda: torch.matmul(a16, b16.t(), out=out))
+ai = torch.randint(-8, 8, (M, K), device="cuda", dtype=torch.int8)
+bi = torch.randint(-8, 8, (N, K), device="cuda", dtype=torch.int8)
+save_file({"a": ai.cpu(), "b": bi.cpu()}, q + ".in.safetensors")
+subprocess.run([graphc, "run", q, "--backend", "cuda", "--inputs", q + ".in.safetensors", "--output",
+                q + ".out.safetensors"], check=True, stdout=subprocess.DEVNULL)
+yi = next(iter(load_file(q + ".out.safetensors").values())).cuda()
+refi = torch._int_mm(ai, bi.t())
+assert torch.equal(yi, refi), "graphc int8 != torch._int_mm"
+gi = bench(q)
+ti = graph_time(lambda: torch._int_mm(ai, bi.t()))
 fl = 2.0 * M * N * K
-print(f"| {M} | {N} | {K} | {gm:.4f} | {fl / gm / 1e9:.0f} | {tm:.4f} | {fl / tm / 1e9:.0f} | {tm / gm:.2f} | {gb:.4f} | {tb:.4f} | {gb / gm:.2f} |  (graphc err {err:.1e})")
+print(f"| {M} | {N} | {K} | {gm:.4f} | {fl / gm / 1e9:.0f} | {tm:.4f} | {fl / tm / 1e9:.0f} | {tm / gm:.2f} | {gb:.4f} | {tb:.4f} | {gb / gm:.2f} | {gi:.4f} | {ti:.4f} | {ti / gi:.2f} |  (graphc fp8 err {err:.1e})")
 EOF
 done
 rm -rf "$W"
