@@ -7,7 +7,9 @@
 #   tools/dev.sh test      install what is missing, build, run the whole test suite
 #   tools/dev.sh asan      the test suite again, built with ASan + UBSan
 #   tools/dev.sh onnx      the ONNX node-test conformance run on the cpu backend
-#                          (installs the onnx Python package; see docs/onnx.md)
+#                          (installs the onnx Python package; see docs/onnx.md), then
+#                          models from onnxruntime's quantizer against onnxruntime
+#                          (tests/onnx_quant_check.py; installs onnxruntime)
 #   tools/dev.sh build     install what is missing and build (build/)
 #   tools/dev.sh fuzz      build the libFuzzer targets (clang, build-fuzz/fuzz/) and run
 #                          each for $GRAPHC_FUZZ_SECONDS (default 60) over its corpus
@@ -90,7 +92,16 @@ case "${1:-}" in
     failed=$(sed -n 's/.*failed: \([0-9]*\).*/\1/p' "$log")
     rm -f "$log"
     echo "onnx conformance: ${passed:-?} passed, ${failed:-?} failed"
-    [ -n "$passed" ] && [ "$passed" -ge 1255 ] && [ "${failed:-99}" -le 11 ]
+    if ! { [ -n "$passed" ] && [ "$passed" -ge 1255 ] && [ "${failed:-99}" -le 11 ]; }; then
+      echo "error: the conformance run fell below 1255 passed / 11 known failures" >&2
+      exit 1
+    fi
+    # Models written by onnxruntime's own quantizer against onnxruntime (needs its wheel).
+    python3 -c "import onnxruntime" 2>/dev/null || python3 -m pip install -q onnxruntime ||
+      echo "warning: could not install onnxruntime; the quantizer check is skipped" >&2
+    rc=0
+    python3 tests/onnx_quant_check.py --graphc build/graphc 2>&1 | grep -v -i warning || rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ]
     ;;
   build)
     install_deps
