@@ -638,9 +638,10 @@ static int permuted_weight(const gc_op *P) {
   if (!a || gc_attr_ints(a, p, GC_MAX_RANK) != r) return 0;
   int swap = r >= 2 && p[r - 2] == r - 1 && p[r - 1] == r - 2;
   for (int i = 0; i < r - 2; i++) swap &= p[i] == i;
-  /* an fp8 B read K-major through a swap of its stored K x N (qdq-fold): the fp8 tensor cores
-   * take K-major operands only, so the swap is materialized too */
-  if (swap && !gc_dtype_is_f8(P->results[0]->type.dtype)) return 0;
+  /* an 8-bit B (fp8, i8, u8) read K-major through a swap of its stored K x N (qdq-fold): the
+   * 8-bit tensor cores take K-major operands only, so the swap is materialized too */
+  gc_dtype pt = P->results[0]->type.dtype;
+  if (swap && (graphc_dtype_size(pt) != 1 || pt == GRAPHC_DTYPE_BOOL)) return 0;
   const gc_op *d = P->operands[0]->def;  /* a cast: the precision pass's weights in f16 / bf16 */
   while (d && (d->opcode == GC_OP_RESHAPE || d->opcode == GC_OP_CAST)) d = d->operands[0]->def;
   return d && d->opcode == GC_OP_PARAM;

@@ -25,7 +25,7 @@
 #include "passes/fold.h"
 
 #define FOLD_LIMIT (INT64_C(1) << 24) /* largest constant result folded at import */
-#define FOLD_F8_WEIGHT 4096            /* fp8 constants above this stay fp8 (see foldable) */
+#define FOLD_8BIT_WEIGHT 4096          /* 8-bit constants above this stay 8-bit (see foldable) */
 #define SMALL_CONST 16                /* constants up to this many elements are written inline */
 
 /* ---- attributes ------------------------------------------------------------------------------- */
@@ -568,10 +568,12 @@ static int foldable(ox *x, const gc_op *op) {
     int64_t n = gc_type_numel(&op->results[i]->type);
     if (n < 0 || n > FOLD_LIMIT) return 0;
   }
-  /* an fp8 weight's dequantization stays: the weight is stored in fp8 (folded, it became f32,
-   * 4x the bytes) and qdq-fold turns the dequantized matmul into an fp8 one */
-  if (op->opcode == GC_OP_CAST && gc_dtype_is_f8(op->operands[0]->type.dtype) &&
-      gc_type_numel(&op->operands[0]->type) > FOLD_F8_WEIGHT)
+  /* an 8-bit weight's dequantization (fp8, i8, u8) stays: the weight is stored in 8 bits
+   * (folded, it became f32, 4x the bytes) and qdq-fold turns the dequantized matmul into an
+   * 8-bit one */
+  gc_dtype st = op->n_operands == 1 ? op->operands[0]->type.dtype : GRAPHC_DTYPE_BOOL;
+  if (op->opcode == GC_OP_CAST && graphc_dtype_size(st) == 1 && st != GRAPHC_DTYPE_BOOL &&
+      gc_type_numel(&op->operands[0]->type) > FOLD_8BIT_WEIGHT)
     return 0;
   return 1;
 }

@@ -297,7 +297,11 @@ static int no_zero_point(ox *x, int i) {
 /* MatMulInteger(A, B, a_zero_point?, b_zero_point?) -> i32: per-row A and per-column B
  * zero points; an exact i32 matmul. Without zero points (or with constant zeros) the 8-bit
  * operands go to graphc's matmul as they are (two 8-bit integers give i32, ir/infer.c: the
- * integer tensor cores), the same wrapping sum. */
+ * integer tensor cores), the same wrapping sum; likewise an A with a per-tensor zero point
+ * (a constant, or DynamicQuantizeLinear's computed one) against a 2-D i8 B without one:
+ *   (a - za) b = a' b + (off - za) colsum(b),   a' = a - off as i8 (off 128 for a u8 A)
+ * equal modulo 2^32 to the reference's int32 sum (one kind for both tensor-core operands;
+ * colsum(b) reads the weights alone: computed once per weights). */
 int ox_matmul_integer(ox *x, int arg) {
   int bad = 0;
   gc_value *a = ox_in(x, 0), *b = ox_in(x, 1), *za = opt_in(x, 2, &bad), *zb = opt_in(x, 3, &bad);
@@ -307,6 +311,17 @@ int ox_matmul_integer(ox *x, int arg) {
   if (a8 && b8 && (!za || za->type.dtype == a->type.dtype) && (!zb || zb->type.dtype == b->type.dtype) &&
       no_zero_point(x, 2) && no_zero_point(x, 3))
     return out1(x, ox_matmul_values(x, a, b));
+  if (a8 && b->type.dtype == GRAPHC_DTYPE_I8 && b->type.rank == 2 && za && za->type.dtype == a->type.dtype &&
+      numel(za) == 1 && no_zero_point(x, 3) && a->type.rank >= 2) {
+    int64_t off = a->type.dtype == GRAPHC_DTYPE_U8 ? 128 : 0, k0 = 0;
+    gc_value *ai = off ? ox_cast(x, ox_binc(x, GC_OP_SUB, ox_cast(x, a, GRAPHC_DTYPE_I32), (double)off), GRAPHC_DTYPE_I8)
+                       : a;
+    gc_value *m = ai ? ox_matmul_values(x, ai, b) : NULL;
+    gc_value *zs = ox_reshape(x, ox_cast(x, za, GRAPHC_DTYPE_I32), 0, NULL);
+    gc_value *cs = ox_reduce(x, GC_OP_REDUCE_SUM, ox_cast(x, b, GRAPHC_DTYPE_I32), &k0, 1, 0);
+    gc_value *corr = zs && cs ? ox_bin(x, GC_OP_MUL, cs, ox_cbin(x, GC_OP_SUB, (double)off, zs)) : NULL;
+    return out1(x, m && corr ? ox_bin(x, GC_OP_ADD, m, corr) : NULL);
+  }
   gc_value *ac = centered(x, a, za, a->type.rank >= 2 ? a->type.rank - 2 : 0, GRAPHC_DTYPE_I32, "A");
   gc_value *bc = centered(x, b, zb, b->type.rank - 1, GRAPHC_DTYPE_I32, "B");
   if (!ac || !bc) return -1;

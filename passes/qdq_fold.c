@@ -1,5 +1,5 @@
-/* qdq_fold.c - the "qdq-fold" pass: a matmul of two dequantized fp8 tensors becomes an fp8
- * matmul with the scales in its epilogue (TensorRT's explicit quantization, for fp8).
+/* qdq_fold.c - the "qdq-fold" pass: a matmul of two dequantized 8-bit tensors (fp8, or i8 / u8)
+ * becomes an 8-bit matmul with the scales in its epilogue (TensorRT's explicit quantization).
  *
  *   y = matmul(DQ(a8, sa), DQ(b8, sb))        DQ(x8, s) = mul(cast(x8, f32), s), maybe cast
  *     ->                                                   to y's dtype after
@@ -22,21 +22,45 @@
  * fp8 tensor cores read K-major operands only; fusion materializes the transpose once per
  * weights (codegen/fusion.c) and simplify leaves it (passes/simplify.c).
  *
+ * 8-bit integers (what onnxruntime's static QDQ quantizer writes): DQ(x8, s, z) =
+ * mul(sub(cast(x8, f32), z), s) with z a splat constant. An i8 / u8 A with any zero point za
+ * against an i8 B without one becomes
+ *   m = matmul(a', b8) + (off - za) colsum(b8)   i32, a' = a8 - off as i8 (off 128 for u8)
+ *   y = cast(m, f32) * sa' * sb'
+ * (the integer tensor cores take one kind for both operands; colsum reads the weights alone,
+ * so the prologue computes it once; i32 sums wrap, and the result is exact while |m| < 2^31,
+ * so K is at most 32768).
+ *
  * Runs once before matmul-canon (which would put a reshape between the DQ and the matmul)
  * and not for the interpreter: the float64 reference keeps the dequantized form, so the
  * backends are checked against the graph as written.
  */
+#include <math.h>
 #include <string.h>
 
 #include "passes/rewrite.h"
 
-/* v = mul(cast(x8, f32), s) or mul(s, cast(x8, f32)), f32: x8 and s, else 0. */
-static int dq_of(const gc_value *v, gc_value **x8, gc_value **s) {
+/* Is t one of the 8-bit integer dtypes? */
+static int int8_dtype(gc_dtype t) { return t == GRAPHC_DTYPE_I8 || t == GRAPHC_DTYPE_U8; }
+
+/* v = mul(c, s) or mul(s, c), f32, with c = cast(x8, f32) of an 8-bit x8 (fp8, i8, u8), or for
+ * integers c = sub(cast(x8, f32), z) with z a splat constant (the zero point): x8, s and the
+ * zero point (0 without one), else 0. */
+static int dq_of(const gc_value *v, gc_value **x8, gc_value **s, double *zp) {
   const gc_op *m = v->def;
   if (!m || m->opcode != GC_OP_MUL || v->type.dtype != GRAPHC_DTYPE_F32) return 0;
   for (int i = 0; i < 2; i++) {
     const gc_op *c = m->operands[i]->def;
-    if (c && c->opcode == GC_OP_CAST && gc_dtype_is_f8(c->operands[0]->type.dtype)) {
+    *zp = 0;
+    gc_scalar z;
+    if (c && c->opcode == GC_OP_SUB && gc_value_const_splat(c->operands[1], &z) && isfinite(z.f) &&
+        z.f == floor(z.f) && c->operands[0]->def) {
+      *zp = z.f;
+      c = c->operands[0]->def;
+      if (c->opcode != GC_OP_CAST || !int8_dtype(c->operands[0]->type.dtype)) continue;
+    }
+    if (c && c->opcode == GC_OP_CAST && graphc_dtype_size(c->operands[0]->type.dtype) == 1 &&
+        c->operands[0]->type.dtype != GRAPHC_DTYPE_BOOL) {
       *x8 = c->operands[0];
       *s = m->operands[1 - i];
       return 1;
@@ -53,13 +77,13 @@ static int weight_of(const gc_value *v) {
 }
 
 /* The operand of a matmul of dtype dt as a DQ: through a cast from f32 to dt when dt is not f32. */
-static int dq_operand(const gc_value *v, gc_dtype dt, gc_value **x8, gc_value **s) {
+static int dq_operand(const gc_value *v, gc_dtype dt, gc_value **x8, gc_value **s, double *zp) {
   if (dt != GRAPHC_DTYPE_F32) {
     const gc_op *c = v->def;
     if (!c || c->opcode != GC_OP_CAST || c->operands[0]->type.dtype != GRAPHC_DTYPE_F32) return 0;
     v = c->operands[0];
   }
-  return dq_of(v, x8, s);
+  return dq_of(v, x8, s, zp);
 }
 
 /* A scale s of an operand of rank r (right-aligned against it) whose only non-unit dim is
@@ -94,6 +118,24 @@ static gc_value *bin(gc_rewriter *rw, gc_op *op, gc_opcode opc, gc_value *a, gc_
   return n ? n->results[0] : NULL;
 }
 
+/* A splat i32 constant before op. */
+static gc_value *i32_const(gc_rewriter *rw, gc_op *op, int64_t v) {
+  gc_type t = {.dtype = GRAPHC_DTYPE_I32};
+  gc_named_attr at[2] = {{"value", {.kind = GC_ATTR_INT, .u.i = v}}, {"dtype", gc_rw_attr_dtype(GRAPHC_DTYPE_I32)}};
+  gc_op *c = gc_rw_new_op(rw, GC_OP_CONST, op, 0, NULL, 2, at, &t, NULL, op->loc);
+  return c ? c->results[0] : NULL;
+}
+
+/* cast(v, to=dt) before op (v when it has dt). */
+static gc_value *cast_to(gc_rewriter *rw, gc_op *op, gc_value *v, gc_dtype dt) {
+  if (!v || v->type.dtype == dt) return v;
+  gc_type t = v->type;
+  t.dtype = dt;
+  gc_named_attr to = {"to", gc_rw_attr_dtype(dt)};
+  gc_op *c = gc_rw_new_op(rw, GC_OP_CAST, op, 1, &v, 1, &to, &t, NULL, op->loc);
+  return c ? c->results[0] : NULL;
+}
+
 static void fold_matmul(gc_rewriter *rw, gc_op *op) {
   if (op->opcode != GC_OP_MATMUL) return;
   const gc_type *yt = &op->results[0]->type;
@@ -101,21 +143,39 @@ static void fold_matmul(gc_rewriter *rw, gc_op *op) {
   if (dt != GRAPHC_DTYPE_F32 && dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) return;
   if (!gc_type_is_concrete(yt)) return;
   gc_value *a8, *sa, *b8, *sb;
-  if (!dq_operand(op->operands[0], dt, &a8, &sa) || !dq_operand(op->operands[1], dt, &b8, &sb)) return;
+  double za, zb;
+  if (!dq_operand(op->operands[0], dt, &a8, &sa, &za) || !dq_operand(op->operands[1], dt, &b8, &sb, &zb)) return;
+  /* fp8 with fp8; or an 8-bit integer A (any zero point) with an i8 B without one */
+  int f8 = gc_dtype_is_f8(a8->type.dtype) && gc_dtype_is_f8(b8->type.dtype);
+  int in = int8_dtype(a8->type.dtype) && b8->type.dtype == GRAPHC_DTYPE_I8 && zb == 0 &&
+           za >= -255 && za <= 255;
+  if (!f8 && !in) return;
   int ta = gc_op_attr_bool(op, "transpose_a", 0), tb = gc_op_attr_bool(op, "transpose_b", 0);
   int ra = op->operands[0]->type.rank, rb = op->operands[1]->type.rank;
-  int64_t M = yt->dims[yt->rank - 2], N = yt->dims[yt->rank - 1];
+  int64_t M = yt->dims[yt->rank - 2], N = yt->dims[yt->rank - 1], K = op->operands[0]->type.dims[ta ? ra - 2 : ra - 1];
   int64_t na = scale_extent(sa, ra, ta ? ra - 1 : ra - 2), nb = scale_extent(sb, rb, tb ? rb - 2 : rb - 1);
   if (!na || !nb || (na != 1 && na != M) || (nb != 1 && nb != N)) return;
   if (sa->type.dtype != GRAPHC_DTYPE_F32 || sb->type.dtype != GRAPHC_DTYPE_F32) return;
+  /* integers: B's column sums correct A's offset below, for a 2-D B; the sums wrap in i32, and
+   * the result is exact while |sum (a - za) b| < 2^31: K up to 32768 (383 x 128 x K) */
+  if (in && (rb != 2 || K > 32768)) return;
 
-  /* m = matmul(a8, b8): f32, op's shape. A 2-D weight stored K x N is read through its
-   * transpose, transpose_b set: the fp8 tensor cores take K-major operands only, and fusion
-   * materializes the transposed weight once per weights */
   gc_type mt = *yt;
-  mt.dtype = GRAPHC_DTYPE_F32;
-  gc_value *ab[2] = {a8, b8};
+  mt.dtype = in ? GRAPHC_DTYPE_I32 : GRAPHC_DTYPE_F32;
   int last = dt == GRAPHC_DTYPE_F32;  /* the last mul takes op's name */
+  /* integers: (a - za) b = a' b + (off - za) colsum(b), a' = a - off as i8 (off 128 for a u8 A:
+   * the integer tensor cores take one kind for both operands) */
+  int64_t off = in && a8->type.dtype == GRAPHC_DTYPE_U8 ? 128 : 0, corr = off - (int64_t)za;
+  gc_value *ai = a8;
+  if (off) {
+    gc_value *w = cast_to(rw, op, a8, GRAPHC_DTYPE_I32), *c = i32_const(rw, op, off);
+    ai = w && c ? cast_to(rw, op, bin(rw, op, GC_OP_SUB, w, c, &w->type, NULL), GRAPHC_DTYPE_I8) : NULL;
+    if (!ai) return;
+  }
+  /* m = matmul(a8, b8) in f32 (fp8) or i32, op's shape. A 2-D weight stored K x N is read
+   * through its transpose, transpose_b set: the 8-bit tensor cores take K-major operands only,
+   * and fusion materializes the transposed weight once per weights */
+  gc_value *ab[2] = {ai, b8};
   gc_named_attr at[2];
   int nat = 0;
   for (int i = 0; i < op->n_attrs && nat < 1; i++)
@@ -132,11 +192,25 @@ static void fold_matmul(gc_rewriter *rw, gc_op *op) {
   if (tb) at[nat++] = (gc_named_attr){"transpose_b", {.kind = GC_ATTR_BOOL, .u.b = 1}};
   gc_op *mm = gc_rw_new_op(rw, GC_OP_MATMUL, op, 2, ab, nat, at, &mt, NULL, op->loc);
   if (!mm) return;
+  gc_value *m = mm->results[0];
+  if (corr) {  /* + corr * colsum(b): from the weights alone when b is one (the prologue) */
+    int64_t kax = tb ? 1 : 0;
+    gc_value *bw = cast_to(rw, op, ab[1], GRAPHC_DTYPE_I32);
+    gc_named_attr ra_[1] = {{"axes", gc_rw_attr_ints(rw, &kax, 1)}};
+    gc_type st = {.dtype = GRAPHC_DTYPE_I32, .rank = 1, .dims = {N}};
+    gc_op *cs = bw ? gc_rw_new_op(rw, GC_OP_REDUCE_SUM, op, 1, &bw, 1, ra_, &st, NULL, op->loc) : NULL;
+    gc_value *k = i32_const(rw, op, corr);
+    gc_value *sc = cs && k ? bin(rw, op, GC_OP_MUL, cs->results[0], k, &st, NULL) : NULL;
+    m = sc ? bin(rw, op, GC_OP_ADD, m, sc, &mt, NULL) : NULL;
+  }
+  gc_type ft = *yt;
+  ft.dtype = GRAPHC_DTYPE_F32;
+  m = cast_to(rw, op, m, GRAPHC_DTYPE_F32);
   int64_t da[2] = {M, 1}, db[1] = {N};
   gc_value *sa2 = na == 1 ? shaped(rw, op, sa, 0, NULL) : shaped(rw, op, sa, 2, da);
   gc_value *sb2 = nb == 1 ? shaped(rw, op, sb, 0, NULL) : shaped(rw, op, sb, 1, db);
-  gc_value *v = sa2 && sb2 ? bin(rw, op, GC_OP_MUL, mm->results[0], sa2, &mt, NULL) : NULL;
-  v = v ? bin(rw, op, GC_OP_MUL, v, sb2, &mt, last ? op->results[0]->name : NULL) : NULL;
+  gc_value *v = m && sa2 && sb2 ? bin(rw, op, GC_OP_MUL, m, sa2, &ft, NULL) : NULL;
+  v = v ? bin(rw, op, GC_OP_MUL, v, sb2, &ft, last ? op->results[0]->name : NULL) : NULL;
   if (!v) return;
   if (last) {
     gc_rw_replace_op(rw, op, &v);

@@ -20,8 +20,8 @@
  *                                       the printed IR says which layout the matmul
  *                                       reads; the same for b with transpose_b. The
  *                                       transpose stays while it has other users.
- *                                       Not for an fp8 operand whose flag would then
- *                                       say it is stored with K outermost: the fp8
+ *                                       Not for an 8-bit operand whose flag would then
+ *                                       say it is stored with K outermost: the 8-bit
  *                                       tensor cores read K-major operands only, and
  *                                       fusion materializes such a weight's transpose
  *                                       once (codegen/fusion.c).
@@ -203,7 +203,8 @@ static void simplify_matmul(gc_rewriter *rw, gc_op *op) {
     gc_op *t = def_of(in[i], GC_OP_TRANSPOSE);
     const gc_attr *a = gc_op_attr(op, flag[i]);
     /* fp8: A K-major is transpose_a false, B K-major is transpose_b true; keep them so */
-    int keep = gc_dtype_is_f8(in[i]->type.dtype) && gc_op_attr_bool(op, flag[i], 0) == i;
+    int keep = graphc_dtype_size(in[i]->type.dtype) == 1 && in[i]->type.dtype != GRAPHC_DTYPE_BOOL &&
+               gc_op_attr_bool(op, flag[i], 0) == i;
     if (t && is_matrix_transpose(t) && !keep) {
       in[i] = t->operands[0];
       changed = 1;
