@@ -791,8 +791,12 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
  * (256^3 multiply-adds), and a B that the unpacked kernel reads badly: rows of 2 KiB or
  * more (a column panel walks one L1 set) or over 1 MiB in all. Below that, mm_items with B
  * in cache is faster (no packing, no accumulator round trips). */
-static int mm_use_packed(const gc_lowerer *c, const mm_shape *s, gc_dtype at) {
+static int mm_use_packed(const gc_lowerer *c, const mm_shape *s, gc_dtype at, const gc_op *op) {
   if (c->t->kind != KIR_TARGET_HOST || at != GRAPHC_DTYPE_F32 || s->M < PK_MR || s->N < mm_nr(c)) return 0;
+  /* fp8 operands: converted once into the panels, where the register tiles would convert every
+   * element M / 8 or N / 32 times (a dozen integer steps each, codegen/kir_f8.c) */
+  if (gc_dtype_is_f8(op->operands[0]->type.dtype) || gc_dtype_is_f8(op->operands[1]->type.dtype))
+    return (double)s->M * (double)s->N * (double)s->K >= 64.0 * 64 * 64;
   if ((double)s->M * (double)s->N * (double)s->K < 256.0 * 256 * 256) return 0;
   return s->N >= 512 || (double)s->K * (double)s->N >= 512.0 * 512;
 }
@@ -1018,7 +1022,7 @@ int gc_emit_matmul(gc_lowerer *c, const gc_fusion_group *grp) {
   gc_gen G;
   kir_kernel *k = c->t->kind == KIR_TARGET_CUDA ? tensor_core(c, grp, &s, &G) : NULL;
   if (!k) k = gc_mm_gemv(c, grp, &s, &G);
-  if (!k && mm_use_packed(c, &s, at)) k = mm_packed(c, grp, &s, at, &G);
+  if (!k && mm_use_packed(c, &s, at, op)) k = mm_packed(c, grp, &s, at, &G);
   if (!k && mm_bpack_ok(c, &s, op->operands[1], at)) k = mm_items_bpack(c, grp, &s, at, &G);
   if (!k && mm_bcols_ok(c, &s, op->operands[0], at)) k = mm_items_bcols(c, grp, &s, at, &G);
   if (!k && mm_simt_ok(c, &s, at)) k = mm_simt(c, grp, &s, at, &G);

@@ -122,6 +122,8 @@ static int op_cost(const gc_op *op) {
     case GC_OP_POW: return 8;
     case GC_OP_CLAMP:
     case GC_OP_DIV: return 2;
+    case GC_OP_CAST:  /* to or from fp8: a few dozen integer steps (codegen/kir_f8.c) */
+      return gc_dtype_is_f8(op->results[0]->type.dtype) || gc_dtype_is_f8(op->operands[0]->type.dtype) ? 8 : 1;
     default: return is_view_op(op) || op->opcode == GC_OP_CONST || op->opcode == GC_OP_IOTA ? 0 : 1;
   }
 }
