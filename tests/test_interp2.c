@@ -364,17 +364,24 @@ START_TEST(t_matmul_dtypes) {
   it_exec(&r);
   EXPECT_I(&r, 0, INT64_C(9007199254740995));
   it_end(&r);
-  op_begin(&r, "%a: u8[1, 2], %b: u8[2, 2]", "matmul(%a, %b)", "u8[1, 2]");
+  /* two 8-bit integers give i32 (ir/infer.c: as MatMulInteger and the integer tensor cores) */
+  op_begin(&r, "%a: u8[1, 2], %b: u8[2, 2]", "matmul(%a, %b)", "i32[1, 2]");
   IN_I(&r, 200, 100);
   IN_I(&r, 1, 2, 1, 0);
   it_exec(&r);
-  EXPECT_I(&r, 0, 44, 144);  /* 300 -> 44, 400 -> 144 */
+  EXPECT_I(&r, 0, 300, 400);
   it_end(&r);
-  op_begin(&r, "%a: i8[2, 1], %b: i8[1, 2]", "matmul(%a, %b)", "i8[2, 2]");
+  op_begin(&r, "%a: i8[2, 1], %b: i8[1, 2]", "matmul(%a, %b)", "i32[2, 2]");
   IN_I(&r, -1, 127);
   IN_I(&r, -128, 2);
   it_exec(&r);
-  EXPECT_I(&r, 0, -128, -2, -128, -2);  /* 128 -> -128, 127*-128 = -16256 -> -128 */
+  EXPECT_I(&r, 0, 128, -2, -16256, 254);
+  it_end(&r);
+  op_begin(&r, "%a: u8[1, 2], %b: i8[2, 1]", "matmul(%a, %b)", "i32[1, 1]");
+  IN_I(&r, 255, 255);
+  IN_I(&r, -128, -128);
+  it_exec(&r);
+  EXPECT_I(&r, 0, -65280);  /* mixed: u8 x i8 */
   it_end(&r);
 }
 END_TEST

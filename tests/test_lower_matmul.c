@@ -85,7 +85,8 @@ START_TEST(test_matmul) {
     gb_arg(&b, n, ty(T, cases[k].b), fl ? 'x' : 'k');
     gb_op(&b, "%%m%d = matmul(%%a%d, %%b%d%s)", k, k, k, cases[k].attrs);
     snprintf(n, sizeof n, "m%d", k);
-    gb_ret(&b, n, ty(T, cases[k].out));
+    /* two 8-bit integers give i32 (ir/infer.c) */
+    gb_ret(&b, n, ty(strcmp(T, "i8") == 0 || strcmp(T, "u8") == 0 ? "i32" : T, cases[k].out));
   }
   run_gb(&b, 1, 0);
 }
