@@ -1,10 +1,14 @@
 /* qdq_fold.c - the "qdq-fold" pass: a matmul of two dequantized 8-bit tensors (fp8, or i8 / u8)
  * becomes an 8-bit matmul with the scales in its epilogue (TensorRT's explicit quantization).
  *
- *   y = matmul(DQ(a8, sa), DQ(b8, sb))        DQ(x8, s) = mul(cast(x8, f32), s), maybe cast
- *     ->                                                   to y's dtype after
+ *   y = matmul(DQ(a8, sa), DQ(b8, sb))        DQ(x8, s) = mul(cast(x8, f32), s), y f32
+ *     ->
  *   m = matmul(a8, b8)                        f32 (ir/infer.c: fp8 operands give f32)
- *   y = cast(mul(mul(m, sa'), sb'), y's dtype)   the cast only when y is not f32
+ *   y = mul(mul(m, sa'), sb')
+ *
+ * A matmul in f16 / bf16 of dequantized operands cast to it is left alone: there the graph
+ * rounds every dequantized element to 11 (8) bits before the products, which the fp8 form
+ * would not, and on cancelling sums that differs by far more than a rounding of the result.
  *
  * what the ONNX importer writes for DequantizeLinear of f8e4m3 / f8e5m2 (frontend/onnx_quant.c)
  * and what a .graph author writes by hand. a8 may be anything of an fp8 dtype: a param
@@ -76,15 +80,6 @@ static int weight_of(const gc_value *v) {
   return d && (d->opcode == GC_OP_PARAM || d->opcode == GC_OP_CONST);
 }
 
-/* The operand of a matmul of dtype dt as a DQ: through a cast from f32 to dt when dt is not f32. */
-static int dq_operand(const gc_value *v, gc_dtype dt, gc_value **x8, gc_value **s, double *zp) {
-  if (dt != GRAPHC_DTYPE_F32) {
-    const gc_op *c = v->def;
-    if (!c || c->opcode != GC_OP_CAST || c->operands[0]->type.dtype != GRAPHC_DTYPE_F32) return 0;
-    v = c->operands[0];
-  }
-  return dq_of(v, x8, s, zp);
-}
 
 /* A scale s of an operand of rank r (right-aligned against it) whose only non-unit dim is
  * axis `keep` (of the operand): its element count (1 or the operand's dims[keep]), else 0. */
@@ -140,11 +135,11 @@ static void fold_matmul(gc_rewriter *rw, gc_op *op) {
   if (op->opcode != GC_OP_MATMUL) return;
   const gc_type *yt = &op->results[0]->type;
   gc_dtype dt = yt->dtype;
-  if (dt != GRAPHC_DTYPE_F32 && dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) return;
+  if (dt != GRAPHC_DTYPE_F32) return;  /* see the top: f16 / bf16 round the operands first */
   if (!gc_type_is_concrete(yt)) return;
   gc_value *a8, *sa, *b8, *sb;
   double za, zb;
-  if (!dq_operand(op->operands[0], dt, &a8, &sa, &za) || !dq_operand(op->operands[1], dt, &b8, &sb, &zb)) return;
+  if (!dq_of(op->operands[0], &a8, &sa, &za) || !dq_of(op->operands[1], &b8, &sb, &zb)) return;
   /* fp8 with fp8; or an 8-bit integer A (any zero point) with an i8 B without one */
   int f8 = gc_dtype_is_f8(a8->type.dtype) && gc_dtype_is_f8(b8->type.dtype);
   int in = int8_dtype(a8->type.dtype) && b8->type.dtype == GRAPHC_DTYPE_I8 && zb == 0 &&
@@ -162,7 +157,6 @@ static void fold_matmul(gc_rewriter *rw, gc_op *op) {
 
   gc_type mt = *yt;
   mt.dtype = in ? GRAPHC_DTYPE_I32 : GRAPHC_DTYPE_F32;
-  int last = dt == GRAPHC_DTYPE_F32;  /* the last mul takes op's name */
   /* integers: (a - za) b = a' b + (off - za) colsum(b), a' = a - off as i8 (off 128 for a u8 A:
    * the integer tensor cores take one kind for both operands) */
   int64_t off = in && a8->type.dtype == GRAPHC_DTYPE_U8 ? 128 : 0, corr = off - (int64_t)za;
@@ -210,14 +204,8 @@ static void fold_matmul(gc_rewriter *rw, gc_op *op) {
   gc_value *sa2 = na == 1 ? shaped(rw, op, sa, 0, NULL) : shaped(rw, op, sa, 2, da);
   gc_value *sb2 = nb == 1 ? shaped(rw, op, sb, 0, NULL) : shaped(rw, op, sb, 1, db);
   gc_value *v = m && sa2 && sb2 ? bin(rw, op, GC_OP_MUL, m, sa2, &ft, NULL) : NULL;
-  v = v ? bin(rw, op, GC_OP_MUL, v, sb2, &ft, last ? op->results[0]->name : NULL) : NULL;
-  if (!v) return;
-  if (last) {
-    gc_rw_replace_op(rw, op, &v);
-    return;
-  }
-  gc_named_attr to = {"to", gc_rw_attr_dtype(dt)};
-  gc_rw_replace_with_new(rw, op, GC_OP_CAST, 1, &v, 1, &to);
+  v = v ? bin(rw, op, GC_OP_MUL, v, sb2, &ft, op->results[0]->name) : NULL;  /* takes op's name */
+  if (v) gc_rw_replace_op(rw, op, &v);
 }
 
 int gc_pass_qdq_fold(gc_graph *g, gc_diags *d) {
