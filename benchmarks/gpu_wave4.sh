@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# gpu_wave4.sh - one device call after the 8-bit matmuls (#34; carry .dev/build-gpu):
+#   1. the GPU tests the change touches: test_backend_ops' matmul cases (fp8, int8, gemv),
+#      ctest test_cuda_runtime / test_precision / test_lower_matmul;
+#   2. --precision fp8 transformer blocks --check against the interpreter (both code paths);
+#   3. fp8 + int8 GEMMs against cuBLASLt (benchmarks/fp8_run.sh);
+#   4. transformer_block_f16 with and without --precision fp8 (graphc bench).
+# Writes $OUT/wave4.txt. Env: SHAPES (fp8_run.sh), SKIP (phase numbers to skip, "3 4").
+set -u
+. "$(dirname "$0")/device_env.sh"
+R=$OUT/wave4.txt
+G=$B/graphc
+skip() { case " ${SKIP:-} " in *" $1 "*) return 0;; esac; return 1; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$R"
+if ! skip 1; then
+  echo "==== 1. tests" | tee -a "$R"
+  (GRAPHC_TEST_OPS=matmul timeout 200 $B/tests/test_backend_ops 2>&1 | tail -15) | tee -a "$R"
+  (cd "$B" && timeout "${CTEST_S:-200}" ctest -R "${CTEST_R:-test_cuda_runtime|test_precision|test_lower_matmul}" 2>&1 | tail -10) | tee -a "$R"
+fi
+if ! skip 2; then
+  echo "==== 2. --precision fp8 --check" | tee -a "$R"
+  for m in transformer_block transformer_block_f16; do
+    [ -f /tmp/$m.w ] || $G weights examples/$m.graph --random --seed 1 -o /tmp/$m.w >/dev/null
+    for cg in nvrtc llvm; do
+      echo "-- $m $cg: $(timeout 90 $G run examples/$m.graph --weights /tmp/$m.w --bind B=2 --bind S=200 --backend cuda --codegen $cg --precision fp8 --check 2>&1 | grep -iE 'rel_l2|error|tolerance|fail' | head -4 | tr '\n' ' ')" | tee -a "$R"
+    done
+  done
+fi
+if ! skip 3; then
+  echo "==== 3. fp8 / int8 GEMMs" | tee -a "$R"
+  SHAPES=${SHAPES:-"4096:4096:4096 8192:8192:8192"} timeout 300 bash benchmarks/fp8_run.sh 2>&1 | tail -8 | tee -a "$R"
+fi
+if ! skip 4; then
+  echo "==== 4. transformer_block_f16 bf16/f16 vs --precision fp8" | tee -a "$R"
+  for p in "" "--precision fp8"; do
+    [ -f /tmp/transformer_block_f16.w ] || $G weights examples/transformer_block_f16.graph --random --seed 1 -o /tmp/transformer_block_f16.w >/dev/null
+    echo "-- '$p': $(timeout 90 $G bench examples/transformer_block_f16.graph --weights /tmp/transformer_block_f16.w --bind B=8 --bind S=1024 --backend cuda $p --runs 50 --warmup 10 2>&1 | grep -E 'median|error' | head -2 | tr '\n' ' ')" | tee -a "$R"
+  done
+fi
