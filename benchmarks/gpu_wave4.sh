@@ -4,7 +4,7 @@
 #      ctest test_cuda_runtime / test_precision / test_lower_matmul;
 #   2. --precision fp8 transformer blocks --check against the interpreter (both code paths);
 #   3. fp8 + int8 GEMMs against cuBLASLt (benchmarks/fp8_run.sh);
-#   4. transformer_block_f16 with and without --precision fp8 (graphc bench).
+#   4. transformer_block_f16 with and without --precision fp8 (per-row and calibrated scales; graphc bench).
 # Writes $OUT/wave4.txt. Env: SHAPES (fp8_run.sh), SKIP (phase numbers to skip, "3 4").
 set -u
 . "$(dirname "$0")/device_env.sh"
@@ -32,7 +32,10 @@ if ! skip 3; then
 fi
 if ! skip 4; then
   echo "==== 4. transformer_block_f16 bf16/f16 vs --precision fp8" | tee -a "$R"
-  for p in "" "--precision fp8"; do
+  python3 -c "
+import numpy as np; from safetensors.numpy import save_file
+save_file({'x': np.random.default_rng(0).standard_normal((1, 512, 1024)).astype('float16')}, '/tmp/cal16.st')"
+  for p in "" "--precision fp8" "--precision fp8 --calibrate /tmp/cal16.st"; do
     [ -f /tmp/transformer_block_f16.w ] || $G weights examples/transformer_block_f16.graph --random --seed 1 -o /tmp/transformer_block_f16.w >/dev/null
     echo "-- '$p': $(timeout 90 $G bench examples/transformer_block_f16.graph --weights /tmp/transformer_block_f16.w --bind B=8 --bind S=1024 --backend cuda $p --runs 50 --warmup 10 2>&1 | grep -E 'median|error' | head -2 | tr '\n' ' ')" | tee -a "$R"
   done

@@ -42,16 +42,6 @@ struct graphc_context {
   void *cuda_hold;
 };
 
-struct graphc_model {
-  graphc_context_t *ctx;
-  char *name;            /* file path or caller's name, for diagnostics */
-  char *dir;             /* directory that relative weights paths resolve against */
-  char *source;
-  size_t source_len;
-  gc_module *module;     /* parsed and verified, symbolic dims kept */
-  int entry;             /* index of the entry graph */
-  char *weights_override;
-};
 
 /* ---- context ------------------------------------------------------------------ */
 graphc_status_t graphc_context_create(graphc_context_t **out) {

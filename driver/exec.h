@@ -51,6 +51,18 @@ extern const gc_backend gc_backend_cuda;   /* runtime/cuda_backend.c */
 /* runtime/cpu_backend.c; its .prepare is NULL in builds without a CPU backend. */
 extern const gc_backend gc_backend_cpu;
 
+/* A loaded model (driver/api.c; driver/calibrate.c writes calibration into its module). */
+struct graphc_model {
+  graphc_context_t *ctx;
+  char *name;            /* file path or caller's name, for diagnostics */
+  char *dir;             /* directory that relative weights paths resolve against */
+  char *source;
+  size_t source_len;
+  gc_module *module;     /* parsed and verified, symbolic dims kept */
+  int entry;             /* index of the entry graph */
+  char *weights_override;
+};
+
 /* graphc_compile with the graph passes run as for backend `target` (DEFAULT: as for
  * the backend compiled for). Ahead-of-time compiles take the interpreter's cheap
  * executable (no device needed) of a graph optimized for cuda or cpu. */

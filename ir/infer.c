@@ -728,12 +728,19 @@ static int gc_infer_rmsnorm(const gc_graph *g, const gc_op *op, gc_type *out, gc
  * products are exact in f32 and summed there, as fp8 tensor cores do; scales go in the
  * epilogue: passes/qdq_fold.c writes this form), and two 8-bit integer operands (i8 / u8,
  * either with either) give i32, summed with wrapping like the integer tensor cores and ONNX
- * MatMulInteger. */
+ * MatMulInteger. `act_amax` (a finite number >= 0) is a hint only --precision fp8 reads: the
+ * calibrated max |a| (graphc_model_calibrate), which makes a's fp8 scale a constant. */
 static int gc_infer_matmul(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
   const gc_type *a = in(c, 0), *b = in(c, 1);
   int ta, tb;
-  if (!attr_bool(c, "transpose_a", 0, &ta) || !attr_bool(c, "transpose_b", 0, &tb)) return 0;
+  double amax = 0;
+  if (!attr_bool(c, "transpose_a", 0, &ta) || !attr_bool(c, "transpose_b", 0, &tb) ||
+      !attr_float(c, "act_amax", &amax))
+    return 0;
+  if (!(amax >= 0 && amax <= 3.0e38))
+    return fail(c, aloc(c, gc_op_attr(op, "act_amax")), "attribute 'act_amax' must be finite and >= 0, got %g",
+                amax);
   if (a->rank < 2) return fail(c, op->loc, "a must have rank >= 2, got %s", ty(c, a));
   if (b->rank < 2) return fail(c, op->loc, "b must have rank >= 2, got %s", ty(c, b));
   int f8 = gc_dtype_is_f8(a->dtype) && gc_dtype_is_f8(b->dtype);

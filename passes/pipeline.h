@@ -41,6 +41,9 @@ int gc_precision_parse(const char *s, graphc_precision_t *out);
 /* passes/precision_fp8.c: the precision pass under GRAPHC_PRECISION_FP8 (linears as fp8
  * matmuls, scales per channel and per row); a line in stats. */
 int gc_precision_fp8(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats, gc_diags *d);
+/* Would gc_precision_fp8 quantize matmul `op` (before --keep-f32)? 1: yes; -1: a linear it
+ * keeps (K no multiple of 16); 0: not a linear (or not a matmul). */
+int gc_fp8_linear(const gc_op *op);
 
 /* passes/layout.c: conv2d (groups 1) as an NHWC implicit GEMM; transposes sunk
  * below elementwise ops so that NHWC chains meet and cancel. */

@@ -16,7 +16,10 @@
  * Per output channel for the weights (computed from the weights alone: the backends run it
  * once per weights, codegen/prologue.c, not per run), per row (token) for the activations,
  * computed on the device at run time; 448 is e4m3's largest finite value, so each row and
- * channel uses the whole range. The products are exact in f32 and summed there (the
+ * channel uses the whole range. A matmul with an `act_amax` attribute (the max |x| that
+ * graphc_model_calibrate, driver/calibrate.c, measured on sample inputs: TensorRT's static
+ * calibration) uses the constant sx = act_amax / 448 for the whole tensor instead, and no
+ * reduction runs; values beyond it saturate. The products are exact in f32 and summed there (the
  * warpgroup kernel on sm_90, emit_wgmma.c; CUDA cores and the host convert on load); the
  * scales go in the epilogue. Matmuls with transpose_a, batched weights, or a K that is no
  * multiple of 16, and ops whose result name matches --keep-f32, keep their dtype; every
@@ -30,7 +33,7 @@
 typedef struct pf8 {
   gc_rewriter rw;
   gc_op *at;     /* new ops go before it */
-  int quantized, kept;
+  int quantized, kept, calibrated;
 } pf8;
 
 /* Is v computed from weights alone (a param or const through casts, reshapes, transposes)? */
@@ -89,17 +92,36 @@ static gc_value *quantize_rows(pf8 *P, gc_value *v, gc_value **scale) {
   return cast(P, bin(P, GC_OP_DIV, v, s), GRAPHC_DTYPE_F8E4M3);
 }
 
+int gc_fp8_linear(const gc_op *op) {
+  if (op->opcode != GC_OP_MATMUL) return 0;
+  const gc_type *yt = &op->results[0]->type;
+  const gc_value *x = op->operands[0], *w = op->operands[1];
+  gc_dtype dt = yt->dtype;
+  if (dt != GRAPHC_DTYPE_F32 && dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) return 0;
+  if (gc_op_attr_bool(op, "transpose_a", 0) || w->type.rank != 2 || !weight_value(w) ||
+      !gc_type_is_concrete(yt) || !gc_type_is_concrete(&x->type))
+    return 0;
+  return x->type.dims[x->type.rank - 1] % 16 ? -1 : 1;
+}
+
+/* x as f32 / a constant scale (max(amax, 2^-100) / 448, amax calibrated) as f8e4m3, and that
+ * scale: values beyond the calibrated range saturate at +-448. */
+static gc_value *quantize_static(pf8 *P, gc_value *x, double amax, gc_value **scale) {
+  x = cast(P, x, GRAPHC_DTYPE_F32);
+  gc_value *s = scalar(P, (amax > 0x1p-100 ? amax : 0x1p-100) / 448.0);
+  *scale = s;
+  return cast(P, bin(P, GC_OP_DIV, x, s), GRAPHC_DTYPE_F8E4M3);
+}
+
 static void quantize_matmul(pf8 *P, gc_op *op, regex_t *re) {
   const gc_type *yt = &op->results[0]->type;
   gc_value *x = op->operands[0], *w = op->operands[1];
   gc_dtype dt = yt->dtype;
-  if (dt != GRAPHC_DTYPE_F32 && dt != GRAPHC_DTYPE_F16 && dt != GRAPHC_DTYPE_BF16) return;
-  if (gc_op_attr_bool(op, "transpose_a", 0) || w->type.rank != 2 || !weight_value(w) ||
-      !gc_type_is_concrete(yt) || !gc_type_is_concrete(&x->type))
-    return;
+  int lin = gc_fp8_linear(op);
+  if (lin == 0) return;
   int tb = gc_op_attr_bool(op, "transpose_b", 0);
   int64_t K = x->type.dims[x->type.rank - 1], N = yt->dims[yt->rank - 1];
-  if (K % 16 || (re && regexec(re, op->results[0]->name, 0, NULL, 0) == 0)) {
+  if (lin < 0 || (re && regexec(re, op->results[0]->name, 0, NULL, 0) == 0)) {
     P->kept++;
     return;
   }
@@ -112,7 +134,8 @@ static void quantize_matmul(pf8 *P, gc_op *op, regex_t *re) {
   }
   gc_value *sw = NULL, *sx = NULL;
   gc_value *w8 = wt ? quantize_rows(P, wt, &sw) : NULL;
-  gc_value *x8 = w8 ? quantize_rows(P, x, &sx) : NULL;
+  const gc_attr *amax = gc_op_attr(op, "act_amax");
+  gc_value *x8 = !w8 ? NULL : amax ? quantize_static(P, x, gc_attr_number(amax), &sx) : quantize_rows(P, x, &sx);
   if (!x8) return;
   gc_named_attr tr = {"transpose_b", {.kind = GC_ATTR_BOOL, .u.b = 1}};
   gc_value *mm_in[2] = {x8, w8};
@@ -126,11 +149,15 @@ static void quantize_matmul(pf8 *P, gc_op *op, regex_t *re) {
   y = last->results[0];
   if (dt != GRAPHC_DTYPE_F32) {
     gc_named_attr to = {"to", gc_rw_attr_dtype(dt)};
-    if (gc_rw_replace_with_new(&P->rw, op, GC_OP_CAST, 1, &y, 1, &to)) P->quantized++;
+    if (gc_rw_replace_with_new(&P->rw, op, GC_OP_CAST, 1, &y, 1, &to)) {
+      P->quantized++;
+      P->calibrated += amax != NULL;
+    }
     return;
   }
   gc_rw_replace_op(&P->rw, op, &y);
   P->quantized++;
+  P->calibrated += amax != NULL;
 }
 
 int gc_precision_fp8(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf *stats, gc_diags *d) {
@@ -151,8 +178,10 @@ int gc_precision_fp8(gc_graph *g, const graphc_compile_options_t *opts, gc_sbuf 
   int rc = gc_rw_finish(&P.rw);
   if (rc < 0) return -1;
   gc_graph_recount_uses(g);
-  gc_sbuf_printf(stats, "precision: fp8: %d matmul%s in f8e4m3 (weights per channel, activations per row)",
+  gc_sbuf_printf(stats, "precision: fp8: %d matmul%s in f8e4m3 (weights per channel; activations per row",
                  P.quantized, P.quantized == 1 ? "" : "s");
+  if (P.calibrated) gc_sbuf_printf(stats, ", %d per tensor from calibration", P.calibrated);
+  gc_sbuf_puts(stats, ")");
   if (P.kept) gc_sbuf_printf(stats, ", %d kept (K not a multiple of 16, or --keep-f32)", P.kept);
   gc_sbuf_puts(stats, "\n");
   return rc;

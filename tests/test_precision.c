@@ -17,6 +17,11 @@
  *   check_cli         graphc run --precision f16 --check prints rel_l2 / max_abs per output
  *   fp8               --precision fp8 (linears in e4m3, passes/precision_fp8.c): the backends
  *                     agree, the error against f32 is e4m3's, the stats count the matmuls
+ *   fp8_calibrate     graphc_model_calibrate: act_amax is max |x| of each linear's activation
+ *                     (the larger over two calls, at shapes other than the model's binding),
+ *                     printed; fp8 executables use it as a per-tensor scale on interp, cpu (and
+ *                     cuda): close to f32 in range, saturated beyond it; the transformer
+ *                     block's six linears; bad samples and a bad act_amax are clear errors
  *
  * The seed is $GRAPHC_TEST_SEED or fresh (printed on failure).
  */
@@ -506,6 +511,158 @@ START_TEST(fp8) {
 }
 END_TEST
 
+/* max |v| of a float tensor */
+static double amax_of(const graphc_tensor_t *t) {
+  int64_t n = (int64_t)(t->nbytes / graphc_dtype_size(t->dtype));
+  double m = 0;
+  for (int64_t i = 0; i < n; i++) m = fmax(m, fabs(gc_load_f64(t->data, t->dtype, i)));
+  return m;
+}
+
+static const char k_linear[] =
+    "version 1;\n"
+    "graph @g<B>(%x: f32[B, 64]) -> (f32[B, 48]) {\n"
+    "  param %w: f32[64, 48] = \"w\";\n"
+    "  %y = matmul(%x, %w);\n"
+    "  return %y;\n"
+    "}\n";
+
+START_TEST(fp8_calibrate) {
+  uint64_t seed = tu_seed();
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  int cuda = gc_cuda_available(tu_rt_settings());
+  graphc_error_t err;
+  graphc_model_t *m;
+  ck_assert_int_eq(graphc_model_load_string(ctx, "linear.graph", k_linear, strlen(k_linear), &m, &err), 0);
+  ck_assert_int_eq(graphc_model_bind(m, "B", 4, &err), 0);
+  char w[4096];
+  snprintf(w, sizeof w, "%s/prec-cal-%llu.safetensors", tu_tmpdir(), (unsigned long long)seed);
+  ck_assert_int_eq(graphc_model_write_random_weights(m, w, seed, &err), 0);
+  ck_assert_int_eq(graphc_model_set_weights(m, w, &err), 0);
+
+  /* two sample batches of 7 rows (the model is bound to 4): the second with larger values */
+  graphc_tensor_t cal[2];
+  const char *names[1] = {"x"};
+  uint64_t s = seed * 13 + 1;
+  for (int k = 0; k < 2; k++) {
+    cal[k] = (graphc_tensor_t){.dtype = GRAPHC_DTYPE_F32, .rank = 2, .dims = {7, 64}, .nbytes = 7 * 64 * 4};
+    cal[k].data = malloc(cal[k].nbytes);
+    tu_fill(cal[k].data, GRAPHC_DTYPE_F32, 7 * 64, 'x', 4, &s);
+    for (int i = 0; k && i < 7 * 64; i++) ((float *)cal[k].data)[i] *= 1.5f;
+  }
+  graphc_compile_options_t co;
+  graphc_compile_options_init(&co);
+  co.backend = GRAPHC_BACKEND_CPU;
+  ck_assert_msg(graphc_model_calibrate(m, &co, 1, names, &cal[0], &err) == 0, "%s", err.message);
+  ck_assert_msg(graphc_model_calibrate(m, &co, 1, names, &cal[1], &err) == 0, "%s", err.message);
+  double want = fmax(amax_of(&cal[0]), amax_of(&cal[1]));
+  char *text = NULL;
+  ck_assert_int_eq(graphc_model_print(m, &text, &err), 0);
+  const char *at = strstr(text, "act_amax=");
+  ck_assert_msg(at && fabs(strtod(at + 9, NULL) - want) <= 1e-6 * want, "want act_amax=%g in\n%s", want, text);
+  graphc_free(text);
+
+  /* in range (the first batch's rows) and beyond it (twice the calibrated maximum) */
+  graphc_executable_t *f32 = compile(m, GRAPHC_BACKEND_INTERP, GRAPHC_PRECISION_F32, NULL);
+  graphc_tensor_t *in, *out0;
+  ck_assert_int_eq(tu_make_io(f32, "x", &s, &in, &out0), 0);
+  memcpy(in[0].data, cal[0].data, in[0].nbytes);
+  graphc_tensor_t *exact = run(f32, in, 1, out0, 1), *ref = NULL;
+  graphc_tensor_t big = in[0];
+  big.data = malloc(big.nbytes);
+  for (int i = 0; i < 4 * 64; i++) ((float *)big.data)[i] = ((float *)in[0].data)[i] * (float)(2 * want / amax_of(&in[0]));
+  graphc_tensor_t *exact_big = run(f32, &big, 1, out0, 1);
+  graphc_backend_t bes[3] = {GRAPHC_BACKEND_INTERP, GRAPHC_BACKEND_CPU, GRAPHC_BACKEND_CUDA};
+  for (int b = 0; b < 2 + cuda; b++) {
+    graphc_executable_t *exe = compile(m, bes[b], GRAPHC_PRECISION_FP8, NULL);
+    ck_assert_msg(strstr(graphc_executable_stats(exe), "1 per tensor from calibration"), "%s",
+                  graphc_executable_stats(exe));
+    graphc_tensor_t *got = run(exe, in, 1, out0, 1), *got_big = run(exe, &big, 1, out0, 1);
+    double e = rel_l2(got, exact), eb = rel_l2(got_big, exact_big);
+    ck_assert_msg(e > 1e-3 && e < 0.1, "calibrated fp8 on %s: rel_l2 %g vs f32 (seed %llu)",
+                  graphc_backend_name(bes[b]), e, (unsigned long long)seed);
+    ck_assert_msg(eb > 0.15, "beyond the calibrated range on %s: rel_l2 %g, want saturation (seed %llu)",
+                  graphc_backend_name(bes[b]), eb, (unsigned long long)seed);
+    if (ref) {
+      double d = rel_l2(got, ref);
+      ck_assert_msg(d < 3e-2, "calibrated fp8: %s vs interp rel_l2 %g", graphc_backend_name(bes[b]), d);
+      tu_free_tensors(got, 1);
+    } else {
+      ref = got;
+    }
+    tu_free_tensors(got_big, 1);
+    graphc_executable_destroy(exe);
+  }
+  tu_free_tensors(ref, 1);
+  tu_free_tensors(exact, 1);
+  tu_free_tensors(exact_big, 1);
+  free(big.data);
+
+  /* bad samples: no tensor for %x, a wrong rank, a NaN */
+  const char *other[1] = {"z"};
+  ck_assert_int_eq(graphc_model_calibrate(m, &co, 1, other, &cal[0], &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "no sample for input %x"), "%s", err.message);
+  graphc_tensor_t bad = cal[0];
+  bad.rank = 3;
+  bad.dims[2] = 1;
+  ck_assert_int_eq(graphc_model_calibrate(m, &co, 1, names, &bad, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "input %x has rank 3"), "%s", err.message);
+  ((float *)cal[0].data)[5] = NAN;
+  ck_assert_int_eq(graphc_model_calibrate(m, &co, 1, names, &cal[0], &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "non-finite"), "%s", err.message);
+  ck_assert_int_eq(graphc_model_calibrate(NULL, &co, 1, names, &cal[0], &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  free(cal[0].data);
+  free(cal[1].data);
+  tu_free_tensors(in, 1);
+  tu_free_tensors(out0, 1);
+  graphc_executable_destroy(f32);
+  graphc_model_destroy(m);
+
+  /* a bad act_amax in the source */
+  static const char neg[] = "version 1;\ngraph @g(%x: f32[2, 16], %w: f32[16, 4]) -> (f32[2, 4]) {\n"
+                            "  %y = matmul(%x, %w, act_amax=-1.0);\n  return %y;\n}\n";
+  ck_assert_int_eq(graphc_model_load_string(ctx, "neg.graph", neg, strlen(neg), &m, &err),
+                   GRAPHC_STATUS_VERIFY_ERROR);
+  ck_assert_msg(strstr(err.message, "attribute 'act_amax' must be finite and >= 0"), "%s", err.message);
+
+  /* the transformer block: six linears calibrated at another shape, close to f32 */
+  m = load_model(ctx, &k_models[2], seed + 500);
+  f32 = compile(m, GRAPHC_BACKEND_INTERP, GRAPHC_PRECISION_F32, NULL);
+  ck_assert_int_eq(tu_make_io(f32, "x", &s, &in, &out0), 0);
+  graphc_tensor_t sample = {.dtype = GRAPHC_DTYPE_F32, .rank = 3, .dims = {1, 24, 256}, .nbytes = 24 * 256 * 4};
+  sample.data = malloc(sample.nbytes);
+  tu_fill(sample.data, GRAPHC_DTYPE_F32, 24 * 256, 'x', 4, &s);
+  ck_assert_msg(graphc_model_calibrate(m, &co, 1, names, &sample, &err) == 0, "%s", err.message);
+  exact = run(f32, in, 1, out0, 1);
+  for (int b = 0; b < 2; b++) {
+    graphc_executable_t *exe = compile(m, bes[b], GRAPHC_PRECISION_FP8, NULL);
+    ck_assert_msg(strstr(graphc_executable_stats(exe), "6 matmuls in f8e4m3 (weights per channel; activations per row, 6 per tensor from calibration)"),
+                  "%s", graphc_executable_stats(exe));
+    graphc_tensor_t *got = run(exe, in, 1, out0, 1);
+    double e = rel_l2(got, exact);
+    ck_assert_msg(e > 1e-3 && e < 0.1, "calibrated transformer block on %s: rel_l2 %g (seed %llu)",
+                  graphc_backend_name(bes[b]), e, (unsigned long long)seed);
+    tu_free_tensors(got, 1);
+    graphc_executable_destroy(exe);
+  }
+  free(sample.data);
+  tu_free_tensors(exact, 1);
+  tu_free_tensors(in, 1);
+  tu_free_tensors(out0, 1);
+  graphc_executable_destroy(f32);
+  graphc_model_destroy(m);
+
+  /* the CLI wants --precision fp8 with --calibrate */
+  char *out = NULL;
+  int rc = tu_sh(&out, "%s run %s --bind B=2 --calibrate x.safetensors 2>&1", GRAPHC_CLI, tu_src("examples/mlp.graph"));
+  ck_assert_msg(rc == 1 && strstr(out, "--calibrate measures the activation ranges of --precision fp8"), "rc %d: %s",
+                rc, out);
+  free(out);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("precision");
   TCase *c = tcase_create("precision");
@@ -519,6 +676,7 @@ int main(void) {
   tcase_add_test(c, errors);
   tcase_add_test(c, check_cli);
   tcase_add_test(c, fp8);
+  tcase_add_test(c, fp8_calibrate);
   suite_add_tcase(s, c);
   return tu_run_suite(s);
 }

@@ -127,6 +127,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
         fprintf(stderr, "graphc: unknown precision '%s' (f32, tf32, f16, bf16, fp8)\n", v);
         return -1;
       }
+    } else if (OPT_EQ("--calibrate")) {
+      o->calibrate = v;
     } else if (OPT_EQ("--keep-f32")) {
       o->copts.keep_f32 = v;  /* checked by graphc_compile (regcomp) */
     } else if (OPT_EQ("--tuning")) {
@@ -164,11 +166,17 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
     fprintf(stderr, "graphc: no input file\n%s", usage);
     return -1;
   }
+  if (o->calibrate && o->copts.precision != GRAPHC_PRECISION_FP8) {
+    fprintf(stderr, "graphc: --calibrate measures the activation ranges of --precision fp8; add --precision fp8\n");
+    return -1;
+  }
   return 0;
 }
 
-/* Bind the symbolic dims the --bind options left from the shapes in the --inputs file. */
-static graphc_status_t bind_from_inputs(graphc_model_t *m, const char *path, graphc_error_t *err) {
+/* Bind the symbolic dims the --bind options left from the shapes in the --inputs file or,
+ * with calibrate set, calibrate the model on its tensors (graphc_model_calibrate). */
+static graphc_status_t from_inputs_file(graphc_model_t *m, const char *path, const graphc_compile_options_t *calibrate,
+                                        graphc_error_t *err) {
   gc_diags d;
   gc_diags_init(&d, path, NULL, 0);
   gc_safetensors *f = gc_safetensors_load(path, &d);
@@ -187,8 +195,11 @@ static graphc_status_t bind_from_inputs(graphc_model_t *m, const char *path, gra
       ts[i].dtype = f->tensors[i].dtype;
       ts[i].rank = f->tensors[i].rank;
       memcpy(ts[i].dims, f->tensors[i].dims, sizeof ts[i].dims);
+      ts[i].data = (void *)f->tensors[i].data;
+      ts[i].nbytes = f->tensors[i].nbytes;
     }
-    st = graphc_model_bind_inputs(m, (size_t)f->n, names, ts, err);
+    st = calibrate ? graphc_model_calibrate(m, calibrate, (size_t)f->n, names, ts, err)
+                   : graphc_model_bind_inputs(m, (size_t)f->n, names, ts, err);
   } else {
     gc_set_error(err, st, "out of memory");
   }
@@ -198,8 +209,8 @@ static graphc_status_t bind_from_inputs(graphc_model_t *m, const char *path, gra
   return st;
 }
 
-/* Load the model named in o, apply --entry, --bind, --range, --weights, and bind what
- * is left from the shapes of the --inputs file. */
+/* Load the model named in o, apply --entry, --bind, --range, --weights, bind what is left
+ * from the shapes of the --inputs file, and calibrate on the --calibrate file. */
 graphc_status_t cli_load(graphc_context_t *ctx, const cli_opts *o, graphc_model_t **model,
                          graphc_error_t *err) {
   graphc_status_t st = graphc_model_load_file(ctx, o->file, model, err);
@@ -215,7 +226,8 @@ graphc_status_t cli_load(graphc_context_t *ctx, const cli_opts *o, graphc_model_
       goto fail;
   if (o->weights && (st = graphc_model_set_weights(*model, o->weights, err)) != GRAPHC_STATUS_OK)
     goto fail;
-  if (o->inputs && (st = bind_from_inputs(*model, o->inputs, err)) != GRAPHC_STATUS_OK) goto fail;
+  if (o->inputs && (st = from_inputs_file(*model, o->inputs, NULL, err)) != GRAPHC_STATUS_OK) goto fail;
+  if (o->calibrate && (st = from_inputs_file(*model, o->calibrate, &o->copts, err)) != GRAPHC_STATUS_OK) goto fail;
   return GRAPHC_STATUS_OK;
 fail:
   graphc_model_destroy(*model);

@@ -20,6 +20,7 @@ typedef struct cli_opts {
   int64_t range_lo[CLI_MAX_BINDS], range_hi[CLI_MAX_BINDS];
   graphc_compile_options_t copts;
   const char *weights, *inputs, *output, *emit;
+  const char *calibrate;  /* --calibrate F: fp8 activation ranges from F's sample inputs */
   uint64_t seed;
   int random, full, stats, help, bad;
   int runs, warmup;

@@ -222,6 +222,18 @@ graphc_status_t graphc_model_set_weights(graphc_model_t *model, const char *path
 /* Apply the bound dims to the entry graph now (substitute and re-verify), so
  * that printing shows concrete shapes. Every symbolic dim must be bound. */
 graphc_status_t graphc_model_specialize(graphc_model_t *model, graphc_error_t *err);
+/* Calibrate the activations of --precision fp8 (static scales, like TensorRT's calibrators):
+ * run the model as written (f32, on opts' backend; NULL: the default one) on sample inputs
+ * given by argument name (every input of the entry graph; symbolic dims are taken from
+ * their shapes, whatever the model is bound to) and record, for every linear that FP8
+ * quantizes, the largest |x| its activation reaches as the matmul's `act_amax` attribute
+ * (the larger of it and an earlier calibration's: call once per sample batch). Executables
+ * compiled afterwards with GRAPHC_PRECISION_FP8 then scale those activations by the
+ * constant act_amax / 448 instead of computing per-row scales at run time (values beyond
+ * it saturate); other precisions ignore it. graphc_model_print shows the attributes. */
+graphc_status_t graphc_model_calibrate(graphc_model_t *model, const graphc_compile_options_t *opts,
+                                       size_t n, const char *const *names,
+                                       const graphc_tensor_t *inputs, graphc_error_t *err);
 /* Write a safetensors file with deterministic random data (splitmix64 from
  * `seed`) for every param of the entry graph; param shapes must be concrete. */
 graphc_status_t graphc_model_write_random_weights(graphc_model_t *model, const char *path,
