@@ -117,12 +117,11 @@ static int add_inputs(ox *x) {
     int ok = 1;
     for (int k = 0; k < vi->rank && ok; k++) {
       const gc_onnx_dim *dd = &vi->dims[k];
-      if (dd->has_value && dd->value > 0) {
-        t.dims[k] = dd->value;
+      if (dd->has_value && dd->value >= 0) {
+        t.dims[k] = dd->value;  /* 0: an empty tensor */
       } else if (dd->has_value) {
         ok = 0;
-        ox_unsup(x, "graph input '%s' has a dim of size %lld (graphc has no empty tensors)",
-                 vi->name, (long long)dd->value);
+        ox_unsup(x, "graph input '%s' has a dim of size %lld", vi->name, (long long)dd->value);
       } else if (dd->param && dd->param[0]) {
         if ((t.dims[k] = sym_dim(x, dd->param)) < 0) return -1;
       } else {

@@ -434,17 +434,12 @@ static gc_value *materialize_tri(ox *x, ox_const *k) {
 gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param) {
   if (!k) return NULL;
   if (ox_const_has_sym(x, k)) return materialize_sym(x, k);
-  if (k->numel == 0) {
-    ox_unsup(x, "tensor '%s' has zero elements; graphc has no empty tensors", hint ? hint : "");
-    return NULL;
-  }
-
   size_t es = graphc_dtype_size(k->dtype);
   int uniform = 1, printable = 1, errors = x->errors;
   for (int64_t i = 1; i < k->numel && uniform; i++)
     uniform = memcmp((char *)k->data + i * (int64_t)es, k->data, es) == 0;
   gc_attr probe;
-  for (int64_t i = 0; i < (uniform ? 1 : k->numel) && i < SMALL_CONST + 1; i++)
+  for (int64_t i = 0; i < (uniform ? 1 : k->numel) && i < k->numel && i < SMALL_CONST + 1; i++)
     printable &= elem_attr(k, i, &probe);
   const char *vname = hint ? ox_value_name(x, hint) : ox_temp_name(x);
   if (!vname) return NULL;
@@ -452,7 +447,11 @@ gc_value *ox_materialize_as(ox *x, ox_const *k, const char *hint, int param) {
   if (!param && printable && (uniform || k->numel <= SMALL_CONST)) {
     ox_attrs at = {0};
     gc_attr *val = slot(&at, "value");
-    if (uniform) {
+    if (k->numel == 0) {  /* an empty tensor: a splat of no elements */
+      *val = gc_dtype_is_float(k->dtype) ? (gc_attr){.kind = GC_ATTR_FLOAT, .u.f = 0}
+             : k->dtype == GRAPHC_DTYPE_BOOL ? (gc_attr){.kind = GC_ATTR_BOOL, .u.b = 0}
+                                            : (gc_attr){.kind = GC_ATTR_INT, .u.i = 0};
+    } else if (uniform) {
       elem_attr(k, 0, val);
     } else {
       val->kind = GC_ATTR_LIST;

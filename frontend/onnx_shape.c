@@ -55,7 +55,7 @@ int ox_reshape_op(ox *x, int arg) {
   }
   ox_const *e = empty_in(x);
   if (e || has_zero) {
-    if (!e) return ox_unsup(x, "a reshape to a zero-sized shape (graphc has no empty tensors)");
+    if (!e) return out1(x, ox_reshape(x, ox_in(x, 0), n, s));  /* an empty value (or a count error) */
     for (int i = 0; i < n; i++)
       if (s[i] < 0) s[i] = 0;
     return outk(x, ox_const_new(x, e->dtype, n, s));
@@ -217,9 +217,8 @@ int ox_slice(ox *x, int arg) {
   }
   for (int i = 0; i < r; i++)
     if (cnt[i] == 0) {
-      ox_const *k = ox_in_const(x, 0);  /* cnt -1: symbolic, never empty */
-      if (!k) return ox_unsup(x, "the slice is empty (graphc has no empty tensors)");
-      return outk(x, ox_const_new(x, k->dtype, r, cnt));
+      /* cnt -1: symbolic, never empty; an empty result is a constant of no elements */
+      return outk(x, ox_const_new(x, t.dtype, r, cnt));
     }
   gc_value *v = ox_in(x, 0);
   if (!any || !v) return out1(x, v);
@@ -324,13 +323,13 @@ int ox_expand(ox *x, int arg) {
   if (!a) return -1;
   int n = ox_in_dims(x, 1, "shape", s, MAXL);
   if (n < 0) return -1;
-  int r = a->type.rank, ro = n > r ? n : r;
+  int r = a->type.rank, ro = n > r ? n : r, empty = 0;
   if (ro > GC_MAX_RANK) return ox_unsup(x, "rank %d; graphc supports up to %d", ro, GC_MAX_RANK);
   for (int i = 0; i < ro; i++) {
     int64_t u = i - (ro - r) >= 0 ? a->type.dims[i - (ro - r)] : 1;
     int64_t v = i - (ro - n) >= 0 ? s[i - (ro - n)] : 1;
-    if (v == 0) return ox_unsup(x, "expanding to a zero-sized shape");
-    if (u == v || v == 1) d[i] = u;
+    if (v == 0 && (u == 0 || u == 1)) d[i] = 0, empty = 1;
+    else if (u == v || v == 1) d[i] = u;
     else if (u == 1) d[i] = v;
     else {
       gc_sbuf b = {0};
@@ -344,6 +343,7 @@ int ox_expand(ox *x, int arg) {
       return rc;
     }
   }
+  if (empty) return outk(x, ox_const_new(x, a->type.dtype, ro, d));
   return out1(x, ox_broadcast(x, a, ro, d));
 }
 
@@ -375,7 +375,7 @@ int ox_split(ox *x, int arg) {
   }
   int64_t sum = 0;
   for (int i = 0; i < n; i++) {
-    if (sizes[i] <= 0) return ox_unsup(x, "a split of size %lld (graphc has no empty tensors)", (long long)sizes[i]);
+    if (sizes[i] < 0) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "a split of size %lld", (long long)sizes[i]);
     sum += sizes[i];
   }
   if (n != nout || sum != dim)
@@ -395,9 +395,18 @@ int ox_tile(ox *x, int arg) {
   int r = a->type.rank, n = ox_in_ints(x, 1, "repeats", rep, MAXL);
   if (n < 0) return -1;
   if (n != r) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "repeats has %d entries for rank %d", n, r);
+  for (int k = 0; k < r; k++) {
+    if (rep[k] < 0) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "repeat %lld", (long long)rep[k]);
+    if (rep[k] == 0) {  /* an empty result */
+      int64_t m[GC_MAX_RANK];
+      for (int i = 0; i < r; i++) m[i] = i == k ? 0 : a->type.dims[i];
+      for (int i = 0; i < r; i++)
+        if (GC_DIM_IS_SYM(m[i])) return ox_unsup(x, "tiling a symbolic dim");
+      return outk(x, ox_const_new(x, a->type.dtype, r, m));
+    }
+  }
   for (int k = 0; k < r && a; k++) {
     if (rep[k] == 1) continue;
-    if (rep[k] < 1) return ox_unsup(x, "repeat %lld (graphc has no empty tensors)", (long long)rep[k]);
     if (r + 1 > GC_MAX_RANK) return ox_unsup(x, "tiling rank %d", r);
     int64_t d[GC_MAX_RANK], m[GC_MAX_RANK];
     for (int i = 0, j = 0; i < r; i++) {
@@ -461,7 +470,7 @@ int ox_pad(ox *x, int arg) {
     cs[i] = pb[i] < 0 ? -pb[i] : 0;
     ce[i] = pe[i] < 0 ? dim + pe[i] : dim;
     if (pb[i] < 0 || pe[i] < 0) crop = 1;
-    if (ce[i] <= cs[i]) return ox_unsup(x, "the pads leave nothing");
+    if (ce[i] < cs[i]) return ox_fail(x, GRAPHC_STATUS_INVALID_ARGUMENT, "the pads remove more than the dim");
     if (pb[i] < 0) pb[i] = 0;
     if (pe[i] < 0) pe[i] = 0;
   }

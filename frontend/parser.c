@@ -376,18 +376,14 @@ static int parse_dim(parser *p, int64_t *out, int *bad) {
   gc_token t = p->tok;
   if (at(p, GC_TOK_INT)) {
     advance(p);
-    if (t.i == 0) {
-      error_at(p, t.loc, "dimension must be positive, got 0");
-      *bad = 1;
-    }
-    *out = t.i;
+    *out = t.i;  /* 0 is an empty dim */
     if (t.bad) *bad = 1;
     return 1;
   }
   if (at(p, GC_TOK_MINUS)) {
     advance(p);
     if (at(p, GC_TOK_INT)) {
-      error_at(p, t.loc, "dimension must be positive, got -%.*s", (int)p->tok.len, p->tok.text);
+      error_at(p, t.loc, "dimension must be >= 0, got -%.*s", (int)p->tok.len, p->tok.text);
       advance(p);
       *bad = 1;
       return 1;

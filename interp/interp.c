@@ -131,13 +131,13 @@ static graphc_status_t emit_outputs(interp_ctx *cx, const gc_value *v, const voi
     if (cx->g->outputs[j] != v) continue;
     int64_t numel, nb = value_bytes(cx, v, &numel);
     if (nb < 0) return GRAPHC_STATUS_INVALID_ARGUMENT;
-    if (!outputs[j].data || outputs[j].nbytes < (size_t)nb) {
+    if ((!outputs[j].data && nb) || outputs[j].nbytes < (size_t)nb) {  /* empty: no buffer needed */
       gc_error_at(cx->d, GRAPHC_STATUS_INVALID_ARGUMENT, cx->g->ret_loc,
                   "output %d needs %lld bytes, buffer has %zu", j, (long long)nb,
                   outputs[j].data ? outputs[j].nbytes : 0);
       return GRAPHC_STATUS_INVALID_ARGUMENT;
     }
-    memmove(outputs[j].data, data, (size_t)nb);
+    if (nb) memmove(outputs[j].data, data, (size_t)nb);
   }
   return GRAPHC_STATUS_OK;
 }
@@ -249,7 +249,7 @@ graphc_status_t gc_interp_run_states(const gc_graph *g, const gc_safetensors *we
     int64_t numel, nb = value_bytes(&cx, v, &numel);
     if (nb < 0) {
       st = GRAPHC_STATUS_INVALID_ARGUMENT;
-    } else if (!inputs[i].data || inputs[i].nbytes < (size_t)nb) {
+    } else if ((!inputs[i].data && nb) || inputs[i].nbytes < (size_t)nb) {
       gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, v->loc,
                   "input %d (%%%s) needs %lld bytes, buffer has %zu", i, v->name, (long long)nb,
                   inputs[i].data ? inputs[i].nbytes : 0);

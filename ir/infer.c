@@ -212,7 +212,7 @@ static int is_graph_sym(ictx *c, int64_t v) {
   return GC_DIM_IS_SYM(v) && v - GC_DIM_SYM_BASE < c->g->n_syms;
 }
 
-/* A `dims` attribute: entries >= 1 or symbols of the graph (or one -1 when
+/* A `dims` attribute: entries >= 0 or symbols of the graph (or one -1 when
  * minus1 is set). Required: a missing attribute is an error. */
 static int attr_dims(ictx *c, const char *name, int minus1, int64_t *v, int *n,
                      const gc_attr **ap) {
@@ -223,14 +223,14 @@ static int attr_dims(ictx *c, const char *name, int minus1, int64_t *v, int *n,
                 *n, GC_MAX_RANK);
   int seen_minus1 = 0;
   for (int i = 0; i < *n; i++) {
-    if (GC_DIM_IS_SYM(v[i]) ? is_graph_sym(c, v[i]) : v[i] >= 1) continue;
+    if (GC_DIM_IS_SYM(v[i]) ? is_graph_sym(c, v[i]) : v[i] >= 0) continue;
     if (minus1 && v[i] == -1 && !seen_minus1) {
       seen_minus1 = 1;
       continue;
     }
     if (minus1 && v[i] == -1)
       return fail(c, iloc(c, *ap, i), "attribute '%s' has more than one -1", name);
-    return fail(c, iloc(c, *ap, i), "attribute '%s' entry %d is %lld; dims must be >= 1%s", name,
+    return fail(c, iloc(c, *ap, i), "attribute '%s' entry %d is %lld; dims must be >= 0%s", name,
                 i, (long long)v[i], minus1 ? " (or -1 once)" : "");
   }
   return 1;
@@ -1009,6 +1009,9 @@ static int reshape_concrete(ictx *c, const gc_type *x, gc_type *t, int hole, con
   if (px.ovf || ps.ovf)
     return fail(c, aloc(c, sa), "element count of %s or of shape %s overflows", ty(c, x),
                 dims_str(c, t->dims, t->rank));
+  if (hole >= 0 && ps.c == 0)
+    return fail(c, aloc(c, sa), "cannot infer -1 in %s: the other entries have zero elements",
+                dims_str(c, t->dims, t->rank));
   if (hole < 0 ? px.c != ps.c : px.c % ps.c != 0)
     return fail(c, aloc(c, sa), hole < 0 ? "cannot reshape %s (%s elements) to %s (%s elements)"
                                          : "cannot infer -1 in %s for %s: %s elements are not divisible by %s",
@@ -1196,11 +1199,7 @@ static int gc_infer_slice(const gc_graph *g, const gc_op *op, gc_type *out, gc_d
     s = s < 0 ? 0 : s > dim ? dim : s;
     e = e < 0 ? 0 : e > dim ? dim : e;
     int64_t len = e > s ? (e - s) / sp[i] + ((e - s) % sp[i] != 0) : 0;
-    if (len < 1)
-      return fail(c, iloc(c, ea, i),
-                  "slice of axis %d is empty: start %lld, end %lld, step %lld on a dim of %lld",
-                  i, (long long)st[i], (long long)en[i], (long long)sp[i], (long long)dim);
-    t.dims[i] = len;
+    t.dims[i] = len;  /* 0: an empty slice */
   }
   out[0] = t;
   return 1;
@@ -1282,7 +1281,7 @@ static int gc_infer_cache_write(const gc_graph *g, const gc_op *op, gc_type *out
   return 1;
 }
 
-/* split: one result per entry of sizes (>= 1, summing to the dim). */
+/* split: one result per entry of sizes (>= 0, summing to the dim). */
 static int gc_infer_split(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;
   const gc_type *x = in(c, 0);
@@ -1303,8 +1302,8 @@ static int gc_infer_split(const gc_graph *g, const gc_op *op, gc_type *out, gc_d
   __int128 sum = 0;
   for (int i = 0; i < n; i++) {
     int64_t s = sa->kind == GC_ATTR_LIST ? sa->u.list.items[i].u.i : sa->u.i;
-    if (s < 1 || s >= DIM_LIMIT)
-      return fail(c, iloc(c, sa, i), "sizes entries must be >= 1, got %lld", (long long)s);
+    if (s < 0 || s >= DIM_LIMIT)
+      return fail(c, iloc(c, sa, i), "sizes entries must be >= 0, got %lld", (long long)s);
     sum += s;
     out[i] = *x;
     out[i].dims[axis] = s;

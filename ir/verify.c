@@ -242,7 +242,7 @@ static void check_attrs(const gc_graph *g, const gc_op *op, gc_diags *d) {
 
 /* ---- types ------------------------------------------------------------------------------ */
 
-/* Check a type is well formed: valid dtype, rank <= 8, dims >= 1 or declared
+/* Check a type is well formed: valid dtype, rank <= 8, dims >= 0 (0: an empty tensor) or declared
  * symbols, element count <= 2^62. `what` says whose type it is. */
 static int check_type(const gc_graph *g, const gc_type *t, gc_loc loc, const char *what,
                       gc_diags *d) {
@@ -270,16 +270,16 @@ static int check_type(const gc_graph *g, const gc_type *t, gc_loc loc, const cha
   const char *ts = b.data ? b.data : "?";
   int ok = 1;
   for (int i = 0; ok && i < t->rank; i++)
-    if (!GC_DIM_IS_SYM(t->dims[i]) && t->dims[i] < 1) {
+    if (!GC_DIM_IS_SYM(t->dims[i]) && t->dims[i] < 0) {
       gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, loc,
-                  "%s %s has dim %d = %lld; dims must be >= 1", what, ts, i,
+                  "%s %s has dim %d = %lld; dims must be >= 0", what, ts, i,
                   (long long)t->dims[i]);
       ok = 0;
     }
   if (ok) {
     int64_t n = 1;
     for (int i = 0; ok && i < t->rank; i++) {
-      int64_t v = GC_DIM_IS_SYM(t->dims[i]) ? 1 : t->dims[i];
+      int64_t v = GC_DIM_IS_SYM(t->dims[i]) || t->dims[i] == 0 ? 1 : t->dims[i];
       if (n > DIM_LIMIT / v) {
         gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, loc,
                     "%s %s: element count overflows 2^62", what, ts);

@@ -6,8 +6,8 @@
 
 #include "passes/pipeline.h"
 
-const char *const gc_pass_names[] = {"precision", "layout", "conv-gemm", "reduce-split", "qdq-fold", "matmul-canon", "simplify", "fold", "cse", "recognize", "dce", NULL};
-#define N_PASSES 11
+const char *const gc_pass_names[] = {"empty", "precision", "layout", "conv-gemm", "reduce-split", "qdq-fold", "matmul-canon", "simplify", "fold", "cse", "recognize", "dce", NULL};
+#define N_PASSES 12
 _Static_assert(sizeof gc_pass_names / sizeof *gc_pass_names == N_PASSES + 1, "one entry per pass");
 
 typedef struct pass_run {
@@ -43,7 +43,7 @@ static int pass_index(const char *name, size_t n) {
   return -1;
 }
 
-/* "precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce" into b. */
+/* "empty, precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce" into b. */
 static void pass_names_str(gc_sbuf *b) {
   for (int i = 0; gc_pass_names[i]; i++) gc_sbuf_printf(b, "%s%s", i ? ", " : "", gc_pass_names[i]);
 }
@@ -123,7 +123,8 @@ static int run_pass_with(pass_run *r, const char *name, gc_pass_fn fn,
                          int structural) {
   if (r->failed || r->stopped) return 0;
   int changes = 0;
-  if (!in_list(r->opts->disable_passes, name)) {
+  /* "empty" legalizes (the backends run no op on an empty tensor): never skipped */
+  if (!in_list(r->opts->disable_passes, name) || strcmp(name, "empty") == 0) {
     if (in_list(r->opts->print_before, name)) print_ir(r, "before", name);
     double t0 = now_ms();
     changes = fn ? fn(r->g, r->d) : fn_opts(r->g, r->opts, r->stats, r->d);
@@ -201,11 +202,12 @@ int gc_run_pipeline_until(gc_graph *g, const graphc_compile_options_t *opts,
   if (errs) return -1;
   pass_run r = {.opts = opts, .g = g, .stats = stats, .d = d, .stop_after = stop_after};
   int before = g->n_ops;
+  run_pass(&r, "empty", gc_pass_empty, 1);  /* also at -O0 */
   if (opts->optimize) run_passes(&r);
   if (r.failed) return -1;
   if (!opts->optimize) {
-    gc_sbuf_printf(stats, "pipeline: %d ops before, %d after (optimizations off)\n", before,
-                   g->n_ops);
+    gc_sbuf_printf(stats, "pipeline: %d ops before, %d after (optimizations off%s)\n", before,
+                   g->n_ops, r.changes[0] ? "; empty tensors legalized" : "");
   } else {
     gc_sbuf_printf(stats, "pipeline: %d ops before, %d after (%d round%s;", before, g->n_ops,
                    r.rounds, r.rounds == 1 ? "" : "s");

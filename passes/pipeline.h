@@ -1,5 +1,6 @@
 /* pipeline.h - the pass manager: named graph passes run in a fixed order.
  *
+ *   empty                     once, always (also -O0; ops on tensors with a zero dim)
  *   precision                 once (f16 / bf16 dtypes and casts; --precision)
  *   layout, conv-gemm,        once each (layout and reduce-split for the GPU,
  *   reduce-split              conv-gemm not for the interpreter backend), then
@@ -27,6 +28,9 @@
 
 typedef int (*gc_pass_fn)(gc_graph *g, gc_diags *d);
 
+/* passes/empty.c: ops with an empty result as consts, reductions over empty axes and
+ * matmuls with K = 0 as splats of their identity, concat without its empty operands. */
+int gc_pass_empty(gc_graph *g, gc_diags *d);
 /* passes/precision.c: with opts->precision f16 / bf16, matmuls, convs and the
  * elementwise chains between them computed in that type (casts at the boundaries);
  * a line in stats. Nothing changes for f32 and tf32. */

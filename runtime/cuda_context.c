@@ -586,13 +586,13 @@ static int run_host(gc_cu_ctx *c, const graphc_tensor_t *in, graphc_tensor_t *ou
   const gc_cu_driver *cu = x->cu;
   const gc_launch_plan *p = x->plan;
   int bad = wait_pending(c, c->stream, d) || bind_io(c, c->in_buf, c->out_buf, d);
-  for (int i = 0; i < p->n_inputs && !bad; i++)
-    bad = GC_CU_WHAT(cu, d, p->inputs[i].name, MemcpyHtoDAsync, c->in_buf[i], in[i].data,
-                     p->inputs[i].nbytes, c->stream);
+  for (int i = 0; i < p->n_inputs && !bad; i++)  /* nothing to copy for an empty tensor */
+    bad = p->inputs[i].nbytes && GC_CU_WHAT(cu, d, p->inputs[i].name, MemcpyHtoDAsync, c->in_buf[i],
+                                            in[i].data, p->inputs[i].nbytes, c->stream);
   if (!bad) bad = launch_all(c, c->stream, d);
   for (int i = 0; i < p->n_outputs && !bad; i++)
-    bad = GC_CU_WHAT(cu, d, p->outputs[i].name, MemcpyDtoHAsync, out[i].data, c->out_buf[i],
-                     p->outputs[i].nbytes, c->stream);
+    bad = p->outputs[i].nbytes && GC_CU_WHAT(cu, d, p->outputs[i].name, MemcpyDtoHAsync, out[i].data,
+                                             c->out_buf[i], p->outputs[i].nbytes, c->stream);
   /* Synchronize even after a failed enqueue: host buffers must not be in flight. */
   CUresult r = cu->StreamSynchronize(c->stream);
   if (!bad && r != CUDA_SUCCESS) {
@@ -700,7 +700,7 @@ static int enqueue(gc_cu_ctx *c, const graphc_tensor_t *in, graphc_tensor_t *out
   }
   int queued = 0;   /* something went on the stream: later work must wait for it */
   for (size_t i = 0; i < ni && !bad; i++)
-    if (hin[i]) {
+    if (hin[i] && p->inputs[i].nbytes) {
       bad = GC_CU_WHAT(cu, d, p->inputs[i].name, MemcpyHtoDAsync, pin[i], in[i].data,
                        p->inputs[i].nbytes, s);
       queued = 1;
@@ -710,7 +710,7 @@ static int enqueue(gc_cu_ctx *c, const graphc_tensor_t *in, graphc_tensor_t *out
     bad = launch_all(c, s, d);
   }
   for (size_t i = 0; i < no && !bad; i++)
-    if (hout[i])
+    if (hout[i] && p->outputs[i].nbytes)
       bad = GC_CU_WHAT(cu, d, p->outputs[i].name, MemcpyDtoHAsync, out[i].data, pout[i],
                        p->outputs[i].nbytes, s);
   if (queued) {

@@ -36,17 +36,18 @@ static int is_c_ident(const char *s) {
   return 1;
 }
 
-/* Bytes of a dtype x dims tensor; 0 when a dim is out of range or it overflows. */
+/* Bytes of a dtype x dims tensor; BAD_BYTES when a dim is out of range or it overflows. */
+#define BAD_BYTES UINT64_MAX
 static uint64_t tensor_bytes(gc_dtype dt, int rank, const int64_t *dims) {
   size_t es = graphc_dtype_size(dt);
-  if (!es || rank < 0 || rank > GC_MAX_RANK) return 0;
+  if (!es || rank < 0 || rank > GC_MAX_RANK) return BAD_BYTES;
   uint64_t n = es;
   for (int k = 0; k < rank; k++) {
-    if (dims[k] < 1 || dims[k] > (INT64_C(1) << 40)) return 0;
-    if (n > (UINT64_C(1) << 62) / (uint64_t)dims[k]) return 0;
+    if (dims[k] < 0 || dims[k] > (INT64_C(1) << 40)) return BAD_BYTES;
+    if (dims[k] && n > (UINT64_C(1) << 62) / (uint64_t)dims[k]) return BAD_BYTES;
     n *= (uint64_t)dims[k];
   }
-  return n;
+  return n;  /* 0 for an empty tensor (a zero dim) */
 }
 
 /* Report a plan violation (printf-style) and return -1. */
@@ -69,7 +70,7 @@ static int check_tensor(const graphc_tensor_info_t *t, const char *kind, int i, 
   if (!graphc_dtype_name(t->dtype))
     return bad_plan(d, st, what, "%s %d (%s) has invalid dtype %d", kind, i, t->name, (int)t->dtype);
   uint64_t nb = tensor_bytes(t->dtype, t->rank, t->dims);
-  if (!nb || nb != t->nbytes)
+  if (nb == BAD_BYTES || nb != t->nbytes)
     return bad_plan(d, st, what, "%s %d (%s): shape or size is invalid", kind, i, t->name);
   return 0;
 }

@@ -506,7 +506,7 @@ static int check_tensors(const char *what, const graphc_tensor_info_t *info, int
       gc_sbuf_free(&want);
       return -1;
     }
-    if (!t[i].data) {
+    if (!t[i].data && e->nbytes) {  /* an empty tensor may have no buffer */
       gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, nl, "%s %zu (%%%s): data is NULL", what, i,
                   e->name);
       return -1;

@@ -571,7 +571,7 @@ START_TEST(parse_error_positions) {
       {"  param %w: f32[4] \"w\";\n  return %x;\n}\n", 3, 20, "expected '=' after the param type"},
       {"  %a, %b = split(%x, axis=1, sizes=[2, 2]) : f32[B, 2];\n  return %a;\n}\n", 3, 46,
        "1 result type given for 2 results"},
-      {"  %y = relu(%x) : f32[B, 0];\n  return %y;\n}\n", 3, 26, "dimension must be positive"},
+      {"  %y = relu(%x) : f32[B, -2];\n  return %y;\n}\n", 3, 26, "dimension must be >= 0, got -2"},
       {"  %y = relu(%x) ? ;\n  return %y;\n}\n", 3, 17, "unexpected character '?'"},
       {"  %y = param(name=\"w\") : f32[4];\n  return %y;\n}\n", 3, 8, "unknown op 'param'"},
   };

@@ -347,7 +347,7 @@ START_TEST(structural_errors) {
   gc_module *m = gc_module_new("x");
   gc_graph *g = gc_graph_new(m, "t", (gc_loc){1, 1});
   gc_type t = {.dtype = GRAPHC_DTYPE_F32, .rank = 2, .dims = {2, 3}};
-  gc_type zero = {.dtype = GRAPHC_DTYPE_F32, .rank = 2, .dims = {2, 0}};
+  gc_type zero = {.dtype = GRAPHC_DTYPE_F32, .rank = 2, .dims = {2, -3}};
   gc_type r9 = {.dtype = GRAPHC_DTYPE_F32, .rank = 9};
   gc_type bad_sym = {.dtype = GRAPHC_DTYPE_F32, .rank = 1, .dims = {GC_DIM_SYM(2)}};
   gc_value *x = gc_graph_add_arg(g, "x", &t, (gc_loc){1, 10});
@@ -370,7 +370,7 @@ START_TEST(structural_errors) {
   gc_diags d;
   gc_diags_init(&d, "x", NULL, 0);
   ck_assert_int_eq(gc_verify_graph(g, &d), 6);
-  want_error(&d, 1, 20, "argument type f32[2, 0] has dim 1 = 0; dims must be >= 1");
+  want_error(&d, 1, 20, "argument type f32[2, -3] has dim 1 = -3; dims must be >= 0");
   want_error(&d, 1, 30, "argument type has rank 9; the maximum rank is 8");
   want_error(&d, 1, 40, "argument type: dim 0 names symbolic dim #2, but @t declares 0");
   want_error(&d, 3, 3, "exp: operand 0 (%a) is not defined before this use");

@@ -877,7 +877,7 @@ START_TEST(unknown_pass) {
     char *out = pipeline_text(&o, stop, &diags, NULL);
     ck_assert_msg(out == NULL, "%s accepted an unknown pass", fields[i]);
     ck_assert_msg(strstr(diags, "unknown pass 'bogus'") &&
-                      strstr(diags, "(passes: precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce"),
+                      strstr(diags, "(passes: empty, precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce"),
                   "%s: %s", fields[i], diags);
     free(diags);
   }
@@ -940,7 +940,7 @@ START_TEST(stats_through_api) {
   o.time_passes = 1;
   ck_assert_int_eq(graphc_compile(m, &o, &exe, &err), 0);
   const char *st = graphc_executable_stats(exe);
-  ck_assert_msg(strstr(st, "pipeline: 4 ops before, 2 after (2 rounds; precision 0, layout 0, conv-gemm 0, reduce-split 0, qdq-fold 0, matmul-canon 0, simplify 1, fold 1, cse 0, recognize 0, dce 1 changes)"),
+  ck_assert_msg(strstr(st, "pipeline: 4 ops before, 2 after (2 rounds; empty 0, precision 0, layout 0, conv-gemm 0, reduce-split 0, qdq-fold 0, matmul-canon 0, simplify 1, fold 1, cse 0, recognize 0, dce 1 changes)"),
                 "%s", st);
   ck_assert_msg(strstr(st, "pass fold (round 1)") && strstr(st, "pass dce "), "%s", st);
   graphc_executable_destroy(exe);
@@ -1052,9 +1052,9 @@ START_TEST(print_after_reparses) {
     free(text);
     p = next;
   }
-  /* precision (f32: unchanged) + 4 passes x 3 rounds (x*1 appears after round 1's fold, round 3
-   * is quiet) + dce + before dce */
-  ck_assert_msg(blocks == 15, "%d blocks:\n%s", blocks, out);
+  /* empty and precision (unchanged) + 4 passes x 3 rounds (x*1 appears after round 1's fold,
+   * round 3 is quiet) + dce + before dce */
+  ck_assert_msg(blocks == 16, "%d blocks:\n%s", blocks, out);
   ck_assert_msg(strstr(out, "# ----- IR after fold (round 2) -----\nversion 1;\n\ngraph @g("), "%s", out);
   ck_assert_msg(strstr(out, "# ----- IR before dce -----"), "%s", out);
   free(out);
@@ -1067,13 +1067,13 @@ START_TEST(cli_pass_errors) {
   snprintf(cmd, sizeof cmd, "%s run %s --backend interp --disable-pass=fold,bogus", GRAPHC_CLI,
            tu_src("tests/passes/27_pipeline_rounds.graph"));
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 1);
-  ck_assert_msg(strstr(out, "error: unknown pass 'bogus' in --disable-pass (passes: precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce, fusion)"),
+  ck_assert_msg(strstr(out, "error: unknown pass 'bogus' in --disable-pass (passes: empty, precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce, fusion)"),
                 "%s", out);
   free(out);
   snprintf(cmd, sizeof cmd, "%s run %s --backend interp --disable-pass=simplify,fold,cse,dce --stats",
            GRAPHC_CLI, tu_src("tests/passes/27_pipeline_rounds.graph"));
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 0);
-  ck_assert_msg(strstr(out, "pipeline: 8 ops before, 8 after (1 round; precision 0, layout 0, conv-gemm 0, reduce-split 0, qdq-fold 0, matmul-canon 0, simplify 0, fold 0, cse 0, recognize 0, dce 0 changes)"),
+  ck_assert_msg(strstr(out, "pipeline: 8 ops before, 8 after (1 round; empty 0, precision 0, layout 0, conv-gemm 0, reduce-split 0, qdq-fold 0, matmul-canon 0, simplify 0, fold 0, cse 0, recognize 0, dce 0 changes)"),
                 "%s", out);
   free(out);
 }
@@ -1174,7 +1174,7 @@ START_TEST(cli_dot) {
   free(out);
   snprintf(cmd, sizeof cmd, "%s dot %s --after nosuch", GRAPHC_CLI, file);
   ck_assert_int_eq(tu_run_cmd(cmd, &out), 1);
-  ck_assert_msg(strstr(out, "unknown pass 'nosuch' in --after (passes: precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce)"), "%s", out);
+  ck_assert_msg(strstr(out, "unknown pass 'nosuch' in --after (passes: empty, precision, layout, conv-gemm, reduce-split, qdq-fold, matmul-canon, simplify, fold, cse, recognize, dce)"), "%s", out);
   free(out);
   /* Symbolic dims bound with --bind; -O0 keeps the graph as written. */
   snprintf(cmd, sizeof cmd, "%s dot %s --bind B=3 -O0", GRAPHC_CLI, tu_src("examples/mlp.graph"));

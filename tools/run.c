@@ -28,6 +28,10 @@ static void print_tensor(const graphc_tensor_info_t *info, const void *data, int
     sum += v;
   }
   if (shown < n) printf(", ... (%lld more)", (long long)(n - shown));
+  if (n == 0) {
+    printf("]  (empty)\n");
+    return;
+  }
   printf("]\n    min %.6g  max %.6g  mean %.6g\n", lo, hi, sum / (double)n);
 }
 
