@@ -121,7 +121,9 @@ static const char *reg_type(gc_dtype t) {
     case GRAPHC_DTYPE_U8: return "unsigned char";
     case GRAPHC_DTYPE_BOOL: return "bool";
     case GRAPHC_DTYPE_F8E4M3:
-    case GRAPHC_DTYPE_F8E5M2: return "unsigned char";  /* the bits; see KIR_E_BITCAST */
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: return "unsigned char";  /* the bits; see KIR_E_BITCAST */
     default: break;
   }
   GC_ASSERT(!"bad dtype");

@@ -69,7 +69,9 @@ static void put_scalar(void *dst, gc_dtype t, const gc_attr *a) {
       break;
     case GRAPHC_DTYPE_BOOL: *(uint8_t *)dst = from_float ? fv != 0.0 : iv != 0; break;
     case GRAPHC_DTYPE_F8E4M3:
-    case GRAPHC_DTYPE_F8E5M2: gc_store_f64(dst, t, 0, is_int ? (double)iv : fv); break;
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: gc_store_f64(dst, t, 0, is_int ? (double)iv : fv); break;
     default: GC_ASSERT(!"bad dtype");
   }
 }
@@ -88,7 +90,9 @@ static kir_expr *elem_const(gc_lowerer *c, const void *src, gc_dtype t) {
     case GRAPHC_DTYPE_U8: return kir_const_i(c->km, ct, *(const uint8_t *)src);
     case GRAPHC_DTYPE_BOOL: return kir_const_i(c->km, ct, *(const uint8_t *)src != 0);
     case GRAPHC_DTYPE_F8E4M3:
-    case GRAPHC_DTYPE_F8E5M2: return kir_const_f(c->km, ct, gc_load_f64(src, t, 0));
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: return kir_const_f(c->km, ct, gc_load_f64(src, t, 0));
     default: GC_ASSERT(!"bad dtype"); return NULL;
   }
 }

@@ -16,7 +16,9 @@ gc_dtype gc_ec_compute_type(gc_dtype t) {
     case GRAPHC_DTYPE_F16:
     case GRAPHC_DTYPE_BF16:
     case GRAPHC_DTYPE_F8E4M3:
-    case GRAPHC_DTYPE_F8E5M2: return GRAPHC_DTYPE_F32;
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: return GRAPHC_DTYPE_F32;
     case GRAPHC_DTYPE_I8:
     case GRAPHC_DTYPE_U8: return GRAPHC_DTYPE_I32;
     default: return t;

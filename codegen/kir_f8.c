@@ -16,11 +16,16 @@
 /* A format: fraction bits, smallest normal exponent, largest finite magnitude bits, the
  * magnitude bits that mean "overflow" when not saturating (NaN for e4m3, inf for e5m2),
  * and the NaN magnitude bits written for a NaN. */
-typedef struct f8_fmt { int mant, emin; int64_t max_bits, over_bits, nan_bits; } f8_fmt;
+typedef struct f8_fmt { int mant, emin; int64_t max_bits, over_bits, nan_bits; int fnuz; } f8_fmt;
 
 static f8_fmt fmt_of(gc_dtype t) {
-  if (t == GRAPHC_DTYPE_F8E4M3) return (f8_fmt){3, -6, 0x7e, 0x7f, 0x7f};
-  return (f8_fmt){2, -14, 0x7b, 0x7c, 0x7e};
+  switch (t) {
+    case GRAPHC_DTYPE_F8E4M3: return (f8_fmt){3, -6, 0x7e, 0x7f, 0x7f, 0};
+    case GRAPHC_DTYPE_F8E5M2: return (f8_fmt){2, -14, 0x7b, 0x7c, 0x7e, 0};
+    /* fnuz: every magnitude finite, 0x80 the one NaN, no -0 */
+    case GRAPHC_DTYPE_F8E4M3FNUZ: return (f8_fmt){3, -7, 0x7f, 0x80, 0x80, 1};
+    default: return (f8_fmt){2, -15, 0x7f, 0x80, 0x80, 1};
+  }
 }
 
 static kir_expr *ci(kir_module *m, gc_dtype t, int64_t v) { return kir_const_i(m, t, v); }
@@ -39,6 +44,10 @@ static kir_expr *f8_to_f32(kir_module *m, gc_dtype from, kir_expr *a) {
   kir_expr *nbits = bin(m, KIR_ADD, bin(m, KIR_MUL, mag, ci(m, I, INT64_C(1) << (23 - f.mant))), ci(m, I, rebias));
   kir_expr *sub = bin(m, KIR_MUL, kir_cast(m, F, fr), kir_const_f(m, F, ldexp(1.0, f.emin - f.mant)));
   kir_expr *v = kir_select(m, bin(m, KIR_EQ, ex, ci(m, I, 0)), sub, kir_bitcast(m, F, nbits));
+  if (f.fnuz) {  /* 0x80 (what would be -0) is the one NaN, a positive one */
+    v = kir_select(m, bin(m, KIR_GE, u, ci(m, I, 128)), kir_unary(m, KIR_NEG, v), v);
+    return kir_select(m, bin(m, KIR_EQ, u, ci(m, I, 0x80)), kir_const_f(m, F, NAN), v);
+  }
   if (from == GRAPHC_DTYPE_F8E4M3) {
     v = kir_select(m, bin(m, KIR_EQ, mag, ci(m, I, f.over_bits)), kir_const_f(m, F, NAN), v);
   } else {
@@ -83,6 +92,16 @@ static kir_expr *float_to_f8(kir_module *m, gc_dtype to, kir_expr *x, int satura
   kir_expr *r = kir_select(m, subn, qs, qn);
   /* overflow (infinities included): the largest finite value, or NaN / inf */
   kir_expr *over = bin(m, KIR_GT, r, ci(m, I, f.max_bits));
+  if (f.fnuz) {  /* NaN (and what does not saturate) is 0x80; zero has no sign */
+    kir_expr *isinf_ = bin(m, KIR_EQ, a, ci(m, I, (int64_t)(2 * fbias + 1) << fm));
+    kir_expr *nan_ = isnan_;
+    if (saturate == 0) nan_ = bin(m, KIR_OR, nan_, over);
+    if (saturate < 0) nan_ = bin(m, KIR_OR, nan_, isinf_);
+    r = kir_select(m, over, ci(m, I, f.max_bits), r);
+    r = kir_select(m, bin(m, KIR_AND, neg, bin(m, KIR_GT, r, ci(m, I, 0))), bin(m, KIR_ADD, r, ci(m, I, 0x80)), r);
+    r = kir_select(m, nan_, ci(m, I, 0x80), r);
+    return kir_bitcast(m, to, kir_cast(m, GRAPHC_DTYPE_U8, r));
+  }
   r = kir_select(m, over, ci(m, I, saturate ? f.max_bits : f.over_bits), r);
   if (saturate < 0)
     r = kir_select(m, bin(m, KIR_EQ, a, ci(m, I, (int64_t)(2 * fbias + 1) << fm)), ci(m, I, f.over_bits), r);

@@ -52,7 +52,8 @@ static LLVMTypeRef reg_ty(const em *e, gc_dtype t) {
   case DT(I64): return e->t_i64;
   case DT(I32): return e->t_i32;
   case DT(I8): case DT(U8): return e->t_i8;
-  case DT(F8E4M3): case DT(F8E5M2): return e->t_i8;  /* the bits; see KIR_E_BITCAST */
+  case DT(F8E4M3): case DT(F8E5M2): case DT(F8E4M3FNUZ): case DT(F8E5M2FNUZ):
+    return e->t_i8;  /* the bits; see KIR_E_BITCAST */
   case DT(BOOL): return e->t_i1;
   default: GC_ASSERT(!"bad dtype"); return NULL;
   }
@@ -195,6 +196,7 @@ static LLVMValueRef t_shfl_xor(em *e, LLVMValueRef v, gc_dtype t, int mask) {
     return LLVMBuildBitCast(b, bits, reg_ty(e, t), "");
   }
   case DT(I8): case DT(U8): case DT(BOOL): case DT(F8E4M3): case DT(F8E5M2):  /* fp8: the bits */
+  case DT(F8E4M3FNUZ): case DT(F8E5M2FNUZ):
     return LLVMBuildTrunc(b, shfl32(e, LLVMBuildZExt(b, v, e->t_i32, ""), mask), reg_ty(e, t), "");
   default:
     GC_ASSERT(!"bad shuffle dtype");

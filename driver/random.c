@@ -65,7 +65,9 @@ void gc_random_fill(void *out, const gc_type *t, uint64_t seed) {
       case GRAPHC_DTYPE_U8: p[i] = (unsigned char)(x >> 62); break;
       case GRAPHC_DTYPE_BOOL: p[i] = (unsigned char)(x >> 63); break;
       case GRAPHC_DTYPE_F8E4M3:  /* fp8: the f32 value above, rounded again */
-      case GRAPHC_DTYPE_F8E5M2: gc_store_f64(p, t->dtype, i, (float)v); break;
+      case GRAPHC_DTYPE_F8E5M2:
+      case GRAPHC_DTYPE_F8E4M3FNUZ:
+      case GRAPHC_DTYPE_F8E5M2FNUZ: gc_store_f64(p, t->dtype, i, (float)v); break;
       default: GC_ASSERT(!"bad dtype");
     }
   }

@@ -947,7 +947,7 @@ int ox_dtype(ox *x, int onnx_type, gc_dtype *out) {
   int t = gc_onnx_dtype(onnx_type);
   if (t < 0)
     return ox_unsup(x, "element type %s is not supported (graphc has f64 f32 f16 bf16 i64 i32 i8 "
-                       "u8 bool f8e4m3 f8e5m2)",
+                       "u8 bool f8e4m3 f8e5m2 f8e4m3fnuz f8e5m2fnuz)",
                     gc_onnx_type_name(onnx_type));
   *out = (gc_dtype)t;
   return 0;

@@ -109,6 +109,8 @@ int gc_onnx_dtype(int t) {
     case GC_ONNX_BOOL: return GRAPHC_DTYPE_BOOL;
     case GC_ONNX_FLOAT8E4M3FN: return GRAPHC_DTYPE_F8E4M3;
     case GC_ONNX_FLOAT8E5M2: return GRAPHC_DTYPE_F8E5M2;
+    case GC_ONNX_FLOAT8E4M3FNUZ: return GRAPHC_DTYPE_F8E4M3FNUZ;
+    case GC_ONNX_FLOAT8E5M2FNUZ: return GRAPHC_DTYPE_F8E5M2FNUZ;
     default: return -1;
   }
 }

@@ -690,7 +690,7 @@ static int parse_param_from(parser *p, stmt *s) {
   advance(p);
   int dt = gc_dtype_from_name(t.text, t.len);
   if (dt < 0) {
-    error_at(p, t.loc, "unknown dtype '%.*s' after 'from' (expected f64, f32, f16, bf16, f8e4m3 or f8e5m2)",
+    error_at(p, t.loc, "unknown dtype '%.*s' after 'from' (expected f64, f32, f16, bf16 or an fp8 dtype)",
              (int)(t.len > 40 ? 40 : t.len), t.text);
     s->bad = 1;
     return 1;

@@ -117,23 +117,43 @@ double gc_bf16_to_f64(uint16_t h) {
 
 /* ---- fp8 -------------------------------------------------------------------------- */
 
-/* The two fp8 formats: fraction bits, exponent range of normals, and the first
- * magnitude pattern past the largest finite value (e4m3: S.1111.111 is NaN, no inf;
- * e5m2: S.11111.00 is inf). */
-typedef struct f8_format { int mant, emin, emax; uint8_t max_bits, over_bits; } f8_format;
-static const f8_format k_e4m3 = {3, -6, 8, 0x7e, 0x7f};
-static const f8_format k_e5m2 = {2, -14, 15, 0x7b, 0x7c};
+/* The fp8 formats: fraction bits, exponent range of normals, and the first magnitude
+ * pattern past the largest finite value (e4m3: S.1111.111 is NaN, no inf; e5m2: S.11111.00
+ * is inf; the fnuz pair: every magnitude is finite, 0x80 (-0) is the one NaN). */
+typedef struct f8_format { int mant, emin, emax; uint8_t max_bits, over_bits; int fnuz; } f8_format;
+static const f8_format k_e4m3 = {3, -6, 8, 0x7e, 0x7f, 0};
+static const f8_format k_e5m2 = {2, -14, 15, 0x7b, 0x7c, 0};
+static const f8_format k_e4m3fnuz = {3, -7, 7, 0x7f, 0x80, 1};
+static const f8_format k_e5m2fnuz = {2, -15, 15, 0x7f, 0x80, 1};
+
+static const f8_format *f8_format_of(gc_dtype t) {
+  switch (t) {
+    case GRAPHC_DTYPE_F8E4M3: return &k_e4m3;
+    case GRAPHC_DTYPE_F8E5M2: return &k_e5m2;
+    case GRAPHC_DTYPE_F8E4M3FNUZ: return &k_e4m3fnuz;
+    default: return &k_e5m2fnuz;
+  }
+}
 
 /* double -> fp8 bits (see dtype.h). */
 static uint8_t f64_to_f8(double x, const f8_format *f, int saturate) {
   uint8_t sign = signbit(x) ? 0x80 : 0;
-  if (isnan(x)) return (uint8_t)(sign | (f == &k_e4m3 ? 0x7f : 0x7e));
-  if (isinf(x)) return (uint8_t)(sign | (saturate ? f->max_bits : f->over_bits));
+  if (f->fnuz) {  /* one NaN, no inf, no -0 */
+    if (isnan(x) || (isinf(x) && !saturate)) return 0x80;
+    if (isinf(x)) return (uint8_t)(sign | f->max_bits);
+  } else {
+    if (isnan(x)) return (uint8_t)(sign | (f == &k_e4m3 ? 0x7f : 0x7e));
+    if (isinf(x)) return (uint8_t)(sign | (saturate ? f->max_bits : f->over_bits));
+  }
   int neg, e2;
   uint64_t m;
   f64_parts(x, &neg, &m, &e2);
   uint32_t bits = round_magnitude(m, e2, f->mant, f->emin, f->emax);
-  if (bits > f->max_bits) bits = saturate ? f->max_bits : f->over_bits;
+  if (bits > f->max_bits) {
+    if (f->fnuz && !saturate) return 0x80;
+    bits = saturate ? f->max_bits : f->over_bits;
+  }
+  if (f->fnuz && bits == 0) return 0;
   return (uint8_t)(sign | bits);
 }
 
@@ -143,6 +163,7 @@ uint8_t gc_f64_to_f8e5m2(double x, int saturate) { return f64_to_f8(x, &k_e5m2, 
 /* fp8 bits -> double (exact). */
 static double f8_to_f64(uint8_t b, const f8_format *f) {
   int sign = b >> 7, ex = (b & 0x7f) >> f->mant, frac = b & ((1 << f->mant) - 1);
+  if (f->fnuz && b == 0x80) return NAN;
   if ((b & 0x7f) > f->over_bits || (f == &k_e4m3 && (b & 0x7f) == f->over_bits))
     return sign ? -NAN : NAN;
   if ((b & 0x7f) == f->over_bits) return sign ? -INFINITY : INFINITY;
@@ -156,12 +177,12 @@ double gc_f8e5m2_to_f64(uint8_t b) { return f8_to_f64(b, &k_e5m2); }
 
 uint8_t gc_f64_to_f8(gc_dtype t, double x, int saturate) {
   GC_ASSERT(gc_dtype_is_f8(t));
-  return f64_to_f8(x, t == GRAPHC_DTYPE_F8E4M3 ? &k_e4m3 : &k_e5m2, saturate);
+  return f64_to_f8(x, f8_format_of(t), saturate);
 }
 
 double gc_f8_to_f64(gc_dtype t, uint8_t b) {
   GC_ASSERT(gc_dtype_is_f8(t));
-  return f8_to_f64(b, t == GRAPHC_DTYPE_F8E4M3 ? &k_e4m3 : &k_e5m2);
+  return f8_to_f64(b, f8_format_of(t));
 }
 
 /* Smallest and largest value of an int (or bool) dtype. */
@@ -199,7 +220,9 @@ double gc_load_f64(const void *base, gc_dtype t, int64_t i) {
     case GRAPHC_DTYPE_U8: return p[i];
     case GRAPHC_DTYPE_BOOL: return p[i] != 0;
     case GRAPHC_DTYPE_F8E4M3:
-    case GRAPHC_DTYPE_F8E5M2: return gc_f8_to_f64(t, p[i]);
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: return gc_f8_to_f64(t, p[i]);
     default: GC_ASSERT(!"bad dtype"); return 0;
   }
 }
@@ -213,8 +236,10 @@ void gc_store_f64(void *base, gc_dtype t, int64_t i, double v) {
     case GRAPHC_DTYPE_F16: { uint16_t h = gc_f64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BF16: { uint16_t h = gc_f64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BOOL: p[i] = v != 0; return;  /* NaN != 0: true */
-    case GRAPHC_DTYPE_F8E4M3:  /* a store keeps infinities (inf, or NaN for e4m3) */
-    case GRAPHC_DTYPE_F8E5M2: p[i] = gc_f64_to_f8(t, v, !isinf(v)); return;
+    case GRAPHC_DTYPE_F8E4M3:  /* a store keeps infinities (inf, or NaN for e4m3 and fnuz) */
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: p[i] = gc_f64_to_f8(t, v, !isinf(v)); return;
     default: {
       int64_t lo, hi;
       gc_int_range(t, &lo, &hi);
@@ -251,7 +276,9 @@ void gc_store_i64(void *base, gc_dtype t, int64_t i, int64_t v) {
     case GRAPHC_DTYPE_F16: { uint16_t h = gc_i64_to_f16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_BF16: { uint16_t h = gc_i64_to_bf16(v); memcpy(p + 2 * i, &h, 2); return; }
     case GRAPHC_DTYPE_F8E4M3:  /* far past the largest finite value beyond 2^53: exact */
-    case GRAPHC_DTYPE_F8E5M2: gc_store_f64(base, t, i, (double)v); return;
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: gc_store_f64(base, t, i, (double)v); return;
     default: GC_ASSERT(!"bad dtype"); return;
   }
 }

@@ -39,12 +39,15 @@ double gc_bf16_to_f64(uint16_t h);
  * NaN keeps its sign: S.1111.111 (e4m3), S.11111.10 (e5m2). Widening is exact.
  * Storing a result of any other op (gc_store_f64, consts, the backends' stores) saturates
  * finite magnitudes but keeps an infinity infinite (e5m2) or makes it NaN (e4m3): only
- * cast decides to saturate infinities. */
+ * cast decides to saturate infinities. The fnuz formats (f8e4m3fnuz = FLOAT8E4M3FNUZ, max
+ * 240; f8e5m2fnuz = FLOAT8E5M2FNUZ, max 57344; exponent biases 8 and 16) have no infinity
+ * and no negative zero: NaN, and an overflow or infinity that does not saturate, is 0x80;
+ * a result that rounds to zero is +0. */
 uint8_t gc_f64_to_f8e4m3(double x, int saturate);
 uint8_t gc_f64_to_f8e5m2(double x, int saturate);
 double gc_f8e4m3_to_f64(uint8_t b);
 double gc_f8e5m2_to_f64(uint8_t b);
-/* The same for fp8 dtype t (f8e4m3 or f8e5m2). */
+/* The same for any fp8 dtype t. */
 uint8_t gc_f64_to_f8(gc_dtype t, double x, int saturate);
 double gc_f8_to_f64(gc_dtype t, uint8_t b);
 

@@ -743,7 +743,8 @@ static int gc_infer_matmul(const gc_graph *g, const gc_op *op, gc_type *out, gc_
                 amax);
   if (a->rank < 2) return fail(c, op->loc, "a must have rank >= 2, got %s", ty(c, a));
   if (b->rank < 2) return fail(c, op->loc, "b must have rank >= 2, got %s", ty(c, b));
-  int f8 = gc_dtype_is_f8(a->dtype) && gc_dtype_is_f8(b->dtype);
+  int f8 = gc_dtype_is_f8(a->dtype) && gc_dtype_is_f8(b->dtype) && !gc_dtype_is_fnuz(a->dtype) &&
+           !gc_dtype_is_fnuz(b->dtype);  /* no fnuz matmul: no tensor core reads it */
   int i8 = (a->dtype == GRAPHC_DTYPE_I8 || a->dtype == GRAPHC_DTYPE_U8) &&
            (b->dtype == GRAPHC_DTYPE_I8 || b->dtype == GRAPHC_DTYPE_U8);
   if (!f8 && !i8 && (!same_dt(c, 0, 1) || !want_dt(c, 0, DT_NUM))) return 0;

@@ -97,8 +97,11 @@ graphc_status_t gc_set_error(graphc_error_t *err, graphc_status_t status, const 
 
 /* ---- dtypes --------------------------------------------------------------------- */
 typedef graphc_dtype_t gc_dtype;
-int gc_dtype_is_float(gc_dtype t);   /* f64 f32 f16 bf16 f8e4m3 f8e5m2 */
-int gc_dtype_is_f8(gc_dtype t);      /* f8e4m3 f8e5m2: storage formats, arithmetic in f32 */
+int gc_dtype_is_float(gc_dtype t);   /* f64 f32 f16 bf16 and the fp8 dtypes */
+int gc_dtype_is_f8(gc_dtype t);      /* f8e4m3 f8e5m2 and the fnuz pair: storage formats,
+                                        arithmetic in f32 */
+int gc_dtype_is_fnuz(gc_dtype t);    /* f8e4m3fnuz f8e5m2fnuz (no inf, no -0, NaN 0x80): no
+                                        tensor-core matmul (Hopper has none) */
 int gc_dtype_is_int(gc_dtype t);     /* i64 i32 i8 u8 */
 int gc_dtype_is_signed(gc_dtype t);  /* floats and signed ints */
 /* Parse "f32" etc. Returns -1 when not a dtype name. */

@@ -385,8 +385,8 @@ const char *graphc_status_string(graphc_status_t s) {
 }
 
 static const char *const dtype_names[GRAPHC_DTYPE_COUNT_] = {
-    "f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8", "bool", "f8e4m3", "f8e5m2"};
-static const size_t dtype_sizes[GRAPHC_DTYPE_COUNT_] = {8, 4, 2, 2, 8, 4, 1, 1, 1, 1, 1};
+    "f64", "f32", "f16", "bf16", "i64", "i32", "i8", "u8", "bool", "f8e4m3", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"};
+static const size_t dtype_sizes[GRAPHC_DTYPE_COUNT_] = {8, 4, 2, 2, 8, 4, 1, 1, 1, 1, 1, 1, 1};
 
 const char *graphc_dtype_name(graphc_dtype_t t) {
   return (unsigned)t < GRAPHC_DTYPE_COUNT_ ? dtype_names[t] : NULL;
@@ -407,7 +407,11 @@ int gc_dtype_is_float(gc_dtype t) {
          t == GRAPHC_DTYPE_BF16 || gc_dtype_is_f8(t);
 }
 
-int gc_dtype_is_f8(gc_dtype t) { return t == GRAPHC_DTYPE_F8E4M3 || t == GRAPHC_DTYPE_F8E5M2; }
+int gc_dtype_is_f8(gc_dtype t) {
+  return t == GRAPHC_DTYPE_F8E4M3 || t == GRAPHC_DTYPE_F8E5M2 || gc_dtype_is_fnuz(t);
+}
+
+int gc_dtype_is_fnuz(gc_dtype t) { return t == GRAPHC_DTYPE_F8E4M3FNUZ || t == GRAPHC_DTYPE_F8E5M2FNUZ; }
 
 int gc_dtype_is_int(gc_dtype t) {
   return t == GRAPHC_DTYPE_I64 || t == GRAPHC_DTYPE_I32 || t == GRAPHC_DTYPE_I8 ||

@@ -56,8 +56,10 @@ static double float_round(gc_dtype t, double x) {
     case GRAPHC_DTYPE_F32: return (double)(float)x;
     case GRAPHC_DTYPE_F16: return isnan(x) ? x : gc_f16_to_f64(gc_f64_to_f16(x));
     case GRAPHC_DTYPE_BF16: return isnan(x) ? x : gc_bf16_to_f64(gc_f64_to_bf16(x));
-    case GRAPHC_DTYPE_F8E4M3:  /* like a store: infinities stay (NaN for e4m3) */
-    case GRAPHC_DTYPE_F8E5M2: return isnan(x) ? x : gc_f8_to_f64(t, gc_f64_to_f8(t, x, !isinf(x)));
+    case GRAPHC_DTYPE_F8E4M3:  /* like a store: infinities stay (NaN for e4m3 and fnuz) */
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: return isnan(x) ? x : gc_f8_to_f64(t, gc_f64_to_f8(t, x, !isinf(x)));
     default: return x;
   }
 }
@@ -69,7 +71,9 @@ static double int_to_float(gc_dtype t, int64_t v) {
     case GRAPHC_DTYPE_F16: return gc_f16_to_f64(gc_i64_to_f16(v));
     case GRAPHC_DTYPE_BF16: return gc_bf16_to_f64(gc_i64_to_bf16(v));
     case GRAPHC_DTYPE_F8E4M3:
-    case GRAPHC_DTYPE_F8E5M2: return float_round(t, (double)v);  /* saturates long before 2^53 */
+    case GRAPHC_DTYPE_F8E5M2:
+    case GRAPHC_DTYPE_F8E4M3FNUZ:
+    case GRAPHC_DTYPE_F8E5M2FNUZ: return float_round(t, (double)v);  /* saturates long before 2^53 */
     default: return (double)v;
   }
 }

@@ -141,7 +141,8 @@ static void fold_matmul(gc_rewriter *rw, gc_op *op) {
   double za, zb;
   if (!dq_of(op->operands[0], &a8, &sa, &za) || !dq_of(op->operands[1], &b8, &sb, &zb)) return;
   /* fp8 with fp8; or an 8-bit integer A (any zero point) with an i8 B without one */
-  int f8 = gc_dtype_is_f8(a8->type.dtype) && gc_dtype_is_f8(b8->type.dtype);
+  int f8 = gc_dtype_is_f8(a8->type.dtype) && gc_dtype_is_f8(b8->type.dtype) &&
+           !gc_dtype_is_fnuz(a8->type.dtype) && !gc_dtype_is_fnuz(b8->type.dtype);
   int in = int8_dtype(a8->type.dtype) && b8->type.dtype == GRAPHC_DTYPE_I8 && zb == 0 &&
            za >= -255 && za <= 255;
   if (!f8 && !in) return;

@@ -1,11 +1,14 @@
-/* test_f8.c - the fp8 dtypes (f8e4m3 = ONNX FLOAT8E4M3FN, f8e5m2 = FLOAT8E5M2).
+/* test_f8.c - the fp8 dtypes (f8e4m3 = ONNX FLOAT8E4M3FN, f8e5m2 = FLOAT8E5M2, and the fnuz
+ * pair f8e4m3fnuz / f8e5m2fnuz = FLOAT8E4M3FNUZ / FLOAT8E5M2FNUZ).
  *
  * ir/dtype.c's conversions against a reference that shares no code with it (the
  * formats' values built from their bit fields, nearest-pattern search with ties to the
  * even pattern), every bit pattern in both directions, the saturate rule at the edges;
  * then the cast op on the interpreter and the cpu backend (Kernel IR's fp8 expansion,
  * codegen/kir_f8.c, through the LLVM host path) bit for bit on every f16 value, random
- * f32 and f64 values and every fp8 pattern. Parser/printer round trip of the names.
+ * f32 and f64 values and every fp8 pattern. Parser/printer round trip of the names. The fnuz
+ * formats (no inf, no -0, 0x80 the one NaN) the same way: their own reference, every pattern,
+ * a sweep, ml_dtypes' bytes for ONNX Cast's edge cases, the cast op on interp and cpu.
  */
 #include <check.h>
 #include <math.h>
@@ -300,6 +303,165 @@ START_TEST(t_const_casts) {
 }
 END_TEST
 
+/* ---- the fnuz formats ---------------------------------------------------------------------- */
+
+typedef struct fmtz { int mant, bias; gc_dtype t; } fmtz;
+static const fmtz E4M3Z = {3, 8, GRAPHC_DTYPE_F8E4M3FNUZ}, E5M2Z = {2, 16, GRAPHC_DTYPE_F8E5M2FNUZ};
+
+/* Value of pattern b: 0x80 is NaN, every other pattern finite. */
+static double refz_decode(fmtz f, unsigned b) {
+  if (b == 0x80) return NAN;
+  int ebits = 7 - f.mant;
+  unsigned e = (b >> f.mant) & ((1u << ebits) - 1), m = b & ((1u << f.mant) - 1);
+  double v = e == 0 ? ldexp(m, 1 - f.bias - f.mant) : ldexp(m | (1u << f.mant), (int)e - f.bias - f.mant);
+  return (b & 0x80) ? -v : v;
+}
+
+/* Nearest pattern, ties to even; past the largest value by half a step (a tie counts: the
+ * largest pattern 0x7f is odd) saturates or is NaN; a zero result is +0. */
+static unsigned refz_encode(fmtz f, double x, int saturate) {
+  if (isnan(x)) return 0x80;
+  unsigned sign = signbit(x) ? 0x80 : 0;
+  if (isinf(x)) return saturate ? sign | 0x7f : 0x80;
+  double a = fabs(x), maxv = refz_decode(f, 0x7f);
+  unsigned best = 0;
+  for (unsigned b = 0; b <= 0x7f; b++)
+    if (refz_decode(f, b) <= a) best = b;
+  unsigned r;
+  if (best == 0x7f) {
+    double mid = maxv + (maxv - refz_decode(f, 0x7e)) / 2;
+    if (a >= mid) return saturate ? sign | 0x7f : 0x80;
+    r = 0x7f;
+  } else {
+    double lo = refz_decode(f, best), hi = refz_decode(f, best + 1);
+    r = a - lo < hi - a ? best : a - lo > hi - a ? best + 1 : (best & 1) ? best + 1 : best;
+  }
+  return r ? sign | r : 0;
+}
+
+START_TEST(t_fnuz) {
+  for (int k = 0; k < 2; k++) {
+    fmtz f = k ? E5M2Z : E4M3Z;
+    for (unsigned b = 0; b < 256; b++) {  /* every pattern both ways */
+      double r = refz_decode(f, b), g = gc_f8_to_f64(f.t, (uint8_t)b);
+      ck_assert_msg(isnan(r) ? isnan(g) : g == r, "fnuz %d pattern 0x%02x: %g vs %g", k, b, g, r);
+      if (!isnan(r)) ck_assert_uint_eq(gc_f64_to_f8(f.t, g, 0), b == 0x80 ? 0x80 : b);
+    }
+    uint64_t s = 0x2545f4914f6cdd1dull;
+    for (unsigned h = 0; h < 65536 + 100000; h++) {
+      double x;
+      if (h < 65536) {
+        x = gc_f16_to_f64((uint16_t)h);
+      } else {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x = ldexp((double)(s >> 11) * 0x1p-53 + 0.5, (int)((s >> 3) % 48) - 30) * ((s & 1) ? -1 : 1);
+      }
+      for (int sat = 0; sat < 2; sat++)
+        ck_assert_msg(refz_encode(f, x, sat) == gc_f64_to_f8(f.t, x, sat), "fnuz %d sat %d x=%a: ref 0x%02x got 0x%02x",
+                      k, sat, x, refz_encode(f, x, sat), gc_f64_to_f8(f.t, x, sat));
+    }
+  }
+  /* ONNX Cast's edge cases, bytes from ml_dtypes (saturate: clipped first) */
+  const double x[12] = {0, -0.0, 1e-9, -1e-9, 250, 1e6, -1e6, INFINITY, -INFINITY, NAN, 0.3, -17.3};
+  const unsigned e4s[12] = {0, 0, 0, 0, 127, 127, 255, 127, 255, 128, 50, 225};
+  const unsigned e5s[12] = {0, 0, 0, 0, 96, 127, 255, 127, 255, 128, 57, 208};
+  const unsigned e4n[12] = {0, 0, 0, 0, 128, 128, 128, 128, 128, 128, 50, 225};
+  for (int i = 0; i < 12; i++) {
+    ck_assert_uint_eq(gc_f64_to_f8(GRAPHC_DTYPE_F8E4M3FNUZ, x[i], 1), e4s[i]);
+    ck_assert_uint_eq(gc_f64_to_f8(GRAPHC_DTYPE_F8E5M2FNUZ, x[i], 1), e5s[i]);
+    ck_assert_uint_eq(gc_f64_to_f8(GRAPHC_DTYPE_F8E4M3FNUZ, x[i], 0), e4n[i]);
+  }
+  ck_assert(refz_decode(E4M3Z, 0x7f) == 240 && refz_decode(E5M2Z, 0x7f) == 57344);
+  /* a store (any op but cast) saturates finite values; an infinity is NaN */
+  unsigned char b[2];
+  gc_store_f64(b, GRAPHC_DTYPE_F8E4M3FNUZ, 0, -INFINITY);
+  gc_store_f64(b, GRAPHC_DTYPE_F8E4M3FNUZ, 1, -1e6);
+  ck_assert_uint_eq(b[0], 0x80);
+  ck_assert_uint_eq(b[1], 0xff);
+}
+END_TEST
+
+/* The cast op to and from fnuz on the interpreter and the cpu backend (Kernel IR's expansion),
+ * bit for bit against the reference: every f16 value as f32, saturating and not, f64 values
+ * just past them, every pattern widened to f32 and narrowed to the other fp8 formats. */
+START_TEST(t_fnuz_cast_cpu_vs_interp) {
+  static const char *text =
+      "version 1;\n"
+      "graph @g(%x: f32[65536], %w: f64[65536], %p: f8e4m3fnuz[256], %q: f8e5m2fnuz[256]) -> (\n"
+      "    f8e4m3fnuz[65536], f8e4m3fnuz[65536], f8e5m2fnuz[65536], f8e5m2fnuz[65536], f8e4m3fnuz[65536],\n"
+      "    f32[256], f32[256], f8e4m3[256], f8e5m2fnuz[256]) {\n"
+      "  %a = cast(%x, to=f8e4m3fnuz);\n"
+      "  %b = cast(%x, to=f8e4m3fnuz, saturate=false);\n"
+      "  %c = cast(%x, to=f8e5m2fnuz);\n"
+      "  %d = cast(%x, to=f8e5m2fnuz, saturate=false);\n"
+      "  %e = cast(%w, to=f8e4m3fnuz, saturate=false);\n"
+      "  %g = cast(%p, to=f32);\n"
+      "  %h = cast(%q, to=f32);\n"
+      "  %i = cast(%p, to=f8e4m3);\n"
+      "  %j = cast(%p, to=f8e5m2fnuz, saturate=false);\n"
+      "  return %a, %b, %c, %d, %e, %g, %h, %i, %j;\n"
+      "}\n";
+  graphc_context_t *ctx = NULL;
+  graphc_model_t *m = NULL;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), GRAPHC_STATUS_OK);
+  ck_assert_msg(graphc_model_load_string(ctx, "z.graph", text, strlen(text), &m, &err) == GRAPHC_STATUS_OK, "%s",
+                err.message);
+  float *x = malloc(sizeof(float) * 65536);
+  double *w = malloc(sizeof(double) * 65536);
+  uint8_t p[256], q[256];
+  for (int i = 0; i < 65536; i++) {
+    double v = gc_f16_to_f64((uint16_t)i);
+    x[i] = (float)v;
+    w[i] = v + ldexp(v, -40);
+  }
+  for (int i = 0; i < 256; i++) p[i] = q[i] = (uint8_t)i;
+  graphc_tensor_t in[4] = {{GRAPHC_DTYPE_F32, 1, {65536}, x, sizeof(float) * 65536},
+                           {GRAPHC_DTYPE_F64, 1, {65536}, w, sizeof(double) * 65536},
+                           {GRAPHC_DTYPE_F8E4M3FNUZ, 1, {256}, p, 256},
+                           {GRAPHC_DTYPE_F8E5M2FNUZ, 1, {256}, q, 256}};
+  for (int be = 0; be < 2; be++) {
+    graphc_compile_options_t o;
+    graphc_compile_options_init(&o);
+    o.backend = be ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP;
+    graphc_executable_t *exe = NULL;
+    ck_assert_msg(graphc_compile(m, &o, &exe, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+    graphc_tensor_t out[9];
+    for (int i = 0; i < 9; i++) {
+      graphc_tensor_info_t info;
+      graphc_executable_output_info(exe, (size_t)i, &info);
+      out[i] = (graphc_tensor_t){info.dtype, info.rank, {0}, malloc(info.nbytes), info.nbytes};
+      memcpy(out[i].dims, info.dims, sizeof info.dims);
+    }
+    ck_assert_msg(graphc_executable_run(exe, in, 4, out, 9, &err) == GRAPHC_STATUS_OK, "%s", err.message);
+    const char *bn = be ? "cpu" : "interp";
+    for (int i = 0; i < 65536; i++) {
+      const uint8_t *o8[5] = {out[0].data, out[1].data, out[2].data, out[3].data, out[4].data};
+      ck_assert_msg(o8[0][i] == refz_encode(E4M3Z, x[i], 1), "%s e4 sat %a: 0x%02x", bn, x[i], o8[0][i]);
+      ck_assert_msg(o8[1][i] == refz_encode(E4M3Z, x[i], 0), "%s e4 %a: 0x%02x", bn, x[i], o8[1][i]);
+      ck_assert_msg(o8[2][i] == refz_encode(E5M2Z, x[i], 1), "%s e5 sat %a: 0x%02x", bn, x[i], o8[2][i]);
+      ck_assert_msg(o8[3][i] == refz_encode(E5M2Z, x[i], 0), "%s e5 %a: 0x%02x", bn, x[i], o8[3][i]);
+      ck_assert_msg(o8[4][i] == refz_encode(E4M3Z, w[i], 0), "%s e4 f64 %a: 0x%02x", bn, w[i], o8[4][i]);
+    }
+    for (int i = 0; i < 256; i++) {
+      double a = refz_decode(E4M3Z, (unsigned)i), b = refz_decode(E5M2Z, (unsigned)i);
+      float ga = ((float *)out[5].data)[i], gb = ((float *)out[6].data)[i];
+      ck_assert_msg(isnan(a) ? isnan(ga) : ga == a, "%s widen e4 0x%02x: %g", bn, i, ga);
+      ck_assert_msg(isnan(b) ? isnan(gb) : gb == b, "%s widen e5 0x%02x: %g", bn, i, gb);
+      unsigned want = isnan(a) ? 0x7f : gc_f64_to_f8e4m3(a, 1);
+      ck_assert_msg(((uint8_t *)out[7].data)[i] == want, "%s fnuz->e4m3 0x%02x", bn, i);
+      ck_assert_msg(((uint8_t *)out[8].data)[i] == refz_encode(E5M2Z, a, 0), "%s e4z->e5z 0x%02x", bn, i);
+    }
+    for (int i = 0; i < 9; i++) free(out[i].data);
+    graphc_executable_destroy(exe);
+  }
+  free(x);
+  free(w);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
 /* Arithmetic on fp8 is refused with a clear message (cast to f32 first). */
 START_TEST(t_storage_only) {
   const char *text = "version 1;\ngraph @g(%x: f8e4m3[4]) -> (f8e4m3[4]) {\n  %y = add(%x, %x);\n  return %y;\n}\n";
@@ -324,6 +486,8 @@ int main(void) {
   tcase_add_test(tc, t_cast_cpu_vs_interp);
   tcase_add_test(tc, t_const_casts);
   tcase_add_test(tc, t_storage_only);
+  tcase_add_test(tc, t_fnuz);
+  tcase_add_test(tc, t_fnuz_cast_cpu_vs_interp);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
 }

@@ -732,6 +732,8 @@ START_TEST(random_fill_properties) {
         case GRAPHC_DTYPE_I8: v = (int8_t)a[i]; break;
         case GRAPHC_DTYPE_F8E4M3: v = gc_f8e4m3_to_f64(a[i]); break;
         case GRAPHC_DTYPE_F8E5M2: v = gc_f8e5m2_to_f64(a[i]); break;
+        case GRAPHC_DTYPE_F8E4M3FNUZ:
+        case GRAPHC_DTYPE_F8E5M2FNUZ: v = gc_f8_to_f64(t.dtype, a[i]); break;
         default: v = a[i]; break;
       }
       if (v != 0) nonzero++;
@@ -746,7 +748,8 @@ START_TEST(random_fill_properties) {
     ck_assert_int_gt(nonzero, N / 3);
     if (gc_dtype_is_float(t.dtype)) {
       double tol = t.dtype == GRAPHC_DTYPE_BF16 ? s / 128 : t.dtype == GRAPHC_DTYPE_F16 ? s / 1024
-                   : t.dtype == GRAPHC_DTYPE_F8E4M3 ? s / 16 : t.dtype == GRAPHC_DTYPE_F8E5M2 ? s / 8 : 0;
+                   : t.dtype == GRAPHC_DTYPE_F8E4M3 || t.dtype == GRAPHC_DTYPE_F8E4M3FNUZ ? s / 16
+                   : t.dtype == GRAPHC_DTYPE_F8E5M2 || t.dtype == GRAPHC_DTYPE_F8E5M2FNUZ ? s / 8 : 0;
       ck_assert_msg(lo >= -s - tol && hi <= s + tol, "%s: range [%g, %g] outside +-%g (seed %llu)",
                     graphc_dtype_name(t.dtype), lo, hi, s, (unsigned long long)seed);
       ck_assert_msg(lo < -0.8 * s && hi > 0.8 * s, "%s: range [%g, %g] does not cover +-%g",

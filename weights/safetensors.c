@@ -37,7 +37,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 /* safetensors dtype names, indexed by graphc_dtype_t. */
 static const char *const st_dtype_names[GRAPHC_DTYPE_COUNT_] = {
-    "F64", "F32", "F16", "BF16", "I64", "I32", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"};
+    "F64", "F32", "F16", "BF16", "I64", "I32", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2",
+    "F8_E4M3FNUZ", "F8_E5M2FNUZ"};  /* the fnuz names: graphc's, as safetensors has none */
 
 /* graphc dtype for a safetensors dtype name, or -1 when unsupported. */
 static int st_dtype_from_name(const char *s) {

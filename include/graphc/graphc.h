@@ -79,6 +79,8 @@ typedef enum graphc_dtype {
   GRAPHC_DTYPE_BOOL,
   GRAPHC_DTYPE_F8E4M3,   /* fp8 1-4-3, finite (ONNX FLOAT8E4M3FN): max 448, no inf, NaN S.1111.111 */
   GRAPHC_DTYPE_F8E5M2,   /* fp8 1-5-2, IEEE-like (ONNX FLOAT8E5M2): max 57344, inf and NaN */
+  GRAPHC_DTYPE_F8E4M3FNUZ, /* fp8 1-4-3, bias 8 (ONNX FLOAT8E4M3FNUZ): max 240, no inf, no -0, NaN 0x80 */
+  GRAPHC_DTYPE_F8E5M2FNUZ, /* fp8 1-5-2, bias 16 (ONNX FLOAT8E5M2FNUZ): max 57344, no inf, no -0, NaN 0x80 */
   GRAPHC_DTYPE_COUNT_
 } graphc_dtype_t;
 
