@@ -120,19 +120,20 @@ START_TEST(t_edges) {
 }
 END_TEST
 
+/* Sweep value h: every f16 value (h < 65536), then random doubles of either sign over 2^-30..2^18. */
+static double sweep_value(unsigned h, uint64_t *s) {
+  if (h < 65536) return gc_f16_to_f64((uint16_t)h);
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return ldexp((double)(*s >> 11) * 0x1p-53 + 0.5, (int)((*s >> 3) % 48) - 30) * ((*s & 1) ? -1 : 1);
+}
+
 /* Every f16 value and random doubles against the nearest-pattern reference. */
 START_TEST(t_sweep) {
   uint64_t s = 0x9e3779b97f4a7c15ull;
   for (int k = 0; k < 2; k++) {
     fmt8 f = k ? E5M2 : E4M3;
     for (unsigned h = 0; h < 65536 + 200000; h++) {
-      double x;
-      if (h < 65536) {
-        x = gc_f16_to_f64((uint16_t)h);
-      } else {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x = ldexp((double)(s >> 11) * 0x1p-53 + 0.5, (int)((s >> 3) % 48) - 30) * ((s & 1) ? -1 : 1);
-      }
+      double x = sweep_value(h, &s);
       for (int sat = 0; sat < 2; sat++) {
         unsigned r = ref_encode(f, x, sat), g = enc(f, x, sat);
         ck_assert_msg(r == g, "fmt %d sat %d x=%a: ref 0x%02x got 0x%02x", k, sat, x, r, g);
@@ -349,13 +350,7 @@ START_TEST(t_fnuz) {
     }
     uint64_t s = 0x2545f4914f6cdd1dull;
     for (unsigned h = 0; h < 65536 + 100000; h++) {
-      double x;
-      if (h < 65536) {
-        x = gc_f16_to_f64((uint16_t)h);
-      } else {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x = ldexp((double)(s >> 11) * 0x1p-53 + 0.5, (int)((s >> 3) % 48) - 30) * ((s & 1) ? -1 : 1);
-      }
+      double x = sweep_value(h, &s);
       for (int sat = 0; sat < 2; sat++)
         ck_assert_msg(refz_encode(f, x, sat) == gc_f64_to_f8(f.t, x, sat), "fnuz %d sat %d x=%a: ref 0x%02x got 0x%02x",
                       k, sat, x, refz_encode(f, x, sat), gc_f64_to_f8(f.t, x, sat));
