@@ -309,7 +309,7 @@ static int bind_one(const gc_graph *g, int a, const graphc_tensor_t *t, int64_t 
     }
     int i = GC_DIM_SYM_INDEX(d);
     if (g->sym_defs && g->sym_defs[i]) continue; /* derived: checked once all are bound */
-    if (vals[i] == 0) {
+    if (vals[i] == GC_SYM_UNBOUND) {
       int64_t lo = g->sym_lo ? g->sym_lo[i] : 1, hi = g->sym_hi ? g->sym_hi[i] : GC_SYM_MAX;
       if (v < lo || v > hi)
         return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
@@ -372,12 +372,14 @@ graphc_status_t graphc_model_set_range(graphc_model_t *m, const char *symbol, in
   if (i < 0) return GRAPHC_STATUS_INVALID_ARGUMENT;
   if (!g->sym_lo || !g->sym_hi)
     return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "graph @%s has no symbol ranges", g->name);
-  if (lo < g->sym_lo[i] || hi > g->sym_hi[i] || lo > hi)
+  /* the range may also start at 0 where it started at 1 (the default): an empty batch is opt-in */
+  int64_t floor_lo = g->sym_lo[i] == 1 ? 0 : g->sym_lo[i];
+  if (lo < floor_lo || hi > g->sym_hi[i] || lo > hi)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
                         "cannot narrow the range of %s to %lld..%lld: it must lie within %lld..%lld",
                         symbol, (long long)lo, (long long)hi, (long long)g->sym_lo[i],
                         (long long)g->sym_hi[i]);
-  if (g->sym_values[i] && (g->sym_values[i] < lo || g->sym_values[i] > hi))
+  if (g->sym_values[i] >= 0 && (g->sym_values[i] < lo || g->sym_values[i] > hi))
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT,
                         "cannot narrow the range of %s to %lld..%lld: it is bound to %lld", symbol,
                         (long long)lo, (long long)hi, (long long)g->sym_values[i]);

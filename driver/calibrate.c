@@ -119,7 +119,7 @@ graphc_status_t graphc_model_calibrate(graphc_model_t *m, const graphc_compile_o
   t.module = gc_module_clone(m->module);
   if (!t.module) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
   gc_graph *g = t.module->graphs[t.entry];
-  for (int i = 0; i < g->n_syms; i++) g->sym_values[i] = 0;  /* the samples' shapes rule */
+  for (int i = 0; i < g->n_syms; i++) g->sym_values[i] = GC_SYM_UNBOUND;  /* the samples' shapes rule */
   const char **lin = NULL;
   graphc_executable_t *exe = NULL;
   graphc_tensor_t *in = NULL, *out = NULL;

@@ -925,8 +925,8 @@ static int parse_sym_range(parser *p, int i) {
   if (!expect(p, GC_TOK_DOTDOT, "between the bounds of the range")) return 0;
   gc_token hi = p->tok;
   if (!expect(p, GC_TOK_INT, "for the highest value of the symbol")) return 0;
-  if (lo.i < 1 || hi.i < lo.i || hi.i > GC_SYM_MAX)
-    error_at(p, lo.loc, "bad range %lld..%lld: need 1 <= lo <= hi <= 2^40", (long long)lo.i,
+  if (lo.i < 0 || hi.i < lo.i || hi.i > GC_SYM_MAX)
+    error_at(p, lo.loc, "bad range %lld..%lld: need 0 <= lo <= hi <= 2^40", (long long)lo.i,
              (long long)hi.i);
   else if (i >= 0) {
     p->g->sym_lo[i] = lo.i;

@@ -275,7 +275,7 @@ static int clone_graph(gc_graph *g, const gc_graph *s) {
     ok = (nm || !s->sym_names[i]) && (def || !s->sym_defs || !s->sym_defs[i]) &&
          gc_graph_add_sym(g, nm, def) == i;
     if (ok) {
-      g->sym_values[i] = s->sym_values ? s->sym_values[i] : 0;
+      g->sym_values[i] = s->sym_values ? s->sym_values[i] : GC_SYM_UNBOUND;
       if (s->sym_lo) g->sym_lo[i] = s->sym_lo[i];
       if (s->sym_hi) g->sym_hi[i] = s->sym_hi[i];
     }

@@ -138,6 +138,7 @@ struct gc_sym_expr {
 };
 
 #define GC_SYM_MAX (INT64_C(1) << 40)  /* largest value a base symbol may be bound to */
+#define GC_SYM_UNBOUND (-1)            /* sym_values of a symbol not bound (0 is an empty dim) */
 
 typedef struct gc_type {
   gc_dtype dtype;
@@ -238,9 +239,9 @@ struct gc_graph {
   gc_loc loc;
   int n_syms;
   const char **sym_names;
-  int64_t *sym_values;   /* 0 = unbound */
+  int64_t *sym_values;   /* GC_SYM_UNBOUND (-1) = unbound; 0 is a valid (empty) dim */
   const gc_sym_expr **sym_defs; /* NULL for a base symbol; else its canonical definition */
-  int64_t *sym_lo, *sym_hi;     /* range of a base symbol (default 1..GC_SYM_MAX) */
+  int64_t *sym_lo, *sym_hi;     /* range of a base symbol (default 1..GC_SYM_MAX; lo may be 0) */
   int n_args;
   gc_value **args;
   int n_result_types;

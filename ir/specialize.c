@@ -1,7 +1,7 @@
 /* specialize.c - replace a graph's symbolic dims by their bound values.
  *
  * Every base symbol declared in <...> must be bound (within its range); derived
- * symbols are evaluated from them (gc_graph_eval_syms). Every symbol declared in <...> must be bound (g->sym_values[i] > 0, e.g. by
+ * symbols are evaluated from them (gc_graph_eval_syms). Every symbol declared in <...> must be bound (g->sym_values[i] >= 0, e.g. by
  * --bind B=4); then each GC_DIM_SYM(i) in argument types, signature result
  * types, value types and `dims` attributes becomes sym_values[i]. Nothing is
  * changed when a symbol is unbound. The caller re-verifies afterwards, which
@@ -40,7 +40,7 @@ gc_type gc_param_type(const gc_graph *g, const gc_op *op) {
   for (int i = 0; i < t.rank; i++) {
     int64_t dim = t.dims[i];
     if (GC_DIM_IS_SYM(dim) && GC_DIM_SYM_INDEX(dim) < g->n_syms && g->sym_values &&
-        g->sym_values[GC_DIM_SYM_INDEX(dim)] > 0)
+        g->sym_values[GC_DIM_SYM_INDEX(dim)] >= 0)
       t.dims[i] = g->sym_values[GC_DIM_SYM_INDEX(dim)];
   }
   return t;
@@ -78,9 +78,9 @@ int gc_graph_specialize(gc_graph *g, gc_diags *d) {
   int errs = 0;
   for (int i = 0; i < g->n_syms; i++) {
     if (g->sym_defs && g->sym_defs[i]) continue; /* derived: evaluated below */
-    int64_t v = g->sym_values ? g->sym_values[i] : 0;
+    int64_t v = g->sym_values ? g->sym_values[i] : GC_SYM_UNBOUND;
     const char *nm = g->sym_names && g->sym_names[i] ? g->sym_names[i] : "?";
-    if (v <= 0) {
+    if (v < 0) {
       gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc,
                   "symbolic dim %s is not bound; use --bind %s=N", nm, nm);
       errs++;

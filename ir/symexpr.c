@@ -368,12 +368,13 @@ int gc_graph_add_sym(gc_graph *g, const char *name, const gc_sym_expr *def) {
   if (!names || !vals || !defs || !lo || !hi) return -1;
   for (int i = 0; i < n; i++) {
     names[i] = g->sym_names[i];
-    vals[i] = g->sym_values ? g->sym_values[i] : 0;
+    vals[i] = g->sym_values ? g->sym_values[i] : GC_SYM_UNBOUND;
     defs[i] = g->sym_defs ? g->sym_defs[i] : NULL;
     lo[i] = g->sym_lo ? g->sym_lo[i] : 1;
     hi[i] = g->sym_hi ? g->sym_hi[i] : GC_SYM_MAX;
   }
   names[n] = name;
+  vals[n] = GC_SYM_UNBOUND;
   defs[n] = def;
   lo[n] = 1;
   hi[n] = GC_SYM_MAX;
@@ -410,7 +411,7 @@ int gc_sx_eval(const gc_graph *g, const gc_sym_expr *e, int64_t *out) {
   switch (e->kind) {
     case GC_SX_CONST: *out = e->c; return 0;
     case GC_SX_SYM:
-      if (e->sym >= g->n_syms || !g->sym_values || g->sym_values[e->sym] <= 0) return -1;
+      if (e->sym >= g->n_syms || !g->sym_values || g->sym_values[e->sym] < 0) return -1;
       *out = g->sym_values[e->sym];
       return 0;
     case GC_SX_ADD:
@@ -485,9 +486,9 @@ int gc_graph_eval_syms(gc_graph *g, gc_diags *d) {
   int errs = 0;
   for (int i = 0; i < g->n_syms; i++) {
     if (g->sym_defs && g->sym_defs[i]) continue;
-    int64_t v = g->sym_values ? g->sym_values[i] : 0;
+    int64_t v = g->sym_values ? g->sym_values[i] : GC_SYM_UNBOUND;
     int64_t lo = g->sym_lo ? g->sym_lo[i] : 1, hi = g->sym_hi ? g->sym_hi[i] : GC_SYM_MAX;
-    if (v > 0 && (v < lo || v > hi)) {
+    if (v >= 0 && (v < lo || v > hi)) {
       gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc,
                   "symbolic dim %s is bound to %lld, outside its range %lld..%lld", g->sym_names[i],
                   (long long)v, (long long)lo, (long long)hi);
@@ -500,7 +501,7 @@ int gc_graph_eval_syms(gc_graph *g, gc_diags *d) {
     int64_t v = 0;
     int rc = gc_sx_eval(g, g->sym_defs[i], &v);
     if (rc == -1) continue; /* an unbound base symbol: reported by the caller */
-    if (rc == -2 || v <= 0 || v >= GC_DIM_SYM_BASE) {
+    if (rc == -2 || v < 0 || v >= GC_DIM_SYM_BASE) {
       gc_sbuf b = {0};
       gc_sx_print(&b, g, g->sym_defs[i]);
       if (rc == -2)
@@ -509,7 +510,7 @@ int gc_graph_eval_syms(gc_graph *g, gc_diags *d) {
                     g->sym_names[i], b.data ? b.data : "?");
       else
         gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc,
-                    "derived dim %s = %s is %lld at these bindings (a dim must be positive)",
+                    "derived dim %s = %s is %lld at these bindings (a dim must be >= 0)",
                     g->sym_names[i], b.data ? b.data : "?", (long long)v);
       gc_sbuf_free(&b);
       errs++;

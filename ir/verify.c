@@ -598,8 +598,8 @@ static void verify_syms(gc_graph *g, gc_diags *d) {
   for (int i = 0; i < g->n_syms; i++) {
     const char *nm = g->sym_names && g->sym_names[i] ? g->sym_names[i] : "?";
     const gc_sym_expr *def = g->sym_defs ? g->sym_defs[i] : NULL;
-    if (g->sym_lo && g->sym_hi && (g->sym_lo[i] < 1 || g->sym_lo[i] > g->sym_hi[i]))
-      gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc, "symbolic dim %s has an empty range %lld..%lld",
+    if (g->sym_lo && g->sym_hi && (g->sym_lo[i] < 0 || g->sym_lo[i] > g->sym_hi[i]))
+      gc_error_at(d, GRAPHC_STATUS_VERIFY_ERROR, g->loc, "symbolic dim %s has an invalid range %lld..%lld",
                   nm, (long long)g->sym_lo[i], (long long)g->sym_hi[i]);
     if (!def) continue;
     if (!sym_expr_ok(g, def) || def->kind == GC_SX_CONST || def->kind == GC_SX_SYM)

@@ -8,6 +8,11 @@
  *   undefined     an op whose non-empty result would read an empty tensor (argmax over an
  *                 empty axis) is an UNSUPPORTED error at the op
  *   bad_dims      a negative dim is still an error; a reshape's -1 among zero elements too
+ *   empty_batch   a symbolic dim bound to 0 (`--range B=0:8`, or declared `<B: 0..8>`, then
+ *                 bound directly or from a [0, ...] input): the MLP and the transformer block
+ *                 run on interp and cpu and give empty outputs; a derived dim may be 0; the
+ *                 default range refuses 0, a declared range that starts above 1 cannot start
+ *                 at 0
  */
 #include <check.h>
 #include <math.h>
@@ -138,6 +143,67 @@ START_TEST(bad_dims) {
 }
 END_TEST
 
+START_TEST(empty_batch) {
+  graphc_context_t *ctx;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  graphc_error_t err;
+  static const char *files[2] = {"examples/mlp.graph", "examples/transformer_block.graph"};
+  for (int f = 0; f < 2; f++) {
+    graphc_model_t *m;
+    ck_assert_int_eq(graphc_model_load_file(ctx, tu_src(files[f]), &m, &err), 0);
+    ck_assert_int_eq(graphc_model_bind(m, "B", 0, &err), GRAPHC_STATUS_INVALID_ARGUMENT);  /* 1..2^40 */
+    ck_assert_msg(strstr(err.message, "outside its range 1.."), "%s", err.message);
+    ck_assert_msg(graphc_model_set_range(m, "B", 0, 8, &err) == 0, "%s", err.message);
+    if (f) ck_assert_int_eq(graphc_model_bind(m, "S", 8, &err), 0);
+    char w[4096];
+    snprintf(w, sizeof w, "%s/empty-batch-%d.safetensors", tu_tmpdir(), f);
+    ck_assert_int_eq(graphc_model_bind(m, "B", 1, &err), 0);  /* weights need no B, but concrete shapes */
+    ck_assert_msg(graphc_model_write_random_weights(m, w, 7, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(graphc_model_set_weights(m, w, &err), 0);
+    /* B from an input of 0 rows */
+    graphc_tensor_t x = {.dtype = GRAPHC_DTYPE_F32, .rank = f ? 3 : 2, .dims = {0, f ? 8 : 784, 256}};
+    const char *names[1] = {"x"};
+    ck_assert_int_eq(graphc_model_bind(m, "B", 0, &err), 0);
+    ck_assert_msg(graphc_model_bind_inputs(m, 1, names, &x, &err) == 0, "%s", err.message);
+    for (int b = 0; b < 2; b++) {
+      graphc_compile_options_t o;
+      graphc_compile_options_init(&o);
+      o.backend = b ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP;
+      graphc_executable_t *exe = NULL;
+      ck_assert_msg(graphc_compile(m, &o, &exe, &err) == 0, "%s on %s: %s", files[f], graphc_backend_name(o.backend),
+                    err.message);
+      graphc_tensor_info_t info;
+      graphc_executable_output_info(exe, 0, &info);
+      ck_assert_msg(info.dims[0] == 0 && info.nbytes == 0, "%s: output dim 0 = %lld", files[f],
+                    (long long)info.dims[0]);
+      graphc_tensor_t out = {.dtype = info.dtype, .rank = info.rank};
+      memcpy(out.dims, info.dims, sizeof out.dims);
+      ck_assert_msg(graphc_executable_run(exe, &x, 1, &out, 1, &err) == 0, "%s: %s", files[f], err.message);
+      graphc_executable_destroy(exe);
+    }
+    graphc_model_destroy(m);
+  }
+  /* a derived dim of 0; a declared range above 1 stays above 1 */
+  static const char src[] = "version 1;\ngraph @g<S: 2..9, T = S - 3>(%x: f32[S, 2]) -> (f32[T, 2]) {\n"
+                            "  %y = slice(%x, start=[3, 0], end=[S, 2]);\n  return %y;\n}\n";
+  graphc_model_t *m;
+  ck_assert_int_eq(graphc_model_load_string(ctx, "d.graph", src, strlen(src), &m, &err), 0);
+  ck_assert_int_eq(graphc_model_set_range(m, "S", 0, 9, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_int_eq(graphc_model_bind(m, "S", 3, &err), 0);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_CPU;
+  graphc_executable_t *exe = NULL;
+  ck_assert_msg(graphc_compile(m, &o, &exe, &err) == 0, "%s", err.message);
+  graphc_tensor_info_t info;
+  graphc_executable_output_info(exe, 0, &info);
+  ck_assert_int_eq(info.dims[0], 0);
+  graphc_executable_destroy(exe);
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("empty");
   TCase *c = tcase_create("empty");
@@ -145,6 +211,7 @@ int main(void) {
   tcase_add_test(c, backends);
   tcase_add_test(c, undefined);
   tcase_add_test(c, bad_dims);
+  tcase_add_test(c, empty_batch);
   suite_add_tcase(s, c);
   return tu_run_suite(s);
 }

@@ -255,7 +255,7 @@ START_TEST(parse_module_structure) {
   ck_assert_ptr_eq(gc_module_find_graph(m, "@mlp"), g);
   ck_assert_int_eq(g->n_syms, 1);
   ck_assert_str_eq(g->sym_names[0], "B");
-  ck_assert_int_eq(g->sym_values[0], 0);
+  ck_assert_int_eq(g->sym_values[0], GC_SYM_UNBOUND);
   ck_assert_int_eq(g->n_args, 1);
   ck_assert_str_eq(g->args[0]->name, "x");
   ck_assert_int_eq(g->args[0]->type.dtype, GRAPHC_DTYPE_F32);

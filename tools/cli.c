@@ -217,12 +217,12 @@ graphc_status_t cli_load(graphc_context_t *ctx, const cli_opts *o, graphc_model_
   if (st != GRAPHC_STATUS_OK) return st;
   if (o->entry && (st = graphc_model_set_entry(*model, o->entry, err)) != GRAPHC_STATUS_OK)
     goto fail;
-  for (int i = 0; i < o->n_binds; i++)
-    if ((st = graphc_model_bind(*model, o->bind_names[i], o->bind_values[i], err)) != GRAPHC_STATUS_OK)
-      goto fail;
-  for (int i = 0; i < o->n_ranges; i++)
+  for (int i = 0; i < o->n_ranges; i++)  /* first: a binding is checked against the range */
     if ((st = graphc_model_set_range(*model, o->range_names[i], o->range_lo[i], o->range_hi[i], err)) !=
         GRAPHC_STATUS_OK)
+      goto fail;
+  for (int i = 0; i < o->n_binds; i++)
+    if ((st = graphc_model_bind(*model, o->bind_names[i], o->bind_values[i], err)) != GRAPHC_STATUS_OK)
       goto fail;
   if (o->weights && (st = graphc_model_set_weights(*model, o->weights, err)) != GRAPHC_STATUS_OK)
     goto fail;

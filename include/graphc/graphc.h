@@ -215,7 +215,9 @@ graphc_status_t graphc_model_bind(graphc_model_t *model, const char *symbol,
 graphc_status_t graphc_model_bind_inputs(graphc_model_t *model, size_t n, const char *const *names,
                                          const graphc_tensor_t *inputs, graphc_error_t *err);
 /* Narrow the range lo..hi of a base symbol of the entry graph (it starts as declared,
- * `<B: 1..64>`, or 1..2^40); the new range must lie within the old one. */
+ * `<B: 1..64>`, or 1..2^40); the new range must lie within the old one, except that a
+ * range starting at 1 may start at 0 instead: a symbol bound to 0 makes empty tensors
+ * (an empty batch), which the default range leaves out. */
 graphc_status_t graphc_model_set_range(graphc_model_t *model, const char *symbol, int64_t lo,
                                        int64_t hi, graphc_error_t *err);
 /* Override the weights file named in the model (NULL: back to the model's). */
