@@ -462,7 +462,7 @@ static int fill_infos(gc_exec *exe) {
     for (int i = 0; i < n; i++) {
       gc_value *v = pass ? g->outputs[i] : g->args[i];
       graphc_tensor_info_t *t = pass ? &exe->outputs[i] : &exe->inputs[i];
-      t->name = v->name;
+      t->name = pass && exe->out_names ? exe->out_names[i] : v->name;
       t->dtype = v->type.dtype;
       t->rank = v->type.rank;
       memcpy(t->dims, v->type.dims, sizeof t->dims);
@@ -585,6 +585,12 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   }
   graphc_compile_options_t popts = opts;
   if (target != GRAPHC_BACKEND_DEFAULT) popts.backend = target;
+  exe->out_names = calloc((size_t)exe->graph->n_outputs + 1, sizeof *exe->out_names);
+  if (!exe->out_names) {
+    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < exe->graph->n_outputs; i++) exe->out_names[i] = exe->graph->outputs[i]->name;
   if (gc_run_pipeline(exe->graph, &popts, &exe->stats, &d) != 0) goto fail;
 
   if (fill_infos(exe) != 0) {
@@ -633,6 +639,7 @@ void graphc_executable_destroy(graphc_executable_t *exe) {
   gc_tuning_free(exe->tuning);
   free(exe->inputs);
   free(exe->outputs);
+  free(exe->out_names);
   free(exe->file);
   free(exe->source);
   gc_sbuf_free(&exe->stats);

@@ -100,6 +100,8 @@ struct graphc_executable {
   struct gc_tuning *tuning;      /* the tuning file's entries (opts.tuning), or NULL */
   size_t n_inputs, n_outputs;
   graphc_tensor_info_t *inputs, *outputs;
+  const char **out_names;        /* the outputs' names as written (graph arena), before passes
+                                    could make two outputs one value (cse) or a const (empty) */
   gc_sbuf stats;                 /* appended to by passes and backends */
   struct graphc_exec_context *contexts; /* alive (driver/exec_context.c), freed with it */
   struct gc_states *states;      /* the states' memory (NULL: the graph has none); shared by

@@ -320,6 +320,32 @@ START_TEST(cpu_or_cuda_unavailable_is_clean) {
 }
 END_TEST
 
+/* Outputs keep the names they were written with, also when the passes make two of them one
+ * value (cse) or an empty one a const (the empty pass). */
+START_TEST(output_names_as_written) {
+  static const char src[] = "version 1;\ngraph @g(%x: f32[4], %z: f32[0]) -> (f32[4], f32[4], f32[0]) {\n"
+                            "  %a = relu(%x);\n  %b = relu(%x);\n  %e = neg(%z);\n  return %a, %b, %e;\n}\n";
+  graphc_model_t *m;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_model_load_string(ctx, "n.graph", src, strlen(src), &m, &err), 0);
+  for (int b = 0; b < 2; b++) {
+    graphc_compile_options_t o;
+    graphc_compile_options_init(&o);
+    o.backend = b ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP;
+    graphc_executable_t *e = NULL;
+    ck_assert_msg(graphc_compile(m, &o, &e, &err) == 0, "%s", err.message);
+    static const char *want[3] = {"a", "b", "e"};
+    for (size_t i = 0; i < 3; i++) {
+      graphc_tensor_info_t info;
+      ck_assert_int_eq(graphc_executable_output_info(e, i, &info), 0);
+      ck_assert_str_eq(info.name, want[i]);
+    }
+    graphc_executable_destroy(e);
+  }
+  graphc_model_destroy(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -335,6 +361,7 @@ int main(void) {
   tcase_add_test(tc, params_without_weights_statement);
   tcase_add_test(tc, emit_code_without_a_gpu);
   tcase_add_test(tc, cpu_or_cuda_unavailable_is_clean);
+  tcase_add_test(tc, output_names_as_written);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
 }

@@ -624,6 +624,7 @@ START_TEST(weights_check_symbolic) {
   g->sym_names = gc_arena_alloc(&g->arena, sizeof *g->sym_names);
   g->sym_values = gc_arena_alloc(&g->arena, sizeof *g->sym_values);
   g->sym_names[0] = "B";
+  g->sym_values[0] = GC_SYM_UNBOUND;
   add_param(g, "e", GRAPHC_DTYPE_BF16, 2, (int64_t[]){GC_DIM_SYM(0), 4}, "emb", 3);
 
   /* Unbound: random weights cannot be written; the check prints the symbol. */
