@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_wave4.sh - one device call after the 8-bit matmuls (#34; carry .dev/build-gpu):
-#   1. the GPU tests the change touches: test_backend_ops' matmul cases (fp8, int8, gemv),
-#      ctest test_cuda_runtime / test_precision / test_lower_matmul;
+#   1. the GPU tests the changes touch: test_backend_ops' matmul cases (fp8, int8, gemv),
+#      ctest test_cuda_runtime / test_precision (fp8 calibration) / test_lower_matmul / test_empty
+#      (empty tensors on cuda) / test_api;
 #   2. --precision fp8 transformer blocks --check against the interpreter (both code paths);
 #   3. fp8 + int8 GEMMs against cuBLASLt (benchmarks/fp8_run.sh);
 #   4. transformer_block_f16 with and without --precision fp8 (per-row and calibrated scales; graphc bench).
@@ -15,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$R"
 if ! skip 1; then
   echo "==== 1. tests" | tee -a "$R"
   (GRAPHC_TEST_OPS=matmul timeout 200 $B/tests/test_backend_ops 2>&1 | tail -15) | tee -a "$R"
-  (cd "$B" && timeout "${CTEST_S:-200}" ctest -R "${CTEST_R:-test_cuda_runtime|test_precision|test_lower_matmul}" 2>&1 | tail -10) | tee -a "$R"
+  (cd "$B" && timeout "${CTEST_S:-200}" ctest -R "${CTEST_R:-test_cuda_runtime|test_precision|test_lower_matmul|test_empty|test_api}" 2>&1 | tail -10) | tee -a "$R"
 fi
 if ! skip 2; then
   echo "==== 2. --precision fp8 --check" | tee -a "$R"

@@ -517,6 +517,7 @@ static int check_ptrs(gc_cu_ctx *c, const graphc_tensor_t *t, int n, int output,
     CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)t[i].data;
     unsigned int type = 0;
     if (host) host[i] = 0;
+    if (bytes == 0) continue;  /* an empty tensor: no memory is read or written, any pointer will do */
     CUresult r = cu->PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
     if (r == CUDA_ERROR_INVALID_VALUE) {
       gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, (gc_loc){0, 0},
