@@ -262,6 +262,21 @@ int gc_cuda_apply_aliases(gc_launch_plan *lp, const char *ptx, gc_diags *d) {
 /* ---- the backend table ------------------------------------------------------------------ */
 static void cuda_release(gc_exec *exe);
 
+/* 8-bit matmuls (fp8, i8 / u8) reach tensor cores only through the sm_90 warpgroup kernel:
+ * elsewhere they run on CUDA cores, converting every element, slower than f16. Say so once, at
+ * the first such matmul. */
+static void warn_8bit_matmuls(const gc_graph *g, int sm, gc_diags *d) {
+  for (const gc_op *op = g->first; op; op = op->next) {
+    if (op->opcode != GC_OP_MATMUL || graphc_dtype_size(op->operands[0]->type.dtype) != 1 ||
+        graphc_dtype_size(op->operands[1]->type.dtype) != 1)
+      continue;
+    gc_warning_at(d, op->loc,
+                  "8-bit matmuls run on CUDA cores on sm_%d (the fp8 / int8 tensor-core kernel needs sm_90): "
+                  "expect them slower than f16 (--precision f16 or bf16 is faster here)", sm);
+    return;
+  }
+}
+
 /* Compile the executable's graph for the device and set up everything runs need. */
 static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t *opts,
                                     gc_diags *d) {
@@ -291,6 +306,7 @@ static graphc_status_t cuda_prepare(gc_exec *exe, const graphc_compile_options_t
   memset(&code, 0, sizeof code);
   graphc_status_t rc = GRAPHC_STATUS_OK;
   if ((s->sm = pick_sm(pr->sm, opts ? opts->arch : NULL, d)) < 0) goto fail;
+  if (s->sm < 90) warn_8bit_matmuls(exe->graph, s->sm, d);
 
   kir_target t;
   kir_target_cuda(&t, s->sm);

@@ -1044,6 +1044,8 @@ START_TEST(print_after_reparses) {
     body++;
     char *next = strstr(body, hdr);
     char *text = strndup(body, next ? (size_t)(next - body) : strlen(body));
+    char *warn = strstr(text, "\n/");  /* the compile's warnings (a path at a line's start) follow the IR */
+    if (warn) warn[1] = 0;
     gc_module *m = parse_verified("printed", text);
     char *again = print_module(m);
     ck_assert_msg(strcmp(again, text) == 0, "block %d does not re-print:\n%s\n---\n%s", blocks, text, again);

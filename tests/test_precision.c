@@ -22,6 +22,8 @@
  *                     printed; fp8 executables use it as a per-tensor scale on interp, cpu (and
  *                     cuda): close to f32 in range, saturated beyond it; the transformer
  *                     block's six linears; bad samples and a bad act_amax are clear errors
+ *   fp8_pre_hopper    an 8-bit matmul compiled for sm_80 (the pretend driver's device) warns
+ *                     that it runs on CUDA cores, once, at the op; an f32 model does not
  *
  * The seed is $GRAPHC_TEST_SEED or fresh (printed on failure).
  */
@@ -663,6 +665,31 @@ START_TEST(fp8_calibrate) {
 }
 END_TEST
 
+START_TEST(fp8_pre_hopper) {
+  char g[4096], *out = NULL;
+  snprintf(g, sizeof g, "%s/f8mm.graph", tu_tmpdir());
+  FILE *f = fopen(g, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("version 1;\ngraph @g(%a: f8e4m3[64, 32], %b: f8e4m3[64, 32]) -> (f32[64, 64]) {\n"
+        "  %y = matmul(%a, %b, transpose_b=true);\n  %z = matmul(%a, %b, transpose_b=true);\n"
+        "  %s = add(%y, %z);\n  return %s;\n}\n", f);
+  fclose(f);
+  int rc = tu_sh(&out, "GRAPHC_CUDA_DRIVER=%s %s run %s --backend cuda --arch sm_80 2>&1", GRAPHC_CUDA_FAKE,
+                 GRAPHC_CLI, g);
+  const char *w = strstr(out, "f8mm.graph:3:3: warning: 8-bit matmuls run on CUDA cores on sm_80");
+  ck_assert_msg(rc == 0 && w && !strstr(w + 40, "warning: 8-bit"), "rc %d: %s", rc, out);  /* once */
+  free(out);
+  f = fopen(g, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("version 1;\ngraph @g(%a: f32[64, 32], %b: f32[64, 32]) -> (f32[64, 64]) {\n"
+        "  %y = matmul(%a, %b, transpose_b=true);\n  return %y;\n}\n", f);
+  fclose(f);
+  rc = tu_sh(&out, "GRAPHC_CUDA_DRIVER=%s %s run %s --backend cuda --arch sm_80 2>&1", GRAPHC_CUDA_FAKE, GRAPHC_CLI, g);
+  ck_assert_msg(rc == 0 && !strstr(out, "warning"), "rc %d: %s", rc, out);
+  free(out);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("precision");
   TCase *c = tcase_create("precision");
@@ -677,6 +704,7 @@ int main(void) {
   tcase_add_test(c, check_cli);
   tcase_add_test(c, fp8);
   tcase_add_test(c, fp8_calibrate);
+  tcase_add_test(c, fp8_pre_hopper);
   suite_add_tcase(s, c);
   return tu_run_suite(s);
 }

@@ -271,6 +271,7 @@ int gc_cli_bench(int argc, char **argv) {
   gc_safetensors *file = NULL;
   graphc_status_t st = cli_load(ctx, &o, &m, &err);
   if (st == GRAPHC_STATUS_OK) st = cli_compile_cuda(m, &o, &exe, tmp_weights, sizeof tmp_weights, &err);
+  if (st == GRAPHC_STATUS_OK) cli_print_warnings(ctx);
   if (st == GRAPHC_STATUS_OK) {
     n_in = graphc_executable_num_inputs(exe);
     n_out = graphc_executable_num_outputs(exe);

@@ -17,6 +17,12 @@
 #include "tools/cli.h"
 #include "passes/pipeline.h"
 
+/* Print the warnings of the context's last call (a compile's, before a run's call replaces them). */
+void cli_print_warnings(graphc_context_t *ctx) {
+  const char *w = graphc_context_diagnostics(ctx);
+  if (w[0]) fputs(w, stderr);
+}
+
 /* Print the context's diagnostics (or the error) and map a status to an exit code. */
 int cli_report(graphc_context_t *ctx, graphc_status_t st, const graphc_error_t *err) {
   const char *diags = ctx ? graphc_context_diagnostics(ctx) : "";

@@ -34,6 +34,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage);
 /* Load o->file, apply --entry, --bind, --weights. */
 graphc_status_t cli_load(graphc_context_t *ctx, const cli_opts *o, graphc_model_t **model,
                          graphc_error_t *err);
+/* Print the warnings of the context's last call (after a successful compile). */
+void cli_print_warnings(graphc_context_t *ctx);
 /* Print diagnostics; return the exit code for a status (0, 1 user error, 2 internal). */
 int cli_report(graphc_context_t *ctx, graphc_status_t st, const graphc_error_t *err);
 /* Is there a GPU to run on? If not, print "what: why" to stderr and return 0. */

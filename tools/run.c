@@ -157,6 +157,7 @@ int cli_cmd_run(int argc, char **argv, const char *usage_common, const char *usa
   graphc_status_t st = cli_load(ctx, &o, &m, &err);
   double t1 = cli_now_ms();
   if (st == GRAPHC_STATUS_OK) st = graphc_compile(m, &o.copts, &exe, &err);
+  if (st == GRAPHC_STATUS_OK) cli_print_warnings(ctx);  /* the run's call replaces them */
   double t2 = cli_now_ms(), t3, t4;
   if (st == GRAPHC_STATUS_OK) {
     n_in = graphc_executable_num_inputs(exe);
