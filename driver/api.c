@@ -628,6 +628,93 @@ fail:
   return finish(m->ctx, &d, err);
 }
 
+static graphc_status_t check_tensors(const char *what, const graphc_tensor_info_t *info,
+                                     size_t n_info, const graphc_tensor_t *t, size_t n,
+                                     graphc_error_t *err);
+
+graphc_status_t graphc_compile_ranged(graphc_model_t *m, const graphc_compile_options_t *opts_in,
+                                      graphc_executable_t **out, graphc_error_t *err) {
+  if (out) *out = NULL;
+  if (!m || !out)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_compile_ranged: NULL model or out");
+  const gc_graph *mg = m->module->graphs[m->entry];
+  int n_free = 0;
+  for (int i = 0; i < mg->n_syms; i++)
+    n_free += (!mg->sym_defs || !mg->sym_defs[i]) && mg->sym_values[i] == GC_SYM_UNBOUND;
+  if (!n_free) return graphc_compile(m, opts_in, out, err);  /* nothing left to range over */
+  graphc_compile_options_t opts;
+  if (opts_in)
+    opts = *opts_in;
+  else
+    graphc_compile_options_init(&opts);
+  gc_diags d;
+  gc_diags_init(&d, m->name, m->source, m->source_len);
+  if (gc_precision_check(&opts, &d) != 0) return finish(m->ctx, &d, err);
+  gc_settings set;
+  gc_settings_read(&set);
+  graphc_backend_t kind = opts.backend;
+  if (!backend_for(&kind, &set.rt)) {
+    gc_error_at(&d, GRAPHC_STATUS_UNSUPPORTED, (gc_loc){0, 0}, "the %s backend is not part of this build",
+                graphc_backend_name(kind));
+    return finish(m->ctx, &d, err);
+  }
+  opts.backend = kind;  /* every binding compiles for the same backend */
+  gc_exec *exe = calloc(1, sizeof *exe);
+  if (!exe) {
+    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    return finish(m->ctx, &d, err);
+  }
+  pthread_mutex_init(&exe->contexts_mu, NULL);
+  exe->ctx = m->ctx;
+  exe->opts = opts;
+  exe->opts.arch = exe->opts.print_after = exe->opts.print_before = exe->opts.disable_passes = NULL;
+  exe->opts.keep_f32 = exe->opts.tuning = NULL;
+  exe->kind = kind;
+  exe->file = strdup(m->name);
+  exe->source = malloc(m->source_len + 1);
+  if (exe->source) memcpy(exe->source, m->source, m->source_len + 1);
+  exe->source_len = m->source_len;
+  if (!exe->file || !exe->source) {
+    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    goto fail;
+  }
+  if (!(exe->module = clone_and_verify(m, &d))) goto fail;
+  exe->graph = exe->module->graphs[m->entry];
+  for (const gc_op *op = exe->graph->first; op; op = op->next)
+    if (op->opcode == GC_OP_STATE) {
+      gc_error_at(&d, GRAPHC_STATUS_UNSUPPORTED, op->loc,
+                  "a graph with states cannot be compiled for a range yet: bind its symbolic dims");
+      goto fail;
+    }
+  if (gc_ranged_setup(exe, m, &opts, &d) != GRAPHC_STATUS_OK) goto fail;
+  *out = exe;
+  return finish(m->ctx, &d, err);
+fail:
+  graphc_executable_destroy(exe);
+  return finish(m->ctx, &d, err);
+}
+
+graphc_status_t graphc_executable_resolve(graphc_executable_t *exe, const graphc_tensor_t *inputs,
+                                          size_t n_inputs, graphc_tensor_info_t *outputs, size_t n_outputs,
+                                          graphc_error_t *err) {
+  if (!exe || (n_outputs && !outputs))
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_executable_resolve: NULL argument");
+  graphc_status_t st = check_tensors("inputs", exe->inputs, exe->n_inputs, inputs, n_inputs, err);
+  if (st != GRAPHC_STATUS_OK) return st;
+  if (n_outputs != exe->n_outputs)
+    return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "expected %zu outputs, got %zu", exe->n_outputs,
+                        n_outputs);
+  if (!gc_exec_is_ranged(exe)) {
+    memcpy(outputs, exe->outputs, sizeof *outputs * n_outputs);
+    if (err) memset(err, 0, sizeof *err);
+    return GRAPHC_STATUS_OK;
+  }
+  gc_diags d;
+  gc_diags_init(&d, exe->file, exe->source, exe->source_len);
+  gc_ranged_resolve(exe, inputs, outputs, &d);
+  return finish(exe->ctx, &d, err);
+}
+
 void graphc_executable_destroy(graphc_executable_t *exe) {
   if (!exe) return;
   gc_exec_contexts_free(exe);
@@ -682,6 +769,9 @@ static void shape_str(char *buf, size_t n, graphc_dtype_t dt, int rank, const in
   gc_type_print(&b, &t, NULL);
   snprintf(buf, n, "%s", b.data ? b.data : "?");
   gc_sbuf_free(&b);
+  for (char *p = strstr(buf, "-1"); p; p = strstr(p, "-1"))  /* a ranged executable's free dim */
+    if ((p[-1] == '[' || p[-1] == ' ') && (p[2] == ',' || p[2] == ']')) memmove(p, p + 1, strlen(p)), *p = '?';
+    else p += 2;
 }
 
 /* Check caller tensors against the signature: count, dtype, shape, nbytes, data. */
@@ -696,7 +786,8 @@ static graphc_status_t check_tensors(const char *what, const graphc_tensor_info_
   for (size_t i = 0; i < n; i++) {
     const graphc_tensor_info_t *e = &info[i];
     int same = t[i].dtype == e->dtype && t[i].rank == e->rank;
-    for (int k = 0; same && k < e->rank; k++) same = t[i].dims[k] == e->dims[k];
+    /* a ranged executable's symbolic dims are -1: the binding's executable checks them */
+    for (int k = 0; same && k < e->rank; k++) same = t[i].dims[k] == e->dims[k] || e->dims[k] == -1;
     if (!same) {
       char got[256], want[256];
       shape_str(got, sizeof got, t[i].dtype, t[i].rank, t[i].dims);

@@ -70,6 +70,15 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
                                graphc_backend_t target, graphc_executable_t **out,
                                graphc_error_t *err);
 
+/* driver/ranged.c: the ranged executable of graphc_compile_ranged (exe's module, graph, file and
+ * source set; this makes the rest, the backend table included), whether exe is one, and the
+ * output infos of a binding (compiled if new). */
+graphc_status_t gc_ranged_setup(gc_exec *exe, const graphc_model_t *m, const graphc_compile_options_t *opts,
+                                gc_diags *d);
+int gc_exec_is_ranged(const gc_exec *exe);
+graphc_status_t gc_ranged_resolve(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_info_t *out,
+                                  gc_diags *d);
+
 /* 1 when the CUDA backend can run here (driver loads and a device exists). s: the
  * runtime settings (which driver library; may be NULL: libcuda.so.1), here and below. */
 int gc_cuda_available(const gc_rt_settings *s);

@@ -260,6 +260,23 @@ graphc_status_t graphc_model_print(const graphc_model_t *model, char **out_text,
  * thread has ended when the call returns. */
 graphc_status_t graphc_compile(graphc_model_t *model, const graphc_compile_options_t *opts,
                                graphc_executable_t **out, graphc_error_t *err);
+/* Compile once for every binding of the entry graph's unbound symbolic dims within their
+ * ranges (graphc_model_set_range); dims the model has bound stay bound. Runs take the free
+ * dims from the inputs' shapes (inconsistent inputs and values out of range are errors);
+ * each distinct binding is specialized and compiled on its first run and then kept, up to
+ * 8, the least recently used dropped first, so its kernels are those of an executable
+ * compiled for exactly that shape; graphc_executable_stats says how many were compiled.
+ * input_info / output_info give -1 for a free dim (and nbytes 0); graphc_executable_resolve
+ * gives the output shapes for given inputs. With no free dim this is graphc_compile. Not
+ * supported yet: graphs with states, execution contexts with their own memory (contexts
+ * take turns), bundles. */
+graphc_status_t graphc_compile_ranged(graphc_model_t *model, const graphc_compile_options_t *opts,
+                                      graphc_executable_t **out, graphc_error_t *err);
+/* The output infos (shapes, sizes) a run with these inputs makes (only their dtype, rank and
+ * dims are read); for a ranged executable the binding is compiled here if new. */
+graphc_status_t graphc_executable_resolve(graphc_executable_t *exe, const graphc_tensor_t *inputs,
+                                          size_t n_inputs, graphc_tensor_info_t *outputs, size_t n_outputs,
+                                          graphc_error_t *err);
 void graphc_executable_destroy(graphc_executable_t *exe);
 
 graphc_backend_t graphc_executable_backend(const graphc_executable_t *exe);
