@@ -754,6 +754,7 @@ graphc_status_t graphc_executable_output_info(const graphc_executable_t *exe, si
 }
 
 const char *graphc_executable_stats(const graphc_executable_t *exe) {
+  if (gc_exec_is_ranged(exe)) return gc_ranged_stats((graphc_executable_t *)exe);  /* assembled on demand */
   return exe && exe->stats.data ? exe->stats.data : "";
 }
 

@@ -76,6 +76,7 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
 graphc_status_t gc_ranged_setup(gc_exec *exe, const graphc_model_t *m, const graphc_compile_options_t *opts,
                                 gc_diags *d);
 int gc_exec_is_ranged(const gc_exec *exe);
+const char *gc_ranged_stats(gc_exec *exe);
 graphc_status_t gc_ranged_resolve(gc_exec *exe, const graphc_tensor_t *in, graphc_tensor_info_t *out,
                                   gc_diags *d);
 

@@ -33,6 +33,7 @@ typedef struct gc_ranged {
   int n_free, *free_syms;    /* the symbols bound per run */
   ranged_entry cache[GC_RANGED_CACHE];
   uint64_t clock;
+  ranged_entry *last;        /* the last run's binding (stats) */
   long compiles, hits, evictions;
   pthread_mutex_t mu;
 } gc_ranged;
@@ -84,6 +85,7 @@ static graphc_executable_t *resolve(gc_exec *exe, const graphc_tensor_t *in, gc_
       return NULL;
     }
     if (victim->exe) r->evictions++;
+    if (r->last == victim) r->last = NULL;
     graphc_executable_destroy(victim->exe);
     free(victim->key);
     *victim = (ranged_entry){key, x, 0};
@@ -91,14 +93,24 @@ static graphc_executable_t *resolve(gc_exec *exe, const graphc_tensor_t *in, gc_
     r->compiles++;
   }
   e->last_use = ++r->clock;
-  /* stats: the ranged line, then the binding's own */
-  gc_sbuf_free(&exe->stats);
-  gc_sbuf_printf(&exe->stats, "ranged: %ld binding%s compiled, %ld runs from the cache, %ld evicted; this run:",
-                 r->compiles, r->compiles == 1 ? "" : "s", r->hits, r->evictions);
-  for (int k = 0; k < r->n_free; k++)
-    gc_sbuf_printf(&exe->stats, " %s=%lld", g->sym_names[r->free_syms[k]], (long long)e->key[k]);
-  gc_sbuf_printf(&exe->stats, "\n%s", graphc_executable_stats(e->exe));
+  r->last = e;
   return e->exe;
+}
+
+const char *gc_ranged_stats(gc_exec *exe) {
+  gc_ranged *r = exe->state;
+  pthread_mutex_lock(&r->mu);
+  if (r->last) {  /* built here, not per run: the ranged line, then the last binding's own */
+    gc_graph *g = exe->graph;
+    gc_sbuf_free(&exe->stats);
+    gc_sbuf_printf(&exe->stats, "ranged: %ld binding%s compiled, %ld runs from the cache, %ld evicted; last run:",
+                   r->compiles, r->compiles == 1 ? "" : "s", r->hits, r->evictions);
+    for (int k = 0; k < r->n_free; k++)
+      gc_sbuf_printf(&exe->stats, " %s=%lld", g->sym_names[r->free_syms[k]], (long long)r->last->key[k]);
+    gc_sbuf_printf(&exe->stats, "\n%s", graphc_executable_stats(r->last->exe));
+  }
+  pthread_mutex_unlock(&r->mu);
+  return exe->stats.data ? exe->stats.data : "";
 }
 
 /* Run the binding's executable (kind 0 host tensors, 1 device, 2 enqueue) under the lock. */

@@ -115,7 +115,7 @@ START_TEST(shapes) {
       free(x.data);
     }
     /* 5 distinct bindings compiled; 3 repeated runs and 8 resolves (one before each run) hit */
-    ck_assert_msg(strstr(graphc_executable_stats(r), "ranged: 5 bindings compiled, 11 runs from the cache, 0 evicted"),
+    ck_assert_msg(strstr(graphc_executable_stats(r), "ranged: 5 bindings compiled, 11 runs from the cache, 0 evicted; last run: B=3 S=64"),
                   "%s", graphc_executable_stats(r));
     graphc_executable_destroy(r);
   }
