@@ -697,9 +697,18 @@ fail:
 graphc_status_t graphc_executable_resolve(graphc_executable_t *exe, const graphc_tensor_t *inputs,
                                           size_t n_inputs, graphc_tensor_info_t *outputs, size_t n_outputs,
                                           graphc_error_t *err) {
-  if (!exe || (n_outputs && !outputs))
+  if (!exe || (n_outputs && !outputs) || (n_inputs && !inputs))
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "graphc_executable_resolve: NULL argument");
-  graphc_status_t st = check_tensors("inputs", exe->inputs, exe->n_inputs, inputs, n_inputs, err);
+  /* shapes only: the inputs' buffers are not read, so check them as if each had one */
+  graphc_tensor_t *shapes = calloc(n_inputs + 1, sizeof *shapes);
+  if (!shapes) return gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "out of memory");
+  for (size_t i = 0; i < n_inputs; i++) {
+    shapes[i] = inputs[i];
+    shapes[i].data = shapes;
+    shapes[i].nbytes = SIZE_MAX;
+  }
+  graphc_status_t st = check_tensors("inputs", exe->inputs, exe->n_inputs, shapes, n_inputs, err);
+  free(shapes);
   if (st != GRAPHC_STATUS_OK) return st;
   if (n_outputs != exe->n_outputs)
     return gc_set_error(err, GRAPHC_STATUS_INVALID_ARGUMENT, "expected %zu outputs, got %zu", exe->n_outputs,

@@ -78,7 +78,10 @@ static float *exact_run(graphc_backend_t be, const graphc_tensor_t *x) {
 static void check_run(graphc_executable_t *r, graphc_backend_t be, const graphc_tensor_t *x) {
   graphc_error_t err;
   graphc_tensor_info_t info;
-  ck_assert_msg(graphc_executable_resolve(r, x, 1, &info, 1, &err) == 0, "%s", err.message);
+  graphc_tensor_t shape = *x;  /* resolve reads shapes only */
+  shape.data = NULL;
+  shape.nbytes = 0;
+  ck_assert_msg(graphc_executable_resolve(r, &shape, 1, &info, 1, &err) == 0, "%s", err.message);
   ck_assert_msg(info.rank == 3 && info.dims[0] == x->dims[0] && info.dims[1] == x->dims[1] &&
                     info.nbytes == x->nbytes && strcmp(info.name, "y") == 0,
                 "resolve: %s %lld x %lld", info.name, (long long)info.dims[0], (long long)info.dims[1]);
