@@ -139,7 +139,8 @@ int gc_launch_plan_build(const gc_plan *p, const graphc_tensor_info_t *in, size_
   }
   lp->n_launches = p->n_launches;
   lp->launches = gc_arena_alloc(a, (size_t)p->n_launches * sizeof *lp->launches + 1);
-  if (lp->launches) memcpy(lp->launches, p->launches, (size_t)p->n_launches * sizeof *p->launches);
+  if (lp->launches && p->n_launches)  /* none: every output empty */
+    memcpy(lp->launches, p->launches, (size_t)p->n_launches * sizeof *p->launches);
   lp->n_prologue = p->n_prologue;
   lp->n_buffers = p->n_buffers;
   lp->buffers = gc_arena_alloc(a, (size_t)p->n_buffers * sizeof *lp->buffers + 1);

@@ -36,7 +36,7 @@ LIBS="$(pkg-config --libs libcjson) -lm -lpthread -ldl"
 # never opened: fuzz_bundle points GRAPHC_CUDA_DRIVER at nothing); the JIT
 # cache; the ONNX reader and importer. They go into one archive, so each
 # target links only what it uses; tests/fuzz/stubs.c is linked as an object.
-LIB_SOURCES="$(ls ir/*.c frontend/lexer.c frontend/parser.c passes/*.c driver/api.c driver/exec_context.c driver/states_api.c runtime/states.c runtime/cuda_states.c runtime/cuda_weights.c weights/*.c \
+LIB_SOURCES="$(ls ir/*.c frontend/lexer.c frontend/parser.c passes/*.c driver/api.c driver/exec_context.c driver/ranged.c driver/states_api.c runtime/states.c runtime/cuda_states.c runtime/cuda_weights.c weights/*.c \
                interp/*.c driver/random.c runtime/bundle.c runtime/rt_api.c runtime/cuda_exec.c runtime/cuda_context.c runtime/launch_deps.c \
                runtime/cuda_driver.c runtime/host_exec.c runtime/threadpool.c runtime/settings.c driver/cache.c \
                driver/settings.c frontend/onnx*.c frontend/protobuf.c codegen/tuning.c runtime/launch_plan.c) tests/fuzz/stubs.c"
