@@ -5,7 +5,8 @@
 #      (empty tensors on cuda) / test_api;
 #   2. --precision fp8 transformer blocks --check against the interpreter (both code paths);
 #   3. fp8 + int8 GEMMs against cuBLASLt (benchmarks/fp8_run.sh);
-#   4. transformer_block_f16 with and without --precision fp8 (per-row and calibrated scales; graphc bench).
+#   4. transformer_block_f16 with and without --precision fp8 (per-row and calibrated scales; graphc bench);
+#   5. benchmarks/ranged_bench.c: one ranged executable against exact ones at six shapes (#35).
 # Writes $OUT/wave4.txt. Env: SHAPES (fp8_run.sh), SKIP (phase numbers to skip, "3 4").
 set -u
 . "$(dirname "$0")/device_env.sh"
@@ -40,4 +41,12 @@ save_file({'x': np.random.default_rng(0).standard_normal((1, 512, 1024)).astype(
     [ -f /tmp/transformer_block_f16.w ] || $G weights examples/transformer_block_f16.graph --random --seed 1 -o /tmp/transformer_block_f16.w >/dev/null
     echo "-- '$p': $(timeout 90 $G bench examples/transformer_block_f16.graph --weights /tmp/transformer_block_f16.w --bind B=8 --bind S=1024 --backend cuda $p --runs 50 --warmup 10 2>&1 | grep -E 'median|error' | head -2 | tr '\n' ' ')" | tee -a "$R"
   done
+fi
+if ! skip 5; then
+  echo "==== 5. one ranged executable against exact ones (transformer_block_f16, six shapes)" | tee -a "$R"
+  [ -f /tmp/transformer_block_f16.w ] || $G weights examples/transformer_block_f16.graph --random --seed 1 -o /tmp/transformer_block_f16.w >/dev/null
+  gcc -std=gnu17 -O2 -Iinclude benchmarks/ranged_bench.c -L"$B" -lgraphc -Wl,-rpath,"$B" -lm -o /tmp/ranged_bench &&
+    timeout 300 /tmp/ranged_bench examples/transformer_block_f16.graph --weights /tmp/transformer_block_f16.w --backend cuda \
+      --runs 30 --shape B=1,S=16 --shape B=1,S=128 --shape B=8,S=128 --shape B=8,S=512 --shape B=32,S=256 \
+      --shape B=64,S=512 2>&1 | head -12 | tee -a "$R"
 fi
