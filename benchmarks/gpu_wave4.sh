@@ -45,7 +45,7 @@ fi
 if ! skip 5; then
   echo "==== 5. one ranged executable against exact ones (transformer_block_f16, six shapes)" | tee -a "$R"
   [ -f /tmp/transformer_block_f16.w ] || $G weights examples/transformer_block_f16.graph --random --seed 1 -o /tmp/transformer_block_f16.w >/dev/null
-  gcc -std=gnu17 -O2 -Iinclude benchmarks/ranged_bench.c -L"$B" -lgraphc -Wl,-rpath,"$B" -lm -o /tmp/ranged_bench &&
+  gcc -std=gnu17 -O2 -Iinclude benchmarks/ranged_bench.c -L"$B" -lgraphc -Wl,-rpath,"$B" -Wl,-rpath-link,"$B/syslibs" -lm -o /tmp/ranged_bench &&
     timeout 300 /tmp/ranged_bench examples/transformer_block_f16.graph --weights /tmp/transformer_block_f16.w --backend cuda \
       --runs 30 --shape B=1,S=16 --shape B=1,S=128 --shape B=8,S=128 --shape B=8,S=512 --shape B=32,S=256 \
       --shape B=64,S=512 2>&1 | head -12 | tee -a "$R"
