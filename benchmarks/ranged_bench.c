@@ -7,7 +7,9 @@
  *
  * Per shape: the ranged executable's first run (it compiles the binding), its median run, the
  * exact executable's compile and median run, and ranged / exact. Then the totals: compile time
- * of all exact executables against the ranged one's. Inputs are deterministic: floats in
+ * of all exact executables against the ranged one's, and what switching costs: the first two
+ * shapes alternated through the ranged executable against their exact executables (10 x runs
+ * runs, microseconds; issue 35's bar: a switch between cached shapes adds <= 5 us). Inputs are deterministic: floats in
  * [-1, 1), integers 0..6 (valid token ids and masks of 1 for a language model's inputs would be
  * the caller's job; any value works for timing). The model's symbols not named in --shape stay
  * as the model binds them.
@@ -26,6 +28,12 @@
 
 #define MAX_SHAPES 16
 #define MAX_SYMS 8
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
 
 static double now_ms(void) {
   struct timespec ts;
@@ -157,8 +165,12 @@ int main(int argc, char **argv) {
          graphc_backend_name(graphc_executable_backend(ranged)), runs);
   printf("| shape | ranged 1st run ms | ranged ms | exact compile ms | exact ms | ranged / exact |\n"
          "|---|---:|---:|---:|---:|---:|\n");
+  graphc_executable_t *exacts[MAX_SHAPES];
+  graphc_tensor_t *ins[MAX_SHAPES], *outs[MAX_SHAPES];
+  size_t nis[MAX_SHAPES], nos[MAX_SHAPES];
+  graphc_model_t *models[MAX_SHAPES];
   for (int k = 0; k < n_shapes; k++) {
-    graphc_model_t *m = load(ctx, file, weights, &shapes[k]);
+    graphc_model_t *m = models[k] = load(ctx, file, weights, &shapes[k]);
     graphc_executable_t *exact;
     t0 = now_ms();
     check(graphc_compile(m, &o, &exact, &err), &err, ctx, "compile");
@@ -178,16 +190,37 @@ int main(int argc, char **argv) {
       snprintf(label + strlen(label), sizeof label - strlen(label), "%s%s=%lld", i ? " " : "", shapes[k].names[i],
                (long long)shapes[k].vals[i]);
     printf("| %s | %.3f | %.4f | %.1f | %.4f | %.3f |\n", label, first, re, ec, ex, re / ex);
-    for (size_t i = 0; i < ni; i++) free(in[i].data);
-    for (size_t i = 0; i < no; i++) free(out[i].data);
-    free(in);
-    free(out);
-    graphc_executable_destroy(exact);
-    graphc_model_destroy(m);
+    exacts[k] = exact, ins[k] = in, outs[k] = out, nis[k] = ni, nos[k] = no;
   }
   printf("\ncompiles: ranged %.1f ms up front + %.1f ms of first runs (bindings compiled there), exact %.1f ms for "
-         "%d executables\n%s",
-         ranged_compile, first_total, exact_compile_total, n_shapes, graphc_executable_stats(ranged));
+         "%d executables\n", ranged_compile, first_total, exact_compile_total, n_shapes);
+  if (n_shapes >= 2) {  /* switching: shapes 0 and 1 alternated, each run timed on the host */
+    int n = 10 * runs;
+    double *te = malloc(sizeof *te * (size_t)n), *tr = malloc(sizeof *tr * (size_t)n);
+    for (int r = 0; r < n; r++) {
+      int k = r & 1;
+      double t0 = now_us();
+      check(graphc_executable_run(exacts[k], ins[k], nis[k], outs[k], nos[k], &err), &err, ctx, "exact run");
+      double t1 = now_us();
+      check(graphc_executable_run(ranged, ins[k], nis[k], outs[k], nos[k], &err), &err, ctx, "ranged run");
+      te[r] = t1 - t0, tr[r] = now_us() - t1;
+    }
+    qsort(te, (size_t)n, sizeof *te, cmp);
+    qsort(tr, (size_t)n, sizeof *tr, cmp);
+    printf("switching between the first two shapes (%d runs, medians): exact executables %.2f us, ranged %.2f us, "
+           "adds %.2f us\n", n, te[n / 2], tr[n / 2], tr[n / 2] - te[n / 2]);
+    free(te);
+    free(tr);
+  }
+  printf("%s", graphc_executable_stats(ranged));
+  for (int k = 0; k < n_shapes; k++) {
+    for (size_t i = 0; i < nis[k]; i++) free(ins[k][i].data);
+    for (size_t i = 0; i < nos[k]; i++) free(outs[k][i].data);
+    free(ins[k]);
+    free(outs[k]);
+    graphc_executable_destroy(exacts[k]);
+    graphc_model_destroy(models[k]);
+  }
   graphc_executable_destroy(ranged);
   graphc_model_destroy(rm);
   graphc_context_destroy(ctx);

@@ -491,6 +491,32 @@ graphc_status_t graphc_compile(graphc_model_t *m, const graphc_compile_options_t
   return gc_compile_for(m, opts_in, GRAPHC_BACKEND_DEFAULT, out, err);
 }
 
+/* A new executable for model m: the options (without the caller's strings, which the compile
+ * has used by the time it returns), the file name and source for diagnostics. NULL with an
+ * error in d when out of memory. */
+static gc_exec *exec_new(const graphc_model_t *m, const graphc_compile_options_t *opts, gc_diags *d) {
+  gc_exec *exe = calloc(1, sizeof *exe);
+  if (!exe) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&exe->contexts_mu, NULL);  /* default attributes: cannot fail on Linux */
+  exe->ctx = m->ctx;
+  exe->opts = *opts;
+  exe->opts.arch = exe->opts.print_after = exe->opts.print_before = exe->opts.disable_passes = NULL;
+  exe->opts.keep_f32 = NULL;
+  exe->file = strdup(m->name);
+  exe->source = malloc(m->source_len + 1);
+  if (!exe->file || !exe->source) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    graphc_executable_destroy(exe);
+    return NULL;
+  }
+  memcpy(exe->source, m->source, m->source_len + 1);
+  exe->source_len = m->source_len;
+  return exe;
+}
+
 graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t *opts_in,
                                graphc_backend_t target, graphc_executable_t **out, graphc_error_t *err) {
   if (out) *out = NULL;
@@ -509,31 +535,15 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   gc_diags d;
   gc_diags_init(&d, m->name, m->source, m->source_len);
   if (gc_precision_check(&opts, &d) != 0) return finish(m->ctx, &d, err);
-  gc_exec *exe = calloc(1, sizeof *exe);
-  if (!exe) {
-    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-    return finish(m->ctx, &d, err);
-  }
-  pthread_mutex_init(&exe->contexts_mu, NULL);  /* default attributes: cannot fail on Linux */
+  gc_exec *exe = exec_new(m, &opts, &d);
+  if (!exe) return finish(m->ctx, &d, err);
   gc_settings set;  /* this call's environment (a backend's prepare reads its own) */
   gc_settings_read(&set);
   /* cuInit (up to ~230 ms on an idle H200) runs beside parsing, weights and passes. */
   void *cuda_pre = opts.backend == GRAPHC_BACKEND_CUDA || opts.backend == GRAPHC_BACKEND_DEFAULT
                        ? gc_cuda_prefetch_start(&set.rt)
                        : NULL;
-  exe->ctx = m->ctx;
-  exe->opts = opts;
   exe->fuse = gc_lower_fusion_enabled(&opts);
-  exe->opts.arch = exe->opts.print_after = exe->opts.print_before = exe->opts.disable_passes = NULL;
-  exe->opts.keep_f32 = NULL;  /* the caller's string; the pass has used it by the time it returns */
-  exe->file = strdup(m->name);
-  exe->source = malloc(m->source_len + 1);
-  if (!exe->file || !exe->source) {
-    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-    goto fail;
-  }
-  memcpy(exe->source, m->source, m->source_len + 1);
-  exe->source_len = m->source_len;
 
   /* A private copy of the module (bound dims included), specialized to them. */
   exe->module = clone_and_verify(m, &d);
@@ -659,25 +669,10 @@ graphc_status_t graphc_compile_ranged(graphc_model_t *m, const graphc_compile_op
     return finish(m->ctx, &d, err);
   }
   opts.backend = kind;  /* every binding compiles for the same backend */
-  gc_exec *exe = calloc(1, sizeof *exe);
-  if (!exe) {
-    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-    return finish(m->ctx, &d, err);
-  }
-  pthread_mutex_init(&exe->contexts_mu, NULL);
-  exe->ctx = m->ctx;
-  exe->opts = opts;
-  exe->opts.arch = exe->opts.print_after = exe->opts.print_before = exe->opts.disable_passes = NULL;
-  exe->opts.keep_f32 = exe->opts.tuning = NULL;
+  gc_exec *exe = exec_new(m, &opts, &d);
+  if (!exe) return finish(m->ctx, &d, err);
+  exe->opts.tuning = NULL;
   exe->kind = kind;
-  exe->file = strdup(m->name);
-  exe->source = malloc(m->source_len + 1);
-  if (exe->source) memcpy(exe->source, m->source, m->source_len + 1);
-  exe->source_len = m->source_len;
-  if (!exe->file || !exe->source) {
-    gc_error_at(&d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-    goto fail;
-  }
   if (!(exe->module = clone_and_verify(m, &d))) goto fail;
   exe->graph = exe->module->graphs[m->entry];
   for (const gc_op *op = exe->graph->first; op; op = op->next)
@@ -769,19 +764,15 @@ const char *graphc_executable_stats(const graphc_executable_t *exe) {
 
 /* ---- running ---------------------------------------------------------------------- */
 static void shape_str(char *buf, size_t n, graphc_dtype_t dt, int rank, const int64_t *dims) {
-  gc_type t = {.dtype = dt, .rank = rank};
   if (rank < 0 || rank > GC_MAX_RANK || !graphc_dtype_name(dt)) {
     snprintf(buf, n, "<invalid dtype %d / rank %d>", (int)dt, rank);
     return;
   }
-  memcpy(t.dims, dims, (size_t)rank * sizeof *dims);
-  gc_sbuf b = {0};
-  gc_type_print(&b, &t, NULL);
-  snprintf(buf, n, "%s", b.data ? b.data : "?");
-  gc_sbuf_free(&b);
-  for (char *p = strstr(buf, "-1"); p; p = strstr(p, "-1"))  /* a ranged executable's free dim */
-    if ((p[-1] == '[' || p[-1] == ' ') && (p[2] == ',' || p[2] == ']')) memmove(p, p + 1, strlen(p)), *p = '?';
-    else p += 2;
+  size_t k = (size_t)snprintf(buf, n, "%s[", graphc_dtype_name(dt));
+  for (int i = 0; i < rank && k < n; i++)  /* -1: a ranged executable's free dim, "?" */
+    k += dims[i] == -1 ? (size_t)snprintf(buf + k, n - k, "%s?", i ? ", " : "")
+                       : (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
 }
 
 /* Check caller tensors against the signature: count, dtype, shape, nbytes, data. */

@@ -31,6 +31,8 @@ typedef struct gc_ranged {
   graphc_compile_options_t opts;
   char *arch, *tuning, *keep_f32, *disable;  /* copies of the options' strings */
   int n_free, *free_syms;    /* the symbols bound per run */
+  const char **in_names;     /* the inputs' names, for graphc_model_bind_inputs */
+  int64_t *key;              /* this run's values of the free symbols (scratch, under mu) */
   ranged_entry cache[GC_RANGED_CACHE];
   uint64_t clock;
   ranged_entry *last;        /* the last run's binding (stats) */
@@ -49,24 +51,14 @@ static char *dup_or_null(const char *s, int *bad) {
 static graphc_executable_t *resolve(gc_exec *exe, const graphc_tensor_t *in, gc_diags *d) {
   gc_ranged *r = exe->state;
   gc_graph *g = r->model.module->graphs[r->model.entry];
-  const char **names = calloc(exe->n_inputs + 1, sizeof *names);
-  int64_t *key = calloc((size_t)r->n_free + 1, sizeof *key);
-  if (!names || !key) {
-    free(names);
-    free(key);
-    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
-    return NULL;
-  }
-  for (size_t i = 0; i < exe->n_inputs; i++) names[i] = exe->inputs[i].name;
   graphc_error_t err;
   for (int k = 0; k < r->n_free; k++) g->sym_values[r->free_syms[k]] = GC_SYM_UNBOUND;
-  graphc_status_t st = graphc_model_bind_inputs(&r->model, exe->n_inputs, names, in, &err);
-  free(names);
+  graphc_status_t st = graphc_model_bind_inputs(&r->model, exe->n_inputs, r->in_names, in, &err);
   if (st != GRAPHC_STATUS_OK) {
     gc_error_at(d, st, (gc_loc){0, 0}, "%s", err.message);
-    free(key);
     return NULL;
   }
+  int64_t *key = r->key;
   for (int k = 0; k < r->n_free; k++) key[k] = g->sym_values[r->free_syms[k]];
   ranged_entry *e = NULL, *victim = &r->cache[0];
   for (int i = 0; i < GC_RANGED_CACHE && !e; i++) {
@@ -76,19 +68,24 @@ static graphc_executable_t *resolve(gc_exec *exe, const graphc_tensor_t *in, gc_
   }
   if (e) {
     r->hits++;
-    free(key);
   } else {
     graphc_executable_t *x = NULL;
+    int64_t *kept = malloc(sizeof *kept * (size_t)(r->n_free + 1));
+    if (!kept) {
+      gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+      return NULL;
+    }
+    memcpy(kept, key, sizeof *key * (size_t)r->n_free);
     if ((st = graphc_compile(&r->model, &r->opts, &x, &err)) != GRAPHC_STATUS_OK) {
       gc_error_at(d, st, (gc_loc){err.line, err.col}, "%s", err.message);
-      free(key);
+      free(kept);
       return NULL;
     }
     if (victim->exe) r->evictions++;
     if (r->last == victim) r->last = NULL;
     graphc_executable_destroy(victim->exe);
     free(victim->key);
-    *victim = (ranged_entry){key, x, 0};
+    *victim = (ranged_entry){kept, x, 0};
     e = victim;
     r->compiles++;
   }
@@ -160,6 +157,8 @@ static void ranged_release(gc_exec *exe) {
   free(r->keep_f32);
   free(r->disable);
   free(r->free_syms);
+  free(r->in_names);
+  free(r->key);
   pthread_mutex_destroy(&r->mu);
   free(r);
   exe->state = NULL;
@@ -221,7 +220,10 @@ graphc_status_t gc_ranged_setup(gc_exec *exe, const graphc_model_t *m, const gra
   exe->n_outputs = (size_t)g->n_outputs;
   exe->inputs = calloc(exe->n_inputs + 1, sizeof *exe->inputs);
   exe->outputs = calloc(exe->n_outputs + 1, sizeof *exe->outputs);
-  if (!exe->inputs || !exe->outputs) goto oom;
+  r->in_names = calloc(exe->n_inputs + 1, sizeof *r->in_names);
+  r->key = calloc((size_t)r->n_free + 1, sizeof *r->key);
+  if (!exe->inputs || !exe->outputs || !r->in_names || !r->key) goto oom;
+  for (int i = 0; i < g->n_args; i++) r->in_names[i] = g->args[i]->name;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < (pass ? g->n_outputs : g->n_args); i++) {
       const gc_value *v = pass ? g->outputs[i] : g->args[i];
