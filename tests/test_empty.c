@@ -183,6 +183,16 @@ START_TEST(empty_batch) {
     }
     graphc_model_destroy(m);
   }
+  /* a range may not start below 0 (API and CLI) */
+  graphc_model_t *mm;
+  ck_assert_int_eq(graphc_model_load_file(ctx, tu_src("examples/mlp.graph"), &mm, &err), 0);
+  ck_assert_int_eq(graphc_model_set_range(mm, "B", -1, 4, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "cannot narrow the range of B to -1..4"), "%s", err.message);
+  graphc_model_destroy(mm);
+  char *out = NULL;
+  int rc = tu_sh(&out, "%s run %s --range B=-1:4 --bind B=0 2>&1", GRAPHC_CLI, tu_src("examples/mlp.graph"));
+  ck_assert_msg(rc == 1 && strstr(out, "cannot narrow the range of B to -1..4"), "rc %d: %s", rc, out);
+  free(out);
   /* a derived dim of 0; a declared range above 1 stays above 1 */
   static const char src[] = "version 1;\ngraph @g<S: 2..9, T = S - 3>(%x: f32[S, 2]) -> (f32[T, 2]) {\n"
                             "  %y = slice(%x, start=[3, 0], end=[S, 2]);\n  return %y;\n}\n";

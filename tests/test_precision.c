@@ -655,11 +655,24 @@ START_TEST(fp8_calibrate) {
   graphc_executable_destroy(f32);
   graphc_model_destroy(m);
 
-  /* the CLI wants --precision fp8 with --calibrate */
+  /* the CLI wants --precision fp8 with --calibrate, a file it can open, and the inputs in it */
   char *out = NULL;
   int rc = tu_sh(&out, "%s run %s --bind B=2 --calibrate x.safetensors 2>&1", GRAPHC_CLI, tu_src("examples/mlp.graph"));
   ck_assert_msg(rc == 1 && strstr(out, "--calibrate measures the activation ranges of --precision fp8"), "rc %d: %s",
                 rc, out);
+  free(out);
+  char cw[4096], cs[4096];
+  snprintf(cw, sizeof cw, "%s/cal-mlp-w.safetensors", tu_tmpdir());
+  snprintf(cs, sizeof cs, "%s/cal-mlp-s.safetensors", tu_tmpdir());
+  TU_SH_OK("%s weights %s --bind B=2 --random -o %s 2>&1", GRAPHC_CLI, tu_src("examples/mlp.graph"), cw);
+  rc = tu_sh(&out, "%s run %s --weights %s --bind B=2 --precision fp8 --calibrate %s/none.safetensors 2>&1",
+             GRAPHC_CLI, tu_src("examples/mlp.graph"), cw, tu_tmpdir());
+  ck_assert_msg(rc == 1 && strstr(out, "none.safetensors: cannot open"), "rc %d: %s", rc, out);
+  free(out);
+  TU_SH_OK("%s weights %s --bind B=2 --random -o %s 2>&1", GRAPHC_CLI, tu_src("examples/mlp.graph"), cs);  /* no %x */
+  rc = tu_sh(&out, "%s run %s --weights %s --bind B=2 --precision fp8 --calibrate %s 2>&1", GRAPHC_CLI,
+             tu_src("examples/mlp.graph"), cw, cs);
+  ck_assert_msg(rc == 1 && strstr(out, "graphc_model_calibrate: no sample for input %x"), "rc %d: %s", rc, out);
   free(out);
   graphc_context_destroy(ctx);
 }

@@ -226,6 +226,18 @@ START_TEST(errors) {
   ck_assert_ptr_null(r);
   graphc_model_destroy(m);
   ck_assert_int_eq(graphc_compile_ranged(NULL, &o, &r, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  /* resolve: NULL arguments, a wrong output count, a wrong dtype */
+  ck_assert_int_eq(graphc_model_load_string(ctx, "e.graph", src, strlen(src), &m, &err), 0);
+  ck_assert_int_eq(graphc_compile_ranged(m, &o, &r, &err), 0);
+  graphc_tensor_info_t infos[2];
+  ck_assert_int_eq(graphc_executable_resolve(r, NULL, 2, infos, 1, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_int_eq(graphc_executable_resolve(r, in, 2, infos, 2, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "expected 1 outputs, got 2"), "%s", err.message);
+  in[1].dtype = GRAPHC_DTYPE_F16;
+  ck_assert_int_eq(graphc_executable_resolve(r, in, 2, infos, 1, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+  ck_assert_msg(strstr(err.message, "inputs 1 (%z): expected f32[?, 3], got f16[2, 3]"), "%s", err.message);
+  graphc_executable_destroy(r);
+  graphc_model_destroy(m);
 }
 END_TEST
 
