@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$R"
 if ! skip 1; then
   echo "==== 1. tests" | tee -a "$R"
   (GRAPHC_TEST_OPS=matmul timeout 200 $B/tests/test_backend_ops 2>&1 | tail -15) | tee -a "$R"
-  (cd "$B" && timeout "${CTEST_S:-200}" ctest -R "${CTEST_R:-test_cuda_runtime|test_precision|test_lower_matmul|test_empty|test_api}" 2>&1 | tail -10) | tee -a "$R"
+  (cd "$B" && timeout "${CTEST_S:-200}" ctest -R "${CTEST_R:-test_cuda_runtime|test_precision|test_lower_matmul|test_empty|test_api|test_ranged|test_f8}" 2>&1 | tail -10) | tee -a "$R"
 fi
 if ! skip 2; then
   echo "==== 2. --precision fp8 --check" | tee -a "$R"
