@@ -16,7 +16,8 @@ skip() { case " ${SKIP:-} " in *" $1 "*) return 0;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$R"
 if ! skip 1; then
   echo "==== 1. tests" | tee -a "$R"
-  (GRAPHC_TEST_OPS=matmul timeout 200 $B/tests/test_backend_ops 2>&1 | tail -15) | tee -a "$R"
+  (GRAPHC_TEST_OPS=matmul timeout 200 $B/tests/test_backend_ops 2>&1 | grep -E 'FAIL|differ|====' | head -40) | tee -a "$R"
+  (GRAPHC_TEST_ONLY=8bit timeout 200 $B/tests/test_lower_matmul 2>&1 | tail -4) | tee -a "$R"
   (cd "$B" && timeout "${CTEST_S:-200}" ctest -R "${CTEST_R:-test_cuda_runtime|test_precision|test_lower_matmul|test_empty|test_api|test_ranged|test_f8}" 2>&1 | tail -10) | tee -a "$R"
 fi
 if ! skip 2; then
@@ -39,7 +40,9 @@ import numpy as np; from safetensors.numpy import save_file
 save_file({'x': np.random.default_rng(0).standard_normal((1, 512, 1024)).astype('float16')}, '/tmp/cal16.st')"
   for p in "" "--precision fp8" "--precision fp8 --calibrate /tmp/cal16.st"; do
     [ -f /tmp/transformer_block_f16.w ] || $G weights examples/transformer_block_f16.graph --random --seed 1 -o /tmp/transformer_block_f16.w >/dev/null
-    echo "-- '$p': $(timeout 90 $G bench examples/transformer_block_f16.graph --weights /tmp/transformer_block_f16.w --bind B=8 --bind S=1024 --backend cuda $p --runs 50 --warmup 10 2>&1 | grep -E 'median|error' | head -2 | tr '\n' ' ')" | tee -a "$R"
+    timeout 90 $G bench examples/transformer_block_f16.graph --weights /tmp/transformer_block_f16.w --bind B=8 --bind S=1024 --backend cuda $p --runs 50 --warmup 10 > /tmp/b4.txt 2>&1
+    echo "-- '$p': $(grep -E 'median|error' /tmp/b4.txt | head -2 | tr '\n' ' ')" | tee -a "$R"
+    [ -n "${KERNELS:-}" ] && sed -n '/per kernel/,$p' /tmp/b4.txt | head -24 | tee -a "$R"
   done
 fi
 if ! skip 5; then

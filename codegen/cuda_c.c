@@ -536,9 +536,9 @@ static void print_wgmma(cprint *c, const kir_stmt *s, int depth) {
       gc_sbuf_printf(b, c->k->vars[v].type == GRAPHC_DTYPE_F32 ? "\"r\"(__float_as_uint(v_%s)), " : "\"r\"(v_%s), ",
                      vn(c, v));
     }
-    gc_sbuf_puts(b, "\"l\"(db_), \"r\"(1) : \"memory\");\n");
+    gc_sbuf_printf(b, "\"l\"(db_), \"r\"(%d) : \"memory\");\n", !s->u.wg.overwrite);
   } else {
-    gc_sbuf_puts(b, ": \"l\"(da_), \"l\"(db_), \"r\"(1) : \"memory\");\n");
+    gc_sbuf_printf(b, ": \"l\"(da_), \"l\"(db_), \"r\"(%d) : \"memory\");\n", !s->u.wg.overwrite);
   }
   indent(b, depth);
   gc_sbuf_puts(b, "}\n");

@@ -685,7 +685,7 @@ static kir_stmt *wgmma_stmt(kir_module *m, kir_block *b, kir_mma_kind kind, int 
 }
 
 void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, kir_mma_kind kind_b, int n, const int *d,
-                    const kir_wg_opnd *a, const kir_wg_opnd *bop) {
+                    int overwrite, const kir_wg_opnd *a, const kir_wg_opnd *bop) {
   GC_ASSERT(kind != KIR_MMA_TF32 && (kind_b == kind || (kind >= KIR_MMA_E4M3 && kind_b >= KIR_MMA_E4M3 &&
                                                           !KIR_MMA_IS_INT(kind) && !KIR_MMA_IS_INT(kind_b))));
   if (!a->index || !bop->index) return;
@@ -693,6 +693,7 @@ void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, kir_mma_kind
   if (!s) return;
   s->u.wg.a = *a;
   s->u.wg.kind_b = kind_b;
+  s->u.wg.overwrite = overwrite;
 }
 
 void kir_emit_wgmma_ra(kir_module *m, kir_block *b, int n, const int *d, const int *a,
@@ -1352,8 +1353,8 @@ static void print_block(gc_sbuf *b, const kir_kernel *k, const kir_block *blk, i
         break;
       case KIR_S_WGMMA: {
         int n = s->u.wg.n, ra = s->u.wg.a_in_regs;
-        gc_sbuf_printf(b, "(%%%s .. %%%s) += wgmma.m64n%dk%d.%s.%s", k->vars[s->u.wg.d[0]].name,
-                       k->vars[s->u.wg.d[n / 2 - 1]].name, n, kir_mma_k(s->u.wg.kind),
+        gc_sbuf_printf(b, "(%%%s .. %%%s) %s wgmma.m64n%dk%d.%s.%s", k->vars[s->u.wg.d[0]].name,
+                       k->vars[s->u.wg.d[n / 2 - 1]].name, s->u.wg.overwrite ? "=" : "+=", n, kir_mma_k(s->u.wg.kind),
                        kir_mma_type(s->u.wg.kind), kir_mma_type(s->u.wg.kind_b));
         const kir_wg_opnd *ops[2] = {&s->u.wg.a, &s->u.wg.b};
         if (ra)

@@ -266,6 +266,7 @@ struct kir_stmt {
     struct {                        /* WGMMA: d[0..n/2) += a (or a_regs) x b */
       kir_mma_kind kind, kind_b; int n; int *d; kir_wg_opnd a, b;  /* kind_b: B's (fp8 may mix) */
       int a_in_regs, a_regs[4];
+      int overwrite;  /* d = A B, the accumulators' old values ignored (scale-d 0), else d += A B */
     } wg;
     struct { int buf; kir_expr *index; int count; kir_expr *parity; } mbar;  /* MBAR_* */
     struct {                        /* TMA_LOAD */
@@ -438,14 +439,14 @@ const char *kir_mma_type(kir_mma_kind kind);
 int kir_mma_byte_kind(gc_dtype t);
 /* Does the kernel use any tensor-core statement (needs sm_80+)? */
 int kir_uses_tensor_cores(const kir_kernel *k);
-/* Hopper warpgroup MMAs: d[0..n/2) += A * B (n a multiple of 8, 8..256), and the fences
- * and groups around them (see KIR_S_WGMMA). */
+/* Hopper warpgroup MMAs: d[0..n/2) += A * B (n a multiple of 8, 8..256; with overwrite,
+ * d = A * B), and the fences and groups around them (see KIR_S_WGMMA). */
 void kir_emit_fence_async(kir_module *m, kir_block *b);
 void kir_emit_wg_fence(kir_module *m, kir_block *b);
 void kir_emit_wg_commit(kir_module *m, kir_block *b);
 void kir_emit_wg_wait(kir_module *m, kir_block *b, int pending);
 void kir_emit_wgmma(kir_module *m, kir_block *b, kir_mma_kind kind, kir_mma_kind kind_b, int n, const int *d,
-                    const kir_wg_opnd *a, const kir_wg_opnd *bop);
+                    int overwrite, const kir_wg_opnd *a, const kir_wg_opnd *bop);
 /* tf32 warpgroup MMA with A from registers (a[0..4), layout at kir_wg_opnd), B in shared
  * memory K-major: d[0..n/2) += A (64 x 8) * B (8 x n). */
 void kir_emit_wgmma_ra(kir_module *m, kir_block *b, int n, const int *d, const int *a,

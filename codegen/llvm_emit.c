@@ -843,7 +843,7 @@ static void emit_wgmma(em *e, const kir_stmt *s) {
     a = LLVMBuildLShr(e->b, LLVMBuildAnd(e->b, a, cint(e->t_i64, 0x3FFFF), ""), cint(e->t_i64, 4), "");
     args[i ? na : 0] = LLVMBuildOr(e->b, a, cint(e->t_i64, (unsigned long long)kir_wg_desc_bits(ops[i])), "");
   }
-  args[na + 1] = cint(e->t_i32, 1);
+  args[na + 1] = cint(e->t_i32, !s->u.wg.overwrite);  /* scale-d: 0 overwrites */
   for (int i = 0; i < nd; i++) {
     args[nin + i] = var_val(e, s->u.wg.d[i]);
     fts[i] = KIR_MMA_IS_INT(s->u.wg.kind) ? e->t_i32 : e->t_f32;

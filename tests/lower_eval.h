@@ -691,12 +691,12 @@ static void ev_wgmma(ev_kernel_ctx *c, int wgi, const kir_stmt *s) {
     for (int i = 0; i < N / 2; i++) {
       int row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * tq + i % 2;
       if (in) {
-        uint32_t acc = (uint32_t)v[s->u.wg.d[i]].i;
+        uint32_t acc = s->u.wg.overwrite ? 0 : (uint32_t)v[s->u.wg.d[i]].i;
         for (int kk = 0; kk < K; kk++) acc += (uint32_t)(int64_t)(A[row][kk] * B[kk][col]);
         v[s->u.wg.d[i]].i = (int32_t)acc;
         continue;
       }
-      double acc = v[s->u.wg.d[i]].f;
+      double acc = s->u.wg.overwrite ? 0 : v[s->u.wg.d[i]].f;  /* overwrite: scale-d 0 */
       for (int kk = 0; kk < K; kk++) acc += A[row][kk] * B[kk][col];
       v[s->u.wg.d[i]].f = (double)(float)acc;
     }
