@@ -141,16 +141,61 @@ static gc_module *parse_and_verify(const char *name, const char *src, size_t len
   return m;
 }
 
+/* Keep only the results of g named in `list` (graphc_compile_options_t.outputs: comma-
+ * separated names as the return statement writes them, in the order given); the passes'
+ * dead-code elimination then drops what only the others needed. 0, or -1 with an error. */
+static int keep_outputs(gc_graph *g, const char *list, gc_diags *d) {
+  int n = 0, cap = 1;
+  for (const char *p = list; *p; p++) cap += *p == ',';
+  gc_value **outs = gc_arena_alloc(&g->arena, sizeof *outs * (size_t)cap);
+  gc_type *types = gc_arena_alloc(&g->arena, sizeof *types * (size_t)cap);
+  if (!outs || !types) {
+    gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
+    return -1;
+  }
+  for (const char *p = list;;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len && *p == '%') p++, len--;
+    int found = -1;
+    for (int i = 0; i < g->n_outputs && found < 0; i++)
+      if (strlen(g->outputs[i]->name) == len && strncmp(g->outputs[i]->name, p, len) == 0) found = i;
+    for (int j = 0; j < n && found >= 0; j++)
+      if (outs[j] == g->outputs[found]) {
+        gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, g->ret_loc, "outputs: '%%%.*s' is named twice", (int)len, p);
+        return -1;
+      }
+    if (found < 0) {
+      gc_sbuf names = {0};
+      for (int i = 0; i < g->n_outputs; i++) gc_sbuf_printf(&names, "%s%%%s", i ? ", " : "", g->outputs[i]->name);
+      gc_error_at(d, GRAPHC_STATUS_INVALID_ARGUMENT, g->ret_loc,
+                  "outputs: graph @%s returns no '%%%.*s' (it returns %s)", g->name, (int)len, p,
+                  names.data ? names.data : "nothing");
+      gc_sbuf_free(&names);
+      return -1;
+    }
+    types[n] = g->result_types[found];
+    outs[n++] = g->outputs[found];
+    if (!e) break;
+    p = e + 1;
+  }
+  g->outputs = outs;
+  g->result_types = types;
+  g->n_outputs = g->n_result_types = n;
+  return 0;
+}
+
 /* A private copy of the model's module for compile and emit (its text is not
  * parsed again), verified again so that its warnings come with the call as
- * they did from the load; NULL with errors in d. */
-static gc_module *clone_and_verify(const graphc_model_t *m, gc_diags *d) {
+ * they did from the load, the entry's results narrowed to `outputs` (NULL: all);
+ * NULL with errors in d. */
+static gc_module *clone_and_verify(const graphc_model_t *m, const char *outputs, gc_diags *d) {
   gc_module *c = gc_module_clone(m->module);
   if (!c) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory");
     return NULL;
   }
-  if (gc_verify_module(c, d) > 0 || d->n_errors) {
+  if (gc_verify_module(c, d) > 0 || d->n_errors || (outputs && keep_outputs(c->graphs[m->entry], outputs, d))) {
     gc_module_free(c);
     return NULL;
   }
@@ -504,7 +549,7 @@ static gc_exec *exec_new(const graphc_model_t *m, const graphc_compile_options_t
   exe->ctx = m->ctx;
   exe->opts = *opts;
   exe->opts.arch = exe->opts.print_after = exe->opts.print_before = exe->opts.disable_passes = NULL;
-  exe->opts.keep_f32 = NULL;
+  exe->opts.keep_f32 = exe->opts.outputs = NULL;
   exe->file = strdup(m->name);
   exe->source = malloc(m->source_len + 1);
   if (!exe->file || !exe->source) {
@@ -546,7 +591,7 @@ graphc_status_t gc_compile_for(graphc_model_t *m, const graphc_compile_options_t
   exe->fuse = gc_lower_fusion_enabled(&opts);
 
   /* A private copy of the module (bound dims included), specialized to them. */
-  exe->module = clone_and_verify(m, &d);
+  exe->module = clone_and_verify(m, opts.outputs, &d);
   if (!exe->module) goto fail;
   exe->graph = exe->module->graphs[m->entry];
   if (gc_graph_specialize(exe->graph, &d) > 0 || gc_verify_graph(exe->graph, &d) > 0) goto fail;
@@ -673,7 +718,7 @@ graphc_status_t graphc_compile_ranged(graphc_model_t *m, const graphc_compile_op
   if (!exe) return finish(m->ctx, &d, err);
   exe->opts.tuning = NULL;
   exe->kind = kind;
-  if (!(exe->module = clone_and_verify(m, &d))) goto fail;
+  if (!(exe->module = clone_and_verify(m, opts.outputs, &d))) goto fail;
   exe->graph = exe->module->graphs[m->entry];
   for (const gc_op *op = exe->graph->first; op; op = op->next)
     if (op->opcode == GC_OP_STATE) {
@@ -941,7 +986,7 @@ graphc_status_t graphc_model_emit(graphc_model_t *m, const graphc_compile_option
   double t0 = emit_now_ms();
   gc_module *mod = opts.tuning && !(tuning = gc_tuning_load(opts.tuning, &d))
                        ? NULL
-                       : clone_and_verify(m, &d);
+                       : clone_and_verify(m, opts.outputs, &d);
   gc_sbuf_printf(&stats, "time: clone + verify %.2f ms\n", emit_now_ms() - t0);
   if (mod) {
     gc_graph *g = mod->graphs[m->entry];

@@ -113,7 +113,7 @@ graphc_status_t graphc_model_calibrate(graphc_model_t *m, const graphc_compile_o
   o.precision = GRAPHC_PRECISION_F32;  /* the model as written measures the ranges */
   o.allow_tf32 = 0;
   o.print_after = o.print_before = NULL;
-  o.keep_f32 = NULL;
+  o.keep_f32 = o.outputs = NULL;  /* every matmul's input is measured, whatever the results */
 
   graphc_model_t t = *m;  /* shares name, source and weights; owns only its module */
   t.module = gc_module_clone(m->module);

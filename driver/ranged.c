@@ -214,6 +214,7 @@ graphc_status_t gc_ranged_setup(gc_exec *exe, const graphc_model_t *m, const gra
   r->opts.keep_f32 = r->keep_f32 = dup_or_null(opts->keep_f32, &bad);
   r->opts.disable_passes = r->disable = dup_or_null(opts->disable_passes, &bad);
   r->opts.print_after = r->opts.print_before = NULL;
+  r->opts.outputs = NULL;  /* the module's entry returns only those already */
   if (bad || !r->model.source) goto oom;
   /* inputs and outputs: names and dtypes; a symbolic dim is -1 and the size 0 */
   exe->n_inputs = (size_t)g->n_args;

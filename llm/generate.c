@@ -13,7 +13,9 @@
  *             Positions past a row's are masked, so K changes nothing but the work.
  * Executables are compiled once per (B, S, K) and kept for the session; all share the
  * states of the first (graphc_executable_share_states). Greedy decoding reads the graph's
- * argmax; with a temperature the logits come back and a token is drawn on the host
+ * argmax from executables compiled with only that output (graphc_compile_options_t.outputs:
+ * the logits, V floats a row, stay on the device); with a temperature the logits come back
+ * and a token is drawn on the host
  * (softmax at the temperature, top-p nucleus, a seeded xorshift generator).
  * A row stops at an end-of-sequence id (unless ignore_eos) or max_new_tokens; the
  * batch runs until every row has stopped.
@@ -31,6 +33,7 @@
 
 typedef struct llm_exe {
   int64_t b, s, k;
+  int greedy;  /* compiled with outputs = "next": the logits stay on the device */
   graphc_executable_t *exe;
 } llm_exe;
 
@@ -96,12 +99,14 @@ void graphc_llm_session_destroy(graphc_llm_session_t *s) {
   free(s);
 }
 
-/* The executable for (b, sl, k): kept, or compiled now (sharing the session's states).
- * *compile_ms grows by the time it took. */
-static graphc_executable_t *exe_for(graphc_llm_session_t *s, int64_t b, int64_t sl, int64_t k, double *compile_ms,
-                                    graphc_error_t *err) {
+/* The executable for (b, sl, k): kept, or compiled now (sharing the session's states);
+ * greedy: it returns only the next tokens (the logits, V floats a row, are never copied
+ * back). *compile_ms grows by the time it took. */
+static graphc_executable_t *exe_for(graphc_llm_session_t *s, int64_t b, int64_t sl, int64_t k, int greedy,
+                                    double *compile_ms, graphc_error_t *err) {
   for (int i = 0; i < s->n_exes; i++)
-    if (s->exes[i].b == b && s->exes[i].s == sl && s->exes[i].k == k) return s->exes[i].exe;
+    if (s->exes[i].b == b && s->exes[i].s == sl && s->exes[i].k == k && s->exes[i].greedy == greedy)
+      return s->exes[i].exe;
   if (s->n_exes == MAX_EXES) {  /* the oldest shape goes (never the owner of the states) */
     graphc_executable_destroy(s->exes[1].exe);
     memmove(&s->exes[1], &s->exes[2], (size_t)(MAX_EXES - 2) * sizeof s->exes[0]);
@@ -109,15 +114,17 @@ static graphc_executable_t *exe_for(graphc_llm_session_t *s, int64_t b, int64_t 
   }
   double t0 = now_ms();
   graphc_executable_t *exe = NULL;
+  graphc_compile_options_t co = s->copts;
+  co.outputs = greedy ? "next" : NULL;
   if (graphc_model_bind(s->model, "B", b, err) || graphc_model_bind(s->model, "S", sl, err) ||
-      graphc_model_bind(s->model, "K", k, err) || graphc_compile(s->model, &s->copts, &exe, err))
+      graphc_model_bind(s->model, "K", k, err) || graphc_compile(s->model, &co, &exe, err))
     return NULL;
   if (s->owner && graphc_executable_share_states(exe, s->owner, err)) {
     graphc_executable_destroy(exe);
     return NULL;
   }
   if (!s->owner) s->owner = exe;
-  s->exes[s->n_exes++] = (llm_exe){b, sl, k, exe};
+  s->exes[s->n_exes++] = (llm_exe){b, sl, k, greedy, exe};
   *compile_ms += now_ms() - t0;
   return exe;
 }
@@ -177,7 +184,8 @@ static int64_t pow2_at_least(int64_t n, int64_t lo) {
   return p;
 }
 
-/* One run of exe: ids [b, sl], pos [b], last [b] -> next [b] (and logits [b, V] when given). */
+/* One run of exe: ids [b, sl], pos [b], last [b] -> next [b], and logits [b, V] when given
+ * (an executable compiled with every output; a greedy one returns only next). */
 static graphc_status_t step(graphc_executable_t *exe, int64_t b, int64_t sl, int32_t *ids, int32_t *pos,
                             int32_t *last, float *logits, int64_t vocab, int32_t *next, graphc_error_t *err) {
   graphc_tensor_t in[3] = {{GRAPHC_DTYPE_I32, 2, {b, sl}, ids, sizeof *ids * (size_t)(b * sl)},
@@ -185,7 +193,7 @@ static graphc_status_t step(graphc_executable_t *exe, int64_t b, int64_t sl, int
                            {GRAPHC_DTYPE_I32, 1, {b}, last, sizeof *last * (size_t)b}};
   graphc_tensor_t out[2] = {{GRAPHC_DTYPE_F32, 2, {b, vocab}, logits, sizeof *logits * (size_t)(b * vocab)},
                             {GRAPHC_DTYPE_I32, 1, {b}, next, sizeof *next * (size_t)b}};
-  return graphc_executable_run(exe, in, 3, out, 2, err);
+  return logits ? graphc_executable_run(exe, in, 3, out, 2, err) : graphc_executable_run(exe, in, 3, &out[1], 1, err);
 }
 
 graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, const int32_t *const *prompts,
@@ -233,10 +241,11 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
   int32_t *ids = calloc((size_t)(b * sl), sizeof *ids), *pos = calloc((size_t)b, sizeof *pos);
   int32_t *last = calloc((size_t)b, sizeof *last), *next = calloc((size_t)b, sizeof *next);
   int *done = calloc((size_t)b, sizeof *done);
-  float *logits = malloc(sizeof *logits * (size_t)(b * vocab));
+  const int greedy = !(o->temperature > 0);
+  float *logits = greedy ? NULL : malloc(sizeof *logits * (size_t)(b * vocab));
   prob *work = o->temperature > 0 ? malloc(sizeof *work * (size_t)vocab) : NULL;
   graphc_status_t st = GRAPHC_STATUS_OK;
-  if (!ids || !pos || !last || !next || !done || !logits || (o->temperature > 0 && !work)) {
+  if (!ids || !pos || !last || !next || !done || (!greedy && (!logits || !work))) {
     st = gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "graphc_llm_generate: out of memory");
     goto out;
   }
@@ -248,7 +257,7 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
     pos[i] = 0;
     last[i] = (int32_t)prompt_lens[i] - 1;
   }
-  graphc_executable_t *exe = exe_for(s, b, sl, sl, &compile_ms, err);
+  graphc_executable_t *exe = exe_for(s, b, sl, sl, greedy, &compile_ms, err);
   if (!exe || (st = step(exe, b, sl, ids, pos, last, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
     if (!exe) st = err ? err->code : GRAPHC_STATUS_INTERNAL;
     goto out;
@@ -279,7 +288,7 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
       need = pos[i] + 1 > need ? pos[i] + 1 : need;
     }
     int64_t kw = o->decode_window ? pow2_at_least(need, pow2_at_least(o->decode_window, 1)) : tmax;
-    exe = exe_for(s, b, 1, kw < tmax ? kw : tmax, &compile_ms, err);
+    exe = exe_for(s, b, 1, kw < tmax ? kw : tmax, greedy, &compile_ms, err);
     if (!exe || (st = step(exe, b, 1, ids, pos, last, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
       if (!exe) st = err ? err->code : GRAPHC_STATUS_INTERNAL;
       goto out;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "graphc/graphc.h"
 #include "testutil.h"
@@ -346,6 +347,80 @@ START_TEST(output_names_as_written) {
 }
 END_TEST
 
+/* graphc_compile_options_t.outputs: the results named, in the order named, equal to the
+ * same results of a full compile (interp, cpu, cuda when there is a GPU; a ranged
+ * executable too); names the entry does not return, or twice, are errors. Fresh data. */
+START_TEST(selected_outputs) {
+  static const char src[] = "version 1;\ngraph @g<B>(%x: f32[B, 8], %w: f32[8, 4]) -> (f32[B, 4], f32[B, 4], f32[B]) {\n"
+                            "  %y = matmul(%x, %w);\n  %z = relu(%y);\n  %s = reduce_sum(%z, axes=[1]);\n"
+                            "  return %y, %z, %s;\n}\n";
+  unsigned seed = (unsigned)time(NULL);
+  printf("selected_outputs: seed %u\n", seed);
+  float x[3 * 8], w[8 * 4], full_y[12], full_z[12], full_s[3], got_s[3], got_y[12];
+  for (int i = 0; i < 24; i++) x[i] = (float)rand_r(&seed) / RAND_MAX * 2 - 1;
+  for (int i = 0; i < 32; i++) w[i] = (float)rand_r(&seed) / RAND_MAX * 2 - 1;
+  graphc_tensor_t in[2] = {{GRAPHC_DTYPE_F32, 2, {3, 8}, x, sizeof x}, {GRAPHC_DTYPE_F32, 2, {8, 4}, w, sizeof w}};
+  graphc_model_t *m;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_model_load_string(ctx, "o.graph", src, strlen(src), &m, &err), 0);
+  ck_assert_int_eq(graphc_model_bind(m, "B", 3, &err), 0);
+  for (int b = 0; b < 4; b++) {
+    graphc_compile_options_t o;
+    graphc_compile_options_init(&o);
+    o.backend = b == 1 ? GRAPHC_BACKEND_CPU : b == 2 ? GRAPHC_BACKEND_CUDA : GRAPHC_BACKEND_INTERP;
+    if (b == 2 && !tu_probe_device()) continue;
+    graphc_executable_t *e = NULL;
+    ck_assert_msg(graphc_compile(m, &o, &e, &err) == 0, "%s", err.message);
+    graphc_tensor_t out3[3] = {{GRAPHC_DTYPE_F32, 2, {3, 4}, full_y, sizeof full_y},
+                               {GRAPHC_DTYPE_F32, 2, {3, 4}, full_z, sizeof full_z},
+                               {GRAPHC_DTYPE_F32, 1, {3}, full_s, sizeof full_s}};
+    ck_assert_msg(graphc_executable_run(e, in, 2, out3, 3, &err) == 0, "%s", err.message);
+    graphc_executable_destroy(e);
+    o.outputs = "s,%y";
+    ck_assert_msg(graphc_compile(m, &o, &e, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(graphc_executable_num_outputs(e), 2);
+    graphc_tensor_info_t info;
+    ck_assert_int_eq(graphc_executable_output_info(e, 0, &info), 0);
+    ck_assert_str_eq(info.name, "s");
+    ck_assert_int_eq(graphc_executable_output_info(e, 1, &info), 0);
+    ck_assert_str_eq(info.name, "y");
+    graphc_tensor_t out2[2] = {{GRAPHC_DTYPE_F32, 1, {3}, got_s, sizeof got_s},
+                               {GRAPHC_DTYPE_F32, 2, {3, 4}, got_y, sizeof got_y}};
+    ck_assert_msg(graphc_executable_run(e, in, 2, out2, 2, &err) == 0, "%s", err.message);
+    for (int i = 0; i < 3; i++) ck_assert_float_eq_tol(got_s[i], full_s[i], 1e-5);
+    for (int i = 0; i < 12; i++) ck_assert_float_eq_tol(got_y[i], full_y[i], 1e-5);
+    graphc_executable_destroy(e);
+  }
+  /* a ranged executable keeps the selection at every binding */
+  graphc_model_t *m2;
+  ck_assert_int_eq(graphc_model_load_string(ctx, "o.graph", src, strlen(src), &m2, &err), 0);
+  graphc_compile_options_t o;
+  graphc_compile_options_init(&o);
+  o.backend = GRAPHC_BACKEND_CPU;
+  o.outputs = "s";
+  graphc_executable_t *e = NULL;
+  ck_assert_msg(graphc_compile_ranged(m2, &o, &e, &err) == 0, "%s", err.message);
+  ck_assert_uint_eq(graphc_executable_num_outputs(e), 1);
+  graphc_tensor_t out1 = {GRAPHC_DTYPE_F32, 1, {3}, got_s, sizeof got_s};
+  ck_assert_msg(graphc_executable_run(e, in, 2, &out1, 1, &err) == 0, "%s", err.message);
+  for (int i = 0; i < 3; i++) ck_assert_float_eq_tol(got_s[i], full_s[i], 1e-5);
+  graphc_executable_destroy(e);
+  graphc_model_destroy(m2);
+  /* errors */
+  static const char *const bad[][2] = {{"q", "returns no '%q' (it returns %y, %z, %s)"},
+                                       {"y,z,%y", "'%y' is named twice"},
+                                       {"", "returns no '%'"}};
+  for (int i = 0; i < 3; i++) {
+    o.outputs = bad[i][0];
+    e = NULL;
+    ck_assert_int_eq(graphc_compile(m, &o, &e, &err), GRAPHC_STATUS_INVALID_ARGUMENT);
+    ck_assert_ptr_null(e);
+    ck_assert_msg(strstr(err.message, bad[i][1]), "%s", err.message);
+  }
+  graphc_model_destroy(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -362,6 +437,7 @@ int main(void) {
   tcase_add_test(tc, emit_code_without_a_gpu);
   tcase_add_test(tc, cpu_or_cuda_unavailable_is_clean);
   tcase_add_test(tc, output_names_as_written);
+  tcase_add_test(tc, selected_outputs);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
 }

@@ -53,6 +53,7 @@ static const char *const usage_bench =
     "                    N execution contexts in flight (copies overlapping compute)\n"
     "  --precision P     f32 | tf32 | f16 | bf16 | fp8 (default f32; see graphc run --help)\n"
     "  --keep-f32=REGEX  ops whose result name matches REGEX stay f32\n"
+    "  --outputs LIST    keep only these results of the entry (comma-separated names)\n"
     "  --stats           print compile statistics\n";
 
 /* qsort comparator for floats. */

@@ -137,6 +137,8 @@ int cli_parse(int argc, char **argv, cli_opts *o, const char *usage) {
       o->calibrate = v;
     } else if (OPT_EQ("--keep-f32")) {
       o->copts.keep_f32 = v;  /* checked by graphc_compile (regcomp) */
+    } else if (OPT_EQ("--outputs")) {
+      o->copts.outputs = v;  /* checked by graphc_compile against the entry's results */
     } else if (OPT_EQ("--tuning")) {
       o->copts.tuning = v;
     } else if (strcmp(a, "-O0") == 0) {

@@ -65,6 +65,8 @@ static const char *const usage_compile_opts =
     "                    on F's sample inputs (safetensors, by argument name) instead of per row at run\n"
     "                    time (`graphc print` shows them as matmuls' act_amax attributes)\n"
     "  --keep-f32=REGEX  ops whose result name matches REGEX (POSIX extended) stay f32\n"
+    "  --outputs LIST    keep only these results of the entry (comma-separated names, in that\n"
+    "                    order); what only the others need is not computed\n"
     "  --tf32            f32 matmuls on the tensor cores, operands rounded to tf32 (GPU; = --precision tf32)\n"
     "  --tuning FILE     kernel configurations measured by `graphc tune` (GPU)\n"
     "  --stats           print compile statistics\n";

@@ -162,6 +162,10 @@ typedef struct graphc_compile_options {
   const char *keep_f32;      /* POSIX extended regex on value names: ops with a matching result
                                 stay f32 under F16 / BF16 (NULL: none); an invalid one is
                                 GRAPHC_STATUS_INVALID_ARGUMENT */
+  const char *outputs;       /* comma-separated names of the entry's results to keep, in the order
+                                given ("next" or "%next,%logits"); the others are not computed
+                                unless a kept one needs them, and are not copied back (NULL: all).
+                                A name the graph does not return is GRAPHC_STATUS_INVALID_ARGUMENT */
 } graphc_compile_options_t;
 
 /* Fill `opts` with the defaults. */
