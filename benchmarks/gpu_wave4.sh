@@ -6,7 +6,9 @@
 #   2. --precision fp8 transformer blocks --check against the interpreter (both code paths);
 #   3. fp8 + int8 GEMMs against cuBLASLt (benchmarks/fp8_run.sh);
 #   4. transformer_block_f16 with and without --precision fp8 (per-row and calibrated scales; graphc bench);
-#   5. benchmarks/ranged_bench.c: one ranged executable against exact ones at six shapes (#35).
+#   5. benchmarks/ranged_bench.c: one ranged executable against exact ones at six shapes (#35);
+#   6. benchmarks/llm_bench.py: graphc generate against transformers (static cache, reduce-overhead),
+#      Llama-3.2-1B's shape in bf16 (#38; env LLM_BATCH, LLM_NEW, LLM_S seconds).
 # Writes $OUT/wave4.txt. Env: SHAPES (fp8_run.sh), SKIP (phase numbers to skip, "3 4").
 set -u
 . "$(dirname "$0")/device_env.sh"
@@ -52,4 +54,9 @@ if ! skip 5; then
     timeout 300 /tmp/ranged_bench examples/transformer_block_f16.graph --weights /tmp/transformer_block_f16.w --backend cuda \
       --runs 30 --shape B=1,S=16 --shape B=1,S=128 --shape B=8,S=128 --shape B=8,S=512 --shape B=32,S=256 \
       --shape B=64,S=512 2>&1 | head -12 | tee -a "$R"
+fi
+if ! skip 6; then
+  echo "==== 6. llm_bench 1b bf16 batch ${LLM_BATCH:-1}" | tee -a "$R"
+  timeout "${LLM_S:-240}" python3 benchmarks/llm_bench.py --shape 1b --dtype bf16 --batch "${LLM_BATCH:-1}" \
+    --new "${LLM_NEW:-64}" --graphc "$G" --work /tmp/graphc-llm 2>&1 | grep -E '^GRAPHC|^graphc decode|peer|^\{|rror' | tail -6 | tee -a "$R"
 fi
