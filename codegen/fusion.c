@@ -355,8 +355,29 @@ static int joins_after(fz *f, int gi, const gc_op *E, const gc_op *U, int depth)
   return 1;
 }
 
+/* Would widening cast E's result have to be stored if E joined group gi: a reader of it that is
+ * not elementwise of its dims (a split reduction's reshape, a reduction), or that reads another
+ * value computed from the group (a per-row scale: x / amax(x))? A chain that narrows again
+ * (f16 -> f32 -> scaled -> f8, an fp8 matmul's quantized input) joins as a whole. */
+static int widened_store(fz *f, int gi, const gc_op *E) {
+  const gc_value *ev = E->results[0];
+  for (int x = f->use_head[ev->id]; x >= 0; x = f->uses[x].next) {
+    const gc_op *U = f->op[f->uses[x].op];
+    if (gc_op_infos[U->opcode].kind != GC_KIND_ELEMENTWISE || U->n_results != 1 ||
+        !gc_type_same_dims(&U->results[0]->type, &ev->type))
+      return 1;
+    for (int i = 0; i < U->n_operands; i++) {
+      const gc_op *d = U->operands[i]->def;
+      if (U->operands[i] == ev || !d || gc_fusion_is_buffer_source(d) || fz_role(f, gi, d->id)) continue;
+      if (fz_reaches(f, gi, -1, d->id)) return 1;
+    }
+  }
+  return 0;
+}
+
 /* Is E better left to its users? Its chain operand is written anyway (read
- * outside the chain and not by an op that joins after E) or E widens it (a cast to f32 before a split reduction),
+ * outside the chain and not by an op that joins after E) or E widens it and would be stored
+ * wider (a cast to f32 before a split reduction: widened_store),
  * E is not returned, and its users can all compute it inline (elementwise,
  * movement, reductions, norms, pools; not matmul or conv operands), within the
  * duplication budget. Then the epilogue would only add a store. */
@@ -371,7 +392,7 @@ static int leave_out(fz *f, int gi, const gc_op *E) {
       if (f->uses[u].op != E->id && !fz_role(f, gi, f->uses[u].op) && !joins_after(f, gi, E, f->op[f->uses[u].op], 0))
         shared = 1;
   }
-  if (!shared && !widens(E)) return 0;
+  if (!shared && !(widens(E) && widened_store(f, gi, E))) return 0;
   int n = 0;
   for (int u = f->use_head[ev->id]; u >= 0; u = f->uses[u].next) {
     gc_kind k = gc_op_infos[f->op[f->uses[u].op]->opcode].kind;
