@@ -158,6 +158,32 @@ static kir_expr *compare(gc_lowerer *c, kir_kernel *k, kir_op op, int a, int b) 
 }
 
 /* f(args) for one element (see emit.h). */
+/* hash_uniform (ir/util.c gc_hash_uniform): its rounds in 64-bit integers, every value
+ * non-negative (a shift is a division by a power of two) and every product below 2^62; the
+ * result ((x mod 2^24) + 0.5) * 2^-24 is exact in f32. */
+static kir_expr *hash_uniform(gc_lowerer *c, kir_kernel *k, kir_block *b, const int *a) {
+  kir_expr *p = ec_i64(c, GC_HU_P);
+  int v[2];
+  for (int i = 0; i < 2; i++) {  /* operand mod p, in [0, p) also for negative ones */
+    kir_expr *o = ec_cast(c, GRAPHC_DTYPE_I64, ec_v(c, k, a[i]));
+    v[i] = gc_ec_let(c, k, b, "hu", ec_bin(c, KIR_REM, ec_bin(c, KIR_ADD, ec_bin(c, KIR_REM, o, p), p), p));
+  }
+  int x = v[0];
+  for (int r = 0; r < 4; r++) {
+    const gc_hu_round *h = &gc_hu_rounds[r];
+    kir_expr *e = ec_v(c, k, x);
+    if (h->shift) e = ec_bin(c, KIR_XOR, e, ec_bin(c, KIR_DIV, ec_v(c, k, x), ec_i64(c, (int64_t)1 << h->shift)));
+    e = ec_bin(c, KIR_ADD, ec_bin(c, KIR_MUL, e, ec_i64(c, h->mul)), ec_i64(c, h->add));
+    if (h->add_a) e = ec_bin(c, KIR_ADD, e, ec_v(c, k, v[0]));
+    if (h->add_b) e = ec_bin(c, KIR_ADD, e, ec_v(c, k, v[1]));
+    x = gc_ec_let(c, k, b, "hu", ec_bin(c, KIR_REM, e, p));
+  }
+  kir_expr *fin = ec_bin(c, KIR_XOR, ec_v(c, k, x), ec_bin(c, KIR_DIV, ec_v(c, k, x), ec_i64(c, 2048)));
+  kir_expr *lo = ec_cast(c, GRAPHC_DTYPE_F32, ec_bin(c, KIR_REM, fin, ec_i64(c, 16777216)));
+  return ec_bin(c, KIR_MUL, ec_bin(c, KIR_ADD, lo, gc_ec_num(c, GRAPHC_DTYPE_F32, 0.5)),
+                gc_ec_num(c, GRAPHC_DTYPE_F32, 0x1p-24));
+}
+
 kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc_op *op, const int *a) {
   kir_op kop;
   gc_dtype t = k->vars[a[0]].type;
@@ -178,6 +204,7 @@ kir_expr *gc_ec_elementwise(gc_lowerer *c, kir_kernel *k, kir_block *b, const gc
     case GC_OP_MAXIMUM: return gc_ec_maxmin(c, k, 1, a[0], a[1]);
     case GC_OP_MINIMUM: return gc_ec_maxmin(c, k, 0, a[0], a[1]);
     case GC_OP_SELECT: return kir_select(c->km, ec_v(c, k, a[0]), ec_v(c, k, a[1]), ec_v(c, k, a[2]));
+    case GC_OP_HASH_UNIFORM: return hash_uniform(c, k, b, a);
     case GC_OP_EQ:
     case GC_OP_NE:
     case GC_OP_LT:

@@ -119,7 +119,8 @@ static int op_cost(const gc_op *op) {
     case GC_OP_ERF:
     case GC_OP_SIN:
     case GC_OP_COS:
-    case GC_OP_POW: return 8;
+    case GC_OP_POW:
+    case GC_OP_HASH_UNIFORM: return 8;
     case GC_OP_CLAMP:
     case GC_OP_DIV: return 2;
     case GC_OP_CAST:  /* to or from fp8: a few dozen integer steps (codegen/kir_f8.c) */

@@ -302,7 +302,11 @@ graphc_status_t interp_binary(interp_ctx *cx, const gc_op *op, const itensor *in
   interp_bcast_strides(in[0].type, ot, strides[0]);
   interp_bcast_strides(in[1].type, ot, strides[1]);
   do {
-    if (gc_dtype_is_float(ti)) {
+    if (op->opcode == GC_OP_HASH_UNIFORM) {
+      gc_store_f64(out[0].data, ot->dtype, i,
+                   gc_hash_uniform(gc_load_i64(in[0].data, ti, offs[0]),
+                                   gc_load_i64(in[1].data, in[1].type->dtype, offs[1])));
+    } else if (gc_dtype_is_float(ti)) {
       double r = binary_f(op->opcode, gc_load_f64(in[0].data, ti, offs[0]),
                           gc_load_f64(in[1].data, ti, offs[1]));
       gc_store_f64(out[0].data, ot->dtype, i, r);

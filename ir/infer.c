@@ -583,6 +583,14 @@ static int gc_infer_binary_bool(const gc_graph *g, const gc_op *op, gc_type *out
   return binary(c, DT_BOOL, -1, out);
 }
 
+/* hash_uniform: two index-typed operands (i32 / i64, each its own), broadcast; f32. */
+static int gc_infer_hash_uniform(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
+  CTX;
+  if (!want_dt(c, 0, DT_INDEX) || !want_dt(c, 1, DT_INDEX) || !bcast2(c, in(c, 0), in(c, 1), out)) return 0;
+  out->dtype = GRAPHC_DTYPE_F32;
+  return 1;
+}
+
 /* eq ne lt le gt ge: any dtype, bool result. */
 static int gc_infer_compare(const gc_graph *g, const gc_op *op, gc_type *out, gc_diags *d) {
   CTX;

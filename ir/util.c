@@ -462,6 +462,20 @@ int gc_type_is_concrete(const gc_type *t) {
   return 1;
 }
 
+const gc_hu_round gc_hu_rounds[4] = {
+    {0, 1103515245, 0, 1, 1}, {15, 1664525, 0, 1, 0}, {13, 1103515245, 1, 0, 12345}, {16, 69621, 0, 0, 7}};
+
+double gc_hash_uniform(int64_t a, int64_t b) {
+  int64_t a1 = (a % GC_HU_P + GC_HU_P) % GC_HU_P, b1 = (b % GC_HU_P + GC_HU_P) % GC_HU_P, x = a1;
+  for (int r = 0; r < 4; r++) {
+    const gc_hu_round *h = &gc_hu_rounds[r];
+    if (h->shift) x ^= x >> h->shift;  /* x >= 0: the shift is a division */
+    x = (x * h->mul + (h->add_a ? a1 : 0) + (h->add_b ? b1 : 0) + h->add) % GC_HU_P;
+  }
+  x ^= x >> 11;
+  return ((double)(x % 16777216) + 0.5) * 0x1p-24;
+}
+
 int64_t gc_type_numel(const gc_type *t) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++) {

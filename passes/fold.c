@@ -300,6 +300,7 @@ static gc_scalar eval_scalar(const gc_op *op, const gc_dtype *in, gc_dtype to,
       }
       return flt ? from_f64(to, x[0].f) : from_i64(to, x[0].i);
     case GC_OP_SELECT: return x[0].i != 0 ? x[1] : x[2];
+    case GC_OP_HASH_UNIFORM: return from_f64(to, gc_hash_uniform(x[0].i, x[1].i));
     case GC_OP_CLAMP: {
       const gc_attr *lo = gc_op_attr(op, "min"), *hi = gc_op_attr(op, "max");
       if (flt) {

@@ -633,6 +633,19 @@ static int build_op(rg_graph *g, rng *r, gc_opcode opc) {
       op_result(g, op, &t, 1, 1);
       return 0;
     }
+    case GC_OP_HASH_UNIFORM: {  /* two fresh index arguments, broadcast: f32 in (0, 1), bit-exact */
+      const unsigned ix = M(GRAPHC_DTYPE_I32) | M(GRAPHC_DTYPE_I64);
+      gc_type ta = rtype(r, ix, 1, 3), tb = compat_shape(r, &ta), t;
+      tb.dtype = rdtype(r, ix);
+      int a = new_arg(g, &ta, 'n', 0), b = new_arg(g, &tb, 'n', 0);
+      if (!bcast(&ta, &tb, &t)) return -1;
+      t.dtype = GRAPHC_DTYPE_F32;
+      rg_op *op = new_op(g, opc);
+      op_in(op, a);
+      op_in(op, b);
+      op_result(g, op, &t, 1, 1);
+      return 0;
+    }
     case GC_OP_SELECT: {
       want w = {MA, 0, 4, 0, 0, 0};
       int a = pick(g, r, &w);

@@ -306,6 +306,18 @@ static int gen_case(gc_opcode op, int variant, gc_dtype t, gb *b, char *label, s
       *mask = MB;
       fam_binary(b, name, t, 'x', 'x');
       return 1;
+    case GC_OP_HASH_UNIFORM: {  /* seeds against iotas and index tensors, broadcast */
+      if (variant > 0) return 0;
+      *mask = M(GRAPHC_DTYPE_I64) | M(GRAPHC_DTYPE_I32);
+      static const char *const sh[][2] = {{"17, 1", "1, 33"}, {"4097", "4097"}, {"", "1023"}, {"3, 1, 5", "4, 1"}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, sh[i][0]));
+        gb_ret(b, "hash_uniform(%s, %s)", x, gb_arg(b, 'x', 0, i % 2 ? GRAPHC_DTYPE_I32 : t, sh[i][1]));
+      }
+      gb_stmt(b, "%%t0 = iota(shape=[4, 300], axis=1, dtype=i32)");
+      gb_ret(b, "hash_uniform(%s, %%t0)", gb_arg(b, 'x', 0, t, "4, 1"));
+      return 1;
+    }
     case GC_OP_SELECT: {
       if (variant > 0) return 0;
       *mask = MA;

@@ -411,6 +411,15 @@ static int gen_case(gc_opcode op, gc_dtype t, gb *b, unsigned *mask, int *chain)
       *mask = MB;
       fam_binary(b, name, t, 'x', 'x');
       return 0;
+    case GC_OP_HASH_UNIFORM: {
+      *mask = M(GRAPHC_DTYPE_I64) | M(GRAPHC_DTYPE_I32);
+      static const char *const sh[][2] = {{"17, 1", "1, 33"}, {"4097", "4097"}, {"", "1023"}};
+      for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+        snprintf(x, sizeof x, "%s", gb_arg(b, 'x', 0, t, sh[i][0]));
+        gb_ret(b, "hash_uniform(%s, %s)", x, gb_arg(b, 'x', 0, i % 2 ? GRAPHC_DTYPE_I32 : t, sh[i][1]));
+      }
+      return 0;
+    }
     case GC_OP_SELECT: {
       *mask = MA;
       static const char *const sh[][3] = {{"17, 1", "17, 33", "33"}, {"4097", "4097", "4097"},
