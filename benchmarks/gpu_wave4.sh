@@ -18,7 +18,7 @@ skip() { case " ${SKIP:-} " in *" $1 "*) return 0;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$R"
 if ! skip 1; then
   echo "==== 1. tests" | tee -a "$R"
-  (GRAPHC_TEST_OPS=matmul timeout 200 $B/tests/test_backend_ops 2>&1 | grep -E 'FAIL|differ|====' | head -40) | tee -a "$R"
+  (GRAPHC_TEST_OPS=${TEST_OPS:-matmul} timeout 200 $B/tests/test_backend_ops 2>&1 | grep -E 'FAIL|differ|====' | head -40) | tee -a "$R"
   (GRAPHC_TEST_ONLY=8bit timeout 200 $B/tests/test_lower_matmul 2>&1 | tail -4) | tee -a "$R"
   (cd "$B" && timeout "${CTEST_S:-200}" ctest -R "${CTEST_R:-test_cuda_runtime|test_precision|test_lower_matmul|test_empty|test_api|test_ranged|test_f8}" 2>&1 | tail -10) | tee -a "$R"
 fi
