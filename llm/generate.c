@@ -15,8 +15,10 @@
  * states of the first (graphc_executable_share_states). Greedy decoding reads the graph's
  * argmax from executables compiled with only that output (graphc_compile_options_t.outputs:
  * the logits, V floats a row, stay on the device); with a temperature the logits come back
- * and a token is drawn on the host
- * (softmax at the temperature, top-p nucleus, a seeded xorshift generator).
+ * and a token is drawn on the host (softmax at the temperature, top-p nucleus, a seeded
+ * xorshift generator) when top_p < 1; without top-p the draw happens on the device
+ * (@forward_sample, compiled with outputs "sampled": Gumbel-max over hash_uniform noise keyed
+ * by a per-row, per-draw seed), so nothing but B token ids comes back.
  * A row stops at an end-of-sequence id (unless ignore_eos) or max_new_tokens; the
  * batch runs until every row has stopped.
  */
@@ -31,9 +33,14 @@
 
 #define MAX_EXES 16
 
+/* What a step returns: greedy: @forward's next tokens only (the logits stay on the device);
+ * logits: @forward's logits and next (a temperature with top-p: drawn on the host); device:
+ * @forward_sample's sampled tokens (a temperature without top-p: Gumbel-max on the device). */
+enum { MODE_GREEDY, MODE_LOGITS, MODE_DEVICE };
+
 typedef struct llm_exe {
   int64_t b, s, k;
-  int greedy;  /* compiled with outputs = "next": the logits stay on the device */
+  int mode;    /* MODE_*: which entry and outputs it was compiled with */
   graphc_executable_t *exe;
 } llm_exe;
 
@@ -99,13 +106,12 @@ void graphc_llm_session_destroy(graphc_llm_session_t *s) {
   free(s);
 }
 
-/* The executable for (b, sl, k): kept, or compiled now (sharing the session's states);
- * greedy: it returns only the next tokens (the logits, V floats a row, are never copied
- * back). *compile_ms grows by the time it took. */
-static graphc_executable_t *exe_for(graphc_llm_session_t *s, int64_t b, int64_t sl, int64_t k, int greedy,
+/* The executable for (b, sl, k) and mode (MODE_*): kept, or compiled now (sharing the
+ * session's states). *compile_ms grows by the time it took. */
+static graphc_executable_t *exe_for(graphc_llm_session_t *s, int64_t b, int64_t sl, int64_t k, int mode,
                                     double *compile_ms, graphc_error_t *err) {
   for (int i = 0; i < s->n_exes; i++)
-    if (s->exes[i].b == b && s->exes[i].s == sl && s->exes[i].k == k && s->exes[i].greedy == greedy)
+    if (s->exes[i].b == b && s->exes[i].s == sl && s->exes[i].k == k && s->exes[i].mode == mode)
       return s->exes[i].exe;
   if (s->n_exes == MAX_EXES) {  /* the oldest shape goes (never the owner of the states) */
     graphc_executable_destroy(s->exes[1].exe);
@@ -115,8 +121,9 @@ static graphc_executable_t *exe_for(graphc_llm_session_t *s, int64_t b, int64_t 
   double t0 = now_ms();
   graphc_executable_t *exe = NULL;
   graphc_compile_options_t co = s->copts;
-  co.outputs = greedy ? "next" : NULL;
-  if (graphc_model_bind(s->model, "B", b, err) || graphc_model_bind(s->model, "S", sl, err) ||
+  co.outputs = mode == MODE_GREEDY ? "next" : mode == MODE_DEVICE ? "sampled" : NULL;
+  if (graphc_model_set_entry(s->model, mode == MODE_DEVICE ? "forward_sample" : "forward", err) ||
+      graphc_model_bind(s->model, "B", b, err) || graphc_model_bind(s->model, "S", sl, err) ||
       graphc_model_bind(s->model, "K", k, err) || graphc_compile(s->model, &co, &exe, err))
     return NULL;
   if (s->owner && graphc_executable_share_states(exe, s->owner, err)) {
@@ -124,7 +131,7 @@ static graphc_executable_t *exe_for(graphc_llm_session_t *s, int64_t b, int64_t 
     return NULL;
   }
   if (!s->owner) s->owner = exe;
-  s->exes[s->n_exes++] = (llm_exe){b, sl, k, greedy, exe};
+  s->exes[s->n_exes++] = (llm_exe){b, sl, k, mode, exe};
   *compile_ms += now_ms() - t0;
   return exe;
 }
@@ -184,16 +191,20 @@ static int64_t pow2_at_least(int64_t n, int64_t lo) {
   return p;
 }
 
-/* One run of exe: ids [b, sl], pos [b], last [b] -> next [b], and logits [b, V] when given
- * (an executable compiled with every output; a greedy one returns only next). */
-static graphc_status_t step(graphc_executable_t *exe, int64_t b, int64_t sl, int32_t *ids, int32_t *pos,
-                            int32_t *last, float *logits, int64_t vocab, int32_t *next, graphc_error_t *err) {
-  graphc_tensor_t in[3] = {{GRAPHC_DTYPE_I32, 2, {b, sl}, ids, sizeof *ids * (size_t)(b * sl)},
+/* One run of exe: ids [b, sl], pos [b], last [b] (and for MODE_DEVICE seed [b], inv_temp
+ * [b]) -> next [b] (greedy or sampled), and logits [b, V] for MODE_LOGITS. */
+static graphc_status_t step(graphc_executable_t *exe, int mode, int64_t b, int64_t sl, int32_t *ids, int32_t *pos,
+                            int32_t *last, int64_t *seed, float *inv_temp, float *logits, int64_t vocab, int32_t *next,
+                            graphc_error_t *err) {
+  graphc_tensor_t in[5] = {{GRAPHC_DTYPE_I32, 2, {b, sl}, ids, sizeof *ids * (size_t)(b * sl)},
                            {GRAPHC_DTYPE_I32, 1, {b}, pos, sizeof *pos * (size_t)b},
-                           {GRAPHC_DTYPE_I32, 1, {b}, last, sizeof *last * (size_t)b}};
+                           {GRAPHC_DTYPE_I32, 1, {b}, last, sizeof *last * (size_t)b},
+                           {GRAPHC_DTYPE_I64, 1, {b}, seed, sizeof *seed * (size_t)b},
+                           {GRAPHC_DTYPE_F32, 1, {b}, inv_temp, sizeof *inv_temp * (size_t)b}};
   graphc_tensor_t out[2] = {{GRAPHC_DTYPE_F32, 2, {b, vocab}, logits, sizeof *logits * (size_t)(b * vocab)},
                             {GRAPHC_DTYPE_I32, 1, {b}, next, sizeof *next * (size_t)b}};
-  return logits ? graphc_executable_run(exe, in, 3, out, 2, err) : graphc_executable_run(exe, in, 3, &out[1], 1, err);
+  if (mode == MODE_LOGITS) return graphc_executable_run(exe, in, 3, out, 2, err);
+  return graphc_executable_run(exe, in, mode == MODE_DEVICE ? 5 : 3, &out[1], 1, err);
 }
 
 graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, const int32_t *const *prompts,
@@ -241,15 +252,21 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
   int32_t *ids = calloc((size_t)(b * sl), sizeof *ids), *pos = calloc((size_t)b, sizeof *pos);
   int32_t *last = calloc((size_t)b, sizeof *last), *next = calloc((size_t)b, sizeof *next);
   int *done = calloc((size_t)b, sizeof *done);
-  const int greedy = !(o->temperature > 0);
-  float *logits = greedy ? NULL : malloc(sizeof *logits * (size_t)(b * vocab));
-  prob *work = o->temperature > 0 ? malloc(sizeof *work * (size_t)vocab) : NULL;
+  const int mode = !(o->temperature > 0) ? MODE_GREEDY : o->top_p < 1 ? MODE_LOGITS : MODE_DEVICE;
+  float *logits = mode == MODE_LOGITS ? malloc(sizeof *logits * (size_t)(b * vocab)) : NULL;
+  int64_t *seed = calloc((size_t)b, sizeof *seed);
+  float *inv_temp = malloc(sizeof *inv_temp * (size_t)b);
+  prob *work = mode == MODE_LOGITS ? malloc(sizeof *work * (size_t)vocab) : NULL;
   graphc_status_t st = GRAPHC_STATUS_OK;
-  if (!ids || !pos || !last || !next || !done || (!greedy && (!logits || !work))) {
+  if (!ids || !pos || !last || !next || !done || !seed || !inv_temp || (mode == MODE_LOGITS && (!logits || !work))) {
     st = gc_set_error(err, GRAPHC_STATUS_OUT_OF_MEMORY, "graphc_llm_generate: out of memory");
     goto out;
   }
   uint64_t rng = o->seed * 0x9E3779B97F4A7C15ull + 1;
+  /* MODE_DEVICE: row i's key at draw t is base + t * b + i (hash_uniform takes it modulo
+   * 2^31 - 1: distinct keys for the first 2^31 / b draws), base from the seed */
+  int64_t base = (int64_t)(xorshift(&rng) >> 34), draws = 0;
+  for (int64_t i = 0; i < b; i++) inv_temp[i] = (float)(1.0 / (o->temperature > 0 ? o->temperature : 1.0));
   double compile_ms = 0, t0 = now_ms();
   /* prefill: the prompts from position 0 (the cache's earlier contents are never visible) */
   for (int64_t i = 0; i < b; i++) {
@@ -257,8 +274,10 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
     pos[i] = 0;
     last[i] = (int32_t)prompt_lens[i] - 1;
   }
-  graphc_executable_t *exe = exe_for(s, b, sl, sl, greedy, &compile_ms, err);
-  if (!exe || (st = step(exe, b, sl, ids, pos, last, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
+  for (int64_t i = 0; i < b; i++) seed[i] = base + draws * b + i;
+  draws++;
+  graphc_executable_t *exe = exe_for(s, b, sl, sl, mode, &compile_ms, err);
+  if (!exe || (st = step(exe, mode, b, sl, ids, pos, last, seed, inv_temp, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
     if (!exe) st = err ? err->code : GRAPHC_STATUS_INTERNAL;
     goto out;
   }
@@ -272,7 +291,7 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
     int live = 0;
     for (int64_t i = 0; i < b; i++) {
       if (done[i]) continue;
-      int32_t t = o->temperature > 0 ? sample(&logits[i * vocab], vocab, o->temperature, o->top_p, &rng, work) : next[i];
+      int32_t t = mode == MODE_LOGITS ? sample(&logits[i * vocab], vocab, o->temperature, o->top_p, &rng, work) : next[i];
       out_ids[i][out_lens[i]++] = t;
       if ((!o->ignore_eos && is_eos(info, t)) || (int64_t)out_lens[i] >= o->max_new_tokens) done[i] = 1;
       live += !done[i];
@@ -288,8 +307,10 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
       need = pos[i] + 1 > need ? pos[i] + 1 : need;
     }
     int64_t kw = o->decode_window ? pow2_at_least(need, pow2_at_least(o->decode_window, 1)) : tmax;
-    exe = exe_for(s, b, 1, kw < tmax ? kw : tmax, greedy, &compile_ms, err);
-    if (!exe || (st = step(exe, b, 1, ids, pos, last, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
+    for (int64_t i = 0; i < b; i++) seed[i] = base + draws * b + i;
+    draws++;
+    exe = exe_for(s, b, 1, kw < tmax ? kw : tmax, mode, &compile_ms, err);
+    if (!exe || (st = step(exe, mode, b, 1, ids, pos, last, seed, inv_temp, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
       if (!exe) st = err ? err->code : GRAPHC_STATUS_INTERNAL;
       goto out;
     }
@@ -312,6 +333,8 @@ out:
   free(next);
   free(done);
   free(logits);
+  free(seed);
+  free(inv_temp);
   free(work);
   return st;
 }

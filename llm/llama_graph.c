@@ -32,6 +32,7 @@ typedef struct lg {
   gc_dtype dt;          /* the model's dtype */
   const char *dn;       /* its name */
   char kv[8];           /* the key/value length symbol: "K" (stateful) or "S" */
+  int sample;           /* writing @forward_sample (see llama_graph.h) */
 } lg;
 
 #define WERR(g, fmt, ...) \
@@ -367,8 +368,12 @@ static int emit_prologue(lg *g) {
   if (g->o->stateless)
     gc_sbuf_printf(g->b, "\ngraph @forward<B: 1..%lld, S: 1..%lld>", Bm, T);
   else
-    gc_sbuf_printf(g->b, "\ngraph @forward<B: 1..%lld, S: 1..%lld, K: 1..%lld>", Bm, T, T);
-  gc_sbuf_printf(g->b, "(%%ids: i32[B, S], %%pos: i32[B], %%last: i32[B]) -> (f32[B, %lld], i32[B]) {\n", V);
+    gc_sbuf_printf(g->b, "\ngraph @forward%s<B: 1..%lld, S: 1..%lld, K: 1..%lld>", g->sample ? "_sample" : "", Bm, T, T);
+  if (g->sample)
+    gc_sbuf_printf(g->b, "(%%ids: i32[B, S], %%pos: i32[B], %%last: i32[B], %%seed: i64[B], %%inv_temp: f32[B]) -> "
+                   "(f32[B, %lld], i32[B], i32[B]) {\n", V);
+  else
+    gc_sbuf_printf(g->b, "(%%ids: i32[B, S], %%pos: i32[B], %%last: i32[B]) -> (f32[B, %lld], i32[B]) {\n", V);
   if (param(g, "embed", "model.embed_tokens.weight", 2, V, H, NULL)) return -1;
   line(g, "%%x0 = gather(%%embed, %%ids, axis=0);");
   emit_rope_tables(g);
@@ -419,7 +424,25 @@ static int emit_epilogue(lg *g) {
   }
   line(g, "%%argmax = argmax(%%logits, axis=-1);");
   line(g, "%%next = cast(%%argmax, to=i32);");
-  line(g, "return %%logits, %%next;");
+  if (!g->sample) {
+    line(g, "return %%logits, %%next;");
+  } else {
+    /* a token from softmax(logits * inv_temp) by the Gumbel-max trick: the argmax of
+     * logits * inv_temp - log(-log(u)), u = hash_uniform(seed[b], column) */
+    gc_sbuf_puts(g->b, "  # sampling: argmax(logits * inv_temp + Gumbel noise from hash_uniform(seed, column))\n");
+    line(g, "%%itemp = reshape(%%inv_temp, shape=[B, 1]);");
+    line(g, "%%slog = mul(%%logits, %%itemp);");
+    line(g, "%%key = reshape(%%seed, shape=[B, 1]);");
+    line(g, "%%col = iota(shape=[B, %lld], axis=1, dtype=i32);", V);
+    line(g, "%%u = hash_uniform(%%key, %%col);");
+    line(g, "%%lu = log(%%u);");
+    line(g, "%%nlu = neg(%%lu);");
+    line(g, "%%llu = log(%%nlu);");
+    line(g, "%%gum = sub(%%slog, %%llu);");
+    line(g, "%%sam = argmax(%%gum, axis=-1);");
+    line(g, "%%sampled = cast(%%sam, to=i32);");
+    line(g, "return %%logits, %%next, %%sampled;");
+  }
   gc_sbuf_puts(g->b, "}\n");
   return 0;
 }
@@ -443,10 +466,13 @@ int gc_llama_graph(const gc_hf_config *cfg, const gc_safetensors *w, const gc_ll
   g.dn = graphc_dtype_name(g.dt);
   *dtype = g.dt;
   emit_header(&g);
-  if (emit_prologue(&g)) return -1;
-  for (int l = 0; l < cfg->num_hidden_layers; l++)
-    if (emit_layer(&g, l)) return -1;
-  if (emit_epilogue(&g)) return -1;
+  /* stateful: @forward, then @forward_sample (the same model, sampling on the device) */
+  for (g.sample = 0; g.sample <= !o->stateless; g.sample++) {
+    if (emit_prologue(&g)) return -1;
+    for (int l = 0; l < cfg->num_hidden_layers; l++)
+      if (emit_layer(&g, l)) return -1;
+    if (emit_epilogue(&g)) return -1;
+  }
   if (out->failed) {
     gc_error_at(d, GRAPHC_STATUS_OUT_OF_MEMORY, (gc_loc){0, 0}, "out of memory writing the graph");
     return -1;

@@ -11,6 +11,13 @@
  * token at (b, last[b]) and their argmax, the greedy next token. Prefill binds S to the
  * padded prompt length, decode S = 1; K bounds the positions read (K > max pos[b] + S - 1).
  *
+ * Stateful text has a second entry, the same model with sampling on the device:
+ *   graph @forward_sample<...>(%ids, %pos, %last, %seed: i64[B], %inv_temp: f32[B])
+ *       -> (f32[B, V], i32[B], i32[B])
+ * whose third result is a token drawn from softmax(logits * inv_temp[b]) by the Gumbel-max
+ * trick, argmax(logits * inv_temp - log(-log(hash_uniform(seed[b], column)))) (llm/generate.c
+ * compiles it with outputs "sampled" for a temperature without top-p).
+ *
  * Stateless (gc_llama_opts.stateless): @forward<B: 1..Bmax, S: 1..Tmax>, no states: the
  * keys and values are the new ones (K = S), a plain causal forward pass of tokens at
  * positions pos[b] + i (pos is 0 for a whole sequence).

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -814,6 +815,104 @@ START_TEST(generate_sampling) {
 }
 END_TEST
 
+/* Sampling on the device (a temperature without top-p: @forward_sample, Gumbel-max over
+ * hash_uniform noise): the same seed gives the same ids, another seed others, and the
+ * interpreter and the cpu backend draw the same ids (the noise is bit-identical; the logits
+ * agree within rounding, far from the gaps between Gumbel-perturbed scores). Two rows. */
+START_TEST(generate_device_sampling) {
+  NEED_NUMPY("generate_device_sampling");
+  const char *dir = make_ckpt("dsample", "--seed 15 --max-pos 64");
+  graphc_context_t *ctx, *ctx2;
+  graphc_error_t err;
+  graphc_llm_options_t lo;
+  graphc_llm_options_init(&lo);
+  lo.max_batch = 2;
+  graphc_llm_session_t *s = interp_session(dir, &lo, &ctx);
+  ck_assert_int_eq(graphc_context_create(&ctx2), 0);
+  graphc_compile_options_t co;
+  graphc_compile_options_init(&co);
+  co.backend = GRAPHC_BACKEND_CPU;
+  graphc_llm_session_t *sc = NULL;
+  ck_assert_msg(graphc_llm_session_create(ctx2, dir, &lo, &co, &sc, &err) == 0, "%s", err.message);
+  const int32_t p0[4] = {7, 100, 33, 250}, p1[2] = {9, 41};
+  const int32_t *prompts[2] = {p0, p1};
+  size_t lens[2] = {4, 2}, n[2];
+  int32_t a[2][16], b[2][16], c[2][16];
+  int32_t *oa[2] = {a[0], a[1]}, *ob[2] = {b[0], b[1]}, *oc[2] = {c[0], c[1]};
+  graphc_generate_options_t go;
+  graphc_generate_options_init(&go);
+  go.max_new_tokens = 16;
+  go.ignore_eos = 1;
+  go.temperature = 1.3;
+  go.seed = 5;
+  ck_assert_msg(graphc_llm_generate(s, 2, prompts, lens, &go, oa, n, NULL, &err) == 0, "%s", err.message);
+  ck_assert_msg(graphc_llm_generate(sc, 2, prompts, lens, &go, ob, n, NULL, &err) == 0, "%s", err.message);
+  for (int r = 0; r < 2; r++)
+    for (int j = 0; j < 16; j++)
+      ck_assert_msg(a[r][j] == b[r][j], "row %d token %d: interp drew %d, cpu %d", r, j, a[r][j], b[r][j]);
+  ck_assert_msg(graphc_llm_generate(sc, 2, prompts, lens, &go, oc, n, NULL, &err) == 0, "%s", err.message);
+  ck_assert_mem_eq(b, c, sizeof b);
+  go.seed = 6;
+  ck_assert_msg(graphc_llm_generate(sc, 2, prompts, lens, &go, oc, n, NULL, &err) == 0, "%s", err.message);
+  ck_assert_msg(memcmp(b, c, sizeof b) != 0, "seeds 5 and 6 drew the same 32 tokens at temperature 1.3");
+  graphc_llm_session_destroy(sc);
+  graphc_llm_session_destroy(s);
+  graphc_context_destroy(ctx2);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
+/* The Gumbel-max draw @forward_sample computes, argmax(l + -log(-log(hash_uniform(key, j)))),
+ * follows softmax(l): 20,000 keys over 5 logits, each frequency within 5 standard deviations
+ * of its probability, on the interpreter and the cpu backend (which agree draw for draw). */
+START_TEST(gumbel_max_distribution) {
+  static const char src[] =
+      "version 1;\ngraph @g(%k: i64[20000, 1]) -> (i32[20000]) {\n"
+      "  %l = const(value=[1.0, 0.0, 2.0, -1.0, 0.5], shape=[1, 5], dtype=f32);\n"
+      "  %j = iota(shape=[20000, 5], axis=1, dtype=i32);\n"
+      "  %u = hash_uniform(%k, %j);\n  %a = log(%u);\n  %b = neg(%a);\n  %c = log(%b);\n"
+      "  %s = sub(%l, %c);\n  %m = argmax(%s, axis=-1);\n  %t = cast(%m, to=i32);\n  return %t;\n}\n";
+  static int64_t keys[20000];
+  static int32_t draws[2][20000];
+  unsigned seed = (unsigned)time(NULL);
+  printf("gumbel_max_distribution: seed %u\n", seed);
+  int64_t base = rand_r(&seed);
+  for (int i = 0; i < 20000; i++) keys[i] = base * 20000 + i;
+  graphc_context_t *ctx;
+  graphc_model_t *m;
+  graphc_error_t err;
+  ck_assert_int_eq(graphc_context_create(&ctx), 0);
+  ck_assert_int_eq(graphc_model_load_string(ctx, "gumbel.graph", src, strlen(src), &m, &err), 0);
+  for (int be = 0; be < 2; be++) {
+    graphc_compile_options_t o;
+    graphc_compile_options_init(&o);
+    o.backend = be ? GRAPHC_BACKEND_CPU : GRAPHC_BACKEND_INTERP;
+    graphc_executable_t *e = NULL;
+    ck_assert_msg(graphc_compile(m, &o, &e, &err) == 0, "%s", err.message);
+    graphc_tensor_t in = {GRAPHC_DTYPE_I64, 2, {20000, 1}, keys, sizeof keys};
+    graphc_tensor_t out = {GRAPHC_DTYPE_I32, 1, {20000}, draws[be], sizeof draws[be]};
+    ck_assert_msg(graphc_executable_run(e, &in, 1, &out, 1, &err) == 0, "%s", err.message);
+    graphc_executable_destroy(e);
+  }
+  ck_assert_mem_eq(draws[0], draws[1], sizeof draws[0]);
+  const double l[5] = {1.0, 0.0, 2.0, -1.0, 0.5};
+  double z = 0;
+  for (int j = 0; j < 5; j++) z += exp(l[j]);
+  int cnt[5] = {0};
+  for (int i = 0; i < 20000; i++) {
+    ck_assert(draws[0][i] >= 0 && draws[0][i] < 5);
+    cnt[draws[0][i]]++;
+  }
+  for (int j = 0; j < 5; j++) {
+    double p = exp(l[j]) / z, sd = sqrt(20000 * p * (1 - p));
+    ck_assert_msg(fabs(cnt[j] - 20000 * p) < 5 * sd, "logit %d: %d draws of 20000, expected %.0f +- %.0f", j, cnt[j],
+                  20000 * p, sd);
+  }
+  graphc_model_destroy(m);
+  graphc_context_destroy(ctx);
+}
+END_TEST
+
 /* Bad requests: a prompt longer than the cache, ids outside the vocabulary, too many
  * sequences, an empty prompt, bad sampling options, a stateless session. */
 START_TEST(generate_errors) {
@@ -911,6 +1010,8 @@ int main(void) {
   tcase_add_test(tc, info_and_cli);
   tcase_add_test(tc, generate_greedy);
   tcase_add_test(tc, generate_sampling);
+  tcase_add_test(tc, generate_device_sampling);
+  tcase_add_test(tc, gumbel_max_distribution);
   tcase_add_test(tc, generate_errors);
   suite_add_tcase(s, tc);
   return tu_run_suite(s);
