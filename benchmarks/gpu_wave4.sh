@@ -56,6 +56,14 @@ if ! skip 5; then
       --shape B=64,S=512 2>&1 | head -12 | tee -a "$R"
 fi
 if ! skip 6; then
+  echo "==== 6a. sampling on the device: cuda draws what cpu draws (tiny f32 checkpoint, temperature 1.3)" | tee -a "$R"
+  rm -rf /tmp/tiny6 && (cd tests/llm && python3 make_tiny_llama.py /tmp/tiny6 --seed 15 --max-pos 64 >/dev/null)
+  for be in cuda cpu; do
+    timeout 60 $G generate /tmp/tiny6 --prompt-ids 7,100,33,250 --prompt-ids 9,41 --max-new-tokens 16 --ignore-eos \
+      --temperature 1.3 --seed 5 --backend $be > /tmp/tiny6_$be.txt 2>&1
+  done
+  cmp -s /tmp/tiny6_cuda.txt /tmp/tiny6_cpu.txt && echo "cuda = cpu: $(tail -1 /tmp/tiny6_cuda.txt)" | tee -a "$R" ||
+    { echo "DIFFER"; cat /tmp/tiny6_cuda.txt /tmp/tiny6_cpu.txt; } | tee -a "$R"
   echo "==== 6. llm_bench 1b bf16 batch ${LLM_BATCH:-1}" | tee -a "$R"
   timeout "${LLM_S:-240}" python3 benchmarks/llm_bench.py --shape 1b --dtype bf16 --batch "${LLM_BATCH:-1}" \
     --new "${LLM_NEW:-64}" --graphc "$G" --work /tmp/graphc-llm 2>&1 | grep -E '^GRAPHC|^graphc decode|peer|^\{|rror' | tail -6 | tee -a "$R"
