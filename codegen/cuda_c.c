@@ -99,6 +99,11 @@ static const char preamble[] =
     "GC_D float rcp_approx(float a) { float r; asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(a)); return r; }\n"
     "/* KIR_TF32_ROUND */\n"
     "GC_D float tf32_rna(float a) { unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(a)); return __uint_as_float(r); }\n"
+    "/* KIR_F8E4M3_SAT, KIR_F8E5M2_SAT (sm_89+): a converted into both bytes; the low one */\n"
+    "#if __CUDA_ARCH__ >= 890\n"
+    "GC_D unsigned char f8e4m3_sat(float a) { unsigned short r; asm(\"cvt.rn.satfinite.e4m3x2.f32 %0, %1, %1;\" : \"=h\"(r) : \"f\"(a)); return (unsigned char)r; }\n"
+    "GC_D unsigned char f8e5m2_sat(float a) { unsigned short r; asm(\"cvt.rn.satfinite.e5m2x2.f32 %0, %1, %1;\" : \"=h\"(r) : \"f\"(a)); return (unsigned char)r; }\n"
+    "#endif\n"
     "#undef GC_D\n"
     "}  // namespace gc\n";
 
@@ -238,6 +243,8 @@ static void print_unary(cprint *c, const kir_expr *e) {
     case KIR_TANH_APPROX: fn = "gc::tanh_approx("; break;
     case KIR_RCP_APPROX: fn = "gc::rcp_approx("; break;
     case KIR_TF32_ROUND: fn = "gc::tf32_rna("; break;
+    case KIR_F8E4M3_SAT: fn = "gc::f8e4m3_sat("; break;
+    case KIR_F8E5M2_SAT: fn = "gc::f8e5m2_sat("; break;
     case KIR_SIGMOID: fn = "gc::sigmoid("; break;
     case KIR_ERF: fn = f32 ? "erff(" : "erf("; break;
     case KIR_SIN: fn = f32 ? "sinf(" : "sin("; break;

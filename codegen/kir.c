@@ -99,7 +99,7 @@ static int is_logical(gc_dtype t) {
 static int is_valid_dtype(gc_dtype t) { return (unsigned)t < GRAPHC_DTYPE_COUNT_; }
 
 /* Does op take one operand? */
-static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_TF32_ROUND; }
+static int op_is_unary(kir_op op) { return op >= KIR_NEG && op <= KIR_F8E5M2_SAT; }
 /* Does op compare (result bool)? */
 static int op_is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
 
@@ -115,6 +115,7 @@ static int op_accepts(kir_op op, gc_dtype t) {
     case KIR_NOT: case KIR_AND: case KIR_OR: case KIR_XOR:
       return is_logical(t);
     case KIR_SIGMOID: case KIR_TANH_APPROX: case KIR_RCP_APPROX: case KIR_TF32_ROUND:
+    case KIR_F8E4M3_SAT: case KIR_F8E5M2_SAT:
       return t == GRAPHC_DTYPE_F32;
     case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
       return is_arith(t);
@@ -326,8 +327,20 @@ kir_expr *kir_special_ref(kir_module *m, kir_special sp) {
 }
 
 /* Unary op; the result has the operand's type. */
+kir_expr *kir_f8_hw(kir_module *m, gc_dtype to, kir_expr *a) {
+  GC_ASSERT(to == GRAPHC_DTYPE_F8E4M3 || to == GRAPHC_DTYPE_F8E5M2);
+  if (!a) return NULL;
+  GC_ASSERT(a->type == GRAPHC_DTYPE_F32);
+  kir_expr *e = new_expr(m, KIR_E_UNARY, to);
+  if (e) {
+    e->u.op.op = to == GRAPHC_DTYPE_F8E4M3 ? KIR_F8E4M3_SAT : KIR_F8E5M2_SAT;
+    e->u.op.a = a;
+  }
+  return e;
+}
+
 kir_expr *kir_unary(kir_module *m, kir_op op, kir_expr *a) {
-  GC_ASSERT(op_is_unary(op));
+  GC_ASSERT(op_is_unary(op) && op != KIR_F8E4M3_SAT && op != KIR_F8E5M2_SAT);
   if (!a) return NULL;
   GC_ASSERT(op_accepts(op, a->type));
   kir_expr *e = new_expr(m, KIR_E_UNARY, a->type);
@@ -878,7 +891,8 @@ static void verify_expr(verify_ctx *c, const kir_expr *e) {
     case KIR_E_UNARY:
       verify_expr(c, e->u.op.a);
       GC_ASSERT(op_is_unary(e->u.op.op) && op_accepts(e->u.op.op, e->u.op.a->type));
-      GC_ASSERT(e->type == e->u.op.a->type);
+      GC_ASSERT(e->u.op.op == KIR_F8E4M3_SAT ? e->type == GRAPHC_DTYPE_F8E4M3
+                : e->u.op.op == KIR_F8E5M2_SAT ? e->type == GRAPHC_DTYPE_F8E5M2 : e->type == e->u.op.a->type);
       break;
     case KIR_E_BINARY:
       verify_expr(c, e->u.op.a);
@@ -1154,7 +1168,7 @@ void kir_verify(const kir_kernel *k) {
 
 static const char *const op_names[KIR_OP_COUNT_] = {
     "neg", "abs", "not", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos",
-    "floor", "ceil", "sigmoid", "tanh.approx", "rcp.approx", "tf32.rna", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
+    "floor", "ceil", "sigmoid", "tanh.approx", "rcp.approx", "tf32.rna", "e4m3.satfinite", "e5m2.satfinite", "+", "-", "*", "/", "%", "min", "max", "pow", "&", "|", "^", "==", "!=", "<", "<=",
     ">", ">="};
 
 static const char *const special_names[] = {"thread", "block_dim", "lane", "warp"};

@@ -94,6 +94,11 @@ typedef enum kir_op {
                        cvt.rna.tf32.f32, sm_80+), low 13 bits zero; NaN and infinities kept.
                        CUDA targets only: tf32 MMA operands, which the tensor cores would
                        otherwise truncate (a bias toward zero that grows with K) */
+  KIR_F8E4M3_SAT,   /* f32 -> f8e4m3 bits (the result's type; kir_f8_hw), nearest even,
+                       saturating to +-448 (infinities too), NaN stays NaN: PTX
+                       cvt.rn.satfinite.e4m3x2.f32, sm_89+; what kir_f8_cast writes in integer
+                       steps for saturate = 1, in one instruction */
+  KIR_F8E5M2_SAT,   /* likewise to f8e5m2 (+-57344) */
   /* binary */
   KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV, KIR_REM, KIR_MIN, KIR_MAX, KIR_POW,
   KIR_AND, KIR_OR, KIR_XOR,  /* bool or integer */
@@ -356,6 +361,8 @@ typedef struct kir_kernel {
 
 typedef struct kir_module {
   gc_arena arena;
+  int f8_cvt;             /* fp8 conversions may use KIR_F8E4M3_SAT / E5M2_SAT (a CUDA target,
+                             sm_89+; set by the lowering) */
   int n_kernels, cap_kernels;
   kir_kernel **kernels;
 } kir_module;
@@ -379,6 +386,8 @@ kir_expr *kir_var_ref(kir_module *m, const kir_kernel *k, int var);
 kir_expr *kir_param_ref(kir_module *m, const kir_kernel *k, int param);
 kir_expr *kir_special_ref(kir_module *m, kir_special sp);
 kir_expr *kir_unary(kir_module *m, kir_op op, kir_expr *a);
+/* f32 a -> fp8 `to` (f8e4m3 or f8e5m2) bits in one instruction (KIR_F8E4M3_SAT / E5M2_SAT). */
+kir_expr *kir_f8_hw(kir_module *m, gc_dtype to, kir_expr *a);
 kir_expr *kir_binary(kir_module *m, kir_op op, kir_expr *a, kir_expr *b);
 kir_expr *kir_select(kir_module *m, kir_expr *c, kir_expr *a, kir_expr *b);
 kir_expr *kir_cast(kir_module *m, gc_dtype t, kir_expr *a);

@@ -469,6 +469,17 @@ static LLVMValueRef int_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
   }
 }
 
+/* KIR_F8E4M3_SAT / E5M2_SAT (NVPTX, sm_89+): cvt.rn.satfinite.e4m3x2.f32 of a into both
+ * bytes of an i16, the low one as the fp8 bits (i8). */
+static LLVMValueRef f8_hw(em *e, kir_op op, LLVMValueRef a) {
+  GC_ASSERT(e->t->arch == GC_LLVM_NVPTX);
+  const char *text = op == KIR_F8E4M3_SAT ? "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $1;" : "cvt.rn.satfinite.e5m2x2.f32 $0, $1, $1;";
+  LLVMTypeRef i16 = LLVMInt16TypeInContext(e->ctx), fty = LLVMFunctionType(i16, &e->t_f32, 1, 0);
+  LLVMValueRef asmv = LLVMGetInlineAsm(fty, (char *)text, strlen(text), "=h,f", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef r = LLVMBuildCall2(e->b, fty, asmv, &a, 1, "");
+  return LLVMBuildTrunc(e->b, r, LLVMInt8TypeInContext(e->ctx), "");
+}
+
 /* KIR_E_UNARY; f16/bf16 computed in f32. */
 static LLVMValueRef emit_unary(em *e, kir_op op, gc_dtype t, LLVMValueRef a) {
   if (!gc_dtype_is_float(t)) return int_unary(e, op, t, a);
@@ -650,6 +661,7 @@ static LLVMValueRef ex(em *e, const kir_expr *x) {
   case KIR_E_SPECIAL:
     return cvt(e, t_special(e, x->u.special), DT(I32), x->type);
   case KIR_E_UNARY:
+    if (x->u.op.op == KIR_F8E4M3_SAT || x->u.op.op == KIR_F8E5M2_SAT) return f8_hw(e, x->u.op.op, ex(e, x->u.op.a));
     return emit_unary(e, x->u.op.op, x->type, ex(e, x->u.op.a));
   case KIR_E_BINARY: {
     LLVMValueRef a = ex(e, x->u.op.a), b = ex(e, x->u.op.b);

@@ -268,6 +268,7 @@ gc_plan *gc_lower_opts(const gc_graph *g, const kir_target *t, int fuse, gc_diag
   gc_arena_init(&p->arena);
   c.p = p;
   c.km = p->kir = kir_module_new();
+  if (c.km) c.km->f8_cvt = t->kind == KIR_TARGET_CUDA && t->sm >= 89;
   c.val_buf = malloc((size_t)(g->next_value_id + 1) * sizeof *c.val_buf);
   c.fz = gc_fusion_plan(g, t, fuse);
   c.inl = calloc((size_t)g->next_op_id + 1, 1);

@@ -293,7 +293,13 @@ static ev_val ev_expr(ev_kernel_ctx *c, int th, const kir_expr *e) {
         case KIR_SP_WARP: r.i = th / 32; break;
       }
       return r;
-    case KIR_E_UNARY: return ev_unary(e->u.op.op, e->type, ev_expr(c, th, e->u.op.a));
+    case KIR_E_UNARY:
+      if (e->u.op.op == KIR_F8E4M3_SAT || e->u.op.op == KIR_F8E5M2_SAT) {  /* bits in .i */
+        ev_val r = {0, 0};
+        r.i = gc_f64_to_f8(e->type, (float)ev_expr(c, th, e->u.op.a).f, 1);
+        return r;
+      }
+      return ev_unary(e->u.op.op, e->type, ev_expr(c, th, e->u.op.a));
     case KIR_E_BINARY:
       return ev_binary(e->u.op.op, e->u.op.a->type, ev_expr(c, th, e->u.op.a), ev_expr(c, th, e->u.op.b));
     case KIR_E_SELECT:

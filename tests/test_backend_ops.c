@@ -957,6 +957,15 @@ static int run_case(const char *label, gc_dtype t, const char *text, const gb *b
       for (size_t i = 0; i < no; i++) {
         double atol, rtol;
         tu_tolerance(rout[i].dtype, chain, &atol, &rtol);
+        if (strncmp(label, "matmul", 6) == 0 && gc_dtype_is_f8(t)) {
+          /* Hopper's fp8 tensor cores add the products of each wgmma in fewer bits than f32
+           * (measured on the H100, 2026-12-08: 0.014 off at K 64 within one instruction group,
+           * 0.053 at K 512 after the per-128-K promotion into f32; operands in [-3, 3], so sums
+           * of |a b| up to ~2300): a bound of 2^-13 of those sums, where a wrong tile or scale
+           * is off by units */
+          atol = atol > 0.25 ? atol : 0.25;
+          rtol = rtol > 2e-3 ? rtol : 2e-3;
+        }
         int64_t n = (int64_t)(rout[i].nbytes / graphc_dtype_size(rout[i].dtype));
         tu_cmp c = tu_compare(rout[i].data, out[i].data, rout[i].dtype, n, atol, rtol);
         if (c.max_err > max_err) max_err = c.max_err;
