@@ -122,8 +122,19 @@ kir_expr *kir_f8_cast(kir_module *m, gc_dtype to, kir_expr *a, int saturate) {
   /* sm_89+: the saturating conversion is one instruction, the same result (measured on the
    * H100, 2026-12-08: the integer steps held a layernorm writing fp8 to a third of its f16
    * speed and an fp8 GEMM epilogue to half) */
-  if (m->f8_cvt && saturate == 1 && a->type == GRAPHC_DTYPE_F32 &&
-      (to == GRAPHC_DTYPE_F8E4M3 || to == GRAPHC_DTYPE_F8E5M2))
-    return kir_f8_hw(m, to, a);
+  if (m->f8_cvt && saturate != 0 && a->type == GRAPHC_DTYPE_F32 &&
+      (to == GRAPHC_DTYPE_F8E4M3 || to == GRAPHC_DTYPE_F8E5M2)) {
+    kir_expr *r = kir_f8_hw(m, to, a);
+    if (saturate == 1) return r;
+    /* a store (-1): finite overflow saturates as above, but an infinity stays inf (e5m2) or
+     * becomes NaN (e4m3), with its sign, where satfinite would give the largest finite value */
+    const gc_dtype I = GRAPHC_DTYPE_I32;
+    kir_expr *bits = kir_bitcast(m, I, a);
+    kir_expr *inf = bin(m, KIR_EQ, bin(m, KIR_AND, bits, ci(m, I, INT32_MAX)), ci(m, I, 0x7f800000));
+    int64_t over = fmt_of(to).over_bits;
+    kir_expr *fix = kir_select(m, bin(m, KIR_LT, bits, ci(m, I, 0)), ci(m, I, over + 0x80), ci(m, I, over));
+    kir_expr *ri = kir_select(m, inf, fix, kir_cast(m, I, kir_bitcast(m, GRAPHC_DTYPE_U8, r)));
+    return kir_bitcast(m, to, kir_cast(m, GRAPHC_DTYPE_U8, ri));
+  }
   return float_to_f8(m, to, a, saturate);
 }
