@@ -103,6 +103,32 @@ START_TEST(errors_point_at_source) {
 }
 END_TEST
 
+/* --outputs naming a result the entry does not return: the return statement with a caret, the
+ * results it has, exit status 1; a name given twice likewise. */
+START_TEST(outputs_option_errors) {
+  char path[512], *out = NULL;
+  snprintf(path, sizeof path, "%s/outs.graph", tu_tmpdir());
+  FILE *f = fopen(path, "w");
+  fputs("version 1;\ngraph @g(%x: f32[2]) -> (f32[2], f32[2]) {\n  %y = neg(%x);\n  %z = relu(%x);\n"
+        "  return %y, %z;\n}\n", f);
+  fclose(f);
+  char args[700];
+  snprintf(args, sizeof args, "run %s --backend interp --outputs z,w", path);
+  ck_assert_int_eq(gc(args, &out), 1);
+  ck_assert_msg(strstr(out, "outs.graph:5:3: error: outputs: graph @g returns no '%w' (it returns %y, %z)"), "%s", out);
+  ck_assert_msg(strstr(out, "  return %y, %z;") && strstr(out, "  ^"), "%s", out);
+  free(out);
+  snprintf(args, sizeof args, "run %s --backend cpu --outputs z,%%z", path);
+  ck_assert_int_eq(gc(args, &out), 1);
+  ck_assert_msg(strstr(out, "outs.graph:5:3: error: outputs: '%z' is named twice"), "%s", out);
+  free(out);
+  snprintf(args, sizeof args, "run %s --backend interp --outputs z", path);
+  ck_assert_int_eq(gc(args, &out), 0);
+  ck_assert_msg(strstr(out, "%z: f32[2]") && !strstr(out, "%y:"), "%s", out);
+  free(out);
+}
+END_TEST
+
 START_TEST(weights_and_run_every_example) {
   const char *ex[][2] = {{"mlp", "--bind B=2"}, {"cnn", "--bind N=2"},
                          {"transformer_block", "--bind B=2 --bind S=8"}};
@@ -329,6 +355,7 @@ int main(void) {
   tcase_add_test(tc, version_and_help);
   tcase_add_test(tc, check_and_print);
   tcase_add_test(tc, errors_point_at_source);
+  tcase_add_test(tc, outputs_option_errors);
   tcase_add_test(tc, bench_cpu_backend);
   tcase_add_test(tc, weights_and_run_every_example);
   tcase_add_test(tc, run_with_inputs_file);
