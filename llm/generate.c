@@ -178,6 +178,13 @@ static int32_t sample(const float *logits, int64_t v, double temperature, double
   return work[n - 1].id;
 }
 
+/* MODE_DEVICE's keys for the next draw: row i's is base + draw * b + i (hash_uniform takes it
+ * modulo 2^31 - 1: distinct keys for the first 2^31 / b draws). */
+static void draw_keys(int64_t *seed, int64_t b, int64_t base, int64_t *draws) {
+  for (int64_t i = 0; i < b; i++) seed[i] = base + *draws * b + i;
+  ++*draws;
+}
+
 /* ---- the loop ----------------------------------------------------------------------------------- */
 static int is_eos(const graphc_llm_info_t *info, int32_t t) {
   for (int i = 0; i < info->n_eos; i++)
@@ -263,8 +270,7 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
     goto out;
   }
   uint64_t rng = o->seed * 0x9E3779B97F4A7C15ull + 1;
-  /* MODE_DEVICE: row i's key at draw t is base + t * b + i (hash_uniform takes it modulo
-   * 2^31 - 1: distinct keys for the first 2^31 / b draws), base from the seed */
+  /* MODE_DEVICE: keys from a base the seed gives (draw_keys) */
   int64_t base = (int64_t)(xorshift(&rng) >> 34), draws = 0;
   for (int64_t i = 0; i < b; i++) inv_temp[i] = (float)(1.0 / (o->temperature > 0 ? o->temperature : 1.0));
   double compile_ms = 0, t0 = now_ms();
@@ -274,8 +280,7 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
     pos[i] = 0;
     last[i] = (int32_t)prompt_lens[i] - 1;
   }
-  for (int64_t i = 0; i < b; i++) seed[i] = base + draws * b + i;
-  draws++;
+  draw_keys(seed, b, base, &draws);
   graphc_executable_t *exe = exe_for(s, b, sl, sl, mode, &compile_ms, err);
   if (!exe || (st = step(exe, mode, b, sl, ids, pos, last, seed, inv_temp, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
     if (!exe) st = err ? err->code : GRAPHC_STATUS_INTERNAL;
@@ -307,8 +312,7 @@ graphc_status_t graphc_llm_generate(graphc_llm_session_t *s, size_t n_seqs, cons
       need = pos[i] + 1 > need ? pos[i] + 1 : need;
     }
     int64_t kw = o->decode_window ? pow2_at_least(need, pow2_at_least(o->decode_window, 1)) : tmax;
-    for (int64_t i = 0; i < b; i++) seed[i] = base + draws * b + i;
-    draws++;
+    draw_keys(seed, b, base, &draws);
     exe = exe_for(s, b, 1, kw < tmax ? kw : tmax, mode, &compile_ms, err);
     if (!exe || (st = step(exe, mode, b, 1, ids, pos, last, seed, inv_temp, logits, vocab, next, err)) != GRAPHC_STATUS_OK) {
       if (!exe) st = err ? err->code : GRAPHC_STATUS_INTERNAL;
